@@ -1,9 +1,14 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 )
+
+// ErrTruncated is returned to a waiter whose write a truncation removed
+// before the waiter saw it durable.
+var ErrTruncated = errors.New("wal: write truncated before it became durable")
 
 // SyncFunc makes durable everything written so far and reports the position
 // it covered. It must read the position before it starts the fdatasync, so
@@ -16,8 +21,8 @@ type SyncFunc func() (covered int64, err error)
 // arrive while a sync runs share the next one. So N concurrent appenders cost
 // about two fdatasyncs, not N.
 //
-// Positions are opaque and monotonic: byte positions for wal, offsets for a
-// partition log.
+// Positions are opaque and grow with every write: record indexes for wal,
+// offsets for a partition log. Only a truncation (Reset) moves them back.
 //
 // An error is sticky: after a failed sync no position is ever reported
 // durable again, because after a failed fdatasync the kernel may have dropped
@@ -28,41 +33,69 @@ type GroupCommitter struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	running bool
-	// Invariant: durable only grows.
+	// Invariant: durable only grows, except by Reset.
 	durable int64
+	// gen counts Resets, so that a sync that was running across one does
+	// not apply a position from before the truncation.
+	gen uint64
+	// waiters are the calls in Wait, so that Reset can mark those whose
+	// write it removed. Bounded by the number of concurrent callers.
+	waiters map[*waiter]struct{}
 	err     error
 	syncs   int64
+}
+
+// waiter is one call in Wait.
+type waiter struct {
+	pos int64
+	// truncated is set by a Reset below pos: the write is gone, and a later
+	// sync of new bytes at the same positions must not release it.
+	truncated bool
 }
 
 // NewGroupCommitter returns a committer whose durable position starts at
 // durable (what recovery found on disk).
 func NewGroupCommitter(durable int64, syncFn SyncFunc) *GroupCommitter {
-	g := &GroupCommitter{sync: syncFn, durable: durable}
+	g := &GroupCommitter{sync: syncFn, durable: durable, waiters: make(map[*waiter]struct{})}
 	g.cond = sync.NewCond(&g.mu)
 	return g
 }
 
-// Wait returns nil once a completed sync covers pos, or the sticky error.
+// Wait returns nil once a completed sync covers pos, the sticky error, or
+// ErrTruncated if a Reset below pos removed the write first.
 func (g *GroupCommitter) Wait(pos int64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	w := &waiter{pos: pos}
+	g.waiters[w] = struct{}{}
+	defer delete(g.waiters, w)
 	for {
 		if g.err != nil {
 			return g.err
+		}
+		if w.truncated {
+			return ErrTruncated
 		}
 		if g.durable >= pos {
 			return nil
 		}
 		if !g.running {
 			g.running = true
+			startGen := g.gen
 			g.mu.Unlock()
 			covered, err := g.sync()
 			g.mu.Lock()
 			g.running = false
 			g.syncs++
 			if err != nil {
-				g.err = fmt.Errorf("wal: fdatasync failed, nothing further is durable: %w", err)
-			} else if covered > g.durable {
+				// The first error stays: a Fail during the sync (a
+				// write error, a close) explains the failure better.
+				if g.err == nil {
+					g.err = fmt.Errorf("wal: fdatasync failed, nothing further is durable: %w", err)
+				}
+			} else if g.err == nil && covered > g.durable && g.gen == startGen {
+				// A Reset during the sync means covered may name
+				// positions that were truncated away: drop it.
 				g.durable = covered
 			}
 			g.cond.Broadcast()
@@ -85,10 +118,21 @@ func (g *GroupCommitter) Advance(pos int64) {
 }
 
 // Reset sets the durable position after a truncation moved the end of the
-// log backwards. Only the owner of the log calls it, with writes excluded.
+// log back to pos, with writes excluded by the log's owner. The owner
+// asserts that everything up to pos is durable (it synced the file it cut).
+// Waiters above pos get ErrTruncated: their writes are gone, and a later
+// sync of new bytes at the same positions must not release them. Waiters at
+// or below pos are released, since their writes survived and are durable.
 func (g *GroupCommitter) Reset(pos int64) {
 	g.mu.Lock()
 	g.durable = pos
+	g.gen++
+	for w := range g.waiters {
+		if w.pos > pos {
+			w.truncated = true
+		}
+	}
+	g.cond.Broadcast()
 	g.mu.Unlock()
 }
 

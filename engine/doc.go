@@ -1,0 +1,57 @@
+// Package engine stores partition logs in Apache Kafka's on-disk format, so
+// Kafka's tools read wren's files and wren reads Kafka's.
+//
+// A partition is a directory "<topic>-<partition>" of segments. A segment
+// is three files named by its base offset (20 digits, zero padded):
+//
+//	00000000000000000000.log        RecordBatch v2 bytes exactly as the producer sent them,
+//	                                with baseOffset and partitionLeaderEpoch filled in
+//	00000000000000000000.index      sparse offset index: relative offset int32, position int32
+//	00000000000000000000.timeindex  time index: timestamp int64, relative offset int32
+//
+// plus leader-epoch-checkpoint. The data directory (Manager) holds
+// meta.properties, recovery-point-offset-checkpoint and
+// log-start-offset-checkpoint, and a .lock.
+//
+// # Appends and durability
+//
+// Log.Append validates each batch (engine/batch: magic, CRC-32C, lengths,
+// record walk, decompression under a cap), rewrites baseOffset and
+// partitionLeaderEpoch in place (they sit outside the CRC, so nothing is
+// re-encoded), and pwrites the bytes at the active segment's tail. Under
+// FlushAck (the default) it returns only after an fdatasync covering the
+// write; concurrent appenders share one (wal.GroupCommitter). Under
+// FlushInterval it returns after the write and syncs by flush.messages and
+// flush.ms, Kafka's page-cache behaviour.
+//
+// A write or fdatasync error fails the whole log directory: nothing in it is
+// acknowledged again and the error is never retried, because after a failed
+// fdatasync the kernel may have dropped the dirty pages.
+//
+// Invariant: LogStartOffset <= DurableOffset <= LogEndOffset, and every
+// offset below DurableOffset reads back after any crash.
+//
+// # Reads
+//
+// Log.Read finds the segment by binary search over base offsets, the
+// position by binary search in the offset index, then scans batch headers
+// forward at most one index interval. It returns a file range that SendFile
+// moves to a socket with sendfile(2). Readers hold a reference on the
+// segment, so retention can delete it under them.
+//
+// # Recovery
+//
+// Segments below the recovery point were synced with their indexes at roll
+// and are trusted after an index sanity check. The segment holding the
+// recovery point and every later one are scanned batch by batch with CRC
+// checks; a torn tail is cut, a corrupt batch cuts the log there and every
+// later segment goes (Kafka's rule), indexes are rebuilt.
+//
+// Crash safety of metadata: new segment files count only after an fsync of
+// the directory; segment removal is made durable before any later change
+// that depends on it; checkpoints are written to a temporary file, synced
+// and renamed.
+//
+// All file access goes through internal/vfs, so tests crash the engine at
+// any write and lose exactly what was not synced.
+package engine

@@ -1,0 +1,461 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/wal"
+)
+
+// dirHealth is shared by every log of one log directory: after one write or
+// fdatasync error in the directory, none of them acknowledges anything
+// again (Kafka marks the whole log dir offline).
+type dirHealth struct {
+	err    atomic.Pointer[error]
+	onFail func(error)
+}
+
+func (d *dirHealth) fail(err error) {
+	e := fmt.Errorf("%w: %w", ErrLogDirFailed, err)
+	if d.err.CompareAndSwap(nil, &e) && d.onFail != nil {
+		d.onFail(e)
+	}
+}
+
+func (d *dirHealth) check() error {
+	if p := d.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Log is one partition's log: a directory of segments in Kafka's format.
+//
+// Appends are serialised by mu; the fdatasync that makes them durable runs
+// outside it, shared by every appender waiting at the time (group commit).
+// Reads take mu only to pick a segment and its end, then read without it.
+type Log struct {
+	fs     vfs.FS
+	dir    string
+	tp     TopicPartition
+	opts   Options
+	health *dirHealth
+	commit *wal.GroupCommitter
+
+	mu sync.Mutex
+	// segments are sorted by base offset; the last is the active segment.
+	// Invariant: len(segments) >= 1.
+	segments []*segment
+	// Invariant: logStartOffset <= logEndOffset.
+	logStartOffset int64
+	logEndOffset   int64
+	epochs         *epochCache
+	// unflushedMessages counts records appended since the last sync, for
+	// flush.messages under FlushInterval.
+	unflushedMessages int64
+	lastFlushMs       int64
+	closed            bool
+}
+
+// AppendInfo describes a completed append.
+type AppendInfo struct {
+	FirstOffset int64
+	LastOffset  int64
+	// LogAppendTime is the broker time stamped on the batches, or -1 under
+	// CreateTime.
+	LogAppendTime int64
+	// MaxTimestamp and OffsetOfMaxTimestamp over the appended batches.
+	MaxTimestamp         int64
+	OffsetOfMaxTimestamp int64
+	RecordCount          int64
+	Bytes                int64
+	LogStartOffset       int64
+}
+
+// splitBatches validates records (one or more whole batches) and returns
+// their headers. It only reads. Leader appends follow the client rules,
+// follower appends those of replication (engine/batch.AppendOrigin).
+func (l *Log) splitBatches(records []byte, origin batch.AppendOrigin) ([]batch.Summary, error) {
+	if len(records) == 0 {
+		return nil, fmt.Errorf("%w: empty record set", batch.ErrCorrupt)
+	}
+	if int64(len(records)) > l.opts.SegmentBytes {
+		return nil, fmt.Errorf("%w: %d bytes exceed segment.bytes %d", ErrRecordTooLarge, len(records), l.opts.SegmentBytes)
+	}
+	lim := batch.Limits{MaxDecompressedBytes: int(l.opts.MaxDecompressedBytes), Origin: origin}
+	var out []batch.Summary
+	for rest := records; len(rest) > 0; {
+		h, err := batch.ParseHeader(rest)
+		if err != nil {
+			return nil, err
+		}
+		size := int64(h.Size())
+		if size > int64(len(rest)) {
+			return nil, fmt.Errorf("%w: batch length %d exceeds the %d bytes sent", batch.ErrCorrupt, size, len(rest))
+		}
+		if size > l.opts.MaxMessageBytes {
+			return nil, fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrRecordTooLarge, size, l.opts.MaxMessageBytes)
+		}
+		s, err := batch.ValidateSummary(rest[:size], lim)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+		rest = rest[size:]
+	}
+	return out, nil
+}
+
+// Append appends records (whole RecordBatch v2 batches, as a Produce
+// request carries them) as the leader: it validates every batch, assigns
+// offsets from the log end offset by rewriting each baseOffset, stamps
+// leaderEpoch, and writes the bytes as they are. It takes ownership of
+// records and edits their headers in place. Under FlushAck it returns after
+// an fdatasync covering the append.
+func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	ss, err := l.splitBatches(records, batch.AppendOriginClient)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	return l.append(records, ss, leaderEpoch, true)
+}
+
+// AppendAsFollower appends batches that already carry their offsets and
+// leader epochs (replicated from the leader). Their first offset must be
+// the log end offset.
+func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
+	ss, err := l.splitBatches(records, batch.AppendOriginReplication)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	return l.append(records, ss, -1, false)
+}
+
+func (l *Log) append(records []byte, ss []batch.Summary, leaderEpoch int32, assignOffsets bool) (AppendInfo, error) {
+	l.mu.Lock()
+	info, err := l.appendLocked(records, ss, leaderEpoch, assignOffsets)
+	if err != nil {
+		l.mu.Unlock()
+		return AppendInfo{}, err
+	}
+	mustSync := l.opts.FlushPolicy == FlushAck
+	if !mustSync {
+		l.unflushedMessages += info.RecordCount
+		mustSync = l.unflushedMessages >= l.opts.FlushIntervalMessages
+	}
+	l.mu.Unlock()
+	if mustSync {
+		if err := l.waitDurable(info.LastOffset + 1); err != nil {
+			return AppendInfo{}, err
+		}
+	}
+	return info, nil
+}
+
+func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32, assignOffsets bool) (AppendInfo, error) {
+	if l.closed {
+		return AppendInfo{}, ErrClosed
+	}
+	if err := l.health.check(); err != nil {
+		return AppendInfo{}, err
+	}
+	now := l.opts.nowMs()
+	info := AppendInfo{FirstOffset: l.logEndOffset, LogAppendTime: -1, MaxTimestamp: noTimestamp}
+	next := l.logEndOffset
+	var at int64
+	hs := make([]batch.Header, len(ss))
+	for i := range ss {
+		h := &ss[i].Header
+		b := records[at : at+int64(h.Size())]
+		at += int64(h.Size())
+		if assignOffsets {
+			batch.SetBaseOffset(b, next)
+			batch.SetPartitionLeaderEpoch(b, leaderEpoch)
+			h.BaseOffset, h.PartitionLeaderEpoch = next, leaderEpoch
+			// Kafka trusts the records' timestamps over the header's
+			// maxTimestamp (LogValidator) and fixes the header in place.
+			ts, tsType := ss[i].MaxRecordTimestamp, batch.CreateTime
+			if l.opts.MessageTimestampType == LogAppendTime {
+				ts, tsType = now, batch.LogAppendTime
+				info.LogAppendTime = now
+			}
+			if ts != h.MaxTimestamp || tsType != h.TimestampType() {
+				if err := batch.SetMaxTimestamp(b, tsType, ts); err != nil {
+					return AppendInfo{}, err
+				}
+				h.MaxTimestamp = ts
+			}
+		} else if h.BaseOffset < next {
+			return AppendInfo{}, fmt.Errorf("%w: batch base offset %d is below the log end offset %d", ErrInvalidOffsets, h.BaseOffset, next)
+		} else if i == 0 && h.BaseOffset != next {
+			return AppendInfo{}, fmt.Errorf("%w: first batch offset %d is not the log end offset %d", ErrInvalidOffsets, h.BaseOffset, next)
+		}
+		if h.MaxTimestamp > info.MaxTimestamp {
+			info.MaxTimestamp, info.OffsetOfMaxTimestamp = h.MaxTimestamp, h.LastOffset()
+		}
+		info.RecordCount += int64(h.RecordCount)
+		next = h.LastOffset() + 1
+		hs[i] = *h
+	}
+	info.LastOffset = next - 1
+	info.Bytes = int64(len(records))
+
+	seg, err := l.maybeRoll(int64(len(records)), hs[0].MaxTimestamp, info.LastOffset, now)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	pos := seg.size.Load()
+	if _, err := seg.log.WriteAt(records, pos); err != nil {
+		l.fail(err)
+		return AppendInfo{}, l.health.check()
+	}
+	if err := seg.indexBatches(hs, pos, &l.opts); err != nil {
+		l.fail(err)
+		return AppendInfo{}, l.health.check()
+	}
+	seg.size.Store(pos + int64(len(records)))
+	for _, h := range hs {
+		if l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) {
+			if err := l.epochs.flush(); err != nil {
+				l.fail(err)
+				return AppendInfo{}, l.health.check()
+			}
+		}
+	}
+	l.logEndOffset = next
+	info.LogStartOffset = l.logStartOffset
+	return info, nil
+}
+
+// maybeRoll returns the segment the next append goes to, rolling first
+// when Kafka would: the segment is full, its first batch is older than
+// segment.ms, an index is full, or offsets would overflow 32-bit relative
+// offsets.
+func (l *Log) maybeRoll(size, maxTimestamp, lastOffset, now int64) (*segment, error) {
+	seg := l.active()
+	if seg.empty() {
+		return seg, nil
+	}
+	var waited int64
+	if seg.rollingBasedTimestamp != noTimestamp && maxTimestamp != noTimestamp {
+		waited = maxTimestamp - seg.rollingBasedTimestamp
+	} else {
+		waited = now - seg.createdMs
+	}
+	if seg.size.Load()+size <= l.opts.SegmentBytes &&
+		waited < l.opts.SegmentMs &&
+		!seg.offsetIndex.full() && !seg.timeIndex.full() &&
+		lastOffset-seg.baseOffset <= 1<<31-1 {
+		return seg, nil
+	}
+	return l.roll()
+}
+
+// roll closes the active segment (final time index entry, trimmed and
+// synced indexes, synced data) and starts a new one at the log end offset.
+// The old segment's data is durable when it returns.
+func (l *Log) roll() (*segment, error) {
+	old := l.active()
+	if err := old.onBecomeInactive(); err != nil {
+		l.fail(err)
+		return nil, l.health.check()
+	}
+	seg, err := createSegment(l.fs, l.dir, l.logEndOffset, &l.opts)
+	if err != nil {
+		l.fail(err)
+		return nil, l.health.check()
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		seg.closeFiles()
+		l.fail(err)
+		return nil, l.health.check()
+	}
+	l.segments = append(l.segments, seg)
+	l.commit.Advance(l.logEndOffset)
+	return seg, nil
+}
+
+// Roll forces a new active segment, if the active one has data.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if l.active().empty() {
+		return nil
+	}
+	_, err := l.roll()
+	return err
+}
+
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+func (l *Log) fail(err error) {
+	l.health.fail(fmt.Errorf("%s: %w", l.tp, err))
+	l.commit.Fail(l.health.check())
+}
+
+// syncActive is the group committer's sync: fdatasync the active segment,
+// covering the log end offset read before it started. A roll between the
+// read and the sync already synced the older segment itself.
+func (l *Log) syncActive() (int64, error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return 0, ErrClosed
+	}
+	seg, leo := l.active(), l.logEndOffset
+	seg.acquire()
+	l.mu.Unlock()
+	defer seg.release()
+	if err := seg.log.SyncData(); err != nil {
+		l.fail(err)
+		return 0, err
+	}
+	l.mu.Lock()
+	l.unflushedMessages = 0
+	l.lastFlushMs = l.opts.nowMs()
+	l.mu.Unlock()
+	return leo, nil
+}
+
+func (l *Log) waitDurable(offset int64) error {
+	if err := l.commit.Wait(offset); err != nil {
+		if err := l.health.check(); err != nil {
+			return err
+		}
+		return err
+	}
+	return nil
+}
+
+// Flush makes everything appended so far durable.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	leo := l.logEndOffset
+	l.mu.Unlock()
+	return l.waitDurable(leo)
+}
+
+// flushIfDue is flush.ms under FlushInterval.
+func (l *Log) flushIfDue(now int64) error {
+	l.mu.Lock()
+	due := l.opts.FlushPolicy == FlushInterval && l.unflushedMessages > 0 && now-l.lastFlushMs >= l.opts.FlushIntervalMs
+	l.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return l.Flush()
+}
+
+// LogEndOffset is the offset the next append gets.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.logEndOffset
+}
+
+// LogStartOffset is the first offset a reader may fetch.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.logStartOffset
+}
+
+// DurableOffset is the offset below which every appended byte is on disk.
+func (l *Log) DurableOffset() int64 { return l.commit.Durable() }
+
+// RecoveryPoint is the offset below which recovery need not scan.
+func (l *Log) RecoveryPoint() int64 { return l.commit.Durable() }
+
+// TopicPartition names the log.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// Dir is the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Size is the bytes of all segments.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, s := range l.segments {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// SegmentInfo describes one segment, for tools and tests.
+type SegmentInfo struct {
+	BaseOffset   int64
+	NextOffset   int64
+	Size         int64
+	MaxTimestamp int64
+}
+
+// Segments lists the segments, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]SegmentInfo, len(l.segments))
+	for i, s := range l.segments {
+		out[i] = SegmentInfo{BaseOffset: s.baseOffset, NextOffset: s.nextOffset, Size: s.size.Load(), MaxTimestamp: s.maxTimestamp}
+	}
+	return out
+}
+
+// LeaderEpochs returns the leader epoch cache's entries.
+func (l *Log) LeaderEpochs() []EpochEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs.snapshot()
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch for this log.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs.endOffsetFor(epoch, l.logEndOffset)
+}
+
+// segmentFor returns the index of the segment holding offset: the last
+// segment whose base offset is <= offset.
+func (l *Log) segmentFor(offset int64) int {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset > offset })
+	if i == 0 {
+		return 0
+	}
+	return i - 1
+}
+
+// Close syncs everything, trims the active segment's indexes and closes
+// the files. The log end offset becomes the recovery point.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	var errs []error
+	if l.health.check() == nil {
+		if err := l.active().flush(true); err != nil {
+			l.fail(err)
+			errs = append(errs, err)
+		} else {
+			l.commit.Advance(l.logEndOffset)
+		}
+	}
+	l.closed = true
+	segs := l.segments
+	l.mu.Unlock()
+	for _, s := range segs {
+		s.release()
+	}
+	return errors.Join(errs...)
+}

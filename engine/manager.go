@@ -1,0 +1,402 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wren-broker/wren/internal/vfs"
+)
+
+// lockFile is the data directory's lock, as Kafka's ".lock".
+// Part of the on-disk format; never change.
+const lockFile = ".lock"
+
+// deleteDirSuffix marks a partition directory being deleted, as Kafka's
+// "<topic>-<partition>.<id>-delete".
+const deleteDirSuffix = "-delete"
+
+// MetaProperties is meta.properties: who owns the data directory.
+type MetaProperties struct {
+	ClusterID   string
+	NodeID      int32
+	DirectoryID string
+}
+
+// ManagerConfig configures a data directory.
+type ManagerConfig struct {
+	// ClusterID and NodeID are checked against meta.properties; a directory
+	// from another cluster or node is refused, never wiped.
+	ClusterID string
+	NodeID    int32
+	// Defaults are the options for a log without topic overrides.
+	Defaults Options
+	// TopicOptions, if set, returns a topic's effective options.
+	TopicOptions func(topic string) Options
+	// OnDirFailure is told once when the directory fails.
+	OnDirFailure func(error)
+}
+
+// Manager owns one data directory (Kafka's log.dirs entry): its lock,
+// meta.properties, the recovery-point and log-start-offset checkpoints and
+// every partition log in it.
+type Manager struct {
+	fs     vfs.FS
+	dir    string
+	cfg    ManagerConfig
+	lock   io.Closer
+	health *dirHealth
+	meta   MetaProperties
+
+	// checkpointMu serialises checkpoint writers.
+	checkpointMu sync.Mutex
+	mu           sync.Mutex
+	logs         map[TopicPartition]*Log
+	closed       bool
+}
+
+// OpenManager locks dir, checks or writes meta.properties, and opens and
+// recovers every partition log in it.
+func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
+	if err := cfg.Defaults.validate(); err != nil {
+		return nil, err
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("engine: data directory %s: %w", dir, err)
+	}
+	lock, err := fsys.Lock(dir + "/" + lockFile)
+	if err != nil {
+		return nil, fmt.Errorf("engine: data directory %s is in use by another process: %w", dir, err)
+	}
+	m := &Manager{
+		fs: fsys, dir: dir, cfg: cfg, lock: lock,
+		health: &dirHealth{onFail: cfg.OnDirFailure},
+		logs:   map[TopicPartition]*Log{},
+	}
+	if err := m.open(); err != nil {
+		for _, l := range m.logs {
+			l.Close()
+		}
+		lock.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Manager) open() error {
+	meta, err := m.loadMeta()
+	if err != nil {
+		return err
+	}
+	m.meta = meta
+	rps, err := ReadOffsetCheckpoint(m.fs, m.dir+"/"+RecoveryPointCheckpointFile)
+	if err != nil {
+		return err
+	}
+	lsos, err := ReadOffsetCheckpoint(m.fs, m.dir+"/"+LogStartOffsetCheckpointFile)
+	if err != nil {
+		return err
+	}
+	names, err := m.fs.List(m.dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		path := m.dir + "/" + name
+		st, err := m.fs.Stat(path)
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		if strings.HasSuffix(name, deleteDirSuffix) {
+			if err := m.fs.RemoveAll(path); err != nil {
+				return err
+			}
+			continue
+		}
+		tp, err := ParseTopicPartitionDir(name)
+		if err != nil {
+			continue
+		}
+		rp, ok := rps[tp]
+		if !ok {
+			rp = 0
+		}
+		l, _, err := Open(m.fs, path, tp, m.optionsFor(tp.Topic), OpenOptions{RecoveryPoint: rp, LogStartOffset: lsos[tp], health: m.health})
+		if err != nil {
+			return fmt.Errorf("engine: recovering %s: %w", tp, err)
+		}
+		m.logs[tp] = l
+	}
+	return m.SyncDirAndCheckpoint()
+}
+
+// SyncDirAndCheckpoint makes removals durable and writes fresh checkpoints.
+func (m *Manager) SyncDirAndCheckpoint() error {
+	if err := m.fs.SyncDir(m.dir); err != nil {
+		return err
+	}
+	return m.Checkpoint()
+}
+
+func (m *Manager) optionsFor(topic string) Options {
+	if m.cfg.TopicOptions != nil {
+		return m.cfg.TopicOptions(topic)
+	}
+	return m.cfg.Defaults
+}
+
+func (m *Manager) loadMeta() (MetaProperties, error) {
+	path := m.dir + "/" + MetaPropertiesFile
+	data, err := vfs.ReadFile(m.fs, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		meta := MetaProperties{ClusterID: m.cfg.ClusterID, NodeID: m.cfg.NodeID, DirectoryID: newDirectoryID()}
+		if meta.ClusterID == "" {
+			meta.ClusterID = newDirectoryID()
+		}
+		return meta, vfs.WriteFileAtomic(m.fs, path, formatMeta(meta))
+	}
+	if err != nil {
+		return MetaProperties{}, err
+	}
+	meta, err := parseMeta(data)
+	if err != nil {
+		return MetaProperties{}, fmt.Errorf("engine: %s: %w", path, err)
+	}
+	if m.cfg.ClusterID != "" && meta.ClusterID != m.cfg.ClusterID {
+		return MetaProperties{}, fmt.Errorf("%w: %s has cluster.id %s, this node is configured for %s", ErrClusterIDMismatch, path, meta.ClusterID, m.cfg.ClusterID)
+	}
+	if meta.NodeID != m.cfg.NodeID {
+		return MetaProperties{}, fmt.Errorf("%w: %s has node.id %d, this node is %d", ErrClusterIDMismatch, path, meta.NodeID, m.cfg.NodeID)
+	}
+	return meta, nil
+}
+
+// newDirectoryID is a random Kafka Uuid in its base64 form.
+func newDirectoryID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// formatMeta writes meta.properties as Kafka 4.x does (version 1, KRaft).
+func formatMeta(m MetaProperties) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "#\n#%s\n", time.Now().UTC().Format(time.UnixDate))
+	fmt.Fprintf(&b, "cluster.id=%s\n", m.ClusterID)
+	fmt.Fprintf(&b, "directory.id=%s\n", m.DirectoryID)
+	fmt.Fprintf(&b, "node.id=%d\n", m.NodeID)
+	b.WriteString("version=1\n")
+	return b.Bytes()
+}
+
+func parseMeta(data []byte) (MetaProperties, error) {
+	var m MetaProperties
+	props := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return m, fmt.Errorf("bad line %q", line)
+		}
+		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	if v := props["version"]; v != "1" {
+		return m, fmt.Errorf("unsupported meta.properties version %q", v)
+	}
+	m.ClusterID = props["cluster.id"]
+	m.DirectoryID = props["directory.id"]
+	var id int32
+	if _, err := fmt.Sscan(props["node.id"], &id); err != nil {
+		return m, fmt.Errorf("bad node.id %q", props["node.id"])
+	}
+	m.NodeID = id
+	return m, nil
+}
+
+// Meta is the directory's meta.properties.
+func (m *Manager) Meta() MetaProperties { return m.meta }
+
+// Dir is the data directory.
+func (m *Manager) Dir() string { return m.dir }
+
+// Failed is the error that failed the directory, or nil.
+func (m *Manager) Failed() error { return m.health.check() }
+
+// Log returns an open partition log, or nil.
+func (m *Manager) Log(tp TopicPartition) *Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.logs[tp]
+}
+
+// Logs returns every open log, sorted by topic and partition.
+func (m *Manager) Logs() []*Log {
+	m.mu.Lock()
+	out := make([]*Log, 0, len(m.logs))
+	for _, l := range m.logs {
+		out = append(out, l)
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].tp, out[j].tp
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	return out
+}
+
+// GetOrCreateLog opens the partition's log, creating it if needed.
+func (m *Manager) GetOrCreateLog(tp TopicPartition) (*Log, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if l, ok := m.logs[tp]; ok {
+		return l, nil
+	}
+	if err := m.health.check(); err != nil {
+		return nil, err
+	}
+	if err := validTopicDirName(tp.Topic); err != nil {
+		return nil, err
+	}
+	l, _, err := Open(m.fs, m.dir+"/"+tp.String(), tp, m.optionsFor(tp.Topic), OpenOptions{health: m.health})
+	if err != nil {
+		return nil, err
+	}
+	m.logs[tp] = l
+	return l, nil
+}
+
+// validTopicDirName refuses names that could escape the data directory.
+// The wire layer applies Kafka's full topic name rules first.
+func validTopicDirName(topic string) error {
+	if topic == "" || topic == "." || topic == ".." || strings.ContainsAny(topic, "/\x00") || len(topic) > 249 {
+		return fmt.Errorf("%w: topic name %q", ErrInvalidTopicPartition, topic)
+	}
+	return nil
+}
+
+// DeleteLog closes and deletes a partition's log: the directory is renamed
+// to "<topic>-<partition>.<id>-delete" durably, then removed.
+func (m *Manager) DeleteLog(tp TopicPartition) error {
+	m.mu.Lock()
+	l, ok := m.logs[tp]
+	delete(m.logs, tp)
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	l.Close()
+	doomed := fmt.Sprintf("%s/%s.%s%s", m.dir, tp, strings.ReplaceAll(newDirectoryID(), "-", "_"), deleteDirSuffix)
+	if err := m.fs.Rename(l.dir, doomed); err != nil {
+		return err
+	}
+	if err := m.fs.SyncDir(m.dir); err != nil {
+		return err
+	}
+	return m.fs.RemoveAll(doomed)
+}
+
+// Checkpoint writes recovery-point-offset-checkpoint and
+// log-start-offset-checkpoint for every log.
+func (m *Manager) Checkpoint() error {
+	m.checkpointMu.Lock()
+	defer m.checkpointMu.Unlock()
+	if err := m.health.check(); err != nil {
+		return err
+	}
+	rps := map[TopicPartition]int64{}
+	lsos := map[TopicPartition]int64{}
+	for _, l := range m.Logs() {
+		rps[l.tp] = l.RecoveryPoint()
+		lsos[l.tp] = l.LogStartOffset()
+	}
+	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+RecoveryPointCheckpointFile, rps); err != nil {
+		m.health.fail(err)
+		return m.health.check()
+	}
+	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+LogStartOffsetCheckpointFile, lsos); err != nil {
+		m.health.fail(err)
+		return m.health.check()
+	}
+	return nil
+}
+
+// DeleteRecords advances a log's start offset (DeleteRecords) and makes it
+// durable in log-start-offset-checkpoint before returning.
+func (m *Manager) DeleteRecords(tp TopicPartition, offset int64) (int64, error) {
+	l := m.Log(tp)
+	if l == nil {
+		return 0, fmt.Errorf("%w: %s", ErrInvalidTopicPartition, tp)
+	}
+	if err := l.AdvanceLogStartOffset(offset); err != nil {
+		return 0, err
+	}
+	if err := m.Checkpoint(); err != nil {
+		return 0, err
+	}
+	return l.LogStartOffset(), nil
+}
+
+// RunRetention applies retention to every log; highWatermark says how far
+// each may be deleted. It returns the number of segments deleted.
+func (m *Manager) RunRetention(highWatermark func(*Log) int64) (int, error) {
+	total := 0
+	var errs []error
+	for _, l := range m.Logs() {
+		n, err := l.DeleteOldSegments(highWatermark(l))
+		total += n
+		if err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if total > 0 {
+		errs = append(errs, m.Checkpoint())
+	}
+	return total, errors.Join(errs...)
+}
+
+// FlushDirty applies flush.ms to logs under FlushInterval.
+func (m *Manager) FlushDirty() error {
+	var errs []error
+	for _, l := range m.Logs() {
+		if err := l.flushIfDue(l.opts.nowMs()); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes every log, writes the checkpoints and releases the lock.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	var errs []error
+	for _, l := range m.Logs() {
+		errs = append(errs, l.Close())
+	}
+	if m.health.check() == nil {
+		errs = append(errs, m.Checkpoint())
+	}
+	errs = append(errs, m.lock.Close())
+	return errors.Join(errs...)
+}

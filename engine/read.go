@@ -1,0 +1,328 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/internal/vfs"
+)
+
+// FileSlice is a byte range of a segment file: what a Fetch response sends
+// with sendfile.
+type FileSlice struct {
+	File     vfs.File
+	Position int64
+	Size     int64
+}
+
+// ReadResult is the answer to a Read. Its slice stays readable, even if
+// retention deletes the segment meanwhile, until Release.
+type ReadResult struct {
+	// Slice holds whole batches from one segment, except that the last
+	// batch may be cut at maxBytes, as Kafka does; clients drop a partial
+	// trailing batch. Size is 0 when there is nothing to read.
+	Slice FileSlice
+	// FirstOffset is the base offset of the first batch in Slice.
+	FirstOffset int64
+	seg         *segment
+}
+
+// Release lets the segment's files close. Safe to call twice.
+func (r *ReadResult) Release() {
+	if r.seg != nil {
+		r.seg.release()
+		r.seg = nil
+	}
+}
+
+// Bytes copies the slice out, for callers that cannot sendfile (TLS, tests).
+func (r *ReadResult) Bytes() ([]byte, error) {
+	buf := make([]byte, r.Slice.Size)
+	if r.Slice.Size == 0 {
+		return buf, nil
+	}
+	n, err := r.Slice.File.ReadAt(buf, r.Slice.Position)
+	if err == io.EOF && int64(n) == r.Slice.Size {
+		err = nil
+	}
+	return buf[:n], err
+}
+
+// Read returns batches starting with the one that holds offset, up to
+// maxBytes, and never a batch that reaches maxOffset (the high watermark
+// for consumers, the log end offset for followers). With minOneMessage the
+// first batch is returned whole even if it is larger than maxBytes
+// (KIP-74). An offset outside [LogStartOffset, LogEndOffset] is
+// ErrOffsetOutOfRange; offset == maxOffset is an empty result.
+func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*ReadResult, error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if offset < l.logStartOffset || offset > l.logEndOffset {
+		lso, leo := l.logStartOffset, l.logEndOffset
+		l.mu.Unlock()
+		return nil, fmt.Errorf("%w: %d not in [%d, %d] for %s", ErrOffsetOutOfRange, offset, lso, leo, l.tp)
+	}
+	if maxOffset > l.logEndOffset {
+		maxOffset = l.logEndOffset
+	}
+	if offset >= maxOffset {
+		l.mu.Unlock()
+		return &ReadResult{FirstOffset: offset}, nil
+	}
+	// Snapshot the segments from the one holding offset; a segment's end is
+	// fixed for the read by its size now.
+	type candidate struct {
+		seg       *segment
+		end, next int64
+	}
+	var cands []candidate
+	for i := l.segmentFor(offset); i < len(l.segments); i++ {
+		s := l.segments[i]
+		s.acquire()
+		cands = append(cands, candidate{s, s.size.Load(), s.nextOffset})
+	}
+	l.mu.Unlock()
+
+	var result *ReadResult
+	var err error
+	for _, c := range cands {
+		if result != nil || err != nil || c.seg.baseOffset >= maxOffset {
+			c.seg.release()
+			continue
+		}
+		result, err = readSegment(c.seg, c.end, c.next, offset, maxBytes, maxOffset, minOneMessage)
+		if result == nil {
+			c.seg.release()
+		}
+	}
+	if err != nil {
+		if result != nil {
+			result.Release()
+		}
+		return nil, err
+	}
+	if result == nil {
+		// The offset lies in a gap past the last batch (after compaction,
+		// or offset == maxOffset inside a batch).
+		return &ReadResult{FirstOffset: offset}, nil
+	}
+	return result, nil
+}
+
+// readSegment reads from one segment; nil when no batch in it qualifies.
+// On success the result owns the caller's reference to seg.
+func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, minOneMessage bool) (*ReadResult, error) {
+	start, ok, err := seg.lookupPosition(offset, end)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if start.BaseOffset >= maxOffset {
+		return nil, nil
+	}
+	maxPos := end
+	if maxOffset < next {
+		bp, ok, err := seg.translateOffset(maxOffset, start.Position, end)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			maxPos = bp.Position
+		}
+	}
+	if maxPos <= start.Position {
+		return nil, nil
+	}
+	size := maxPos - start.Position
+	limit := maxBytes
+	if minOneMessage && start.Size > limit {
+		limit = start.Size
+	}
+	if size > limit {
+		size = limit
+	}
+	if size <= 0 {
+		return nil, nil
+	}
+	return &ReadResult{
+		Slice:       FileSlice{File: seg.log, Position: start.Position, Size: size},
+		FirstOffset: start.BaseOffset,
+		seg:         seg,
+	}, nil
+}
+
+// ReadBatches is Read followed by a copy, dropping a partial trailing
+// batch: for tests, tools and replication over TLS.
+func (l *Log) ReadBatches(offset, maxBytes, maxOffset int64) ([]byte, error) {
+	r, err := l.Read(offset, maxBytes, maxOffset, true)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Release()
+	b, err := r.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	return b[:wholeBatches(b)], nil
+}
+
+// wholeBatches is the length of the complete batches at the start of b.
+func wholeBatches(b []byte) int {
+	n := 0
+	for len(b)-n >= batch.RecordBatchOverhead {
+		h, err := batch.ParseHeader(b[n:])
+		if err != nil || n+h.Size() > len(b) {
+			break
+		}
+		n += h.Size()
+	}
+	return n
+}
+
+// Special timestamps of ListOffsets. Part of the wire protocol.
+const (
+	LatestTimestamp   = -1
+	EarliestTimestamp = -2
+	MaxTimestamp      = -3
+)
+
+// OffsetForTimestamp answers ListOffsets for a timestamp: the first record
+// whose timestamp is >= ts, and that record's timestamp; found is false
+// when no record qualifies. Special values: LatestTimestamp (the log end
+// offset), EarliestTimestamp (the log start offset), MaxTimestamp (the
+// record with the largest timestamp).
+func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, leaderEpoch int32, found bool, err error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return 0, 0, 0, false, ErrClosed
+	}
+	lso, leo := l.logStartOffset, l.logEndOffset
+	epochAt := func(off int64) int32 {
+		e := int32(-1)
+		for _, ent := range l.epochs.entries {
+			if ent.StartOffset <= off {
+				e = ent.Epoch
+			}
+		}
+		return e
+	}
+	switch ts {
+	case LatestTimestamp:
+		e := epochAt(leo)
+		l.mu.Unlock()
+		return leo, -1, e, true, nil
+	case EarliestTimestamp:
+		e := epochAt(lso)
+		l.mu.Unlock()
+		return lso, -1, e, true, nil
+	case MaxTimestamp:
+		var best *segment
+		for _, s := range l.segments {
+			if s.maxTimestamp != noTimestamp && (best == nil || s.maxTimestamp > best.maxTimestamp) {
+				best = s
+			}
+		}
+		if best == nil {
+			l.mu.Unlock()
+			return -1, -1, -1, false, nil
+		}
+		ts, off := best.maxTimestamp, best.offsetOfMaxTimestamp
+		e := epochAt(off)
+		best.acquire()
+		end := best.size.Load()
+		l.mu.Unlock()
+		defer best.release()
+		// offsetOfMaxTimestamp is the batch's last offset; Kafka answers
+		// with the record that has the timestamp.
+		o, t, ok, err := best.findRecordByTimestamp(ts, off, end, lso)
+		if err != nil || !ok {
+			return off, ts, e, err == nil, err
+		}
+		return o, t, e, true, nil
+	}
+	if ts < 0 {
+		l.mu.Unlock()
+		return 0, 0, 0, false, fmt.Errorf("engine: invalid timestamp %d", ts)
+	}
+	var cands []*segment
+	for _, s := range l.segments {
+		if s.maxTimestamp >= ts {
+			s.acquire()
+			cands = append(cands, s)
+		}
+	}
+	ends := make([]int64, len(cands))
+	for i, s := range cands {
+		ends[i] = s.size.Load()
+	}
+	l.mu.Unlock()
+	defer func() {
+		for _, s := range cands {
+			s.release()
+		}
+	}()
+	for i, s := range cands {
+		to, err := s.timeIndex.lookup(ts)
+		if err != nil {
+			return 0, 0, 0, false, err
+		}
+		o, t, ok, err := s.findRecordByTimestamp(ts, to.Offset, ends[i], lso)
+		if err != nil {
+			return 0, 0, 0, false, err
+		}
+		if ok {
+			l.mu.Lock()
+			e := epochAt(o)
+			l.mu.Unlock()
+			return o, t, e, true, nil
+		}
+	}
+	return -1, -1, -1, false, nil
+}
+
+// findRecordByTimestamp scans batches from the one holding startOffset for
+// the first record at or after minOffset whose timestamp is >= ts.
+func (s *segment) findRecordByTimestamp(ts, startOffset, end, minOffset int64) (int64, int64, bool, error) {
+	ip, err := s.offsetIndex.lookup(startOffset)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	hdr := make([]byte, batch.RecordBatchOverhead)
+	for pos := ip.Position; pos < end; {
+		h, err := s.readHeader(pos, hdr)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		size := int64(h.Size())
+		if h.MaxTimestamp >= ts && h.LastOffset() >= minOffset {
+			buf := make([]byte, size)
+			if _, err := s.log.ReadAt(buf, pos); err != nil {
+				return 0, 0, false, err
+			}
+			var found bool
+			var off, t int64
+			err := batch.Records(buf, batch.Limits{MaxDecompressedBytes: maxDecompressedRead, Origin: batch.AppendOriginReplication}, func(r batch.Record) error {
+				if !found && r.Offset >= minOffset && r.Timestamp >= ts {
+					found, off, t = true, r.Offset, r.Timestamp
+				}
+				return nil
+			})
+			if err != nil {
+				return 0, 0, false, fmt.Errorf("engine: %s at %d: %w", s.log.Name(), pos, err)
+			}
+			if found {
+				return off, t, true, nil
+			}
+		}
+		pos += size
+	}
+	return 0, 0, false, nil
+}
+
+// maxDecompressedRead caps decompression when the engine itself reads
+// records back (timestamp lookups). Batches were capped on append already.
+const maxDecompressedRead = 256 << 20

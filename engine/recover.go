@@ -1,0 +1,398 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/wal"
+)
+
+// OpenOptions carry what the log directory's checkpoints say about one log.
+type OpenOptions struct {
+	// RecoveryPoint: every segment wholly below the one holding it was
+	// flushed with its indexes; recovery scans from that segment on.
+	RecoveryPoint int64
+	// LogStartOffset from log-start-offset-checkpoint (DeleteRecords).
+	LogStartOffset int64
+	health         *dirHealth
+}
+
+// RecoveryStats say what Open found and repaired.
+type RecoveryStats struct {
+	SegmentsScanned   int
+	IndexesRebuilt    int
+	TruncatedBytes    int64
+	SegmentsDeleted   int
+	BatchesRecovered  int64
+	FirstCorruptError error
+}
+
+// Open opens (or creates) the log in dir and recovers it: segments at and
+// after the recovery point are scanned batch by batch with CRC checks; a
+// torn or corrupt tail is truncated, later segments after a corrupt one are
+// deleted, and missing or inconsistent indexes are rebuilt. Everything the
+// recovered log holds is fdatasynced before Open returns, so the log end
+// offset it reports is durable.
+func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptions) (*Log, *RecoveryStats, error) {
+	if err := opts.validate(); err != nil {
+		return nil, nil, err
+	}
+	health := oo.health
+	if health == nil {
+		health = &dirHealth{}
+	}
+	if err := ensureDir(fsys, dir); err != nil {
+		return nil, nil, err
+	}
+	l := &Log{fs: fsys, dir: dir, tp: tp, opts: opts, health: health}
+	stats := &RecoveryStats{}
+	epochs, err := loadEpochCache(fsys, dir)
+	if err != nil {
+		// The epoch cache can be rebuilt from the batches' stamped epochs.
+		epochs = &epochCache{fs: fsys, path: dir + "/" + LeaderEpochCheckpointFile}
+		oo.RecoveryPoint = 0
+	}
+	l.epochs = epochs
+	if err := l.loadSegments(oo.RecoveryPoint, oo.LogStartOffset, stats); err != nil {
+		l.closeAll()
+		return nil, nil, err
+	}
+	l.logStartOffset = max(oo.LogStartOffset, l.segments[0].baseOffset)
+	if l.logStartOffset > l.logEndOffset {
+		if err := l.truncateFullyAndStartAtLocked(l.logStartOffset); err != nil {
+			l.closeAll()
+			return nil, nil, err
+		}
+	}
+	changed := l.epochs.truncateFromEnd(l.logEndOffset)
+	changed = l.epochs.truncateFromStart(l.logStartOffset) || changed
+	if changed {
+		if err := l.epochs.flush(); err != nil {
+			l.closeAll()
+			return nil, nil, err
+		}
+	}
+	// Whatever is in the files now may be only in the page cache (a
+	// process crash, not a power loss): sync before calling it durable.
+	if err := l.active().log.SyncData(); err != nil {
+		l.closeAll()
+		return nil, nil, err
+	}
+	l.lastFlushMs = opts.nowMs()
+	l.commit = wal.NewGroupCommitter(l.logEndOffset, l.syncActive)
+	return l, stats, nil
+}
+
+func (l *Log) closeAll() {
+	for _, s := range l.segments {
+		s.closeFiles()
+	}
+	l.segments = nil
+}
+
+// ensureDir creates dir durably if it is missing.
+func ensureDir(fsys vfs.FS, dir string) error {
+	if _, err := fsys.Stat(dir); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	parent := "."
+	if i := strings.LastIndexByte(dir, '/'); i > 0 {
+		parent = dir[:i]
+	} else if i == 0 {
+		parent = "/"
+	}
+	return fsys.SyncDir(parent)
+}
+
+// loadSegments opens every segment in the directory and recovers those
+// from the one holding recoveryPoint on.
+func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryStats) error {
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return err
+	}
+	var bases []int64
+	hasLog := map[int64]bool{}
+	var orphans []string
+	for _, name := range names {
+		switch {
+		case strings.HasSuffix(name, ".tmp"), strings.HasSuffix(name, deletedSuffix),
+			strings.HasSuffix(name, cleanedSuffix), strings.HasSuffix(name, swapSuffix):
+			orphans = append(orphans, name)
+		case strings.HasSuffix(name, logSuffix):
+			base, ok := parseBase(name, logSuffix)
+			if !ok {
+				continue
+			}
+			bases = append(bases, base)
+			hasLog[base] = true
+		}
+	}
+	for _, name := range names {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+			if base, ok := parseBase(name, suffix); ok && !hasLog[base] {
+				orphans = append(orphans, name)
+			}
+		}
+	}
+	for _, name := range orphans {
+		if err := l.fs.Remove(l.dir + "/" + name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if len(orphans) > 0 {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+
+	// The first segment to scan is the one holding the recovery point.
+	firstUnflushed := 0
+	for i, b := range bases {
+		if b <= recoveryPoint {
+			firstUnflushed = i
+		}
+	}
+	next := int64(-1)
+	for i, base := range bases {
+		seg, err := openSegmentFiles(l.fs, l.dir, base, &l.opts, false)
+		if err != nil {
+			return err
+		}
+		if base < next {
+			// Overlaps the previous segment: left behind by an interrupted
+			// operation. The earlier segment wins.
+			seg.closeFiles()
+			if err := seg.removeFiles(l.fs, l.dir); err != nil {
+				return err
+			}
+			stats.SegmentsDeleted++
+			continue
+		}
+		l.segments = append(l.segments, seg)
+		clean := false
+		if i < firstUnflushed {
+			clean = seg.loadClean(&l.opts, -1) == nil
+		} else if i == firstUnflushed && recoveryPoint > base {
+			clean = seg.loadClean(&l.opts, recoveryPoint) == nil
+		}
+		if !clean {
+			stats.SegmentsScanned++
+			corrupt, err := l.recoverSegment(seg, stats)
+			if err != nil {
+				return err
+			}
+			if corrupt {
+				// Nothing after a corrupt batch can be trusted to follow
+				// on: delete every later segment, as Kafka does.
+				for _, b := range bases[i+1:] {
+					if b < next {
+						continue
+					}
+					if err := (&segment{baseOffset: b}).removeFiles(l.fs, l.dir); err != nil {
+						return err
+					}
+					stats.SegmentsDeleted++
+				}
+				if err := l.fs.SyncDir(l.dir); err != nil {
+					return err
+				}
+				break
+			}
+		}
+		next = seg.nextOffset
+	}
+	if len(l.segments) == 0 {
+		seg, err := createSegment(l.fs, l.dir, max(logStartOffset, 0), &l.opts)
+		if err != nil {
+			return err
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			seg.closeFiles()
+			return err
+		}
+		l.segments = []*segment{seg}
+	}
+	l.logEndOffset = l.active().nextOffset
+	return nil
+}
+
+func parseBase(name, suffix string) (int64, bool) {
+	if !strings.HasSuffix(name, suffix) || len(name) != 20+len(suffix) {
+		return 0, false
+	}
+	b, err := strconv.ParseInt(name[:20], 10, 64)
+	return b, err == nil && b >= 0
+}
+
+// loadClean trusts a flushed segment: its indexes pass a sanity check and
+// the batches after the last offset index entry end exactly at the end of
+// the file. With wantNext >= 0 the segment must also end at that offset
+// (the recovery point, for the segment that holds it).
+func (s *segment) loadClean(opts *Options, wantNext int64) error {
+	size, err := s.log.Size()
+	if err != nil {
+		return err
+	}
+	s.size.Store(size)
+	if err := s.checkIndexes(size); err != nil {
+		return err
+	}
+	if err := s.rescanTail(opts); err != nil {
+		return err
+	}
+	if wantNext >= 0 && s.nextOffset != wantNext {
+		return fmt.Errorf("%w: %s ends at %d, recovery point %d", ErrCorruptIndex, s.log.Name(), s.nextOffset, wantNext)
+	}
+	return nil
+}
+
+// checkIndexes reads both index files whole and checks every entry: sizes
+// in whole entries, offsets and positions increasing and inside the log.
+func (s *segment) checkIndexes(logSize int64) error {
+	buf, n, err := loadEntries(s.offsetIndex.f, offsetIndexEntrySize)
+	if err != nil {
+		return err
+	}
+	if n > s.offsetIndex.maxEntries {
+		return fmt.Errorf("%w: %s has %d entries, more than %d", ErrCorruptIndex, s.offsetIndex.f.Name(), n, s.offsetIndex.maxEntries)
+	}
+	lastRel, lastPos := int64(-1), int64(-1)
+	for i := int64(0); i < n; i++ {
+		rel := int64(int32(binary.BigEndian.Uint32(buf[i*8:])))
+		pos := int64(int32(binary.BigEndian.Uint32(buf[i*8+4:])))
+		if rel <= lastRel || pos <= lastPos || pos >= logSize || rel < 0 {
+			return fmt.Errorf("%w: %s entry %d (offset %d position %d) out of order or past the log", ErrCorruptIndex, s.offsetIndex.f.Name(), i, s.baseOffset+rel, pos)
+		}
+		lastRel, lastPos = rel, pos
+	}
+	s.offsetIndex.n.Store(n)
+	if n > 0 {
+		s.offsetIndex.lastOffset = s.baseOffset + lastRel
+	}
+	tbuf, tn, err := loadEntries(s.timeIndex.f, timeIndexEntrySize)
+	if err != nil {
+		return err
+	}
+	if tn > s.timeIndex.maxEntries {
+		return fmt.Errorf("%w: %s has %d entries, more than %d", ErrCorruptIndex, s.timeIndex.f.Name(), tn, s.timeIndex.maxEntries)
+	}
+	lastTs, lastOff := int64(-1<<63), int64(-1)
+	for i := int64(0); i < tn; i++ {
+		ts := int64(binary.BigEndian.Uint64(tbuf[i*12:]))
+		rel := int64(int32(binary.BigEndian.Uint32(tbuf[i*12+8:])))
+		if ts <= lastTs || rel < lastOff || rel < 0 {
+			return fmt.Errorf("%w: %s entry %d out of order", ErrCorruptIndex, s.timeIndex.f.Name(), i)
+		}
+		lastTs, lastOff = ts, rel
+	}
+	s.timeIndex.n.Store(tn)
+	if tn > 0 {
+		s.timeIndex.lastTimestamp, s.timeIndex.lastOffset = lastTs, s.baseOffset+lastOff
+	}
+	return nil
+}
+
+// recoverSegment rebuilds a segment's indexes by scanning its batches with
+// CRC checks, and truncates the file at the first torn or corrupt batch.
+// corrupt reports a truncation that was not just a torn tail at the end.
+func (l *Log) recoverSegment(s *segment, stats *RecoveryStats) (corrupt bool, err error) {
+	size, err := s.log.Size()
+	if err != nil {
+		return false, err
+	}
+	for _, x := range []*index{&s.offsetIndex.index, &s.timeIndex.index} {
+		if err := x.truncateEntries(0); err != nil {
+			return false, err
+		}
+	}
+	stats.IndexesRebuilt++
+	s.offsetIndex.lastOffset = s.baseOffset
+	s.timeIndex.lastTimestamp, s.timeIndex.lastOffset = noTimestamp, s.baseOffset
+	s.size.Store(0)
+	s.nextOffset, s.maxTimestamp, s.offsetOfMaxTimestamp = s.baseOffset, noTimestamp, s.baseOffset
+	s.rollingBasedTimestamp, s.bytesSinceIndexEntry = noTimestamp, 0
+
+	const chunk = 1 << 20
+	buf := make([]byte, 0, chunk)
+	var pos int64
+	var bad error
+	for pos < size {
+		h, b, err := readBatchAt(s.log, pos, size, &buf)
+		if err != nil {
+			bad = err
+			break
+		}
+		if h.BaseOffset < s.nextOffset || (pos == 0 && h.BaseOffset < s.baseOffset) || h.LastOffset()-s.baseOffset > 1<<31-1 {
+			bad = fmt.Errorf("%w: batch at %d has offset %d, expected at least %d", batch.ErrCorrupt, pos, h.BaseOffset, s.nextOffset)
+			break
+		}
+		_ = b
+		if err := s.indexBatches([]batch.Header{h}, pos, &l.opts); err != nil {
+			return false, err
+		}
+		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		pos += int64(h.Size())
+		s.size.Store(pos)
+		stats.BatchesRecovered++
+	}
+	if bad != nil || pos < size {
+		stats.TruncatedBytes += size - pos
+		if stats.FirstCorruptError == nil {
+			stats.FirstCorruptError = fmt.Errorf("%s at %d: %w", s.log.Name(), pos, bad)
+		}
+		if err := s.log.Truncate(pos); err != nil {
+			return false, err
+		}
+		if err := s.log.SyncData(); err != nil {
+			return false, err
+		}
+		corrupt = !errors.Is(bad, batch.ErrIncomplete)
+	}
+	return corrupt, nil
+}
+
+// readBatchAt reads and CRC-checks the batch at pos without decompressing
+// it (batch.Scan): what a segment scan needs. A batch running past size is
+// batch.ErrIncomplete (a torn tail); anything else wrong is corrupt.
+func readBatchAt(f vfs.File, pos, size int64, buf *[]byte) (batch.Header, []byte, error) {
+	if size-pos < batch.RecordBatchOverhead {
+		return batch.Header{}, nil, fmt.Errorf("%w: %d bytes left at %d", batch.ErrIncomplete, size-pos, pos)
+	}
+	hdr := make([]byte, batch.RecordBatchOverhead)
+	if _, err := f.ReadAt(hdr, pos); err != nil {
+		return batch.Header{}, nil, err
+	}
+	h, err := batch.ParseHeader(hdr)
+	if err != nil {
+		return batch.Header{}, nil, err
+	}
+	n := int64(h.Size())
+	if pos+n > size {
+		return batch.Header{}, nil, fmt.Errorf("%w: batch of %d bytes at %d runs past the end %d", batch.ErrIncomplete, n, pos, size)
+	}
+	if int64(cap(*buf)) < n {
+		*buf = make([]byte, n)
+	}
+	b := (*buf)[:n]
+	if _, err := f.ReadAt(b, pos); err != nil {
+		return batch.Header{}, nil, err
+	}
+	if _, h, err = batch.Scan(b); err != nil {
+		return batch.Header{}, nil, err
+	}
+	return h, b, nil
+}

@@ -1,0 +1,325 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/wren-broker/wren/engine/batch"
+)
+
+// TruncateTo removes every batch whose last offset is >= offset: a
+// follower whose log diverged from the leader's (KIP-101/279). A batch
+// that straddles offset goes whole, so the log end offset may end up below
+// offset. The truncation is durable when it returns. Appenders still
+// waiting for durability of removed batches get an error.
+func (l *Log) TruncateTo(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if err := l.health.check(); err != nil {
+		return err
+	}
+	if offset >= l.logEndOffset {
+		return nil
+	}
+	if offset <= l.segments[0].baseOffset {
+		return l.truncateFullyAndStartAtLocked(offset)
+	}
+	// Drop whole segments at or above offset.
+	i := l.segmentFor(offset)
+	// Later segments go first, durably, so a crash cannot bring them back
+	// beside a truncated segment as if nothing had been removed.
+	if i+1 < len(l.segments) {
+		for _, s := range l.segments[i+1:] {
+			if err := s.removeFiles(l.fs, l.dir); err != nil {
+				l.fail(err)
+				return l.health.check()
+			}
+			s.release()
+		}
+		l.segments = l.segments[:i+1]
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			l.fail(err)
+			return l.health.check()
+		}
+	}
+	seg := l.active()
+	if err := l.truncateSegment(seg, offset); err != nil {
+		l.fail(err)
+		return l.health.check()
+	}
+	l.logEndOffset = seg.nextOffset
+	if l.epochs.truncateFromEnd(l.logEndOffset) {
+		if err := l.epochs.flush(); err != nil {
+			l.fail(err)
+			return l.health.check()
+		}
+	}
+	l.commit.Reset(l.logEndOffset)
+	return nil
+}
+
+// truncateSegment cuts seg before the first batch whose last offset is >=
+// offset, fixes its indexes and in-memory state, and syncs it.
+func (l *Log) truncateSegment(seg *segment, offset int64) error {
+	end := seg.size.Load()
+	bp, ok, err := seg.lookupPosition(offset, end)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nil
+	}
+	if err := seg.offsetIndex.truncateTo(offset); err != nil {
+		return err
+	}
+	if err := seg.timeIndex.truncateTo(offset); err != nil {
+		return err
+	}
+	if err := seg.log.Truncate(bp.Position); err != nil {
+		return err
+	}
+	seg.size.Store(bp.Position)
+	if err := seg.rescanTail(&l.opts); err != nil {
+		return err
+	}
+	return seg.flush(true)
+}
+
+// rescanTail recomputes a segment's in-memory state (next offset, max
+// timestamp, bytes since the last index entry) from its indexes and the
+// batches after the last offset index entry.
+func (s *segment) rescanTail(opts *Options) error {
+	s.nextOffset = s.baseOffset
+	s.maxTimestamp, s.offsetOfMaxTimestamp = s.timeIndex.lastTimestamp, s.timeIndex.lastOffset
+	if s.timeIndex.entries() == 0 {
+		s.maxTimestamp, s.offsetOfMaxTimestamp = noTimestamp, s.baseOffset
+	}
+	s.rollingBasedTimestamp = noTimestamp
+	var pos int64
+	if s.offsetIndex.entries() > 0 {
+		ip, err := s.offsetIndex.lookup(s.offsetIndex.lastOffset)
+		if err != nil {
+			return err
+		}
+		pos = ip.Position
+	}
+	end := s.size.Load()
+	hdr := make([]byte, batch.RecordBatchOverhead)
+	first := true
+	for pos < end {
+		h, err := s.readHeader(pos, hdr)
+		if err != nil {
+			return err
+		}
+		if first && pos == 0 {
+			s.rollingBasedTimestamp = h.MaxTimestamp
+		}
+		first = false
+		if h.MaxTimestamp > s.maxTimestamp {
+			s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, h.LastOffset()
+		}
+		if h.BaseOffset < s.nextOffset || h.LastOffset() < h.BaseOffset {
+			return fmt.Errorf("%w: %s at %d: offset %d does not follow %d", batch.ErrCorrupt, s.log.Name(), pos, h.BaseOffset, s.nextOffset)
+		}
+		s.nextOffset = h.LastOffset() + 1
+		pos += int64(h.Size())
+	}
+	if pos != end {
+		return fmt.Errorf("%w: %s: last batch runs to %d, past the end %d", batch.ErrCorrupt, s.log.Name(), pos, end)
+	}
+	s.bytesSinceIndexEntry = 0
+	if s.offsetIndex.entries() > 0 {
+		ip, _ := s.offsetIndex.lookup(s.offsetIndex.lastOffset)
+		s.bytesSinceIndexEntry = end - ip.Position
+	} else {
+		s.bytesSinceIndexEntry = end
+	}
+	if s.rollingBasedTimestamp == noTimestamp && end > 0 {
+		h, err := s.readHeader(0, hdr)
+		if err != nil {
+			return err
+		}
+		s.rollingBasedTimestamp = h.MaxTimestamp
+	}
+	return nil
+}
+
+// TruncateFullyAndStartAt deletes every segment and starts an empty log at
+// offset: a follower far behind a leader whose log start moved past it.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if err := l.health.check(); err != nil {
+		return err
+	}
+	return l.truncateFullyAndStartAtLocked(offset)
+}
+
+func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: cannot start the log at %d", ErrOffsetOutOfRange, offset)
+	}
+	// Remove the old files and make that durable before the new segment
+	// exists, so a crash never leaves old data beside the new start.
+	for _, s := range l.segments {
+		if err := s.removeFiles(l.fs, l.dir); err != nil {
+			l.fail(err)
+			return l.health.check()
+		}
+		s.release()
+	}
+	l.segments = nil
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		l.fail(err)
+		return l.health.check()
+	}
+	seg, err := createSegment(l.fs, l.dir, offset, &l.opts)
+	if err != nil {
+		l.fail(err)
+		return l.health.check()
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		seg.closeFiles()
+		l.fail(err)
+		return l.health.check()
+	}
+	l.segments = []*segment{seg}
+	l.logStartOffset, l.logEndOffset = offset, offset
+	l.epochs.entries = nil
+	if err := l.epochs.flush(); err != nil {
+		l.fail(err)
+		return l.health.check()
+	}
+	l.commit.Reset(offset)
+	return nil
+}
+
+// AdvanceLogStartOffset moves the log start offset up to offset
+// (DeleteRecords); the caller checks offset <= high watermark. Segments
+// wholly below it are deleted. The new start offset is durable only once
+// the log directory's log-start-offset checkpoint is written
+// (Manager.DeleteRecords does both).
+func (l *Log) AdvanceLogStartOffset(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if offset > l.logEndOffset {
+		return fmt.Errorf("%w: log start offset %d beyond log end offset %d", ErrOffsetOutOfRange, offset, l.logEndOffset)
+	}
+	if offset <= l.logStartOffset {
+		return nil
+	}
+	l.logStartOffset = offset
+	if l.epochs.truncateFromStart(offset) {
+		if err := l.epochs.flush(); err != nil {
+			l.fail(err)
+			return l.health.check()
+		}
+	}
+	_, err := l.deleteSegmentsLocked(func(s, next *segment) bool {
+		return next != nil && next.baseOffset <= l.logStartOffset
+	}, l.logEndOffset)
+	return err
+}
+
+// DeleteOldSegments applies retention.ms and retention.bytes and the log
+// start offset: whole segments go, oldest first, never one holding data at
+// or above highWatermark. It returns how many segments it deleted.
+func (l *Log) DeleteOldSegments(highWatermark int64) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, ErrClosed
+	}
+	if err := l.health.check(); err != nil {
+		return 0, err
+	}
+	now := l.opts.nowMs()
+	var total int64
+	for _, s := range l.segments {
+		total += s.size.Load()
+	}
+	excess := int64(-1)
+	if l.opts.RetentionBytes >= 0 {
+		excess = total - l.opts.RetentionBytes
+	}
+	return l.deleteSegmentsLocked(func(s, next *segment) bool {
+		if next != nil && next.baseOffset <= l.logStartOffset {
+			return true
+		}
+		if l.opts.RetentionMs >= 0 && now-s.largestTimestamp() > l.opts.RetentionMs {
+			return true
+		}
+		if excess >= 0 && excess-s.size.Load() >= 0 {
+			excess -= s.size.Load()
+			return true
+		}
+		return false
+	}, highWatermark)
+}
+
+// deleteSegmentsLocked deletes the oldest segments while shouldDelete says
+// so, stopping at the first it keeps. A segment goes only if everything in
+// it is below upperBound. Deleting the active segment rolls first, so the
+// log always has one.
+func (l *Log) deleteSegmentsLocked(shouldDelete func(s, next *segment) bool, upperBound int64) (int, error) {
+	n := 0
+	for n < len(l.segments) {
+		s := l.segments[n]
+		var next *segment
+		if n+1 < len(l.segments) {
+			next = l.segments[n+1]
+		}
+		if next == nil {
+			if s.empty() || upperBound < l.logEndOffset || !shouldDelete(s, nil) {
+				break
+			}
+		} else if upperBound < next.baseOffset || !shouldDelete(s, next) {
+			break
+		}
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if n == len(l.segments) {
+		if _, err := l.roll(); err != nil {
+			return 0, err
+		}
+	}
+	doomed := l.segments[:n]
+	l.segments = append([]*segment(nil), l.segments[n:]...)
+	if first := l.segments[0].baseOffset; first > l.logStartOffset {
+		l.logStartOffset = first
+		if l.epochs.truncateFromStart(first) {
+			if err := l.epochs.flush(); err != nil {
+				l.fail(err)
+				return 0, l.health.check()
+			}
+		}
+	}
+	var errs []error
+	for _, s := range doomed {
+		if err := s.removeFiles(l.fs, l.dir); err != nil {
+			errs = append(errs, err)
+		}
+		s.release()
+	}
+	if err := errors.Join(errs...); err != nil {
+		l.fail(err)
+		return n, l.health.check()
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		l.fail(err)
+		return n, l.health.check()
+	}
+	return n, nil
+}
