@@ -70,7 +70,7 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 	if err := cfg.Defaults.validate(); err != nil {
 		return nil, err
 	}
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := ensureDir(fsys, dir); err != nil {
 		return nil, fmt.Errorf("engine: data directory %s: %w", dir, err)
 	}
 	lock, err := fsys.Lock(dir + "/" + lockFile)

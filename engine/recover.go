@@ -97,23 +97,48 @@ func (l *Log) closeAll() {
 	l.segments = nil
 }
 
-// ensureDir creates dir durably if it is missing.
+// ensureDir creates dir durably if it is missing: the directory and every
+// ancestor it had to create are fsynced into their parents.
 func ensureDir(fsys vfs.FS, dir string) error {
-	if _, err := fsys.Stat(dir); err == nil {
+	var missing []string
+	for d := dir; ; {
+		_, err := fsys.Stat(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		parent := parentDir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	if len(missing) == 0 {
 		return nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
 	}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	parent := "."
-	if i := strings.LastIndexByte(dir, '/'); i > 0 {
-		parent = dir[:i]
-	} else if i == 0 {
-		parent = "/"
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := fsys.SyncDir(parentDir(missing[i])); err != nil {
+			return err
+		}
 	}
-	return fsys.SyncDir(parent)
+	return nil
+}
+
+func parentDir(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	switch {
+	case i > 0:
+		return p[:i]
+	case i == 0:
+		return "/"
+	}
+	return "."
 }
 
 // loadSegments opens every segment in the directory and recovers those

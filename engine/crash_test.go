@@ -1,0 +1,388 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand"
+	randv2 "math/rand/v2"
+	"testing"
+
+	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/internal/vfs"
+)
+
+// TestCrashRecovery crashes the engine at random mutating file operations
+// through the crash-simulating FS, across appends, segment rolls,
+// truncation, DeleteRecords, retention and checkpoints, then reopens and
+// checks: every append acknowledged under flush policy ack reads back byte
+// for byte, nothing that was never written or that a completed truncation
+// removed is served, and the indexes agree with the log.
+//
+// WREN_CRASH_ITERATIONS sets the number of crash points (default 1000);
+// WREN_SEED replays one run.
+func TestCrashRecovery(t *testing.T) {
+	seed := testSeed(t)
+	iterations := envInt("WREN_CRASH_ITERATIONS", 1000)
+	if testing.Short() {
+		iterations = 100
+	}
+	rng := rand.New(rand.NewSource(seed))
+	modes := map[string]int{}
+	ops := map[string]int{}
+	for i := 0; i < iterations; i++ {
+		iterSeed := rng.Int63()
+		mode := runCrashIteration(t, iterSeed, ops)
+		modes[mode]++
+		if t.Failed() {
+			t.Fatalf("iteration %d (iteration seed %d) failed", i, iterSeed)
+		}
+	}
+	t.Logf("%d crash points: %v; operations completed before the crashes: %v", iterations, modes, ops)
+	if ops["roll"] == 0 || ops["truncate"] == 0 || ops["retention-deleted-segment"] == 0 || ops["acked-append"] == 0 {
+		t.Fatalf("the workload missed an operation kind: %v", ops)
+	}
+}
+
+// crashModel is what the workload knows: the batches it wrote, in log
+// order, and which of them were acknowledged.
+type crashModel struct {
+	batches []modelBatch
+	// durableLogStartOffset: a checkpoint holding it completed.
+	durableLogStartOffset int64
+	// pendingTruncate >= 0: a truncation to that offset was cut by the crash.
+	pendingTruncate int64
+}
+
+type modelBatch struct {
+	base, last int64
+	bytes      []byte
+	acked      bool
+}
+
+func runCrashIteration(t *testing.T, seed int64, ops map[string]int) string {
+	rng := rand.New(rand.NewSource(seed))
+	fsys := vfs.NewMem()
+	opts := testOptions(nil)
+	opts.SegmentBytes = int64(2048 + rng.Intn(6000))
+	opts.IndexIntervalBytes = int64(rng.Intn(1500))
+	opts.RetentionMs = -1
+	cfg := ManagerConfig{ClusterID: "crash", NodeID: 1, Defaults: opts}
+	tp := TopicPartition{"t", 0}
+
+	crashOpts := vfs.CrashOptions{Rand: randv2.New(randv2.NewPCG(uint64(seed), 1))}
+	mode := "drop-unsynced"
+	switch rng.Intn(4) {
+	case 1:
+		crashOpts.KeepUnsynced, mode = true, "keep-some-unsynced"
+	case 2:
+		crashOpts.TearLastWrite, mode = true, "torn-write"
+	case 3:
+		crashOpts.KeepUnsynced, crashOpts.TearLastWrite, mode = true, true, "keep-and-tear"
+	}
+	m, err := OpenManager(fsys, "/data", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.GetOrCreateLog(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Crash somewhere in the next few hundred mutating operations.
+	fsys.SetCrashAfter(int64(rng.Intn(400)), crashOpts)
+	model := &crashModel{pendingTruncate: -1}
+	crashed := false
+	segments := 1
+	for step := 0; step < 120 && !crashed; step++ {
+		op := rng.Intn(100)
+		switch {
+		case op < 70:
+			b := makeBatch(t, batch.CompressionType(rng.Intn(5)), step, 1+rng.Intn(6), rng.Intn(900), int64(1000+step))
+			base := l.LogEndOffset()
+			epoch := int32(step / 30)
+			want := withOffset(b, base, epoch)
+			h, _ := batch.ParseHeader(b)
+			info, err := l.Append(b, epoch)
+			model.batches = append(model.batches, modelBatch{base: base, last: base + int64(h.LastOffsetDelta), bytes: want, acked: err == nil})
+			if err != nil {
+				crashed = true
+				break
+			}
+			if info.FirstOffset != base || !bytes.Equal(b, want) {
+				t.Fatalf("append at %d: info %+v", base, info)
+			}
+			ops["acked-append"]++
+			if n := len(l.Segments()); n > segments {
+				ops["roll"] += n - segments
+			}
+			segments = len(l.Segments())
+		case op < 78 && len(model.batches) > 0:
+			k := rng.Intn(len(model.batches))
+			target := model.batches[k].base
+			if target < l.LogStartOffset() {
+				continue
+			}
+			if err := l.TruncateTo(target); err != nil {
+				model.pendingTruncate = target
+				crashed = true
+				break
+			}
+			model.batches = model.batches[:k]
+			ops["truncate"]++
+			segments = len(l.Segments())
+		case op < 84:
+			leo := l.LogEndOffset()
+			off := l.LogStartOffset() + rng.Int63n(leo-l.LogStartOffset()+1)
+			if _, err := m.DeleteRecords(tp, off); err != nil {
+				crashed = true
+				break
+			}
+			model.durableLogStartOffset = off
+			ops["delete-records"]++
+			segments = len(l.Segments())
+		case op < 90:
+			l.opts.RetentionBytes = int64(rng.Intn(int(3 * opts.SegmentBytes)))
+			n, err := m.RunRetention(func(l *Log) int64 { return l.LogEndOffset() })
+			l.opts.RetentionBytes = -1
+			if err != nil {
+				crashed = true
+				break
+			}
+			ops["retention-deleted-segment"] += n
+			segments = len(l.Segments())
+			model.durableLogStartOffset = l.LogStartOffset()
+		case op < 95:
+			if err := m.Checkpoint(); err != nil {
+				crashed = true
+				break
+			}
+			model.durableLogStartOffset = l.LogStartOffset()
+		default:
+			if err := l.Roll(); err != nil {
+				crashed = true
+			}
+		}
+	}
+	after := fsys.Crash(crashOpts)
+	if !crashed {
+		mode += "/after-workload"
+	}
+	checkRecovered(t, after, cfg, tp, model)
+	return mode
+}
+
+func checkRecovered(t *testing.T, fsys *vfs.MemFS, cfg ManagerConfig, tp TopicPartition, model *crashModel) {
+	t.Helper()
+	m, err := OpenManager(fsys, "/data", cfg)
+	if err != nil {
+		t.Fatalf("reopen after crash: %v", err)
+	}
+	defer m.Close()
+	l := m.Log(tp)
+	if l == nil {
+		// The crash came before the partition directory was durable; then
+		// nothing can have been acknowledged.
+		for _, b := range model.batches {
+			if b.acked {
+				t.Fatalf("partition lost with acknowledged batch at %d", b.base)
+			}
+		}
+		return
+	}
+	lso, leo := l.LogStartOffset(), l.LogEndOffset()
+	if lso < model.durableLogStartOffset {
+		t.Fatalf("log start offset went back from %d to %d", model.durableLogStartOffset, lso)
+	}
+	got := batchesOf(t, readAll(t, l))
+	// The recovered batches must be the written ones, in order, from the one
+	// holding the log start offset.
+	i := 0
+	for i < len(model.batches) && model.batches[i].last < lso {
+		i++
+	}
+	for j, g := range got {
+		if i+j >= len(model.batches) {
+			t.Fatalf("recovered batch %d (%d bytes) was never written", j, len(g))
+		}
+		if !bytes.Equal(g, model.batches[i+j].bytes) {
+			h, _ := batch.ParseHeader(g)
+			t.Fatalf("recovered batch at %d differs from the one written at %d", h.BaseOffset, model.batches[i+j].base)
+		}
+	}
+	// Every acknowledged batch at or above the log start offset is there,
+	// except those an interrupted truncation may have removed.
+	for _, b := range model.batches[i:] {
+		if !b.acked || b.last < lso {
+			continue
+		}
+		if model.pendingTruncate >= 0 && b.last >= model.pendingTruncate {
+			continue
+		}
+		if b.last >= leo {
+			t.Fatalf("acknowledged batch %d..%d lost: log end offset %d after recovery", b.base, b.last, leo)
+		}
+	}
+	checkIndexesAgree(t, l)
+	// The recovered log takes appends and survives another reopen.
+	b := makeBatch(t, batch.CompressionNone, 1, 2, 10, 1)
+	if _, err := l.Append(b, 100); err != nil {
+		t.Fatalf("append after recovery: %v", err)
+	}
+	if l.LogEndOffset() != leo+2 {
+		t.Fatalf("append after recovery: log end %d, want %d", l.LogEndOffset(), leo+2)
+	}
+}
+
+// checkIndexesAgree reads every segment's index files and checks each
+// entry against the log: an offset index entry names the last offset of the
+// batch starting at its position; a time index entry names a batch's last
+// offset and that batch's max timestamp, increasing. Then Read at every
+// offset starts at the right batch.
+func checkIndexesAgree(t *testing.T, l *Log) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.segments {
+		size := s.size.Load()
+		if fsz, _ := s.log.Size(); fsz != size {
+			t.Fatalf("segment %d: file size %d, log says %d", s.baseOffset, fsz, size)
+		}
+		type bp struct{ pos, last, maxTs int64 }
+		byPos := map[int64]bp{}
+		byLast := map[int64]bp{}
+		hdr := make([]byte, batch.RecordBatchOverhead)
+		for pos := int64(0); pos < size; {
+			h, err := s.readHeader(pos, hdr)
+			if err != nil {
+				t.Fatalf("segment %d at %d: %v", s.baseOffset, pos, err)
+			}
+			e := bp{pos, h.LastOffset(), h.MaxTimestamp}
+			byPos[pos], byLast[h.LastOffset()] = e, e
+			pos += int64(h.Size())
+		}
+		idx, n, err := loadEntries(s.offsetIndex.f, offsetIndexEntrySize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != s.offsetIndex.entries() {
+			t.Fatalf("segment %d: offset index file has %d entries, memory %d", s.baseOffset, n, s.offsetIndex.entries())
+		}
+		for k := int64(0); k < n; k++ {
+			off := s.baseOffset + int64(binary.BigEndian.Uint32(idx[k*8:]))
+			pos := int64(binary.BigEndian.Uint32(idx[k*8+4:]))
+			if e, ok := byPos[pos]; !ok || e.last != off {
+				t.Fatalf("segment %d: offset index entry %d (%d at %d) does not match a batch", s.baseOffset, k, off, pos)
+			}
+		}
+		tidx, tn, err := loadEntries(s.timeIndex.f, timeIndexEntrySize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev := int64(-1 << 63)
+		for k := int64(0); k < tn; k++ {
+			ts := int64(binary.BigEndian.Uint64(tidx[k*12:]))
+			off := s.baseOffset + int64(binary.BigEndian.Uint32(tidx[k*12+8:]))
+			if e, ok := byLast[off]; !ok || e.maxTs != ts || ts <= prev {
+				t.Fatalf("segment %d: time index entry %d (%d at %d) does not match a batch", s.baseOffset, k, ts, off)
+			}
+			prev = ts
+		}
+	}
+	// Reads at every offset: unlock for Read.
+	l.mu.Unlock()
+	defer l.mu.Lock()
+	lso, leo := l.logStartOffset, l.logEndOffset
+	for off := lso; off < leo; off++ {
+		r, err := l.Read(off, 1, leo, true)
+		if err != nil {
+			t.Fatalf("read %d: %v", off, err)
+		}
+		b, err := r.Bytes()
+		r.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, h, err := batch.Scan(b)
+		if err != nil || n != len(b) || h.BaseOffset > off || h.LastOffset() < off {
+			t.Fatalf("read %d: batch %d..%d, %v", off, h.BaseOffset, h.LastOffset(), err)
+		}
+	}
+}
+
+// TestFaultsFailTheLogDir: ENOSPC and EIO on write, EIO on fdatasync never
+// acknowledge the append, fail the log directory for every log in it, and
+// a reopen on a healthy disk finds everything acknowledged before.
+func TestFaultsFailTheLogDir(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault vfs.Fault
+	}{
+		{"ENOSPC short write", vfs.Fault{Op: vfs.OpWrite, Err: errnoENOSPC, ShortWrite: 100}},
+		{"EIO on write", vfs.Fault{Op: vfs.OpWrite, Err: errnoEIO}},
+		{"EIO on fdatasync", vfs.Fault{Op: vfs.OpSyncData, Err: errnoEIO}},
+		{"ENOSPC on segment create", vfs.Fault{Op: vfs.OpCreate, Err: errnoENOSPC}},
+		{"EIO on directory sync", vfs.Fault{Op: vfs.OpSyncDir, Err: errnoEIO}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			ffs := vfs.NewFaultFS(mem)
+			opts := testOptions(nil)
+			opts.SegmentBytes = 4096
+			var failures []error
+			cfg := ManagerConfig{ClusterID: "c", NodeID: 1, Defaults: opts, OnDirFailure: func(err error) { failures = append(failures, err) }}
+			m, err := OpenManager(ffs, "/data", cfg)
+			mustNotErr(t, err)
+			a, err := m.GetOrCreateLog(TopicPartition{"a", 0})
+			mustNotErr(t, err)
+			other, err := m.GetOrCreateLog(TopicPartition{"b", 0})
+			mustNotErr(t, err)
+			var acked [][]byte
+			for i := 0; i < 3; i++ {
+				b := makeBatch(t, batch.CompressionNone, i, 2, 500, 1)
+				_, err := a.Append(b, 0)
+				mustNotErr(t, err)
+				acked = append(acked, b)
+			}
+			ffs.Inject(tc.fault)
+			// Keep appending until the fault hits (a create fault waits
+			// for a roll).
+			var failErr error
+			for i := 0; i < 20 && failErr == nil; i++ {
+				_, failErr = a.Append(makeBatch(t, batch.CompressionNone, 10+i, 2, 500, 1), 0)
+				if failErr == nil {
+					acked = append(acked, nil)
+				}
+			}
+			if !errors.Is(failErr, ErrLogDirFailed) {
+				t.Fatalf("append under fault: %v", failErr)
+			}
+			if len(failures) != 1 || m.Failed() == nil {
+				t.Fatalf("dir failure reported %d times, Failed() = %v", len(failures), m.Failed())
+			}
+			ffs.Clear()
+			// No retry: the directory stays failed, for every log in it.
+			if _, err := a.Append(makeBatch(t, batch.CompressionNone, 99, 1, 1, 1), 0); !errors.Is(err, ErrLogDirFailed) {
+				t.Fatalf("append after the fault cleared: %v", err)
+			}
+			if _, err := other.Append(makeBatch(t, batch.CompressionNone, 99, 1, 1, 1), 0); !errors.Is(err, ErrLogDirFailed) {
+				t.Fatalf("append to another log in the failed dir: %v", err)
+			}
+			ackedCount := int64(2 * len(acked))
+			m.Close()
+			// Power loss, then a healthy restart: everything acknowledged is
+			// there, and nothing from the failed append is served past it.
+			after := mem.Crash(vfs.CrashOptions{})
+			m2, err := OpenManager(after, "/data", cfg)
+			mustNotErr(t, err)
+			defer m2.Close()
+			l := m2.Log(TopicPartition{"a", 0})
+			if l == nil || l.LogEndOffset() < ackedCount {
+				t.Fatalf("after restart: %v acknowledged %d", l, ackedCount)
+			}
+			checkIndexesAgree(t, l)
+		})
+	}
+}
+
+var _ = fmt.Sprint

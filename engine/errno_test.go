@@ -1,0 +1,8 @@
+package engine
+
+import "syscall"
+
+const (
+	errnoENOSPC = syscall.ENOSPC
+	errnoEIO    = syscall.EIO
+)
