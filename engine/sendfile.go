@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -21,6 +22,20 @@ import (
 //
 // It returns the bytes written. A short count comes with an error.
 func SendFile(w io.Writer, f vfs.File, off, n int64) (int64, error) {
+	written, err := sendFile(w, f, off, n)
+	return written, err
+}
+
+// SendFileStats counts bytes moved by sendfile(2) and by copying, for
+// metrics: a rising copy count on plaintext listeners means sendfile is
+// being refused.
+func SendFileStats() (sendfileBytes, copiedBytes int64) {
+	return sendfileCounter.Load(), copyCounter.Load()
+}
+
+var sendfileCounter, copyCounter atomic.Int64
+
+func sendFile(w io.Writer, f vfs.File, off, n int64) (int64, error) {
 	if n <= 0 {
 		return 0, nil
 	}
@@ -67,6 +82,7 @@ func sendfile(sc syscall.Conn, srcFd int, off, n int64) (written int64, err erro
 			o := off
 			m, e := unix.Sendfile(int(dst), srcFd, &o, int(chunk))
 			if m > 0 {
+				sendfileCounter.Add(int64(m))
 				written += int64(m)
 				off += int64(m)
 				n -= int64(m)
@@ -119,6 +135,7 @@ func copyFile(w io.Writer, f vfs.File, off, n int64) (int64, error) {
 		if m > 0 {
 			wm, werr := w.Write(buf[:m])
 			written += int64(wm)
+			copyCounter.Add(int64(wm))
 			if werr != nil {
 				return written, werr
 			}

@@ -48,9 +48,13 @@ func Compress(ct CompressionType, raw []byte) ([]byte, error) {
 
 // Decompress returns the decompressed form of compressed. It fails with
 // ErrTooLarge as soon as the output would pass maxBytes (zero means
-// DefaultMaxDecompressedBytes), so a decompression bomb costs at most about
-// maxBytes of memory (see readBounded and decompressZstd), never what it
-// claims.
+// DefaultMaxDecompressedBytes), so a decompression bomb costs memory in
+// proportion to maxBytes, never to what it expands to: snappy's declared
+// sizes are checked before decoding; gzip and lz4 hold at most maxBytes+1
+// of output (about 2*maxBytes allocated in all); zstd frames that declare
+// their size are refused at the header, streamed ones stop after the first
+// block past the cap (about 2.25*maxBytes live, as the decoder grows its
+// buffer by append).
 // Snappy is accepted both raw and in xerial framing.
 func Decompress(ct CompressionType, compressed []byte, maxBytes int) ([]byte, error) {
 	return decompress(nil, ct, compressed, maxBytes)

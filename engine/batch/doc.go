@@ -37,7 +37,11 @@
 //     decompressing, for every codec: snappy's declared lengths are summed
 //     before decoding, gzip and lz4 are read through a bounded reader, zstd
 //     through a decoder whose memory limit is the cap. A bomb fails with
-//     ErrTooLarge having allocated about the cap at most (zstd: about twice).
+//     ErrTooLarge holding about the cap in memory (zstd streams: about 2.25
+//     times, as the decoder grows its buffer by append), never what it
+//     expands to. A zstd frame whose window exceeds the cap is refused too.
+//   - Validate allocates nothing for an uncompressed batch, and only a
+//     pooled buffer for a compressed one.
 //   - Records sees records only of a batch that passed validation.
 //
 // # Rules by origin

@@ -5,8 +5,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"testing"
 )
+
+// tb is what the helpers need of testing.TB and rapid.T alike.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
 
 // codecCase is one way of writing the records section.
 type codecCase struct {
@@ -26,7 +32,7 @@ var codecCases = []codecCase{
 
 var compressedCases = codecCases[1:]
 
-func buildBatch(t testing.TB, c codecCase, recs []Record, edit func(*Builder)) []byte {
+func buildBatch(t tb, c codecCase, recs []Record, edit func(*Builder)) []byte {
 	t.Helper()
 	bld := NewBuilder(c.ct)
 	bld.SnappyXerial = c.xerial
@@ -44,7 +50,7 @@ func buildBatch(t testing.TB, c codecCase, recs []Record, edit func(*Builder)) [
 }
 
 // collect returns deep copies of the records Records yields.
-func collect(t testing.TB, b []byte, lim Limits) ([]Record, error) {
+func collect(t tb, b []byte, lim Limits) ([]Record, error) {
 	t.Helper()
 	var out []Record
 	err := Records(b, lim, func(r Record) error {
@@ -139,7 +145,7 @@ func sampleRecords(rng *rand.Rand, n int) []Record {
 
 // rebuild replaces the records section of a valid batch, keeping every
 // header field but batchLength and CRC.
-func rebuild(t testing.TB, b []byte, section []byte) []byte {
+func rebuild(t tb, b []byte, section []byte) []byte {
 	t.Helper()
 	h, err := ParseHeader(b)
 	if err != nil {

@@ -129,10 +129,10 @@ func Records(b []byte, lim Limits, fn func(Record) error) error {
 		return err
 	}
 	var headers []RecordHeader
-	_, err = walk(&h, recs, &lim, func(raw *rawRecord, r *Record) error {
+	_, err = walk(&h, recs, &lim, func(raw rawRecord, r Record) error {
 		headers = decodeHeaders(headers[:0], raw.headers, raw.headerCount)
 		r.Headers = headers
-		return fn(*r)
+		return fn(r)
 	})
 	return err
 }
@@ -216,7 +216,10 @@ type rawRecord struct {
 
 // walk parses each record of recs, checks it against h and lim, and calls
 // yield (when not nil). It returns the largest record timestamp.
-func walk(h *Header, recs []byte, lim *Limits, yield func(*rawRecord, *Record) error) (int64, error) {
+//
+// yield takes its arguments by value so that nothing escapes: the
+// validation walk (yield nil) must not allocate.
+func walk(h *Header, recs []byte, lim *Limits, yield func(rawRecord, Record) error) (int64, error) {
 	maxTs := NoTimestamp
 	logAppendTime := h.TimestampType() == LogAppendTime
 	prev := int64(-1)
@@ -255,7 +258,7 @@ func walk(h *Header, recs []byte, lim *Limits, yield func(*rawRecord, *Record) e
 				Key:         raw.key,
 				Value:       raw.value,
 			}
-			if err := yield(&raw, &r); err != nil {
+			if err := yield(raw, r); err != nil {
 				return 0, err
 			}
 		}

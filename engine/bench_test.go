@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/internal/vfs"
+)
+
+// BenchmarkAppend measures appends on the real disk (the test's temporary
+// directory) with 1 KiB and 16 KiB batches, 1, 8 and 64 concurrent
+// appenders, under flush policy ack (group-committed fdatasync) and
+// interval (page cache only). Compare with the disk's raw sequential write
+// bandwidth and fdatasync rate (scripts/disk-baseline.sh).
+func BenchmarkAppend(b *testing.B) {
+	for _, policy := range []FlushPolicy{FlushAck, FlushInterval} {
+		for _, size := range []int{1 << 10, 16 << 10} {
+			for _, appenders := range []int{1, 8, 64} {
+				b.Run(fmt.Sprintf("%s/%dKiB/appenders=%d", policy, size>>10, appenders), func(b *testing.B) {
+					benchAppend(b, policy, size, appenders)
+				})
+			}
+		}
+	}
+}
+
+func benchAppend(b *testing.B, policy FlushPolicy, size, appenders int) {
+	opts := DefaultOptions()
+	opts.FlushPolicy = policy
+	l, _, err := Open(vfs.NewOS(), b.TempDir()+"/t-0", TopicPartition{"t", 0}, opts, OpenOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	// One record whose value fills the batch to about size bytes.
+	proto := makeBatch(b, batch.CompressionNone, 0, 1, size-80, 1)
+	b.SetBytes(int64(len(proto)))
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	errs := make(chan error, appenders)
+	per := b.N / appenders
+	for a := 0; a < appenders; a++ {
+		n := per
+		if a == 0 {
+			n += b.N % appenders
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, len(proto))
+			for i := 0; i < n; i++ {
+				copy(buf, proto)
+				if _, err := l.Append(buf, 0); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if policy == FlushInterval {
+		if err := l.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(l.commit.Syncs())/float64(b.N), "fdatasyncs/op")
+}
+
+// populatedLog writes about 64 MiB of 16 KiB batches.
+func populatedLog(b *testing.B) *Log {
+	opts := DefaultOptions()
+	opts.FlushPolicy = FlushInterval
+	l, _, err := Open(vfs.NewOS(), b.TempDir()+"/t-0", TopicPartition{"t", 0}, opts, OpenOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	proto := makeBatch(b, batch.CompressionNone, 0, 16, 1000, 1)
+	buf := make([]byte, len(proto))
+	for l.Size() < 64<<20 {
+		copy(buf, proto)
+		if _, err := l.Append(buf, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// BenchmarkRead: a consumer's fetch of 1 MiB at random offsets: segment
+// search, index lookup, forward scan, and the copy out of the page cache.
+func BenchmarkRead(b *testing.B) {
+	l := populatedLog(b)
+	defer l.Close()
+	leo := l.LogEndOffset()
+	b.Run("locate", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			r, err := l.Read(int64(i*7919)%leo, 1<<20, leo, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.Release()
+		}
+	})
+	b.Run("locate+copy-1MiB", func(b *testing.B) {
+		b.SetBytes(1 << 20)
+		for i := 0; i < b.N; i++ {
+			r, err := l.Read(int64(i*7919)%(leo/2), 1<<20, leo, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.Bytes(); err != nil {
+				b.Fatal(err)
+			}
+			r.Release()
+		}
+	})
+}
+
+// BenchmarkSendFile moves 1 MiB ranges of a segment to a loopback TCP
+// socket with sendfile(2), against read+write through a buffer.
+func BenchmarkSendFile(b *testing.B) {
+	l := populatedLog(b)
+	defer l.Close()
+	leo := l.LogEndOffset()
+	for _, mode := range []string{"sendfile", "read+write"} {
+		b.Run(mode, func(b *testing.B) {
+			client, server := loopbackPair(b)
+			defer client.Close()
+			defer server.Close()
+			done := make(chan struct{})
+			go func() { io.Copy(io.Discard, client); close(done) }()
+			b.SetBytes(1 << 20)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r, err := l.Read(int64(i*7919)%(leo/2), 1<<20, leo, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if mode == "sendfile" {
+					_, err = SendFile(server, r.Slice.File, r.Slice.Position, r.Slice.Size)
+				} else {
+					_, err = copyFile(server, r.Slice.File, r.Slice.Position, r.Slice.Size)
+				}
+				r.Release()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			server.CloseWrite()
+			<-done
+		})
+	}
+}
