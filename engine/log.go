@@ -136,12 +136,36 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	return l.append(records, ss, -1, false)
 }
 
+// AppendAsync is Append without the wait: it validates, assigns offsets
+// and writes, and returns a wait function that blocks until the append is
+// as durable as the flush policy promises (an fdatasync under FlushAck).
+// The wire layer appends in request order on a connection and waits
+// concurrently, so pipelined requests share one fdatasync.
+func (l *Log) AppendAsync(records []byte, leaderEpoch int32) (AppendInfo, func() error, error) {
+	ss, err := l.splitBatches(records, batch.AppendOriginClient)
+	if err != nil {
+		return AppendInfo{}, nil, err
+	}
+	return l.appendNoWait(records, ss, leaderEpoch, true)
+}
+
 func (l *Log) append(records []byte, ss []batch.Summary, leaderEpoch int32, assignOffsets bool) (AppendInfo, error) {
+	info, wait, err := l.appendNoWait(records, ss, leaderEpoch, assignOffsets)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	if err := wait(); err != nil {
+		return AppendInfo{}, err
+	}
+	return info, nil
+}
+
+func (l *Log) appendNoWait(records []byte, ss []batch.Summary, leaderEpoch int32, assignOffsets bool) (AppendInfo, func() error, error) {
 	l.mu.Lock()
 	info, err := l.appendLocked(records, ss, leaderEpoch, assignOffsets)
 	if err != nil {
 		l.mu.Unlock()
-		return AppendInfo{}, err
+		return AppendInfo{}, nil, err
 	}
 	mustSync := l.opts.FlushPolicy == FlushAck
 	if !mustSync {
@@ -149,13 +173,15 @@ func (l *Log) append(records []byte, ss []batch.Summary, leaderEpoch int32, assi
 		mustSync = l.unflushedMessages >= l.opts.FlushIntervalMessages
 	}
 	l.mu.Unlock()
-	if mustSync {
-		if err := l.waitDurable(info.LastOffset + 1); err != nil {
-			return AppendInfo{}, err
-		}
+	if !mustSync {
+		return info, func() error { return nil }, nil
 	}
-	return info, nil
+	end := info.LastOffset + 1
+	return info, func() error { return l.waitDurable(end) }, nil
 }
+
+// WaitDurable blocks until every offset below offset is durable.
+func (l *Log) WaitDurable(offset int64) error { return l.waitDurable(offset) }
 
 func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32, assignOffsets bool) (AppendInfo, error) {
 	if l.closed {

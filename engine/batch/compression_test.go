@@ -213,3 +213,24 @@ func TestDecompressLyingSizes(t *testing.T) {
 		}
 	}
 }
+
+// Bytes after a compressed stream are corruption; a second complete stream
+// (gzip members, lz4 and zstd frames) is data, as Java's readers take it.
+func TestCompressedTrailers(t *testing.T) {
+	msg := []byte("hello hello hello hello")
+	for _, c := range compressedCases {
+		comp := compressCase(t, c, msg)
+		for _, tail := range [][]byte{{0}, {1, 2, 3, 4, 5, 6, 7, 8, 9}} {
+			if _, err := Decompress(c.ct, append(append([]byte{}, comp...), tail...), 0); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s + %d garbage bytes: %v", c.name, len(tail), err)
+			}
+		}
+		if c.ct == CompressionSnappy {
+			continue // one block, or one xerial stream: nothing to concatenate
+		}
+		got, err := Decompress(c.ct, append(append([]byte{}, comp...), comp...), 0)
+		if err != nil || !bytes.Equal(got, append(append([]byte{}, msg...), msg...)) {
+			t.Errorf("%s twice: %q, %v", c.name, got, err)
+		}
+	}
+}

@@ -52,9 +52,9 @@
 // place: each record's offset delta must equal its index. Kafka tolerates
 // other deltas by re-compressing the batch (compressed) or ignoring them
 // (uncompressed); wren never re-encodes, and assigns offsets by rewriting
-// baseOffset only, so it rejects such a batch with INVALID_RECORD. Every
-// client we know (Java, librdkafka, franz-go, kafka-python, sarama)
-// writes delta == index. AppendOriginReplication accepts what compaction
+// baseOffset only, so it rejects such a batch with INVALID_RECORD. The
+// clients we know of (Java, librdkafka, franz-go, kafka-python, sarama)
+// write delta == index; franz-go's producer is checked in the tests. AppendOriginReplication accepts what compaction
 // leaves: fewer records than LastOffsetDelta+1 (zero included) with
 // increasing deltas, and control batches.
 //

@@ -178,3 +178,32 @@ func TestBuilderReuse(t *testing.T) {
 		}
 	}
 }
+
+// Validation shares pools and zstd decoders between goroutines; run with
+// -race to make this test mean something.
+func TestConcurrentValidate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	var batches [][]byte
+	for _, c := range codecCases {
+		batches = append(batches, buildBatch(t, c, sampleRecords(rng, 50), nil))
+	}
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for i := range 50 {
+				b := batches[(g+i)%len(batches)]
+				lim := Limits{MaxDecompressedBytes: 1<<20 + g} // several zstd decoders
+				if _, err := collect(t, b, lim); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

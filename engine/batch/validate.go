@@ -35,7 +35,9 @@ func (o AppendOrigin) String() string {
 // Limits is what Validate and Records accept.
 type Limits struct {
 	// MaxDecompressedBytes caps the records section after decompression;
-	// zero means DefaultMaxDecompressedBytes. Past it: ErrTooLarge.
+	// zero means DefaultMaxDecompressedBytes. Past it: ErrTooLarge. zstd
+	// frames whose window is above the cap are refused as well, so keep it
+	// at 8 MiB or more: the window of every zstd level up to 19.
 	MaxDecompressedBytes int
 	// Origin selects the rules; see AppendOrigin.
 	Origin AppendOrigin

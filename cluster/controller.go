@@ -1,0 +1,225 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/wal"
+)
+
+// ControllerConfig configures the controller.
+type ControllerConfig struct {
+	NodeID int32
+	// Voters are the node ids of controller.quorum.voters. With one voter
+	// the controller commits a change once it is durable on this node.
+	Voters []int32
+	// ClusterID for a new metadata log; empty means generate one.
+	ClusterID string
+	// DefaultPartitions and DefaultReplicationFactor apply when a
+	// CreateTopics request asks for -1 (num.partitions,
+	// default.replication.factor).
+	DefaultPartitions        int32
+	DefaultReplicationFactor int16
+	// ValidateTopicConfig checks one topic config override (nil value =
+	// delete). Nil accepts everything.
+	ValidateTopicConfig func(key string, value *string) error
+	// ValidateBrokerConfig checks one dynamic broker config.
+	ValidateBrokerConfig func(key string, value *string) error
+}
+
+// Controller owns the metadata log. Every change goes through its single
+// event loop: validate against the current image, append the records as
+// one durable wal entry (so a change is all or nothing after a crash),
+// apply them, and publish the new image to subscribers in order. It needs
+// no locks beyond the queue, as Kafka's own controller.
+//
+// This is the one-voter controller: a change commits when it is durable on
+// this node. The quorum (Bully election with epochs, replication of the log
+// to a majority) extends this path with the clustering work.
+type Controller struct {
+	cfg   ControllerConfig
+	log   *wal.Log
+	image atomic.Pointer[Image]
+
+	events chan func()
+	done   chan struct{}
+	wg     sync.WaitGroup
+
+	// subscribers run on the loop goroutine after each published image.
+	subMu       sync.Mutex
+	subscribers []func(old, new *Image)
+	closeOnce   sync.Once
+}
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("cluster: controller closed")
+
+// OpenController opens the metadata log in dir, replays it into the
+// image, and starts the event loop. A new log gets its cluster id first.
+func OpenController(fsys vfs.FS, dir string, cfg ControllerConfig) (*Controller, error) {
+	if len(cfg.Voters) == 0 {
+		cfg.Voters = []int32{cfg.NodeID}
+	}
+	l, err := wal.Open(fsys, dir, wal.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: metadata log: %w", err)
+	}
+	c := &Controller{cfg: cfg, log: l, events: make(chan func()), done: make(chan struct{})}
+	im := emptyImage()
+	err = l.Scan(l.FirstIndex(), func(index uint64, payload []byte) error {
+		recs, err := decodeEntry(payload)
+		if err != nil {
+			return fmt.Errorf("metadata log entry %d: %w", index, err)
+		}
+		for _, r := range recs {
+			if im, err = im.apply(index, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	c.image.Store(im)
+	if im.ClusterID == "" {
+		id := cfg.ClusterID
+		if id == "" {
+			id = NewUUID().String()
+		}
+		if err := c.commit([]Record{{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: id}}}); err != nil {
+			l.Close()
+			return nil, err
+		}
+	} else if cfg.ClusterID != "" && cfg.ClusterID != im.ClusterID {
+		l.Close()
+		return nil, fmt.Errorf("cluster: the metadata log belongs to cluster %s, the config names %s", im.ClusterID, cfg.ClusterID)
+	}
+	c.wg.Add(1)
+	go c.loop()
+	return c, nil
+}
+
+func decodeEntry(payload []byte) ([]Record, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(payload, &raws); err != nil {
+		return nil, fmt.Errorf("cluster: bad metadata entry: %w", err)
+	}
+	out := make([]Record, 0, len(raws))
+	for _, raw := range raws {
+		r, err := decodeRecord(raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (c *Controller) loop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case fn := <-c.events:
+			fn()
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// run executes fn on the event loop and waits for it.
+func (c *Controller) run(ctx context.Context, fn func()) error {
+	finished := make(chan struct{})
+	select {
+	case c.events <- func() { fn(); close(finished) }:
+	case <-c.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	<-finished
+	return nil
+}
+
+// commit appends records as one durable entry, applies them and publishes
+// the image. Only the event loop (or OpenController before it starts)
+// calls it.
+func (c *Controller) commit(recs []Record) error {
+	payload, err := json.Marshal(recs)
+	if err != nil {
+		return err
+	}
+	index, err := c.log.Append(payload)
+	if err != nil {
+		return fmt.Errorf("%w: metadata log: %w", kerr.KafkaStorageError, err)
+	}
+	old := c.image.Load()
+	im := old
+	for _, r := range recs {
+		if im, err = im.apply(index, r); err != nil {
+			// The change was validated against this image: a mismatch is a
+			// controller bug, and the log now holds it.
+			panic(fmt.Sprintf("cluster: committed metadata entry %d does not apply: %v", index, err))
+		}
+	}
+	c.image.Store(im)
+	c.subMu.Lock()
+	subs := append([]func(old, new *Image){}, c.subscribers...)
+	c.subMu.Unlock()
+	for _, fn := range subs {
+		fn(old, im)
+	}
+	return nil
+}
+
+// Image returns the current metadata image.
+func (c *Controller) Image() *Image { return c.image.Load() }
+
+// ClusterID is the cluster's id.
+func (c *Controller) ClusterID() string { return c.Image().ClusterID }
+
+// NodeID is this node's id.
+func (c *Controller) NodeID() int32 { return c.cfg.NodeID }
+
+// ControllerID is the id of the active controller.
+func (c *Controller) ControllerID() int32 { return c.cfg.NodeID }
+
+// Brokers lists the node ids of the brokers, sorted.
+func (c *Controller) Brokers() []int32 {
+	b := append([]int32(nil), c.cfg.Voters...)
+	sort.Slice(b, func(i, j int) bool { return b[i] < b[j] })
+	return b
+}
+
+// Subscribe registers fn to run, on the controller's loop, after each new
+// image, and runs it once now with (nil, current image) so the subscriber
+// starts from a complete view.
+func (c *Controller) Subscribe(fn func(old, new *Image)) error {
+	return c.run(context.Background(), func() {
+		c.subMu.Lock()
+		c.subscribers = append(c.subscribers, fn)
+		c.subMu.Unlock()
+		fn(nil, c.image.Load())
+	})
+}
+
+// Close stops the loop and closes the metadata log.
+func (c *Controller) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		close(c.done)
+		c.wg.Wait()
+		err = c.log.Close()
+	})
+	return err
+}

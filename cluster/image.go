@@ -1,0 +1,149 @@
+package cluster
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+)
+
+// Image is the metadata image: the result of applying every committed
+// metadata record in order. Images are immutable; applying a record makes a
+// new one that shares what did not change, so readers hold an Image without
+// locks.
+type Image struct {
+	// Offset is the metadata log index of the last record applied.
+	Offset    uint64
+	ClusterID string
+	topics    map[string]*TopicImage
+	byID      map[UUID]*TopicImage
+	// brokerConfigs are dynamic broker configs; key "" holds cluster-wide
+	// defaults.
+	brokerConfigs map[string]map[string]string
+}
+
+// TopicImage is one topic.
+type TopicImage struct {
+	Name       string
+	ID         UUID
+	Partitions []PartitionImage
+	// Configs are the topic's dynamic overrides (Kafka topic config names).
+	Configs map[string]string
+}
+
+// PartitionImage is one partition's assignment, leader and ISR.
+type PartitionImage struct {
+	Partition      int32
+	Replicas       []int32
+	ISR            []int32
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+}
+
+func emptyImage() *Image {
+	return &Image{topics: map[string]*TopicImage{}, byID: map[UUID]*TopicImage{}, brokerConfigs: map[string]map[string]string{}}
+}
+
+// Topic returns a topic by name, or nil.
+func (im *Image) Topic(name string) *TopicImage { return im.topics[name] }
+
+// TopicByID returns a topic by id, or nil.
+func (im *Image) TopicByID(id UUID) *TopicImage { return im.byID[id] }
+
+// TopicNames lists the topics, sorted.
+func (im *Image) TopicNames() []string {
+	names := slices.Collect(maps.Keys(im.topics))
+	sort.Strings(names)
+	return names
+}
+
+// BrokerConfigs returns the dynamic configs of a broker (name "" for the
+// cluster-wide defaults). The map must not be modified.
+func (im *Image) BrokerConfigs(name string) map[string]string { return im.brokerConfigs[name] }
+
+// apply returns the image with r applied. Records were validated by the
+// controller before they were written; a record that does not fit the image
+// is a broken invariant of the metadata log.
+func (im *Image) apply(offset uint64, r Record) (*Image, error) {
+	next := *im
+	next.Offset = offset
+	switch r.Kind {
+	case KindCluster:
+		next.ClusterID = r.Cluster.ClusterID
+	case KindTopic:
+		if im.topics[r.Topic.Name] != nil || im.byID[r.Topic.ID] != nil {
+			return nil, fmt.Errorf("cluster: metadata record %d creates topic %q that exists", offset, r.Topic.Name)
+		}
+		t := &TopicImage{Name: r.Topic.Name, ID: r.Topic.ID, Configs: map[string]string{}}
+		next.topics = maps.Clone(im.topics)
+		next.byID = maps.Clone(im.byID)
+		next.topics[t.Name], next.byID[t.ID] = t, t
+	case KindPartition:
+		p := r.Partition
+		old := im.byID[p.TopicID]
+		if old == nil {
+			return nil, fmt.Errorf("cluster: metadata record %d: partition of unknown topic %s", offset, p.TopicID)
+		}
+		t := *old
+		t.Partitions = slices.Clone(old.Partitions)
+		pi := PartitionImage{Partition: p.Partition, Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}
+		switch {
+		case int(p.Partition) < len(t.Partitions):
+			t.Partitions[p.Partition] = pi
+		case int(p.Partition) == len(t.Partitions):
+			t.Partitions = append(t.Partitions, pi)
+		default:
+			return nil, fmt.Errorf("cluster: metadata record %d: partition %d of %s leaves a gap", offset, p.Partition, t.Name)
+		}
+		next.replaceTopic(im, &t)
+	case KindRemoveTopic:
+		old := im.byID[r.RemoveTopic.ID]
+		if old == nil {
+			return nil, fmt.Errorf("cluster: metadata record %d removes unknown topic %s", offset, r.RemoveTopic.ID)
+		}
+		next.topics = maps.Clone(im.topics)
+		next.byID = maps.Clone(im.byID)
+		delete(next.topics, old.Name)
+		delete(next.byID, old.ID)
+	case KindConfig:
+		c := r.Config
+		switch c.ResourceType {
+		case ResourceTopic:
+			old := im.topics[c.Name]
+			if old == nil {
+				return nil, fmt.Errorf("cluster: metadata record %d: config of unknown topic %q", offset, c.Name)
+			}
+			t := *old
+			t.Configs = setConfig(old.Configs, c)
+			next.replaceTopic(im, &t)
+		case ResourceBroker:
+			next.brokerConfigs = maps.Clone(im.brokerConfigs)
+			next.brokerConfigs[c.Name] = setConfig(im.brokerConfigs[c.Name], c)
+		default:
+			return nil, fmt.Errorf("cluster: metadata record %d: config of resource type %d", offset, c.ResourceType)
+		}
+	default:
+		return nil, fmt.Errorf("cluster: metadata record %d of unknown kind %q", offset, r.Kind)
+	}
+	return &next, nil
+}
+
+func (next *Image) replaceTopic(im *Image, t *TopicImage) {
+	next.topics = maps.Clone(im.topics)
+	next.byID = maps.Clone(im.byID)
+	next.topics[t.Name], next.byID[t.ID] = t, t
+}
+
+func setConfig(old map[string]string, c *ConfigRecord) map[string]string {
+	m := maps.Clone(old)
+	if m == nil {
+		m = map[string]string{}
+	}
+	if c.Value == nil {
+		delete(m, c.Key)
+	} else {
+		m[c.Key] = *c.Value
+	}
+	return m
+}

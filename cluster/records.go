@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// RecordKind names a metadata record. Part of the on-disk format of the
+// metadata log; never change a kind's name or meaning.
+type RecordKind string
+
+const (
+	KindCluster     RecordKind = "cluster"
+	KindTopic       RecordKind = "topic"
+	KindPartition   RecordKind = "partition"
+	KindRemoveTopic RecordKind = "remove_topic"
+	KindConfig      RecordKind = "config"
+)
+
+// Record is one entry of the metadata log: a change to the cluster's
+// metadata. Exactly one of the pointers is set, as Kind says. The encoding
+// is JSON: the metadata log is small and a human reading it in an incident
+// matters more than its size.
+type Record struct {
+	Kind        RecordKind         `json:"kind"`
+	Cluster     *ClusterRecord     `json:"cluster,omitempty"`
+	Topic       *TopicRecord       `json:"topic,omitempty"`
+	Partition   *PartitionRecord   `json:"partition,omitempty"`
+	RemoveTopic *RemoveTopicRecord `json:"remove_topic,omitempty"`
+	Config      *ConfigRecord      `json:"config,omitempty"`
+}
+
+// ClusterRecord is the first record of a new cluster's log.
+type ClusterRecord struct {
+	ClusterID string `json:"cluster_id"`
+}
+
+// TopicRecord creates a topic.
+type TopicRecord struct {
+	Name string `json:"name"`
+	ID   UUID   `json:"id"`
+}
+
+// PartitionRecord creates a partition or replaces its assignment, leader
+// and ISR.
+type PartitionRecord struct {
+	TopicID     UUID    `json:"topic_id"`
+	Partition   int32   `json:"partition"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leader_epoch"`
+	// PartitionEpoch bumps on every change of the record (ISR included);
+	// LeaderEpoch only when the leader changes.
+	PartitionEpoch int32 `json:"partition_epoch"`
+}
+
+// RemoveTopicRecord deletes a topic and its partitions.
+type RemoveTopicRecord struct {
+	ID UUID `json:"id"`
+}
+
+// ResourceType of a ConfigRecord, with Kafka's ConfigResource type ids.
+type ResourceType int8
+
+const (
+	ResourceTopic  ResourceType = 2
+	ResourceBroker ResourceType = 4
+)
+
+// ConfigRecord sets (Value non-nil) or deletes (Value nil) one dynamic
+// config of a topic or of the brokers (Name "" = cluster-wide default).
+type ConfigRecord struct {
+	ResourceType ResourceType `json:"resource_type"`
+	Name         string       `json:"name"`
+	Key          string       `json:"key"`
+	Value        *string      `json:"value"`
+}
+
+func encodeRecord(r Record) ([]byte, error) { return json.Marshal(r) }
+
+func decodeRecord(b []byte) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("cluster: bad metadata record: %w", err)
+	}
+	set := 0
+	for _, p := range []bool{r.Cluster != nil, r.Topic != nil, r.Partition != nil, r.RemoveTopic != nil, r.Config != nil} {
+		if p {
+			set++
+		}
+	}
+	if set != 1 {
+		return r, fmt.Errorf("cluster: metadata record of kind %q has %d bodies", r.Kind, set)
+	}
+	return r, nil
+}

@@ -1,0 +1,339 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// maxTopicNameLength is Kafka's limit (249: room for a partition suffix
+// and ".deleted" within 255-byte file names).
+const maxTopicNameLength = 249
+
+// ValidateTopicName applies Kafka's rules (Topic.validate): 1 to 249
+// characters from [a-zA-Z0-9._-], and not "." or "..". They also keep a
+// name from escaping the data directory.
+func ValidateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: topic name is illegal, it can't be empty", kerr.InvalidTopicException)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: topic name cannot be \".\" or \"..\"", kerr.InvalidTopicException)
+	case len(name) > maxTopicNameLength:
+		return fmt.Errorf("%w: topic name is illegal, it can't be longer than %d characters", kerr.InvalidTopicException, maxTopicNameLength)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", kerr.InvalidTopicException, name)
+		}
+	}
+	return nil
+}
+
+// IsInternalTopic reports Kafka's internal topics, hidden from Metadata
+// unless asked for.
+func IsInternalTopic(name string) bool {
+	return name == "__consumer_offsets" || name == "__transaction_state"
+}
+
+// CreateTopic is one topic of a CreateTopics request.
+type CreateTopic struct {
+	Name              string
+	NumPartitions     int32 // -1: num.partitions
+	ReplicationFactor int16 // -1: default.replication.factor
+	// Assignment, if set, gives each partition's replicas explicitly.
+	Assignment [][]int32
+	Configs    map[string]*string
+}
+
+// TopicResult is the outcome for one topic.
+type TopicResult struct {
+	Name              string
+	ID                UUID
+	NumPartitions     int32
+	ReplicationFactor int16
+	Err               error
+}
+
+// CreateTopics creates topics; each succeeds or fails on its own. With
+// validateOnly nothing is written.
+func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, validateOnly bool) ([]TopicResult, error) {
+	results := make([]TopicResult, len(topics))
+	err := c.run(ctx, func() {
+		for i, t := range topics {
+			results[i] = c.createTopic(t, validateOnly)
+		}
+	})
+	return results, err
+}
+
+func (c *Controller) createTopic(t CreateTopic, validateOnly bool) TopicResult {
+	res := TopicResult{Name: t.Name}
+	im := c.Image()
+	if err := ValidateTopicName(t.Name); err != nil {
+		res.Err = err
+		return res
+	}
+	if im.Topic(t.Name) != nil {
+		res.Err = fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, t.Name)
+		return res
+	}
+	for _, other := range im.TopicNames() {
+		if other != t.Name && strings.ReplaceAll(other, ".", "_") == strings.ReplaceAll(t.Name, ".", "_") {
+			res.Err = fmt.Errorf("%w: topic %q collides with existing topic %q ('.' and '_' collide in metric names)", kerr.InvalidTopicException, t.Name, other)
+			return res
+		}
+	}
+	assignment, err := c.assignReplicas(t)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	for k, v := range t.Configs {
+		if c.cfg.ValidateTopicConfig != nil {
+			if err := c.cfg.ValidateTopicConfig(k, v); err != nil {
+				res.Err = fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+				return res
+			}
+		}
+	}
+	res.NumPartitions, res.ReplicationFactor = int32(len(assignment)), int16(len(assignment[0]))
+	if validateOnly {
+		return res
+	}
+	id := NewUUID()
+	recs := []Record{{Kind: KindTopic, Topic: &TopicRecord{Name: t.Name, ID: id}}}
+	keys := make([]string, 0, len(t.Configs))
+	for k := range t.Configs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if v := t.Configs[k]; v != nil {
+			recs = append(recs, Record{Kind: KindConfig, Config: &ConfigRecord{ResourceType: ResourceTopic, Name: t.Name, Key: k, Value: v}})
+		}
+	}
+	for p, replicas := range assignment {
+		recs = append(recs, Record{Kind: KindPartition, Partition: &PartitionRecord{
+			TopicID: id, Partition: int32(p), Replicas: replicas, ISR: slices.Clone(replicas), Leader: replicas[0],
+		}})
+	}
+	if err := c.commit(recs); err != nil {
+		res.Err = err
+		return res
+	}
+	res.ID = id
+	return res
+}
+
+// assignReplicas spreads replicas over the brokers as Kafka's rack-unaware
+// assignment does: partition p's first replica is broker (start+p) mod n,
+// the rest follow, so leaders spread evenly.
+func (c *Controller) assignReplicas(t CreateTopic) ([][]int32, error) {
+	brokers := c.Brokers()
+	if len(t.Assignment) > 0 {
+		if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
+			return nil, fmt.Errorf("%w: both a replica assignment and a partition count or replication factor were given", kerr.InvalidRequest)
+		}
+		return c.checkAssignment(t.Assignment, len(t.Assignment[0]))
+	}
+	n, rf := t.NumPartitions, t.ReplicationFactor
+	if n == -1 {
+		n = c.cfg.DefaultPartitions
+	}
+	if rf == -1 {
+		rf = c.cfg.DefaultReplicationFactor
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: number of partitions must be larger than 0", kerr.InvalidPartitions)
+	}
+	if n > maxPartitionsPerRequest {
+		return nil, fmt.Errorf("%w: %d partitions is over wren's limit of %d per topic", kerr.InvalidPartitions, n, maxPartitionsPerRequest)
+	}
+	if rf <= 0 {
+		return nil, fmt.Errorf("%w: replication factor must be larger than 0", kerr.InvalidReplicationFactor)
+	}
+	if int(rf) > len(brokers) {
+		return nil, fmt.Errorf("%w: replication factor: %d larger than available brokers: %d", kerr.InvalidReplicationFactor, rf, len(brokers))
+	}
+	start := rand.IntN(len(brokers))
+	out := make([][]int32, n)
+	for p := range out {
+		for j := 0; j < int(rf); j++ {
+			out[p] = append(out[p], brokers[(start+p+j)%len(brokers)])
+		}
+	}
+	return out, nil
+}
+
+// maxPartitionsPerRequest bounds what one request can make a node create
+// (each partition is a directory and three files).
+const maxPartitionsPerRequest = 10000
+
+func (c *Controller) checkAssignment(assignment [][]int32, rf int) ([][]int32, error) {
+	known := map[int32]bool{}
+	for _, b := range c.Brokers() {
+		known[b] = true
+	}
+	for p, replicas := range assignment {
+		if len(replicas) == 0 || len(replicas) != rf {
+			return nil, fmt.Errorf("%w: partition %d has %d replicas, others %d", kerr.InvalidReplicaAssignment, p, len(replicas), rf)
+		}
+		seen := map[int32]bool{}
+		for _, r := range replicas {
+			if !known[r] {
+				return nil, fmt.Errorf("%w: partition %d names unknown broker %d", kerr.InvalidReplicaAssignment, p, r)
+			}
+			if seen[r] {
+				return nil, fmt.Errorf("%w: partition %d names broker %d twice", kerr.InvalidReplicaAssignment, p, r)
+			}
+			seen[r] = true
+		}
+	}
+	return assignment, nil
+}
+
+// DeleteTopics deletes topics by name.
+func (c *Controller) DeleteTopics(ctx context.Context, names []string) ([]TopicResult, error) {
+	results := make([]TopicResult, len(names))
+	err := c.run(ctx, func() {
+		for i, name := range names {
+			results[i] = TopicResult{Name: name}
+			t := c.Image().Topic(name)
+			if t == nil {
+				results[i].Err = fmt.Errorf("%w: topic %q", kerr.UnknownTopicOrPartition, name)
+				continue
+			}
+			results[i].ID = t.ID
+			results[i].Err = c.commit([]Record{{Kind: KindRemoveTopic, RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
+		}
+	})
+	return results, err
+}
+
+// CreatePartitions raises a topic's partition count to count.
+func (c *Controller) CreatePartitions(ctx context.Context, name string, count int32, assignment [][]int32, validateOnly bool) error {
+	var res error
+	err := c.run(ctx, func() {
+		t := c.Image().Topic(name)
+		if t == nil {
+			res = fmt.Errorf("%w: topic %q", kerr.UnknownTopicOrPartition, name)
+			return
+		}
+		have := int32(len(t.Partitions))
+		if count <= have {
+			res = fmt.Errorf("%w: topic currently has %d partitions, %d would not be an increase", kerr.InvalidPartitions, have, count)
+			return
+		}
+		if count-have > maxPartitionsPerRequest {
+			res = fmt.Errorf("%w: %d new partitions is over wren's limit of %d", kerr.InvalidPartitions, count-have, maxPartitionsPerRequest)
+			return
+		}
+		rf := len(t.Partitions[0].Replicas)
+		var add [][]int32
+		if len(assignment) > 0 {
+			if int32(len(assignment)) != count-have {
+				res = fmt.Errorf("%w: %d assignments for %d new partitions", kerr.InvalidReplicaAssignment, len(assignment), count-have)
+				return
+			}
+			if add, res = c.checkAssignment(assignment, rf); res != nil {
+				return
+			}
+		} else {
+			more, err := c.assignReplicas(CreateTopic{NumPartitions: count - have, ReplicationFactor: int16(rf)})
+			if err != nil {
+				res = err
+				return
+			}
+			add = more
+		}
+		if validateOnly {
+			return
+		}
+		var recs []Record
+		for i, replicas := range add {
+			recs = append(recs, Record{Kind: KindPartition, Partition: &PartitionRecord{
+				TopicID: t.ID, Partition: have + int32(i), Replicas: replicas, ISR: slices.Clone(replicas), Leader: replicas[0],
+			}})
+		}
+		res = c.commit(recs)
+	})
+	if err != nil {
+		return err
+	}
+	return res
+}
+
+// ConfigOp sets (Value non-nil) or deletes one config key.
+type ConfigOp struct {
+	Key   string
+	Value *string
+}
+
+// AlterConfigs changes a topic's (ResourceTopic) or the brokers'
+// (ResourceBroker) dynamic configs. With replace, every existing key not in
+// ops is deleted (AlterConfigs); otherwise only ops apply
+// (IncrementalAlterConfigs, after the caller resolved APPEND and SUBTRACT).
+func (c *Controller) AlterConfigs(ctx context.Context, rt ResourceType, name string, ops []ConfigOp, replace, validateOnly bool) error {
+	var res error
+	err := c.run(ctx, func() {
+		var current map[string]string
+		validate := c.cfg.ValidateBrokerConfig
+		switch rt {
+		case ResourceTopic:
+			t := c.Image().Topic(name)
+			if t == nil {
+				res = fmt.Errorf("%w: topic %q", kerr.UnknownTopicOrPartition, name)
+				return
+			}
+			current = t.Configs
+			validate = c.cfg.ValidateTopicConfig
+		case ResourceBroker:
+			current = c.Image().BrokerConfigs(name)
+		default:
+			res = fmt.Errorf("%w: resource type %d", kerr.InvalidRequest, rt)
+			return
+		}
+		final := map[string]*string{}
+		if replace {
+			for k := range current {
+				final[k] = nil
+			}
+		}
+		for _, op := range ops {
+			final[op.Key] = op.Value
+		}
+		keys := make([]string, 0, len(final))
+		for k := range final {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var recs []Record
+		for _, k := range keys {
+			v := final[k]
+			if validate != nil {
+				if err := validate(k, v); err != nil {
+					res = fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+					return
+				}
+			}
+			if _, had := current[k]; v == nil && !had {
+				continue
+			}
+			recs = append(recs, Record{Kind: KindConfig, Config: &ConfigRecord{ResourceType: rt, Name: name, Key: k, Value: v}})
+		}
+		if validateOnly || len(recs) == 0 {
+			return
+		}
+		res = c.commit(recs)
+	})
+	if err != nil {
+		return err
+	}
+	return res
+}
