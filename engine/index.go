@@ -33,7 +33,7 @@ type index struct {
 }
 
 func (x *index) entries() int64 { return x.n.Load() }
-func (x *index) full() bool       { return x.n.Load() >= x.maxEntries }
+func (x *index) full() bool     { return x.n.Load() >= x.maxEntries }
 
 func (x *index) readEntry(i int64, buf []byte) error {
 	_, err := x.f.ReadAt(buf[:x.entrySize], i*x.entrySize)

@@ -132,7 +132,6 @@ func TestAppendEachCodecReadsBackRecords(t *testing.T) {
 	}
 }
 
-
 // TestIndexLookupsMatchBruteForce is a property test: for random batch
 // sizes, index intervals and segment sizes, Read at every offset starts at
 // the batch a linear scan finds, and OffsetForTimestamp agrees with a
