@@ -380,6 +380,26 @@ func (l *Log) flushIfDue(now int64) error {
 	return l.Flush()
 }
 
+// Options returns the log's current options.
+func (l *Log) Options() Options {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.opts
+}
+
+// UpdateOptions applies changed topic configs (retention, segment size,
+// flush policy...) from the next append or retention run on.
+func (l *Log) UpdateOptions(o Options) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	o.Now = l.opts.Now
+	l.opts = o
+	return nil
+}
+
 // LogEndOffset is the offset the next append gets.
 func (l *Log) LogEndOffset() int64 {
 	l.mu.Lock()

@@ -1,0 +1,87 @@
+// Package config reads, checks and describes wren's configuration: one TOML
+// file per node whose keys are Apache Kafka's own setting names.
+//
+// # The registry
+//
+// Every setting is one Entry in a single registry (registry.go), modelled on
+// Kafka's ConfigDef: flattened name, section, type, default, validator,
+// documentation, importance, update mode (read-only, per-broker or
+// cluster-wide, as Kafka's DynamicBrokerConfig) and, for broker defaults of
+// topic configs, the topic-level name (log.segment.bytes ↔ segment.bytes).
+// Loading, cross-checks, DescribeConfigs (DescribeBroker, DescribeTopic),
+// AlterConfigs (ValidateTopicConfig, ValidateBrokerConfig), Dump and
+// config.example.toml all read the registry, and the typed fields of Config
+// and TopicConfig are bound to it by their `config` tags; nothing else
+// knows a name, type or default. Adding a setting means adding an Entry
+// and, unless it is a topic config's broker default, a tagged field.
+//
+// # The file
+//
+// Sections group settings; inside the Kafka sections ([broker], [cluster],
+// [topics], [storage], [replication], [groups], [producers]) the key is
+// Kafka's full name. TOML reads log.segment.bytes as a dotted key, so the
+// loader works on key paths rather than tables: the path of a value from
+// the root, less the section, joined with dots, is the name. Quoted keys,
+// [storage.log] headers, storage.log.segment.bytes at the top level and
+// inline tables all flatten to the same name. wren's own sections ([http],
+// [logging]) carry their name into the setting's (listen in [http] is
+// http.listen).
+//
+// Loading is strict and reports every problem at once, each as
+// file:line:column: syntax errors, unknown sections and keys (with the
+// nearest name), a key in the wrong section (with the right one),
+// duplicates, wrong types, refused values, and the cross-setting checks of
+// check.go (voters, replication factors, listeners, contradicting
+// timeouts). Files over MaxFileBytes are refused unread.
+//
+// # Precedence and sources
+//
+// A topic config's value comes from, highest first: the topic's override
+// (DYNAMIC_TOPIC_CONFIG), then each of its broker synonyms in registry order
+// (log.retention.ms before log.retention.minutes before log.retention.hours,
+// as Kafka), each from this broker's run-time value (DYNAMIC_BROKER_CONFIG),
+// the cluster-wide run-time value (DYNAMIC_DEFAULT_BROKER_CONFIG) or the
+// file (STATIC_BROKER_CONFIG); then the first synonym with a default
+// (DEFAULT_CONFIG). Hours and minutes are converted to the topic's ms.
+//
+// # Defaults
+//
+// Kafka 4.0's, except where a small edge host is better served, and each
+// such Entry records Kafka's value in KafkaDefault:
+//
+//   - node.id 1, log.dirs ./wren-data, listeners on 127.0.0.1 (9092 for
+//     clients, 9093 CONTROLLER) and controller.quorum.voters 1@127.0.0.1:9093,
+//     so `wren serve` with no file runs a single-node cluster.
+//   - log.segment.bytes 128 MiB instead of 1 GiB: retention deletes whole
+//     segments, and small disks cannot spare a gigabyte of slack.
+//   - min.insync.replicas 2 instead of 1, so an acknowledged write survives
+//     one node's loss. It is capped at default.replication.factor, which is
+//     derived from the voter count (at most 3) instead of Kafka's fixed 1; so
+//     is offsets.topic.replication.factor (Kafka: 3). A single node gets 1
+//     for all three; three voters get 3, 2 and 3.
+//   - auto.create.topics.enable false instead of true: a typo in a topic name
+//     should fail, not fill a disk.
+//   - log.flush.policy "ack" (wren's own): a write is acknowledged only once
+//     fdatasync'ed on every replica that counts toward acks. "interval" is
+//     Kafka's page-cache behaviour, paced by log.flush.interval.messages and
+//     log.flush.interval.ms.
+//   - log.cleaner.dedupe.buffer.size 16 MiB instead of 128 MiB, and
+//     max.connections 1024 instead of unlimited: memory and descriptors of a
+//     small host.
+//
+// wren's own settings (Entry.Wren): cluster.id, controller.heartbeat.interval.ms,
+// controller.lease.ms, log.flush.policy, max.decompressed.batch.bytes,
+// http.listen, logging.level, logging.format.
+//
+// Kafka names deliberately absent: process.roles (every wren node is broker
+// and voter), listener.security.protocol.map (every listener speaks
+// PLAINTEXT; listeners named SSL or SASL_* are refused), log.dir (use
+// log.dirs), and log.segment.ms, which Kafka does not have either (the
+// broker side of segment.ms is log.roll.ms). Pasting one of the older names
+// gets a pointer to the current one.
+//
+// Invariants: Default passes every check (it panics otherwise); every
+// registry default passes its own validator; no setting's name is a dotted
+// prefix of another's in the same section (else the file could not hold
+// both); Dump(all) of any loaded config loads back to an Equal config.
+package config

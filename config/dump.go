@@ -1,0 +1,176 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Dump renders the effective config as TOML, grouped by section: with all,
+// every setting; without, only those whose value differs from its default.
+// Loading the output gives back an Equal config. Settings with no value
+// (Kafka's null) appear, with all, as a comment.
+func (c *Config) Dump(all bool) string {
+	var b strings.Builder
+	if all {
+		b.WriteString("# Effective configuration: every setting.\n")
+	} else {
+		b.WriteString("# Effective configuration: settings that differ from their defaults.\n")
+	}
+	for _, s := range sections {
+		wrote := false
+		for _, e := range registry {
+			if e.Section != s.Name {
+				continue
+			}
+			v := c.values[e.Name]
+			if !all && reflect.DeepEqual(v, c.defaults[e.Name]) {
+				continue
+			}
+			if !wrote {
+				fmt.Fprintf(&b, "\n[%s]\n", s.Name)
+				wrote = true
+			}
+			if v == nil {
+				fmt.Fprintf(&b, "# %s is unset\n", e.Key())
+				continue
+			}
+			fmt.Fprintf(&b, "%s = %s\n", e.Key(), tomlValue(v))
+		}
+	}
+	return b.String()
+}
+
+// tomlValue renders a value as a TOML literal.
+func tomlValue(v any) string {
+	switch x := v.(type) {
+	case bool:
+		return strconv.FormatBool(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return formatDouble(x)
+	case string:
+		return quoteTOML(x)
+	case []string:
+		q := make([]string, len(x))
+		for i, s := range x {
+			q[i] = quoteTOML(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	}
+	panic(fmt.Sprintf("config: tomlValue: unexpected %T", v))
+}
+
+// quoteTOML writes a TOML basic string. TOML's escapes are a subset of
+// Go's (no \x), so strconv.Quote will not do.
+func quoteTOML(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			// Not UTF-8: TOML cannot hold the byte, so mark it visibly.
+			b.WriteString(`\uFFFD`)
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteString(s[:size])
+		}
+		s = s[size:]
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// ExampleFile renders config.example.toml: every setting, commented out at
+// its default, with its documentation.
+func ExampleFile() string {
+	d := Default()
+	var b strings.Builder
+	b.WriteString(`# wren: every setting of the config file, with its default and what it does.
+#
+# Generated from the registry (config/registry.go); do not edit by hand:
+#   go test ./config -run TestExampleFile -update
+#
+# Inside the Kafka sections each key is Apache Kafka's own server.properties
+# name, so settings pasted from Kafka work unchanged. A line "#key = value"
+# shows the default; uncomment it to change it. "dynamic" settings can also be
+# altered at run time (IncrementalAlterConfigs); the others take a restart.
+`)
+	for _, s := range sections {
+		fmt.Fprintf(&b, "\n[%s]\n", s.Name)
+		wrapComment(&b, s.Doc)
+		for _, e := range registry {
+			if e.Section != s.Name {
+				continue
+			}
+			b.WriteString("\n")
+			attrs := []string{e.Type.word()}
+			if v := e.Validator.String(); v != "" {
+				attrs = append(attrs, v)
+			}
+			if e.Mode == ReadOnly {
+				attrs = append(attrs, "read-only")
+			} else {
+				attrs = append(attrs, "dynamic: "+e.Mode.String())
+			}
+			if e.Topic != "" {
+				attrs = append(attrs, "topic config "+e.Topic)
+			}
+			if e.Wren {
+				attrs = append(attrs, "wren's own")
+			}
+			fmt.Fprintf(&b, "# %s (%s)\n", e.Key(), strings.Join(attrs, "; "))
+			wrapComment(&b, e.Doc)
+			def := "unset"
+			if v := d.defaults[e.Name]; v != nil {
+				def = tomlValue(v)
+			}
+			if e.DefaultDoc != "" {
+				def = e.DefaultDoc + " (" + def + " with the built-in single voter)"
+			}
+			line := "Default: " + def + "."
+			if e.KafkaDefault != "" {
+				line += " Kafka's: " + e.KafkaDefault + "."
+			}
+			wrapComment(&b, line)
+			if v := d.defaults[e.Name]; v != nil {
+				fmt.Fprintf(&b, "#%s = %s\n", e.Key(), tomlValue(v))
+			}
+		}
+	}
+	return b.String()
+}
+
+// wrapComment writes text as "# " lines of at most about 100 columns.
+func wrapComment(b *strings.Builder, text string) {
+	const width = 98
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			b.WriteString("# " + line + "\n")
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		b.WriteString("# " + line + "\n")
+	}
+}

@@ -1,0 +1,420 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// MaxFileBytes caps the config file: it is read whole into memory, and no
+// honest config comes near it.
+const MaxFileBytes = 1 << 20
+
+// maxErrors caps the problems reported for one file; past it the file is
+// not worth reading on.
+const maxErrors = 100
+
+// Load reads, parses and checks a config file. A file with problems gives
+// an Errors listing all of them with file:line:column.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: read %s: %w", path, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse parses and checks a config file's contents; file names it in errors.
+//
+// The file is TOML. In the Kafka sections a key is Kafka's full name, which
+// TOML reads as a dotted key ([storage] log.segment.bytes is, to TOML, the
+// table storage.log.segment holding bytes). So the parse works on key paths,
+// not on tables: a value's path from the root, less its first element (the
+// section), joined with dots, is the setting's name. Quoted keys, dotted
+// table headers ([storage.log]), top-level dotted keys (storage.log.x = 1)
+// and inline tables all flatten to the same name.
+func Parse(file string, data []byte) (*Config, error) {
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrFileTooLarge, file, MaxFileBytes)
+	}
+	l := &loader{
+		file:     file,
+		data:     data[:len(data):len(data)],
+		explicit: map[string]given{},
+		seen:     map[string]Position{},
+		failed:   map[string]bool{},
+		headers:  map[string]Position{},
+	}
+	l.run()
+	c := newConfig(file, l.explicit)
+	for _, e := range check(c, l.failed) {
+		l.add(e)
+	}
+	if len(l.errs) > 0 {
+		// File order, whichever pass found the problem; problems with no
+		// line go last.
+		slices.SortStableFunc(l.errs, func(a, b *Error) int {
+			return cmpPos(a.Pos, b.Pos)
+		})
+		return nil, l.errs
+	}
+	return c, nil
+}
+
+type loader struct {
+	file string
+	// data's capacity ends at its length, so that a parser error's
+	// highlight (a sub-slice of data) yields its offset.
+	data  []byte
+	lines []int // offsets of line starts, built on first use
+
+	explicit map[string]given    // accepted values
+	seen     map[string]Position // every setting met, accepted or not: duplicates
+	failed   map[string]bool     // settings whose value was refused: cross-checks skip them
+	headers  map[string]Position // table headers seen, by path
+	errs     Errors
+
+	// The table the next key-values belong to: section nil at the top
+	// level; skip after a bad header, whose keys are not worth reporting.
+	section *Section
+	prefix  []string
+	skip    bool
+}
+
+func (l *loader) add(e *Error) {
+	if len(l.errs) < maxErrors {
+		l.errs = append(l.errs, e)
+	} else if len(l.errs) == maxErrors {
+		l.errs = append(l.errs, &Error{File: l.file, Pos: e.Pos, Msg: fmt.Sprintf("too many errors (over %d); stopping", maxErrors)})
+	}
+}
+
+func (l *loader) errorf(pos Position, key, format string, args ...any) {
+	l.add(&Error{File: l.file, Pos: pos, Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (l *loader) run() {
+	var p unstable.Parser
+	p.Reset(l.data)
+	for len(l.errs) <= maxErrors && p.NextExpression() {
+		n := p.Expression()
+		switch n.Kind {
+		case unstable.Table:
+			l.table(n)
+		case unstable.ArrayTable:
+			l.errorf(l.nodePos(n.Child()), "", "arrays of tables ([[%s]]) have no place in the config file", showKey(strings.Join(keyParts(n), ".")))
+			l.section, l.skip = nil, true
+		case unstable.KeyValue:
+			l.keyValue(n, nil)
+		}
+	}
+	if err := p.Error(); err != nil {
+		pos := l.offsetPos(len(l.data)) // the parser's errors all say where; this never shows
+		msg := err.Error()
+		if perr, ok := err.(*unstable.ParserError); ok {
+			pos = l.offsetPos(l.highlightOffset(perr.Highlight))
+			msg = perr.Message
+		}
+		l.errorf(pos, "", "syntax error: %s", msg)
+	}
+}
+
+// table handles a [section] or [section.sub.path] header.
+func (l *loader) table(n *unstable.Node) {
+	parts := keyParts(n)
+	pos := l.nodePos(n.Child())
+	path := strings.Join(parts, "\x00")
+	if first, dup := l.headers[path]; dup {
+		l.errorf(pos, "", "table [%s] defined twice (first at %d:%d)", showKey(strings.Join(parts, ".")), first.Line, first.Column)
+	} else {
+		l.headers[path] = pos
+	}
+	s := sectionByName(parts[0])
+	if s == nil {
+		l.errorf(pos, "", "%s", unknownSection(parts))
+		l.section, l.prefix, l.skip = nil, nil, true
+		return
+	}
+	l.section, l.prefix, l.skip = s, parts[1:], false
+}
+
+// keyValue handles key = value; base is the path of an enclosing inline
+// table, relative to the current table.
+func (l *loader) keyValue(n *unstable.Node, base []string) {
+	if l.skip {
+		return
+	}
+	keys := n.Key()
+	keys.Next()
+	pos := l.nodePos(keys.Node())
+	path := append(slices.Clone(base), keyParts(n)...)
+	if len(path)+len(l.prefix) > maxKeyParts {
+		// Nested inline tables would otherwise cost memory quadratic in
+		// their depth; no setting's name has more than a handful of parts.
+		l.errorf(pos, "", "key %s... is nested more than %d levels deep", showKey(strings.Join(path[:3], ".")), maxKeyParts)
+		return
+	}
+	value := n.Value()
+	if value.Kind == unstable.InlineTable {
+		it := value.Children()
+		for it.Next() {
+			if kv := it.Node(); kv.Kind == unstable.KeyValue {
+				l.keyValue(kv, path)
+			}
+		}
+		return
+	}
+
+	section := l.section
+	local := append(slices.Clone(l.prefix), path...)
+	if section == nil {
+		// Top level: section.key = value is TOML for the same thing as
+		// [section] key = value.
+		if s := sectionByName(local[0]); s != nil && len(local) > 1 {
+			section, local = s, local[1:]
+		} else {
+			name := strings.Join(local, ".")
+			if e, ok := byName[name]; ok {
+				l.errorf(pos, name, "key %s is outside any section: it belongs in [%s]", name, e.Section)
+			} else {
+				l.errorf(pos, name, "%s", unknownKey(name, ""))
+			}
+			return
+		}
+	}
+	key := strings.Join(local, ".")
+	e, msg := resolve(section, key)
+	if e == nil {
+		l.errorf(pos, key, "%s", msg)
+		return
+	}
+	if first, dup := l.seen[e.Name]; dup {
+		l.errorf(pos, e.Name, "duplicate key %s (first set at %d:%d)", e.Key(), first.Line, first.Column)
+		return
+	}
+	l.seen[e.Name] = pos
+	v, vpos, err := l.convert(e, value, pos)
+	if err == nil {
+		if err = e.Validator.Check(v); err != nil {
+			err = fmt.Errorf("invalid value %s: %v", truncate(tomlValue(v), 120), err)
+		}
+	}
+	if err != nil {
+		// The setting keeps its default, and cross-checks leave it alone
+		// rather than report a second, confusing problem.
+		l.failed[e.Name] = true
+		l.errorf(vpos, e.Name, "%s: %v", e.Key(), err)
+		return
+	}
+	l.explicit[e.Name] = given{value: v, source: SourceStaticBroker, pos: pos}
+}
+
+// resolve finds the setting key names inside section, or says why not.
+func resolve(s *Section, key string) (*Entry, string) {
+	name := key
+	if s.Prefixed {
+		name = s.Name + "." + key
+	}
+	if e, ok := byName[name]; ok && e.Section == s.Name {
+		return e, ""
+	}
+	// The right name in the wrong section.
+	if e, ok := byName[key]; ok {
+		if e.Key() != key {
+			return nil, fmt.Sprintf("key %s belongs in section [%s], as %s", key, e.Section, e.Key())
+		}
+		return nil, fmt.Sprintf("key %s belongs in section [%s]", key, e.Section)
+	}
+	for _, p := range sections {
+		if e, ok := byName[p.Name+"."+key]; ok && p.Prefixed && p.Name != s.Name {
+			return nil, fmt.Sprintf("key %s belongs in section [%s]", key, e.Section)
+		}
+	}
+	return nil, unknownKey(key, s.Name)
+}
+
+// convert turns a TOML value into the entry's type. pos is the key's
+// position, used for values that carry none of their own (arrays).
+func (l *loader) convert(e *Entry, n *unstable.Node, pos Position) (any, Position, error) {
+	vpos := pos
+	if n.Kind != unstable.Array {
+		vpos = l.nodePos(n)
+	}
+	switch e.Type {
+	case TypeBoolean:
+		if n.Kind == unstable.Bool {
+			return string(n.Data) == "true", vpos, nil
+		}
+		return nil, vpos, fmt.Errorf("expected true or false, got %s", l.describe(n))
+	case TypeInt, TypeShort, TypeLong:
+		if n.Kind != unstable.Integer {
+			return nil, vpos, fmt.Errorf("expected an integer, got %s", l.describe(n))
+		}
+		x, err := strconv.ParseInt(strings.ReplaceAll(string(n.Data), "_", ""), 0, 64)
+		lo, hi := widthRange(e.Type)
+		if err != nil || x < lo || x > hi {
+			return nil, vpos, fmt.Errorf("%s is out of range for %s (%d to %d)", n.Data, e.Type.word(), lo, hi)
+		}
+		return x, vpos, nil
+	case TypeDouble:
+		switch n.Kind {
+		case unstable.Integer:
+			if x, err := strconv.ParseInt(strings.ReplaceAll(string(n.Data), "_", ""), 0, 64); err == nil {
+				return float64(x), vpos, nil
+			}
+			return nil, vpos, fmt.Errorf("%s is out of range for a double", n.Data)
+		case unstable.Float:
+			if f, ok := parseTOMLFloat(string(n.Data)); ok {
+				return f, vpos, nil
+			}
+			return nil, vpos, fmt.Errorf("%s is out of range for a double", n.Data)
+		}
+		return nil, vpos, fmt.Errorf("expected a number, got %s", l.describe(n))
+	case TypeString:
+		if n.Kind == unstable.String {
+			return string(n.Data), vpos, nil
+		}
+		return nil, vpos, fmt.Errorf("expected a string, got %s", l.describe(n))
+	case TypeList:
+		switch n.Kind {
+		case unstable.String:
+			// A comma-separated string, as server.properties writes lists.
+			return splitList(string(n.Data)), vpos, nil
+		case unstable.Array:
+			out := []string{}
+			it := n.Children()
+			for it.Next() {
+				c := it.Node()
+				if c.Kind != unstable.String {
+					return nil, l.nodePosOr(c, pos), fmt.Errorf("expected a list of strings, got %s in it", l.describe(c))
+				}
+				if len(out) >= maxListLen {
+					return nil, vpos, fmt.Errorf("more than %d elements", maxListLen)
+				}
+				out = append(out, string(c.Data))
+			}
+			return out, vpos, nil
+		}
+		return nil, vpos, fmt.Errorf("expected a list of strings like [\"a\", \"b\"], got %s", l.describe(n))
+	}
+	panic(fmt.Sprintf("config: entry %s has unknown type %d", e.Name, e.Type))
+}
+
+// maxKeyParts caps the parts of a key path, tables and inline tables
+// included.
+const maxKeyParts = 16
+
+// maxListLen caps a list setting; the longest honest one (voters, log.dirs)
+// has a handful of elements.
+const maxListLen = 1000
+
+func parseTOMLFloat(s string) (float64, bool) {
+	s = strings.ReplaceAll(s, "_", "")
+	if strings.TrimLeft(s, "+-") == "nan" {
+		return math.NaN(), true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return f, err == nil
+}
+
+// describe names a TOML value for an error message.
+func (l *loader) describe(n *unstable.Node) string {
+	switch n.Kind {
+	case unstable.String:
+		return "string " + quoteTOML(truncate(string(n.Data), 40))
+	case unstable.Integer:
+		return "integer " + truncate(string(n.Data), 40)
+	case unstable.Float:
+		return "float " + truncate(string(n.Data), 40)
+	case unstable.Bool:
+		return "boolean " + string(n.Data)
+	case unstable.Array:
+		return "an array"
+	case unstable.InlineTable:
+		return "an inline table"
+	case unstable.LocalDate, unstable.LocalTime, unstable.LocalDateTime, unstable.DateTime:
+		return "date-time " + truncate(string(n.Data), 40)
+	}
+	return n.Kind.String()
+}
+
+// truncate shortens s to about n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}
+
+func keyParts(n *unstable.Node) []string {
+	var parts []string
+	it := n.Key()
+	for it.Next() {
+		parts = append(parts, string(it.Node().Data))
+	}
+	return parts
+}
+
+func (l *loader) nodePos(n *unstable.Node) Position {
+	return l.offsetPos(int(n.Raw.Offset))
+}
+
+// nodePosOr is n's position, or def for nodes that carry none (arrays).
+func (l *loader) nodePosOr(n *unstable.Node, def Position) Position {
+	if n.Kind == unstable.Array {
+		return def
+	}
+	return l.nodePos(n)
+}
+
+// highlightOffset finds where a parser error's highlight starts in data.
+// The highlight is a sub-slice of data, so its capacity says where it
+// starts; anything else (never seen) points at the end of the file.
+func (l *loader) highlightOffset(h []byte) int {
+	off := len(l.data) - cap(h)
+	if off < 0 || off > len(l.data) || (len(h) > 0 && off < len(l.data) && &l.data[off] != &h[0]) {
+		return len(l.data)
+	}
+	return off
+}
+
+func cmpPos(a, b Position) int {
+	switch {
+	case a.Line == b.Line:
+		return a.Column - b.Column
+	case a.Line == 0:
+		return 1
+	case b.Line == 0:
+		return -1
+	}
+	return a.Line - b.Line
+}
+
+func (l *loader) offsetPos(off int) Position {
+	if l.lines == nil {
+		l.lines = []int{0}
+		for i, c := range l.data {
+			if c == '\n' {
+				l.lines = append(l.lines, i+1)
+			}
+		}
+	}
+	off = min(max(off, 0), len(l.data))
+	line, _ := slices.BinarySearch(l.lines, off+1)
+	return Position{Line: line, Column: off - l.lines[line-1] + 1}
+}

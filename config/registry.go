@@ -1,0 +1,556 @@
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Entry describes one setting, as Kafka's ConfigDef.ConfigKey does, plus
+// where it sits in wren's file and how it relates to topic configs. The
+// registry of entries is the single source of truth: loading, checking,
+// DescribeConfigs, AlterConfigs, Dump and config.example.toml all read it.
+type Entry struct {
+	// Name is the flattened name: Kafka's own where Kafka has the setting
+	// (log.segment.bytes), else section.key for wren's own sections
+	// (http.listen).
+	Name string
+	// Section is the grouping table the key must be written in.
+	Section string
+	Type    Type
+	// Default is the built-in value (see the value types in validate.go);
+	// nil means no value, as Kafka's null defaults (log.retention.ms unset
+	// defers to log.retention.hours).
+	Default any
+	// DefaultDoc says how a default that depends on other settings is
+	// computed; Default then holds the value for three or more voters.
+	DefaultDoc string
+	// Validator checks a value beyond its type; nil accepts any.
+	Validator  *Validator
+	Importance Importance
+	Mode       Mode
+	// Topic is the topic-level config this entry is the broker default for
+	// ("" if none): log.segment.bytes is the default of segment.bytes.
+	// Several entries may share one topic config; the first in registry
+	// order wins (log.retention.ms over log.retention.minutes over
+	// log.retention.hours), as in Kafka.
+	Topic string
+	// TopicScale converts this entry's unit to the topic config's
+	// (3600000 for hours to ms). 0 means 1.
+	TopicScale int64
+	// Wren marks a setting Apache Kafka does not have.
+	Wren bool
+	// KafkaDefault is Kafka 4.0's default where wren's differs, "" where
+	// they agree. Doc says why it differs.
+	KafkaDefault string
+	Doc          string
+
+	// derive computes a default from the values of earlier entries.
+	derive func(values map[string]any) any
+}
+
+// Key is the entry's key as written inside its section.
+func (e *Entry) Key() string {
+	if s := sectionByName(e.Section); s != nil && s.Prefixed {
+		return strings.TrimPrefix(e.Name, e.Section+".")
+	}
+	return e.Name
+}
+
+// scale is TopicScale with 0 read as 1.
+func (e *Entry) scale() int64 {
+	if e.TopicScale == 0 {
+		return 1
+	}
+	return e.TopicScale
+}
+
+// Section is a grouping table of the config file.
+type Section struct {
+	Name string
+	Doc  string
+	// Prefixed sections hold wren's own settings, whose flattened names
+	// carry the section (listen in [http] is http.listen). In the other
+	// sections the key is Kafka's full name and the section only groups.
+	Prefixed bool
+}
+
+// Sections lists the config file's sections in file order.
+func Sections() []Section { return slices.Clone(sections) }
+
+// Entries lists every setting, grouped by section in file order. The
+// entries are the registry itself: read them, never change them.
+func Entries() []*Entry { return slices.Clone(registry) }
+
+// Lookup finds a setting by its flattened name.
+func Lookup(name string) (*Entry, bool) {
+	e, ok := byName[name]
+	return e, ok
+}
+
+func sectionByName(name string) *Section {
+	for i := range sections {
+		if sections[i].Name == name {
+			return &sections[i]
+		}
+	}
+	return nil
+}
+
+const (
+	msPerHour   = 3600 * 1000
+	msPerMinute = 60 * 1000
+	mib         = 1 << 20
+)
+
+var sections = []Section{
+	{Name: "broker", Doc: "This node: its id, data directories, listeners and request limits."},
+	{Name: "cluster", Doc: "The peers and the controller. controller.quorum.voters must list the same nodes, in the same way, on every node."},
+	{Name: "topics", Doc: "Defaults for new topics."},
+	{Name: "storage", Doc: "Partition logs on disk: segments, retention, flushing, compaction. A key with a topic-level name is the default for that topic config."},
+	{Name: "replication", Doc: "Followers, the ISR and partition leadership."},
+	{Name: "groups", Doc: "Consumer groups and committed offsets."},
+	{Name: "producers", Doc: "Idempotent producer state."},
+	{Name: "http", Prefixed: true, Doc: "wren's own: the HTTP server for /metrics, /livez, /readyz and /v1/cluster/health."},
+	{Name: "logging", Prefixed: true, Doc: "wren's own: the broker's log output."},
+}
+
+var registry = []*Entry{
+	// [broker]
+	{Name: "node.id", Section: "broker", Type: TypeInt, Default: int64(1), Validator: between(0, math.MaxInt32),
+		Importance: High, Mode: ReadOnly, KafkaDefault: "none (required)",
+		Doc: "This node's id, unique in the cluster and listed in controller.quorum.voters. Kafka requires it; wren defaults to 1 so that `wren serve` alone runs a single-node cluster."},
+	{Name: "log.dirs", Section: "broker", Type: TypeList, Default: []string{"./wren-data"}, Validator: logDirsValidator,
+		Importance: High, Mode: ReadOnly, KafkaDefault: "/tmp/kafka-logs (through log.dir)",
+		Doc: "Directories that hold partition logs. Each is locked by one broker and carries the cluster id; a directory from another cluster is refused, never wiped."},
+	{Name: "listeners", Section: "broker", Type: TypeList, Default: []string{"PLAINTEXT://127.0.0.1:9092", "CONTROLLER://127.0.0.1:9093"},
+		Validator: listenersValidator, Importance: High, Mode: ReadOnly, KafkaDefault: "PLAINTEXT://:9092",
+		Doc: "Addresses to listen on, as NAME://host:port (an empty host binds every interface). Client listeners are named PLAINTEXT; the listener named in controller.listener.names serves peers. Kafka can change listeners per broker at run time; wren binds them once."},
+	{Name: "advertised.listeners", Section: "broker", Type: TypeList, Default: []string{}, Validator: advertisedValidator,
+		Importance: High, Mode: ReadOnly,
+		Doc: "Addresses given to clients in Metadata responses, when they differ from listeners (NAT, containers, 0.0.0.0). Each names a listener. Empty: the client listeners themselves."},
+	{Name: "controller.listener.names", Section: "broker", Type: TypeList, Default: []string{"CONTROLLER"}, Validator: listenerNamesValidator,
+		Importance: High, Mode: ReadOnly,
+		Doc: "Names of the listeners that serve controller and election traffic between peers. The client listeners refuse those requests."},
+	{Name: "socket.request.max.bytes", Section: "broker", Type: TypeInt, Default: int64(104857600), Validator: atLeast(1),
+		Importance: High, Mode: ReadOnly,
+		Doc: "The largest request frame accepted; a larger length prefix closes the connection before anything is allocated."},
+	{Name: "message.max.bytes", Section: "broker", Type: TypeInt, Default: int64(1048588), Validator: atLeast(0), Topic: "max.message.bytes",
+		Importance: High, Mode: ClusterWide,
+		Doc: "The largest record batch (after compression) a partition accepts; a larger one gets MESSAGE_TOO_LARGE."},
+	{Name: "queued.max.requests", Section: "broker", Type: TypeInt, Default: int64(500), Validator: atLeast(1),
+		Importance: High, Mode: ReadOnly,
+		Doc: "The most requests held in memory across all connections; beyond it the broker stops reading from sockets until some are answered."},
+	{Name: "max.connections", Section: "broker", Type: TypeInt, Default: int64(1024), Validator: atLeast(0),
+		Importance: Medium, Mode: ClusterWide, KafkaDefault: "2147483647",
+		Doc: "The most client connections the broker accepts; later ones are closed at once. Kafka sets no limit; a small host runs out of memory and file descriptors first, so wren caps it."},
+
+	// [cluster]
+	{Name: "controller.quorum.voters", Section: "cluster", Type: TypeList, Default: []string{"1@127.0.0.1:9093"}, Validator: votersValidator,
+		Importance: High, Mode: ReadOnly, KafkaDefault: "\"\"",
+		Doc: "Every peer of the cluster as id@host:port, the address of its controller listener. The same list on every node: the controller is elected among these, and a majority of them must agree."},
+	{Name: "cluster.id", Section: "cluster", Type: TypeString, Default: "", Validator: clusterIDValidator,
+		Importance: High, Mode: ReadOnly, Wren: true,
+		Doc: "The cluster id, as `kafka-storage random-uuid` prints it (22 characters of URL-safe base64). Empty: the first start generates one and stores it in meta.properties. Set it to make a node refuse data directories and peers of any other cluster."},
+	{Name: "controller.quorum.fetch.timeout.ms", Section: "cluster", Type: TypeInt, Default: int64(2000), Validator: atLeast(1),
+		Importance: High, Mode: ReadOnly,
+		Doc: "How long a node goes without hearing a live controller before it starts an election."},
+	{Name: "controller.quorum.election.timeout.ms", Section: "cluster", Type: TypeInt, Default: int64(1000), Validator: atLeast(1),
+		Importance: High, Mode: ReadOnly,
+		Doc: "How long a candidate waits for a majority of votes before it retries the election."},
+	{Name: "controller.quorum.election.backoff.max.ms", Section: "cluster", Type: TypeInt, Default: int64(1000), Validator: atLeast(0),
+		Importance: High, Mode: ReadOnly,
+		Doc: "The longest random backoff before a new election, so that candidates do not keep splitting the vote."},
+	{Name: "controller.quorum.request.timeout.ms", Section: "cluster", Type: TypeInt, Default: int64(2000), Validator: atLeast(1),
+		Importance: High, Mode: ReadOnly,
+		Doc: "How long a node waits for a peer's answer to a controller request before giving up on it."},
+	{Name: "controller.heartbeat.interval.ms", Section: "cluster", Type: TypeInt, Default: int64(500), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly, Wren: true,
+		Doc: "How often the controller sends heartbeats to its peers to renew its lease. Must be below controller.lease.ms."},
+	{Name: "controller.lease.ms", Section: "cluster", Type: TypeInt, Default: int64(1500), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly, Wren: true,
+		Doc: "The controller acts only while a majority acknowledged a heartbeat within this time (monotonic clock); otherwise it steps down. Must be below controller.quorum.fetch.timeout.ms, so that a deposed controller stops acting before the others elect a new one."},
+	{Name: "broker.heartbeat.interval.ms", Section: "cluster", Type: TypeInt, Default: int64(2000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "How often a broker tells the controller it is alive."},
+	{Name: "broker.session.timeout.ms", Section: "cluster", Type: TypeInt, Default: int64(9000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "How long the controller waits without a heartbeat before it fences a broker and moves its leaderships."},
+
+	// [topics]
+	{Name: "num.partitions", Section: "topics", Type: TypeInt, Default: int64(1), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "Partitions of a topic created without a partition count."},
+	{Name: "default.replication.factor", Section: "topics", Type: TypeInt, Default: int64(3), Validator: between(1, math.MaxInt16),
+		DefaultDoc: "the number of controller.quorum.voters, at most 3", derive: derivedReplicationFactor,
+		Importance: Medium, Mode: ReadOnly, KafkaDefault: "1",
+		Doc: "Replicas of a topic created without a replication factor. Listing three peers should give a replicated cluster with no more settings, so wren derives it from the voter count."},
+	{Name: "min.insync.replicas", Section: "topics", Type: TypeInt, Default: int64(2), Validator: atLeast(1), Topic: "min.insync.replicas",
+		DefaultDoc: "2, at most default.replication.factor", derive: derivedMinInsyncReplicas,
+		Importance: High, Mode: ClusterWide, KafkaDefault: "1",
+		Doc: "With acks=all, the fewest in-sync replicas that must hold a write before it is acknowledged (else NOT_ENOUGH_REPLICAS). wren defaults to 2 so that an acknowledged write survives the loss of one node; a single-node cluster gets 1."},
+	{Name: "auto.create.topics.enable", Section: "topics", Type: TypeBoolean, Default: false,
+		Importance: High, Mode: ReadOnly, KafkaDefault: "true",
+		Doc: "Create a topic when a client asks for metadata of one that does not exist. Off in wren: a typo in a topic name should fail, not fill a small disk."},
+	{Name: "compression.type", Section: "topics", Type: TypeString, Default: "producer", Topic: "compression.type",
+		Validator:  oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+		Importance: High, Mode: ClusterWide,
+		Doc: "The codec batches are stored with: producer keeps the producer's, the others recompress."},
+
+	// [storage]
+	{Name: "log.segment.bytes", Section: "storage", Type: TypeInt, Default: int64(128 * mib), Validator: atLeast(mib), Topic: "segment.bytes",
+		Importance: High, Mode: ClusterWide, KafkaDefault: "1073741824",
+		Doc: "Roll to a new segment when the active one reaches this size. Retention deletes whole segments, so wren's 128 MiB keeps disk use closer to the retention limits on small disks."},
+	{Name: "log.roll.ms", Section: "storage", Type: TypeLong, Default: nil, Validator: atLeast(1), Topic: "segment.ms",
+		Importance: High, Mode: ClusterWide,
+		Doc: "Roll to a new segment when the active one's first batch is this old, so time retention can delete it. Unset: log.roll.hours."},
+	{Name: "log.roll.hours", Section: "storage", Type: TypeInt, Default: int64(168), Validator: atLeast(1), Topic: "segment.ms", TopicScale: msPerHour,
+		Importance: High, Mode: ReadOnly,
+		Doc: "log.roll.ms in hours, used when log.roll.ms is unset."},
+	{Name: "log.roll.jitter.ms", Section: "storage", Type: TypeLong, Default: nil, Validator: atLeast(0), Topic: "segment.jitter.ms",
+		Importance: High, Mode: ClusterWide,
+		Doc: "The most random time subtracted from the roll time, so partitions do not all roll at once. Unset: log.roll.jitter.hours."},
+	{Name: "log.roll.jitter.hours", Section: "storage", Type: TypeInt, Default: int64(0), Validator: atLeast(0), Topic: "segment.jitter.ms", TopicScale: msPerHour,
+		Importance: High, Mode: ReadOnly,
+		Doc: "log.roll.jitter.ms in hours, used when log.roll.jitter.ms is unset."},
+	{Name: "log.retention.ms", Section: "storage", Type: TypeLong, Default: nil, Validator: atLeast(-1), Topic: "retention.ms",
+		Importance: High, Mode: ClusterWide,
+		Doc: "Delete a segment once its newest record is this old; -1 keeps data forever. Unset: log.retention.minutes, then log.retention.hours."},
+	{Name: "log.retention.minutes", Section: "storage", Type: TypeInt, Default: nil, Validator: atLeast(-1), Topic: "retention.ms", TopicScale: msPerMinute,
+		Importance: High, Mode: ReadOnly,
+		Doc: "log.retention.ms in minutes, used when log.retention.ms is unset."},
+	{Name: "log.retention.hours", Section: "storage", Type: TypeInt, Default: int64(168), Validator: atLeast(-1), Topic: "retention.ms", TopicScale: msPerHour,
+		Importance: High, Mode: ReadOnly,
+		Doc: "log.retention.ms in hours, used when log.retention.ms and log.retention.minutes are unset."},
+	{Name: "log.retention.bytes", Section: "storage", Type: TypeLong, Default: int64(-1), Validator: atLeast(-1), Topic: "retention.bytes",
+		Importance: High, Mode: ClusterWide,
+		Doc: "Delete the oldest segments while a partition is larger than this; -1 sets no size limit."},
+	{Name: "log.retention.check.interval.ms", Section: "storage", Type: TypeLong, Default: int64(300000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "How often retention looks for segments to delete."},
+	{Name: "log.index.interval.bytes", Section: "storage", Type: TypeInt, Default: int64(4096), Validator: atLeast(0), Topic: "index.interval.bytes",
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "Bytes of log between two offset index entries: a read scans at most this much past its index hit."},
+	{Name: "log.index.size.max.bytes", Section: "storage", Type: TypeInt, Default: int64(10 * mib), Validator: atLeast(4), Topic: "segment.index.bytes",
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "The largest offset or time index of a segment; a full index rolls the segment."},
+	{Name: "log.flush.policy", Section: "storage", Type: TypeString, Default: "ack", Validator: oneOf("ack", "interval"),
+		Importance: High, Mode: ReadOnly, Wren: true,
+		Doc: "ack: a write is acknowledged (and the high watermark moves) only once it is fdatasync'ed on every replica that counts toward acks, so it survives power loss on all nodes at once. interval trades that durability for Kafka's page-cache behaviour: writes are acknowledged from memory and flushed by log.flush.interval.messages and log.flush.interval.ms, so a power cut can lose acknowledged data."},
+	{Name: "log.flush.interval.messages", Section: "storage", Type: TypeLong, Default: int64(math.MaxInt64), Validator: atLeast(1), Topic: "flush.messages",
+		Importance: High, Mode: ClusterWide,
+		Doc: "With log.flush.policy interval: fdatasync a partition after this many messages."},
+	{Name: "log.flush.interval.ms", Section: "storage", Type: TypeLong, Default: nil, Validator: atLeast(0), Topic: "flush.ms",
+		Importance: High, Mode: ClusterWide,
+		Doc: "With log.flush.policy interval: fdatasync a partition when its oldest unflushed message is this old. Unset: log.flush.scheduler.interval.ms."},
+	{Name: "log.flush.scheduler.interval.ms", Section: "storage", Type: TypeLong, Default: int64(math.MaxInt64), Validator: atLeast(0), Topic: "flush.ms",
+		Importance: High, Mode: ReadOnly,
+		Doc: "With log.flush.policy interval: how often to look for partitions due a flush."},
+	{Name: "log.flush.offset.checkpoint.interval.ms", Section: "storage", Type: TypeInt, Default: int64(60000), Validator: atLeast(0),
+		Importance: High, Mode: ReadOnly,
+		Doc: "How often the recovery point of each partition is written to recovery-point-offset-checkpoint; recovery after a crash scans the log from there."},
+	{Name: "log.cleanup.policy", Section: "storage", Type: TypeList, Default: []string{"delete"}, Validator: listOf("compact", "delete"), Topic: "cleanup.policy",
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "delete removes old segments by retention time and size; compact keeps the last record of every key; both may be given."},
+	{Name: "log.cleaner.enable", Section: "storage", Type: TypeBoolean, Default: true,
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "Run the log cleaner, which compacts topics with cleanup.policy compact (such as __consumer_offsets)."},
+	{Name: "log.cleaner.threads", Section: "storage", Type: TypeInt, Default: int64(1), Validator: atLeast(0),
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "Partitions compacted at the same time."},
+	{Name: "log.cleaner.backoff.ms", Section: "storage", Type: TypeLong, Default: int64(15000), Validator: atLeast(0),
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "How long the cleaner sleeps when no partition needs compacting."},
+	{Name: "log.cleaner.dedupe.buffer.size", Section: "storage", Type: TypeLong, Default: int64(16 * mib), Validator: atLeast(mib),
+		Importance: Medium, Mode: ClusterWide, KafkaDefault: "134217728",
+		Doc: "Memory for the key map of compaction, shared by all cleaner threads. Kafka's 128 MiB is twice what a small host has in all; 16 MiB compacts about half a million keys per pass."},
+	{Name: "log.cleaner.delete.retention.ms", Section: "storage", Type: TypeLong, Default: int64(86400000), Validator: atLeast(0), Topic: "delete.retention.ms",
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "How long compaction keeps tombstones, so that a consumer reading from the start sees the delete."},
+	{Name: "log.cleaner.min.cleanable.ratio", Section: "storage", Type: TypeDouble, Default: 0.5, Validator: betweenDouble(0, 1), Topic: "min.cleanable.dirty.ratio",
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "Compact a log once this share of it has not been compacted yet."},
+	{Name: "log.cleaner.min.compaction.lag.ms", Section: "storage", Type: TypeLong, Default: int64(0), Validator: atLeast(0), Topic: "min.compaction.lag.ms",
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "The youngest a record may be and still be compacted away."},
+	{Name: "log.cleaner.max.compaction.lag.ms", Section: "storage", Type: TypeLong, Default: int64(math.MaxInt64), Validator: atLeast(1), Topic: "max.compaction.lag.ms",
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "The oldest a record may get before its log is compacted whatever the dirty ratio."},
+	{Name: "log.message.timestamp.type", Section: "storage", Type: TypeString, Default: "CreateTime", Validator: oneOf("CreateTime", "LogAppendTime"), Topic: "message.timestamp.type",
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "CreateTime keeps the producer's timestamps; LogAppendTime stamps the broker's clock on every batch."},
+	{Name: "log.message.timestamp.before.max.ms", Section: "storage", Type: TypeLong, Default: int64(math.MaxInt64), Validator: atLeast(0), Topic: "message.timestamp.before.max.ms",
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "With CreateTime, refuse a batch (INVALID_TIMESTAMP) whose timestamp is further than this behind the broker's clock."},
+	{Name: "log.message.timestamp.after.max.ms", Section: "storage", Type: TypeLong, Default: int64(3600000), Validator: atLeast(0), Topic: "message.timestamp.after.max.ms",
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "With CreateTime, refuse a batch (INVALID_TIMESTAMP) whose timestamp is further than this ahead of the broker's clock. Edge devices with unset clocks hit this; raise it rather than let bad timestamps drive retention."},
+	{Name: "log.preallocate", Section: "storage", Type: TypeBoolean, Default: false, Topic: "preallocate",
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "Reserve disk space for a new segment when it is created (fallocate), so a full disk shows at roll, not mid-write."},
+	{Name: "log.segment.delete.delay.ms", Section: "storage", Type: TypeLong, Default: int64(60000), Validator: atLeast(0), Topic: "file.delete.delay.ms",
+		Importance: High, Mode: ClusterWide,
+		Doc: "How long a segment deleted by retention stays on disk (renamed .deleted), so reads in progress can finish."},
+	{Name: "log.dir.failure.timeout.ms", Section: "storage", Type: TypeLong, Default: int64(30000), Validator: atLeast(1),
+		Importance: Low, Mode: ReadOnly,
+		Doc: "A failed log directory (an fdatasync or write error) is never retried; if the controller cannot be told of the failure within this time, the broker shuts down rather than keep serving stale leaderships."},
+	{Name: "max.decompressed.batch.bytes", Section: "storage", Type: TypeInt, Default: int64(32 * mib), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly, Wren: true,
+		Doc: "The most bytes one compressed batch may decompress to while it is validated; a batch past it is refused (CORRUPT_MESSAGE), which stops decompression bombs. At least message.max.bytes."},
+
+	// [replication]
+	{Name: "replica.lag.time.max.ms", Section: "replication", Type: TypeLong, Default: int64(30000), Validator: atLeast(1),
+		Importance: High, Mode: ReadOnly,
+		Doc: "A follower that has not caught up to the leader's log end offset within this time leaves the ISR."},
+	{Name: "unclean.leader.election.enable", Section: "replication", Type: TypeBoolean, Default: false, Topic: "unclean.leader.election.enable",
+		Importance: High, Mode: ClusterWide,
+		Doc: "Let a replica outside the ISR become leader when no ISR member is alive: the partition comes back, but acknowledged records may be lost (the lost range is logged)."},
+	{Name: "auto.leader.rebalance.enable", Section: "replication", Type: TypeBoolean, Default: true,
+		Importance: High, Mode: ReadOnly,
+		Doc: "Move leadership back to each partition's preferred replica (the first of its assignment) when the imbalance passes leader.imbalance.per.broker.percentage."},
+	{Name: "leader.imbalance.check.interval.seconds", Section: "replication", Type: TypeLong, Default: int64(300), Validator: atLeast(1),
+		Importance: High, Mode: ReadOnly,
+		Doc: "How often the controller checks leader balance."},
+	{Name: "leader.imbalance.per.broker.percentage", Section: "replication", Type: TypeInt, Default: int64(10), Validator: between(0, 100),
+		Importance: High, Mode: ReadOnly,
+		Doc: "The share of a broker's preferred leaderships held elsewhere that triggers a rebalance."},
+	{Name: "replica.fetch.max.bytes", Section: "replication", Type: TypeInt, Default: int64(mib), Validator: atLeast(0),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "Bytes a follower asks for per partition in one fetch; a larger first batch is still returned whole."},
+	{Name: "replica.fetch.min.bytes", Section: "replication", Type: TypeInt, Default: int64(1), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "Bytes a follower's fetch waits for before the leader answers (up to replica.fetch.wait.max.ms)."},
+	{Name: "replica.fetch.wait.max.ms", Section: "replication", Type: TypeInt, Default: int64(500), Validator: atLeast(0),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "The longest a leader holds a follower's fetch waiting for data. At most replica.lag.time.max.ms, or idle followers would drop out of the ISR."},
+	{Name: "replica.fetch.response.max.bytes", Section: "replication", Type: TypeInt, Default: int64(10 * mib), Validator: atLeast(0),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "Bytes a follower asks for in one fetch across all partitions."},
+	{Name: "replica.fetch.backoff.ms", Section: "replication", Type: TypeInt, Default: int64(1000), Validator: atLeast(0),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "How long a follower waits after a fetch error before it fetches again."},
+
+	// [groups]
+	{Name: "group.initial.rebalance.delay.ms", Section: "groups", Type: TypeInt, Default: int64(3000), Validator: atLeast(0),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "How long an empty classic group waits for more members before its first rebalance."},
+	{Name: "group.min.session.timeout.ms", Section: "groups", Type: TypeInt, Default: int64(6000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "The shortest session timeout a classic group member may ask for."},
+	{Name: "group.max.session.timeout.ms", Section: "groups", Type: TypeInt, Default: int64(1800000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "The longest session timeout a classic group member may ask for."},
+	{Name: "group.max.size", Section: "groups", Type: TypeInt, Default: int64(math.MaxInt32), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "The most members of one classic group; later joins get GROUP_MAX_SIZE_REACHED."},
+	{Name: "group.consumer.assignors", Section: "groups", Type: TypeList, Default: []string{"uniform", "range"}, Validator: listOf("uniform", "range"),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "Server-side assignors of consumer groups (KIP-848), by name; the first is used when a member names none."},
+	{Name: "group.consumer.session.timeout.ms", Section: "groups", Type: TypeInt, Default: int64(45000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "A consumer group member that sends no heartbeat for this long is removed."},
+	{Name: "group.consumer.min.session.timeout.ms", Section: "groups", Type: TypeInt, Default: int64(45000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "The shortest session timeout a consumer group may set."},
+	{Name: "group.consumer.max.session.timeout.ms", Section: "groups", Type: TypeInt, Default: int64(60000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "The longest session timeout a consumer group may set."},
+	{Name: "group.consumer.heartbeat.interval.ms", Section: "groups", Type: TypeInt, Default: int64(5000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "How often consumer group members are told to send a heartbeat. Below group.consumer.session.timeout.ms."},
+	{Name: "group.consumer.min.heartbeat.interval.ms", Section: "groups", Type: TypeInt, Default: int64(5000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "The shortest heartbeat interval a consumer group may set."},
+	{Name: "group.consumer.max.heartbeat.interval.ms", Section: "groups", Type: TypeInt, Default: int64(15000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "The longest heartbeat interval a consumer group may set."},
+	{Name: "group.consumer.max.size", Section: "groups", Type: TypeInt, Default: int64(math.MaxInt32), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "The most members of one consumer group."},
+	{Name: "offsets.topic.num.partitions", Section: "groups", Type: TypeInt, Default: int64(50), Validator: atLeast(1),
+		Importance: High, Mode: ReadOnly,
+		Doc: "Partitions of __consumer_offsets. A group's coordinator is the leader of partition hash(group) % this, so it must never change once the topic exists."},
+	{Name: "offsets.topic.replication.factor", Section: "groups", Type: TypeShort, Default: int64(3), Validator: atLeast(1),
+		DefaultDoc: "the number of controller.quorum.voters, at most 3", derive: derivedReplicationFactor,
+		Importance: High, Mode: ReadOnly, KafkaDefault: "3",
+		Doc: "Replicas of __consumer_offsets. Kafka's 3 leaves a single node without a group coordinator, so wren derives it from the voter count."},
+	{Name: "offsets.retention.minutes", Section: "groups", Type: TypeInt, Default: int64(10080), Validator: atLeast(1),
+		Importance: High, Mode: ReadOnly,
+		Doc: "How long the committed offsets of an empty group are kept."},
+	{Name: "offsets.retention.check.interval.ms", Section: "groups", Type: TypeLong, Default: int64(600000), Validator: atLeast(1),
+		Importance: High, Mode: ReadOnly,
+		Doc: "How often expired offsets are looked for."},
+	{Name: "offset.metadata.max.bytes", Section: "groups", Type: TypeInt, Default: int64(4096), Validator: atLeast(0),
+		Importance: High, Mode: ReadOnly,
+		Doc: "The longest metadata string a client may commit with an offset (OFFSET_METADATA_TOO_LARGE beyond)."},
+
+	// [producers]
+	{Name: "producer.id.expiration.ms", Section: "producers", Type: TypeInt, Default: int64(86400000), Validator: atLeast(1),
+		Importance: Low, Mode: ClusterWide,
+		Doc: "A partition forgets a producer id's sequence state this long after its last write; a later retry gets UNKNOWN_PRODUCER_ID. Bounds the memory of many short-lived producers."},
+	{Name: "producer.id.expiration.check.interval.ms", Section: "producers", Type: TypeInt, Default: int64(600000), Validator: atLeast(1),
+		Importance: Low, Mode: ReadOnly,
+		Doc: "How often expired producer ids are looked for."},
+	{Name: "transactional.id.expiration.ms", Section: "producers", Type: TypeInt, Default: int64(604800000), Validator: atLeast(1),
+		Importance: High, Mode: ReadOnly,
+		Doc: "How long an idle transactional id is kept. wren serves no transactions yet; the key is accepted so Kafka configs paste cleanly."},
+
+	// [http]
+	{Name: "http.listen", Section: "http", Type: TypeString, Default: "127.0.0.1:9644", Validator: httpListenValidator,
+		Importance: Medium, Mode: ReadOnly, Wren: true,
+		Doc: "host:port of the HTTP server (/metrics, /livez, /readyz, /v1/cluster/health). Empty: no HTTP server."},
+
+	// [logging]
+	{Name: "logging.level", Section: "logging", Type: TypeString, Default: "info", Validator: oneOf("debug", "info", "warn", "error"),
+		Importance: Medium, Mode: ReadOnly, Wren: true,
+		Doc: "The least severe log level written."},
+	{Name: "logging.format", Section: "logging", Type: TypeString, Default: "text", Validator: oneOf("text", "json"),
+		Importance: Medium, Mode: ReadOnly, Wren: true,
+		Doc: "text (logfmt) or json lines."},
+}
+
+// byName indexes the registry; topics indexes the topic-level configs.
+var (
+	byName = map[string]*Entry{}
+	topics = map[string]*TopicEntry{}
+	// topicOrder lists topic config names in registry order.
+	topicOrder []string
+)
+
+func init() {
+	for _, e := range registry {
+		if _, dup := byName[e.Name]; dup {
+			panic("config: duplicate registry entry " + e.Name)
+		}
+		byName[e.Name] = e
+		if e.Topic == "" {
+			continue
+		}
+		t := topics[e.Topic]
+		if t == nil {
+			t = &TopicEntry{Name: e.Topic, Type: e.Type, Validator: e.Validator, Doc: e.Doc, Importance: e.Importance}
+			topics[e.Topic] = t
+			topicOrder = append(topicOrder, e.Topic)
+		}
+		t.Synonyms = append(t.Synonyms, e)
+	}
+	checkBindings()
+}
+
+func derivedReplicationFactor(values map[string]any) any {
+	return min(int64(len(values["controller.quorum.voters"].([]string))), 3)
+}
+
+func derivedMinInsyncReplicas(values map[string]any) any {
+	return min(values["default.replication.factor"].(int64), 2)
+}
+
+var logDirsValidator = custom("a non-empty list of distinct paths", func(v any) error {
+	l := v.([]string)
+	if len(l) == 0 {
+		return fmt.Errorf("List must not be empty")
+	}
+	for i, d := range l {
+		if strings.TrimSpace(d) == "" {
+			return fmt.Errorf("Directory %d is empty", i+1)
+		}
+		if strings.ContainsRune(d, 0) {
+			return fmt.Errorf("Directory %q holds a NUL byte", d)
+		}
+		if slices.Contains(l[:i], d) {
+			return fmt.Errorf("Directory %s is listed twice", d)
+		}
+	}
+	return nil
+})
+
+// listValidator checks every element of a list setting and reports every
+// problem, not just the first, since an operator fixes them all at once.
+func listValidator(desc string, nonEmpty bool, elem func(s string, prior []string) error) *Validator {
+	return custom(desc, func(v any) error {
+		l := v.([]string)
+		if nonEmpty && len(l) == 0 {
+			return fmt.Errorf("List must not be empty")
+		}
+		var problems []string
+		for i, s := range l {
+			if err := elem(s, l[:i]); err != nil {
+				problems = append(problems, err.Error())
+			}
+		}
+		if len(problems) > 0 {
+			return errors.New(strings.Join(problems, "; "))
+		}
+		return nil
+	})
+}
+
+// listenerList checks NAME://host:port elements with distinct names.
+func listenerList(nonEmpty bool) *Validator {
+	return listValidator("NAME://host:port, ...", nonEmpty, func(s string, prior []string) error {
+		l, err := ParseListener(s)
+		if err != nil {
+			return err
+		}
+		for _, p := range prior {
+			if q, err := ParseListener(p); err == nil && q.Name == l.Name {
+				return fmt.Errorf("listener name %s is used twice", l.Name)
+			}
+		}
+		return nil
+	})
+}
+
+var (
+	listenersValidator  = listenerList(true)
+	advertisedValidator = listenerList(false)
+)
+
+var listenerNamesValidator = listValidator("listener names", true, func(s string, _ []string) error {
+	if !validListenerName(s) {
+		return fmt.Errorf("listener name %q must be letters, digits and _", s)
+	}
+	return nil
+})
+
+var votersValidator = listValidator("id@host:port, ...", true, func(s string, prior []string) error {
+	v, err := ParseVoter(s)
+	if err != nil {
+		return err
+	}
+	for _, p := range prior {
+		w, err := ParseVoter(p)
+		switch {
+		case err != nil:
+		case w.ID == v.ID:
+			return fmt.Errorf("node id %d is listed twice (%s and %s)", v.ID, w, v)
+		case w.Addr() == v.Addr():
+			return fmt.Errorf("nodes %d and %d share the address %s", w.ID, v.ID, v.Addr())
+		}
+	}
+	return nil
+})
+
+var clusterIDValidator = custom("empty, or 22 characters of URL-safe base64 (a UUID)", func(v any) error {
+	s := v.(string)
+	if s == "" {
+		return nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 || len(s) != 22 {
+		return fmt.Errorf("cluster id %q is not a base64 UUID like `kafka-storage random-uuid` prints (22 characters)", s)
+	}
+	return nil
+})
+
+var httpListenValidator = custom("empty, or host:port", func(v any) error {
+	s := v.(string)
+	if s == "" {
+		return nil
+	}
+	_, _, err := splitHostPort(s, 0)
+	return err
+})

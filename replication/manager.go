@@ -1,0 +1,199 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/wren-broker/wren/cluster"
+	"github.com/wren-broker/wren/engine"
+)
+
+// Manager is Kafka's ReplicaManager: it hosts this node's partitions,
+// keeps them in step with the metadata image, and runs the background
+// work of their logs (retention, flush.ms, checkpoints).
+type Manager struct {
+	nodeID int32
+	logs   *engine.Manager
+	// TopicOptions turns a topic's configs into log options.
+	topicOptions func(topic string, configs map[string]string) engine.Options
+	logger       *slog.Logger
+
+	mu         sync.RWMutex
+	partitions map[engine.TopicPartition]*Partition
+	topicIDs   map[string]cluster.UUID
+}
+
+// NewManager returns a manager over the data directory's logs.
+func NewManager(nodeID int32, logs *engine.Manager, topicOptions func(topic string, configs map[string]string) engine.Options, logger *slog.Logger) *Manager {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Manager{nodeID: nodeID, logs: logs, topicOptions: topicOptions, logger: logger,
+		partitions: map[engine.TopicPartition]*Partition{}, topicIDs: map[string]cluster.UUID{}}
+}
+
+// Logs is the data directory.
+func (m *Manager) Logs() *engine.Manager { return m.logs }
+
+// Partition returns a hosted partition, or nil.
+func (m *Manager) Partition(tp engine.TopicPartition) *Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.partitions[tp]
+}
+
+// Partitions lists the hosted partitions, sorted.
+func (m *Manager) Partitions() []*Partition {
+	m.mu.RLock()
+	out := make([]*Partition, 0, len(m.partitions))
+	for _, p := range m.partitions {
+		out = append(out, p)
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].tp, out[j].tp
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	return out
+}
+
+// ApplyImage brings the hosted partitions in line with a new metadata
+// image: removed topics' logs are deleted, new partitions get logs, leaders
+// take their epochs, changed configs reach the logs. It runs on the
+// controller's loop, in image order.
+func (m *Manager) ApplyImage(old, im *cluster.Image) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Removed topics, or a name now used by a new topic id.
+	for name, id := range m.topicIDs {
+		if t := im.Topic(name); t == nil || t.ID != id {
+			m.removeTopicLocked(name)
+		}
+	}
+	for _, name := range im.TopicNames() {
+		t := im.Topic(name)
+		m.topicIDs[name] = t.ID
+		opts := m.topicOptions(name, t.Configs)
+		for _, pi := range t.Partitions {
+			if !contains(pi.Replicas, m.nodeID) {
+				continue
+			}
+			tp := engine.TopicPartition{Topic: name, Partition: pi.Partition}
+			p := m.partitions[tp]
+			if p == nil {
+				l, err := m.logs.GetOrCreateLog(tp)
+				if err != nil {
+					m.logger.Error("cannot open partition log", "partition", tp.String(), "err", err)
+					continue
+				}
+				p = newPartition(tp, l)
+				m.partitions[tp] = p
+			}
+			if err := p.log.UpdateOptions(opts); err != nil {
+				m.logger.Error("invalid topic config for log", "partition", tp.String(), "err", err)
+			}
+			if pi.Leader == m.nodeID {
+				p.becomeLeader(pi.LeaderEpoch)
+			}
+		}
+	}
+	if old == nil {
+		// Logs on disk that the metadata does not know: keep them, unserved.
+		for _, l := range m.logs.Logs() {
+			if m.partitions[l.TopicPartition()] == nil {
+				m.logger.Warn("partition log on disk is not in the cluster metadata; leaving it untouched", "partition", l.TopicPartition().String(), "dir", l.Dir())
+			}
+		}
+	}
+}
+
+func (m *Manager) removeTopicLocked(name string) {
+	delete(m.topicIDs, name)
+	for tp := range m.partitions {
+		if tp.Topic != name {
+			continue
+		}
+		delete(m.partitions, tp)
+		if err := m.logs.DeleteLog(tp); err != nil {
+			m.logger.Error("cannot delete partition log", "partition", tp.String(), "err", err)
+		}
+	}
+}
+
+func contains(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// DeleteRecords advances a partition's log start offset, at most to its
+// high watermark, durably.
+func (m *Manager) DeleteRecords(tp engine.TopicPartition, offset int64) (int64, error) {
+	p := m.Partition(tp)
+	if p == nil {
+		return 0, fmt.Errorf("%w: %s", engine.ErrInvalidTopicPartition, tp)
+	}
+	hw := p.HighWatermark()
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return 0, fmt.Errorf("%w: %d is above the high watermark %d", engine.ErrOffsetOutOfRange, offset, hw)
+	}
+	return m.logs.DeleteRecords(tp, offset)
+}
+
+// BackgroundIntervals are how often Run does each job.
+type BackgroundIntervals struct {
+	Retention  time.Duration // log.retention.check.interval.ms
+	Flush      time.Duration // log.flush.scheduler.interval.ms
+	Checkpoint time.Duration // log.flush.offset.checkpoint.interval.ms
+}
+
+// Run does the logs' background work until ctx ends.
+func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
+	retention := time.NewTicker(iv.Retention)
+	flush := time.NewTicker(iv.Flush)
+	checkpoint := time.NewTicker(iv.Checkpoint)
+	defer retention.Stop()
+	defer flush.Stop()
+	defer checkpoint.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-retention.C:
+			n, err := m.logs.RunRetention(func(l *engine.Log) int64 {
+				if p := m.Partition(l.TopicPartition()); p != nil {
+					return p.HighWatermark()
+				}
+				return l.LogStartOffset()
+			})
+			if n > 0 {
+				m.logger.Info("retention deleted segments", "segments", n)
+			}
+			m.logIfErr("retention", err)
+		case <-flush.C:
+			m.logIfErr("flush", m.logs.FlushDirty())
+			for _, p := range m.Partitions() {
+				p.maybeAdvanceHighWatermark()
+			}
+		case <-checkpoint.C:
+			m.logIfErr("checkpoint", m.logs.Checkpoint())
+		}
+	}
+}
+
+func (m *Manager) logIfErr(job string, err error) {
+	if err != nil && !errors.Is(err, engine.ErrClosed) {
+		m.logger.Error("background "+job+" failed", "err", err)
+	}
+}
