@@ -65,7 +65,10 @@ type Options struct {
 	FlushIntervalMessages int64
 	// FlushIntervalMs is flush.ms, used with FlushInterval (Manager.FlushDirty).
 	FlushIntervalMs int64
-	// Preallocate reserves index file space up front (fallocate).
+	// Preallocate is Kafka's preallocate: reserve segment.bytes of disk for
+	// each new segment file up front (fallocate, keeping the file size), so
+	// a full disk shows at roll rather than mid-segment. Index files are
+	// always preallocated to segment.index.bytes, as Kafka does.
 	Preallocate bool
 
 	// Now is the clock. Tests inject one; nil means time.Now.
@@ -88,7 +91,7 @@ func DefaultOptions() Options {
 		FlushPolicy:           FlushAck,
 		FlushIntervalMessages: 1<<63 - 1,
 		FlushIntervalMs:       1<<63 - 1,
-		Preallocate:           true,
+		Preallocate:           false,
 	}
 }
 

@@ -109,12 +109,16 @@ func createSegment(fsys vfs.FS, dir string, baseOffset int64, opts *Options) (*s
 	if err != nil {
 		return nil, err
 	}
+	for _, f := range []vfs.File{s.offsetIndex.f, s.timeIndex.f} {
+		if err := f.Preallocate(0, opts.SegmentIndexBytes); err != nil {
+			s.closeFiles()
+			return nil, err
+		}
+	}
 	if opts.Preallocate {
-		for _, f := range []vfs.File{s.offsetIndex.f, s.timeIndex.f} {
-			if err := f.Preallocate(0, opts.SegmentIndexBytes); err != nil {
-				s.closeFiles()
-				return nil, err
-			}
+		if err := s.log.Preallocate(0, opts.SegmentBytes); err != nil {
+			s.closeFiles()
+			return nil, err
 		}
 	}
 	return s, nil
@@ -193,6 +197,10 @@ func (s *segment) onBecomeInactive() error {
 		if err := s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp, true); err != nil {
 			return err
 		}
+	}
+	// Give back space reserved by preallocate beyond the data.
+	if err := s.log.Truncate(s.size.Load()); err != nil {
+		return err
 	}
 	return s.flush(true)
 }

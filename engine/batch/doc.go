@@ -72,8 +72,9 @@
 //	ErrInvalidTimestamp       INVALID_TIMESTAMP (32)
 //	ErrIncomplete             Scan only: a torn tail to truncate, or read more
 //
-// Every error is one of these sentinels wrapped with detail (%w), so
-// errors.Is picks the code.
+// Every error of ParseHeader, Scan, Validate, Records, Decompress and the
+// Set* editors is one of these sentinels wrapped with detail (%w), so
+// errors.Is picks the code (FuzzValidate and FuzzDecompress check this).
 //
 // # Not done here
 //
