@@ -31,8 +31,15 @@ func TestCrashRecovery(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	modes := map[string]int{}
 	ops := map[string]int{}
+	var current string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("failed in %s", current)
+		}
+	})
 	for i := 0; i < iterations; i++ {
 		iterSeed := rng.Int63()
+		current = fmt.Sprintf("iteration %d (iteration seed %d)", i, iterSeed)
 		mode := runCrashIteration(t, iterSeed, ops)
 		modes[mode]++
 		if t.Failed() {
@@ -399,4 +406,3 @@ func TestFaultsFailTheLogDir(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint

@@ -282,6 +282,30 @@ func (s *segment) loadClean(opts *Options, wantNext int64) error {
 	if wantNext >= 0 && s.nextOffset != wantNext {
 		return fmt.Errorf("%w: %s ends at %d, recovery point %d", ErrCorruptIndex, s.log.Name(), s.nextOffset, wantNext)
 	}
+	return s.checkLastIndexEntries(size)
+}
+
+// checkLastIndexEntries checks the newest entry of each index against the
+// log: index files are written before the log bytes they describe are
+// synced, so after a crash an index may name a batch the log lost.
+func (s *segment) checkLastIndexEntries(size int64) error {
+	if s.offsetIndex.entries() > 0 {
+		ip, err := s.offsetIndex.lookup(s.offsetIndex.lastOffset)
+		if err != nil {
+			return err
+		}
+		bp, ok, err := s.translateOffset(s.offsetIndex.lastOffset, ip.Position, size)
+		if err != nil || !ok || bp.Position != ip.Position || bp.LastOffset != s.offsetIndex.lastOffset {
+			return fmt.Errorf("%w: %s: last offset index entry %d at %d names no batch", ErrCorruptIndex, s.offsetIndex.f.Name(), s.offsetIndex.lastOffset, ip.Position)
+		}
+	}
+	if s.timeIndex.entries() > 0 {
+		off, ts := s.timeIndex.lastOffset, s.timeIndex.lastTimestamp
+		bp, ok, err := s.lookupPosition(off, size)
+		if err != nil || !ok || bp.LastOffset != off || bp.MaxTimestamp != ts {
+			return fmt.Errorf("%w: %s: last time index entry (%d, %d) names no batch", ErrCorruptIndex, s.timeIndex.f.Name(), ts, off)
+		}
+	}
 	return nil
 }
 
@@ -373,6 +397,14 @@ func (l *Log) recoverSegment(s *segment, stats *RecoveryStats) (corrupt bool, er
 		pos += int64(h.Size())
 		s.size.Store(pos)
 		stats.BatchesRecovered++
+	}
+	// The rebuilt indexes are durable before any truncation of the log is,
+	// so no crash leaves them naming batches the log no longer has.
+	if err := s.offsetIndex.f.Sync(); err != nil {
+		return false, err
+	}
+	if err := s.timeIndex.f.Sync(); err != nil {
+		return false, err
 	}
 	if bad != nil || pos < size {
 		stats.TruncatedBytes += size - pos
