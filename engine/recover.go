@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -208,8 +209,13 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 			continue
 		}
 		l.segments = append(l.segments, seg)
+		// A missing index file is rebuilt by a scan.
+		present := slices.Contains(names, fmt.Sprintf("%020d%s", base, indexSuffix)) &&
+			slices.Contains(names, fmt.Sprintf("%020d%s", base, timeIndexSuffix))
 		clean := false
-		if i < firstUnflushed {
+		if !present {
+			clean = false
+		} else if i < firstUnflushed {
 			clean = seg.loadClean(&l.opts, -1) == nil
 		} else if i == firstUnflushed && recoveryPoint > base {
 			clean = seg.loadClean(&l.opts, recoveryPoint) == nil
