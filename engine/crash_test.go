@@ -405,4 +405,3 @@ func TestFaultsFailTheLogDir(t *testing.T) {
 		})
 	}
 }
-
