@@ -172,12 +172,25 @@ func (l *Log) appendNoWait(records []byte, ss []batch.Summary, leaderEpoch int32
 		l.unflushedMessages += info.RecordCount
 		mustSync = l.unflushedMessages >= l.opts.FlushIntervalMessages
 	}
-	l.mu.Unlock()
 	if !mustSync {
+		l.mu.Unlock()
 		return info, func() error { return nil }, nil
 	}
-	end := info.LastOffset + 1
-	return info, func() error { return l.waitDurable(end) }, nil
+	// Register under the lock that orders writes and truncations, so a
+	// truncation between here and the wait cannot go unseen. The caller
+	// must call the returned function once.
+	w := l.commit.Register(info.LastOffset + 1)
+	l.mu.Unlock()
+	return info, func() error { return l.checkWait(w.Wait()) }, nil
+}
+
+func (l *Log) checkWait(err error) error {
+	if err != nil {
+		if herr := l.health.check(); herr != nil {
+			return herr
+		}
+	}
+	return err
 }
 
 // WaitDurable blocks until every offset below offset is durable.
@@ -352,13 +365,10 @@ func (l *Log) syncActive() (int64, error) {
 }
 
 func (l *Log) waitDurable(offset int64) error {
-	if err := l.commit.Wait(offset); err != nil {
-		if err := l.health.check(); err != nil {
-			return err
-		}
-		return err
-	}
-	return nil
+	l.mu.Lock()
+	w := l.commit.Register(offset)
+	l.mu.Unlock()
+	return l.checkWait(w.Wait())
 }
 
 // Flush makes everything appended so far durable.

@@ -40,35 +40,61 @@ type GroupCommitter struct {
 	gen uint64
 	// waiters are the calls in Wait, so that Reset can mark those whose
 	// write it removed. Bounded by the number of concurrent callers.
-	waiters map[*waiter]struct{}
+	waiters map[*Waiter]struct{}
 	err     error
 	syncs   int64
 }
 
-// waiter is one call in Wait.
-type waiter struct {
+// Waiter is one write waiting to become durable, from Register until its
+// Wait returns.
+type Waiter struct {
+	g   *GroupCommitter
 	pos int64
 	// truncated is set by a Reset below pos: the write is gone, and a later
 	// sync of new bytes at the same positions must not release it.
+	// Guarded by g.mu.
 	truncated bool
 }
 
 // NewGroupCommitter returns a committer whose durable position starts at
 // durable (what recovery found on disk).
 func NewGroupCommitter(durable int64, syncFn SyncFunc) *GroupCommitter {
-	g := &GroupCommitter{sync: syncFn, durable: durable, waiters: make(map[*waiter]struct{})}
+	g := &GroupCommitter{sync: syncFn, durable: durable, waiters: make(map[*Waiter]struct{})}
 	g.cond = sync.NewCond(&g.mu)
 	return g
 }
 
 // Wait returns nil once a completed sync covers pos, the sticky error, or
-// ErrTruncated if a Reset below pos removed the write first.
+// ErrTruncated if a Reset below pos removed the write first. It is
+// Register(pos).Wait(); a caller whose log can be truncated should
+// Register instead, under the lock that orders its writes and truncations.
 func (g *GroupCommitter) Wait(pos int64) error {
+	return g.Register(pos).Wait()
+}
+
+// Register enrolls a write that ends at pos, so that every later Reset
+// below pos marks it truncated. Call it under the lock that orders writes
+// and truncations, right after the write: a Reset between the write and
+// the registration would go unseen, and the waiter would then wait for
+// positions that no longer exist, or be released by someone else's bytes
+// written there later. The caller must call Wait on the result.
+func (g *GroupCommitter) Register(pos int64) *Waiter {
+	w := &Waiter{g: g, pos: pos}
+	g.mu.Lock()
+	g.waiters[w] = struct{}{}
+	g.mu.Unlock()
+	return w
+}
+
+// Wait returns nil once a completed sync covers the registered position,
+// the sticky error, or ErrTruncated if a Reset below the position removed
+// the write first. Call it once.
+func (w *Waiter) Wait() error {
+	g := w.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	w := &waiter{pos: pos}
-	g.waiters[w] = struct{}{}
 	defer delete(g.waiters, w)
+	pos := w.pos
 	for {
 		if g.err != nil {
 			return g.err
