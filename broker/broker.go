@@ -1,0 +1,249 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/wren-broker/wren/cluster"
+	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/kafka"
+	"github.com/wren-broker/wren/replication"
+)
+
+// metadataDirName holds the metadata log inside the first log dir. It has
+// no "-<partition>" suffix, so the engine never takes it for a partition.
+const metadataDirName = "__cluster_metadata"
+
+// Broker is one running wren node: its data directory, controller,
+// partitions and Kafka listener.
+type Broker struct {
+	cfg        *config.Config
+	logger     *slog.Logger
+	logs       *engine.Manager
+	controller *cluster.Controller
+	replicas   *replication.Manager
+	server     *kafka.Server
+	listener   net.Listener
+
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Options are what tests and the CLI may change beyond the config file.
+type Options struct {
+	// FS is the file system; nil means the OS.
+	FS     vfs.FS
+	Logger *slog.Logger
+}
+
+// Start opens (and recovers) the data directory, the metadata log and
+// every partition, then binds the client listener and serves. It returns
+// once the listener accepts connections.
+func Start(cfg *config.Config, o Options) (*Broker, error) {
+	if o.FS == nil {
+		o.FS = vfs.NewOS()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if len(cfg.LogDirs) != 1 {
+		return nil, fmt.Errorf("broker: wren serves exactly one log dir for now; log.dirs has %d", len(cfg.LogDirs))
+	}
+	client, err := clientListener(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dir := cfg.LogDirs[0]
+	b := &Broker{cfg: cfg, logger: o.Logger}
+	voters := make([]int32, len(cfg.Voters))
+	for i, v := range cfg.Voters {
+		voters[i] = v.ID
+	}
+	defaults := logOptions(cfg, cfg.TopicDefaults)
+	// The engine locks the data directory first: nothing else opens a file
+	// in it before the lock is held.
+	b.logs, err = engine.OpenManager(o.FS, dir, engine.ManagerConfig{
+		ClusterID: cfg.ClusterID,
+		NodeID:    cfg.NodeID,
+		Defaults:  defaults,
+		TopicOptions: func(string) engine.Options {
+			return defaults
+		},
+		OnDirFailure: func(err error) { o.Logger.Error("log directory failed; nothing in it is acknowledged any more", "dir", dir, "err", err) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.controller, err = cluster.OpenController(o.FS, dir+"/"+metadataDirName, cluster.ControllerConfig{
+		NodeID:                   cfg.NodeID,
+		Voters:                   voters,
+		ClusterID:                firstNonEmpty(cfg.ClusterID, b.logs.Meta().ClusterID),
+		DefaultPartitions:        cfg.NumPartitions,
+		DefaultReplicationFactor: int16(cfg.DefaultReplicationFactor),
+		ValidateTopicConfig: func(key string, value *string) error {
+			if value == nil {
+				if _, ok := config.LookupTopic(key); !ok {
+					return fmt.Errorf("unknown topic config %s", key)
+				}
+				return nil
+			}
+			return config.ValidateTopicConfig(key, *value)
+		},
+		ValidateBrokerConfig: func(key string, value *string) error {
+			if value == nil {
+				return nil
+			}
+			return config.ValidateBrokerConfig(key, *value, true)
+		},
+	})
+	if err != nil {
+		b.logs.Close()
+		return nil, err
+	}
+	b.replicas = replication.NewManager(cfg.NodeID, b.logs, func(topic string, overrides map[string]string) engine.Options {
+		opts, err := topicOptions(cfg, overrides)
+		if err != nil {
+			o.Logger.Error("topic configs do not resolve; using the broker defaults", "topic", topic, "err", err)
+		}
+		return opts
+	}, o.Logger)
+	if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
+		b.closeStores()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", client.addr)
+	if err != nil {
+		b.closeStores()
+		return nil, fmt.Errorf("broker: listen on %s: %w", client.addr, err)
+	}
+	b.listener = ln
+	host, port := advertised(cfg, client, ln.Addr())
+	b.server, err = kafka.NewServer(kafka.ServerConfig{
+		ListenerName:    client.name,
+		MaxRequestBytes: cfg.SocketRequestMaxBytes,
+		Logger:          o.Logger,
+	}, &kafka.Node{Config: cfg, Controller: b.controller, Replicas: b.replicas, Host: host, Port: port})
+	if err != nil {
+		ln.Close()
+		b.closeStores()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	b.wg.Add(2)
+	go func() {
+		defer b.wg.Done()
+		if err := b.server.Serve(ln); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+			o.Logger.Error("kafka listener stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer b.wg.Done()
+		b.replicas.Run(ctx, replication.BackgroundIntervals{
+			Retention:  time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
+			Flush:      time.Second,
+			Checkpoint: time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
+		})
+	}()
+	o.Logger.Info("wren started", "node.id", cfg.NodeID, "cluster.id", b.controller.ClusterID(), "listener", ln.Addr().String(), "log.dir", dir, "log.flush.policy", cfg.LogFlushPolicy)
+	return b, nil
+}
+
+// Addr is the bound client listener address.
+func (b *Broker) Addr() net.Addr { return b.listener.Addr() }
+
+// Controller is the node's controller.
+func (b *Broker) Controller() *cluster.Controller { return b.controller }
+
+// Replicas is the node's replica manager.
+func (b *Broker) Replicas() *replication.Manager { return b.replicas }
+
+// Close stops serving, then closes partitions and the data directory
+// cleanly (checkpoints written, indexes trimmed). Safe to call twice.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		errs := []error{b.server.Close()}
+		b.cancel()
+		b.wg.Wait()
+		errs = append(errs, b.closeStores())
+		b.closeErr = errors.Join(errs...)
+	})
+	return b.closeErr
+}
+
+func (b *Broker) closeStores() error {
+	var errs []error
+	if b.controller != nil {
+		errs = append(errs, b.controller.Close())
+	}
+	errs = append(errs, b.logs.Close())
+	return errors.Join(errs...)
+}
+
+// Run starts a broker and serves until ctx ends, then shuts down cleanly.
+func Run(ctx context.Context, cfg *config.Config, o Options) error {
+	b, err := Start(cfg, o)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	if o.Logger != nil {
+		o.Logger.Info("shutting down")
+	}
+	return b.Close()
+}
+
+type listenerAddr struct {
+	name string
+	addr string
+	host string
+	port int
+}
+
+// clientListener picks the first listener that is not a controller
+// listener.
+func clientListener(cfg *config.Config) (listenerAddr, error) {
+	controller := map[string]bool{}
+	for _, n := range cfg.ControllerListenerNames {
+		controller[n] = true
+	}
+	for _, l := range cfg.Listeners {
+		if !controller[l.Name] {
+			return listenerAddr{name: l.Name, addr: net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))), host: l.Host, port: int(l.Port)}, nil
+		}
+	}
+	return listenerAddr{}, fmt.Errorf("broker: no client listener in listeners %v", cfg.Listeners)
+}
+
+// advertised is the host and port clients are told to use: the advertised
+// listener of the same name, else the bound address.
+func advertised(cfg *config.Config, l listenerAddr, bound net.Addr) (string, int32) {
+	for _, a := range cfg.AdvertisedListeners {
+		if a.Name == l.name {
+			return a.Host, int32(a.Port)
+		}
+	}
+	tcp := bound.(*net.TCPAddr)
+	host := l.host
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = tcp.IP.String()
+	}
+	return host, int32(tcp.Port)
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,71 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/wren-broker/wren/config"
+)
+
+// testConfig is a one-node config on a free loopback port with data in
+// dir. extra is TOML appended to it.
+func testConfig(t testing.TB, dir, extra string) *config.Config {
+	t.Helper()
+	toml := fmt.Sprintf(`
+[broker]
+node.id = 1
+log.dirs = [%q]
+listeners = ["PLAINTEXT://127.0.0.1:0", "CONTROLLER://127.0.0.1:0"]
+
+[cluster]
+controller.quorum.voters = ["1@127.0.0.1:9093"]
+%s`, dir, extra)
+	cfg, err := config.Parse("test.toml", []byte(toml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// startBroker runs a broker for the test; it closes at the end.
+func startBroker(t testing.TB, cfg *config.Config) *Broker {
+	t.Helper()
+	b, err := Start(cfg, Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// newClient is a franz-go client for the broker.
+func newClient(t testing.TB, b *Broker, opts ...kgo.Opt) (*kgo.Client, *kadm.Client) {
+	t.Helper()
+	opts = append([]kgo.Opt{kgo.SeedBrokers(b.Addr().String()), kgo.RequestTimeoutOverhead(10 * time.Second)}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl, kadm.NewClient(cl)
+}
+
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+var (
+	// ErrServeNotBuilt: `wren serve` ran in a binary whose Env has no Serve
+	// hook.
+	ErrServeNotBuilt = errors.New("cli: serve is not built into this binary yet")
+	// ErrUsage: a flag or argument the command cannot use.
+	ErrUsage = errors.New("cli: usage")
+)
+
+// Env is everything the commands read and write. main.go passes the
+// process's streams; tests pass buffers.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Serve runs the broker with the config file at configPath ("" means
+	// the built-in defaults) until ctx is cancelled, then shuts down and
+	// returns. Nil until the broker is wired in: `wren serve` then fails
+	// with ErrServeNotBuilt.
+	Serve func(ctx context.Context, configPath string) error
+}
+
+// App builds the wren command tree over env. It never calls os.Exit: run it
+// with Main, or with RunContext after Interspersed.
+func App(env Env) *ucli.App {
+	env = env.withDefaults()
+	app := &ucli.App{
+		Name:      "wren",
+		Usage:     "a Kafka-compatible message broker and its admin tools",
+		Version:   Version,
+		Reader:    env.Stdin,
+		Writer:    env.Stdout,
+		ErrWriter: env.Stderr,
+		// -c k=v and -H k=v values may hold commas; never split them.
+		DisableSliceFlagSeparator: true,
+		// Errors are printed and turned into exit codes by Main, not by
+		// urfave's handler, which would call os.Exit inside tests.
+		ExitErrHandler: func(*ucli.Context, error) {},
+		Commands: []*ucli.Command{
+			serveCommand(env),
+			configCommand(env),
+			topicCommand(env),
+			produceCommand(env),
+			consumeCommand(env),
+			offsetsCommand(env),
+			clusterCommand(env),
+			dumpLogCommand(env),
+			perfCommand(env),
+			versionCommand(env),
+		},
+	}
+	return app
+}
+
+// Main runs the App over args (os.Args shape: args[0] is the program name),
+// prints an error to env.Stderr and returns the process exit status: 0 on
+// success, the status an error carries (config check: 1), 1 otherwise.
+func Main(ctx context.Context, env Env, args []string) int {
+	env = env.withDefaults()
+	app := App(env)
+	err := app.RunContext(ctx, Interspersed(app, args))
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(env.Stderr, "wren: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(env.Stderr, "wren: %v\n", err)
+	return 1
+}
+
+func (env Env) withDefaults() Env {
+	if env.Stdin == nil {
+		env.Stdin = strings.NewReader("")
+	}
+	if env.Stdout == nil {
+		env.Stdout = io.Discard
+	}
+	if env.Stderr == nil {
+		env.Stderr = io.Discard
+	}
+	return env
+}
+
+// exitError ends the program with status code. err is printed unless nil:
+// nil means the command has already said what went wrong (config check
+// prints every problem itself).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func serveCommand(env Env) *ucli.Command {
+	return &ucli.Command{
+		Name:  "serve",
+		Usage: "run a broker",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"WREN_CONFIG"},
+				Usage: "TOML config file (default: built-in single-node defaults)"},
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("%w: serve takes no arguments, got %q", ErrUsage, c.Args().Slice())
+			}
+			if env.Serve == nil {
+				return ErrServeNotBuilt
+			}
+			return env.Serve(c.Context, c.String("config"))
+		},
+	}
+}
+
+// Flags shared by every client command. New values each time: urfave keeps
+// parse state in flag values, so one instance must not serve two commands.
+
+const (
+	defaultBootstrap = "127.0.0.1:9092"
+	defaultTimeout   = 30 * time.Second
+)
+
+func clientFlags(extra ...ucli.Flag) []ucli.Flag {
+	return append([]ucli.Flag{bootstrapFlag(),
+		&ucli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"},
+	}, extra...)
+}
+
+func bootstrapFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: "bootstrap-server", Aliases: []string{"b", "brokers"}, EnvVars: []string{"WREN_BROKERS"},
+		Value: defaultBootstrap, Usage: "comma-separated host:port list of brokers to bootstrap from"}
+}
+
+// timeoutFlag bounds admin requests and produce deliveries, so an absent
+// broker is an error rather than a hang.
+func timeoutFlag() ucli.Flag {
+	return &ucli.DurationFlag{Name: "timeout", Value: defaultTimeout,
+		Usage: "give up on the broker after this long"}
+}
+
+type outputFormat int
+
+const (
+	formatText outputFormat = iota
+	formatJSON
+)
+
+func formatOf(c *ucli.Context) (outputFormat, error) {
+	switch f := c.String("format"); f {
+	case "", "text":
+		return formatText, nil
+	case "json":
+		return formatJSON, nil
+	default:
+		return formatText, fmt.Errorf("%w: --format %q: want text or json", ErrUsage, f)
+	}
+}
+
+// writeJSON prints v as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// withTimeout derives the context of one admin command from --timeout.
+func withTimeout(c *ucli.Context) (context.Context, context.CancelFunc) {
+	d := c.Duration("timeout")
+	if d <= 0 {
+		return context.WithCancel(c.Context)
+	}
+	return context.WithTimeout(c.Context, d)
+}
+
+// wantArgs checks the number of positional arguments.
+func wantArgs(c *ucli.Context, min, max int, what string) error {
+	n := c.NArg()
+	if n < min || (max >= 0 && n > max) {
+		return fmt.Errorf("%w: %s: want %s, got %d argument(s)", ErrUsage, c.Command.HelpName, what, n)
+	}
+	return nil
+}
+
+// splitKV splits "k=v" at the first '='.
+func splitKV(s, flag string) (string, string, error) {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return "", "", fmt.Errorf("%w: %s %q: want key=value", ErrUsage, flag, s)
+	}
+	return k, v, nil
+}

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// clientID names wren's tools in broker logs and quotas.
+const clientID = "wren-cli"
+
+// seedBrokers parses --bootstrap-server.
+func seedBrokers(c *ucli.Context) ([]string, error) {
+	var seeds []string
+	for _, s := range strings.Split(c.String("bootstrap-server"), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			seeds = append(seeds, s)
+		}
+	}
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("%w: --bootstrap-server is empty", ErrUsage)
+	}
+	return seeds, nil
+}
+
+// newClient opens a kgo client on --bootstrap-server with opts added.
+func newClient(c *ucli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
+	seeds, err := seedBrokers(c)
+	if err != nil {
+		return nil, err
+	}
+	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(clientID)}, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		return nil, fmt.Errorf("cli: kafka client: %w", err)
+	}
+	return cl, nil
+}
+
+// newAdmin opens an admin client; close it with the returned kgo client.
+func newAdmin(c *ucli.Context) (*kadm.Client, *kgo.Client, error) {
+	cl, err := newClient(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	adm := kadm.NewClient(cl)
+	if d := c.Duration("timeout"); d > 0 {
+		adm.SetTimeoutMillis(int32(min(d.Milliseconds(), 1<<31-1)))
+	}
+	return adm, cl, nil
+}
+
+// topicIDString renders a topic id as Kafka's Uuid.toString does: URL-safe
+// base64 without padding (kadm's String uses standard base64 with padding).
+func topicIDString(id [16]byte) string {
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
+
+// requireTopics fails fast with ErrUnknownTopic when a topic does not
+// exist. kgo never asks the broker to auto-create a topic, and would
+// otherwise retry a missing topic for a minute (produce) or wait forever
+// (consume) without a word.
+func requireTopics(c *ucli.Context, cl *kgo.Client, topics ...string) error {
+	ctx, cancel := withTimeout(c)
+	defer cancel()
+	md, err := kadm.NewClient(cl).Metadata(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("cli: metadata: %w", err)
+	}
+	for _, t := range topics {
+		td, ok := md.Topics[t]
+		switch {
+		case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition):
+			return fmt.Errorf("%w: %s", ErrUnknownTopic, t)
+		case td.Err != nil:
+			return fmt.Errorf("cli: topic %s: %w", t, td.Err)
+		}
+	}
+	return nil
+}

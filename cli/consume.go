@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	ucli "github.com/urfave/cli/v2"
+)
+
+func consumeCommand(env Env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "consume",
+		Usage:     "print records (kafka-console-consumer, rpk topic consume, kcat -C)",
+		ArgsUsage: "TOPIC...",
+		Flags: []ucli.Flag{bootstrapFlag(), timeoutFlag(),
+			// rpk's -f/--format: text and json are the global formats,
+			// anything else is a record format string.
+			&ucli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text",
+				Usage: "text (the value, one per line), json (one object per record), or a format: %t topic, %p partition, %o offset, %k key, %v value, %T timestamp, %h headers, %K/%V key/value size"},
+			&ucli.StringFlag{Name: "offset", Aliases: []string{"o"}, Value: "start",
+				Usage: "where to start: start, end, N (exact), -N (N before the end), +N (N after the start), @TS (first at or after unix ms TS)"},
+			&ucli.IntFlag{Name: "num", Aliases: []string{"n"}, Usage: "exit after N records (0: never)"},
+			&ucli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "consume as a member of this group (--offset applies where it has no committed offset)"},
+			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per record (as --format json)"},
+			&ucli.IntFlag{Name: "partition", Aliases: []string{"p"}, Value: -1, Usage: "consume only this partition (-1: all)"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := wantArgs(c, 1, -1, "at least one TOPIC"); err != nil {
+				return err
+			}
+			printer, err := newRecordPrinter(env.Stdout, c.String("format"), c.Bool("json"))
+			if err != nil {
+				return err
+			}
+			opts, err := consumeOpts(c)
+			if err != nil {
+				return err
+			}
+			cl, err := newClient(c, opts...)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			if err := requireTopics(c, cl, c.Args().Slice()...); err != nil {
+				return err
+			}
+			err = consumeRecords(c.Context, cl, c.Int("num"), printer)
+			if c.String("group") != "" {
+				// Commit what was printed, also after SIGINT.
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), 5*time.Second)
+				defer cancel()
+				if cerr := cl.CommitUncommittedOffsets(ctx); cerr != nil && err == nil {
+					err = fmt.Errorf("cli: commit offsets: %w", cerr)
+				}
+			}
+			return err
+		},
+	}
+}
+
+func consumeOpts(c *ucli.Context) ([]kgo.Opt, error) {
+	offset, err := parseOffset(c.String("offset"))
+	if err != nil {
+		return nil, err
+	}
+	topics := c.Args().Slice()
+	group := c.String("group")
+	partition := c.Int("partition")
+	if c.Int("num") < 0 {
+		return nil, fmt.Errorf("%w: --num %d", ErrUsage, c.Int("num"))
+	}
+	if partition < -1 || partition > 1<<31-1 {
+		return nil, fmt.Errorf("%w: --partition %d", ErrUsage, partition)
+	}
+	if partition < 0 {
+		opts := []kgo.Opt{kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(offset)}
+		if group != "" {
+			opts = append(opts, kgo.ConsumerGroup(group))
+		}
+		return opts, nil
+	}
+	if group != "" {
+		return nil, fmt.Errorf("%w: --partition and --group exclude each other (a group assigns partitions)", ErrUsage)
+	}
+	if len(topics) != 1 {
+		return nil, fmt.Errorf("%w: --partition needs exactly one topic", ErrUsage)
+	}
+	return []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		topics[0]: {int32(partition): offset},
+	})}, nil
+}
+
+// parseOffset reads --offset in rpk's and kcat's words.
+func parseOffset(s string) (kgo.Offset, error) {
+	bad := func() (kgo.Offset, error) {
+		return kgo.Offset{}, fmt.Errorf("%w: --offset %q: want start, end, N, -N, +N or @TS", ErrUsage, s)
+	}
+	switch s {
+	case "start", "oldest", "beginning", "earliest":
+		return kgo.NewOffset().AtStart(), nil
+	case "end", "newest", "latest":
+		return kgo.NewOffset().AtEnd(), nil
+	}
+	if ts, ok := strings.CutPrefix(s, "@"); ok {
+		ms, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil || ms < 0 {
+			return bad()
+		}
+		return kgo.NewOffset().AfterMilli(ms), nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return bad()
+	}
+	switch {
+	case strings.HasPrefix(s, "-"):
+		return kgo.NewOffset().AtEnd().Relative(n), nil
+	case strings.HasPrefix(s, "+"):
+		return kgo.NewOffset().AtStart().Relative(n), nil
+	default:
+		return kgo.NewOffset().At(n), nil
+	}
+}
+
+type recordPrinter struct {
+	w      io.Writer
+	format recordFormat
+	json   bool
+	buf    []byte
+}
+
+func newRecordPrinter(w io.Writer, format string, asJSON bool) (*recordPrinter, error) {
+	switch {
+	case asJSON || format == "json":
+		return &recordPrinter{w: w, json: true}, nil
+	case format == "text" || format == "":
+		format = defaultRecordFormat
+	}
+	rf, err := parseRecordFormat(format)
+	if err != nil {
+		return nil, err
+	}
+	return &recordPrinter{w: w, format: rf}, nil
+}
+
+func (p *recordPrinter) add(r *kgo.Record) error {
+	if !p.json {
+		p.buf = p.format.append(p.buf, r)
+		return nil
+	}
+	var err error
+	p.buf, err = appendJSONRecord(p.buf, r)
+	return err
+}
+
+func (p *recordPrinter) flush() error {
+	_, err := p.w.Write(p.buf)
+	p.buf = p.buf[:0]
+	return err
+}
+
+// consumeRecords prints records until limit (0: no limit) or until ctx is
+// cancelled, which is a normal end.
+func consumeRecords(ctx context.Context, cl *kgo.Client, limit int, p *recordPrinter) error {
+	count := 0
+	for limit == 0 || count < limit {
+		max := 0
+		if limit > 0 {
+			max = limit - count
+		}
+		fetches := cl.PollRecords(ctx, max)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			return nil
+		}
+		var ferr error
+		fetches.EachError(func(t string, part int32, err error) {
+			if ferr == nil && !errors.Is(err, context.Canceled) {
+				ferr = fmt.Errorf("cli: fetch %s/%d: %w", t, part, err)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		var perr error
+		fetches.EachRecord(func(r *kgo.Record) {
+			if perr == nil {
+				perr = p.add(r)
+				count++
+			}
+		})
+		if perr != nil {
+			return perr
+		}
+		if err := p.flush(); err != nil {
+			return fmt.Errorf("cli: write: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+// Package cli is wren's command line: `wren serve` runs the broker, every
+// other command is an admin or client tool that speaks the Kafka protocol
+// to a broker (franz-go's kgo and kadm), or reads wren's files offline
+// (dump-log, config).
+//
+// # Shape
+//
+// App builds the command tree from an Env: the standard streams, and the
+// Serve hook through which the broker is started. Nothing here touches
+// os.Stdout, os.Exit or signals; main.go owns those, and tests run the very
+// same App in-process with buffers (see helpers_test.go). Main runs an App
+// and turns its error into an exit status.
+//
+// One file per command group (topic.go, produce.go, consume.go, offsets.go,
+// cluster.go, config.go, dumplog.go, version.go, perf.go); each builds its
+// *cli.Command and keeps its actions short, with the work in helpers.
+//
+// # Conventions users expect
+//
+// Names, flags and output layouts are Kafka's and rpk's, because scripts
+// parse them: `topic describe` prints kafka-topics --describe's lines,
+// `offsets` prints kafka-get-offsets' T:P:OFFSET, `dump-log` prints
+// kafka-dump-log's lines byte for byte for the same segment, and `perf`
+// prints kafka-producer-perf-test's and kafka-consumer-perf-test's lines.
+// Every client command takes -b/--bootstrap-server (alias --brokers, env
+// WREN_BROKERS) and --format text|json. Flags may follow positional
+// arguments (`wren topic create T -p 3`), as with Kafka's tools and rpk;
+// urfave/cli v2 stops at the first positional, so Main reorders the
+// arguments first (args.go).
+//
+// # Limits
+//
+// Input from outside is bounded: a produced line by --max-message-bytes, a
+// batch read by dump-log by --max-batch-bytes (and the file's size), index
+// files by maxIndexFileBytes, DescribeTopicPartitions paging by a page
+// count, perf's --record-size by maxPerfRecordBytes. Admin requests and
+// produce deliveries give up after --timeout, and produce and consume check
+// that their topics exist first (kgo never auto-creates a topic, and would
+// otherwise retry a missing one for a minute or wait forever).
+//
+// # Exit status
+//
+// 0 on success; 1 on any error, printed as "wren: ..." on stderr. config
+// check prints each problem itself and exits 1. A cancelled context
+// (SIGINT, SIGTERM) ends consume and perf normally, with their summaries.
+//
+// # Not done here
+//
+//   - consume has no "exit at end of partition" mode; -n or a signal ends it.
+//   - dump-log reads .log, .index and .timeindex; producer snapshots and
+//     Kafka's --index-sanity-check / --verify-index-only are not done.
+//   - groups, partitions move/elect-leader and cluster health are not
+//     written yet (the broker does not serve them).
+package cli

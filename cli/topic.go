@@ -1,0 +1,670 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// ErrUnknownTopic: a named topic does not exist.
+var ErrUnknownTopic = errors.New("cli: unknown topic")
+
+// maxDescribePages bounds the DescribeTopicPartitions cursor loop, so a
+// broker that keeps answering with a cursor cannot keep us forever.
+const maxDescribePages = 1 << 16
+
+func topicCommand(env Env) *ucli.Command {
+	return &ucli.Command{
+		Name:  "topic",
+		Usage: "create, list, describe, delete and alter topics (kafka-topics, kafka-configs)",
+		Subcommands: []*ucli.Command{
+			topicCreateCommand(env),
+			topicListCommand(env),
+			topicDescribeCommand(env),
+			topicDeleteCommand(env),
+			topicAddPartitionsCommand(env),
+			topicAlterConfigCommand(env),
+		},
+	}
+}
+
+// kafkaErr joins a response's error code with its message, if any.
+func kafkaErr(what string, err error, msg string) error {
+	if err == nil {
+		return nil
+	}
+	if msg != "" {
+		return fmt.Errorf("cli: %s: %w: %s", what, err, msg)
+	}
+	return fmt.Errorf("cli: %s: %w", what, err)
+}
+
+// ---- create ----
+
+func topicCreateCommand(env Env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "create",
+		Usage:     "create topics",
+		ArgsUsage: "TOPIC...",
+		Flags: clientFlags(timeoutFlag(),
+			&ucli.IntFlag{Name: "partitions", Aliases: []string{"p"}, Value: -1, Usage: "partitions (-1: the broker's num.partitions)"},
+			&ucli.IntFlag{Name: "replication-factor", Aliases: []string{"r"}, Value: -1, Usage: "replicas per partition (-1: the broker's default.replication.factor)"},
+			&ucli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "topic config k=v (repeatable)"},
+			&ucli.BoolFlag{Name: "if-not-exists", Usage: "succeed if the topic already exists"},
+		),
+		Action: func(c *ucli.Context) error {
+			if err := wantArgs(c, 1, -1, "at least one TOPIC"); err != nil {
+				return err
+			}
+			format, err := formatOf(c)
+			if err != nil {
+				return err
+			}
+			partitions, rf := c.Int("partitions"), c.Int("replication-factor")
+			if partitions == 0 || partitions < -1 || partitions > math.MaxInt32 {
+				return fmt.Errorf("%w: --partitions %d: want -1 or 1..%d", ErrUsage, partitions, math.MaxInt32)
+			}
+			if rf == 0 || rf < -1 || rf > math.MaxInt16 {
+				return fmt.Errorf("%w: --replication-factor %d: want -1 or 1..%d", ErrUsage, rf, math.MaxInt16)
+			}
+			configs := map[string]*string{}
+			for _, kv := range c.StringSlice("config") {
+				k, v, err := splitKV(kv, "--config")
+				if err != nil {
+					return err
+				}
+				configs[k] = &v
+			}
+			adm, cl, err := newAdmin(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := withTimeout(c)
+			defer cancel()
+			resps, err := adm.CreateTopics(ctx, int32(partitions), int16(rf), configs, c.Args().Slice()...)
+			if err != nil {
+				return fmt.Errorf("cli: create topics: %w", err)
+			}
+			return printCreated(env.Stdout, format, c.Args().Slice(), resps, c.Bool("if-not-exists"))
+		},
+	}
+}
+
+type createdTopic struct {
+	Topic             string `json:"topic"`
+	TopicID           string `json:"topic_id,omitempty"`
+	Partitions        int32  `json:"partitions"`
+	ReplicationFactor int16  `json:"replication_factor"`
+	Existed           bool   `json:"existed,omitempty"`
+}
+
+func printCreated(w io.Writer, format outputFormat, topics []string, resps kadm.CreateTopicResponses, ifNotExists bool) error {
+	var created []createdTopic
+	var firstErr error
+	for _, t := range topics {
+		r, ok := resps[t]
+		if !ok {
+			firstErr = cmpErr(firstErr, fmt.Errorf("cli: create topic %s: no response", t))
+			continue
+		}
+		if errors.Is(r.Err, kerr.TopicAlreadyExists) && ifNotExists {
+			created = append(created, createdTopic{Topic: t, Existed: true})
+			continue
+		}
+		if err := kafkaErr("create topic "+t, r.Err, r.ErrMessage); err != nil {
+			firstErr = cmpErr(firstErr, err)
+			continue
+		}
+		ct := createdTopic{Topic: t, Partitions: r.NumPartitions, ReplicationFactor: r.ReplicationFactor}
+		if r.ID != (kadm.TopicID{}) {
+			ct.TopicID = topicIDString(r.ID)
+		}
+		created = append(created, ct)
+	}
+	if format == formatJSON {
+		if err := writeJSON(w, created); err != nil {
+			return err
+		}
+	} else {
+		for _, ct := range created {
+			if !ct.Existed {
+				fmt.Fprintf(w, "Created topic %s.\n", ct.Topic)
+			}
+		}
+	}
+	return firstErr
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// ---- list ----
+
+func topicListCommand(env Env) *ucli.Command {
+	return &ucli.Command{
+		Name:    "list",
+		Aliases: []string{"ls"},
+		Usage:   "list topic names",
+		Flags: clientFlags(timeoutFlag(),
+			&ucli.BoolFlag{Name: "exclude-internal", Usage: "leave out internal topics"},
+		),
+		Action: func(c *ucli.Context) error {
+			if err := wantArgs(c, 0, 0, "no arguments"); err != nil {
+				return err
+			}
+			format, err := formatOf(c)
+			if err != nil {
+				return err
+			}
+			adm, cl, err := newAdmin(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := withTimeout(c)
+			defer cancel()
+			details, err := adm.ListTopicsWithInternal(ctx)
+			if err != nil {
+				return fmt.Errorf("cli: list topics: %w", err)
+			}
+			if c.Bool("exclude-internal") {
+				details.FilterInternal()
+			}
+			return printTopicList(env.Stdout, format, details)
+		},
+	}
+}
+
+type listedTopic struct {
+	Topic             string `json:"topic"`
+	TopicID           string `json:"topic_id,omitempty"`
+	Partitions        int    `json:"partitions"`
+	ReplicationFactor int    `json:"replication_factor"`
+	Internal          bool   `json:"internal"`
+}
+
+func printTopicList(w io.Writer, format outputFormat, details kadm.TopicDetails) error {
+	sorted := details.Sorted()
+	if format == formatText {
+		// kafka-topics --list: one name per line, sorted.
+		for _, d := range sorted {
+			fmt.Fprintln(w, d.Topic)
+		}
+		return nil
+	}
+	list := make([]listedTopic, 0, len(sorted))
+	for _, d := range sorted {
+		lt := listedTopic{Topic: d.Topic, Partitions: len(d.Partitions), Internal: d.IsInternal}
+		if d.ID != (kadm.TopicID{}) {
+			lt.TopicID = topicIDString(d.ID)
+		}
+		if ps := d.Partitions.Sorted(); len(ps) > 0 {
+			lt.ReplicationFactor = len(ps[0].Replicas)
+		}
+		list = append(list, lt)
+	}
+	return writeJSON(w, list)
+}
+
+// ---- describe ----
+
+func topicDescribeCommand(env Env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "describe",
+		Usage:     "describe topics as kafka-topics --describe does (all topics when none is named)",
+		ArgsUsage: "[TOPIC...]",
+		Flags: clientFlags(timeoutFlag(),
+			&ucli.BoolFlag{Name: "exclude-internal", Usage: "leave out internal topics when describing all"},
+		),
+		Action: func(c *ucli.Context) error {
+			format, err := formatOf(c)
+			if err != nil {
+				return err
+			}
+			adm, cl, err := newAdmin(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := withTimeout(c)
+			defer cancel()
+			topics := c.Args().Slice()
+			if len(topics) == 0 {
+				details, err := adm.ListTopicsWithInternal(ctx)
+				if err != nil {
+					return fmt.Errorf("cli: list topics: %w", err)
+				}
+				if c.Bool("exclude-internal") {
+					details.FilterInternal()
+				}
+				topics = details.Names()
+			}
+			sort.Strings(topics)
+			descs, err := describeTopics(ctx, adm, cl, topics)
+			if err != nil {
+				return err
+			}
+			if format == formatJSON {
+				return writeJSON(env.Stdout, descs)
+			}
+			for _, d := range descs {
+				d.print(env.Stdout)
+			}
+			return nil
+		},
+	}
+}
+
+type topicDescription struct {
+	Topic             string                 `json:"topic"`
+	TopicID           string                 `json:"topic_id,omitempty"`
+	PartitionCount    int                    `json:"partition_count"`
+	ReplicationFactor int                    `json:"replication_factor"`
+	Configs           map[string]*string     `json:"configs"`
+	Partitions        []partitionDescription `json:"partitions"`
+
+	// configOrder is the broker's order of Configs, which the text keeps.
+	configOrder []string
+}
+
+type partitionDescription struct {
+	Partition int32   `json:"partition"`
+	Leader    int32   `json:"leader"`
+	Replicas  []int32 `json:"replicas"`
+	ISR       []int32 `json:"isr"`
+	// ELR and LastKnownELR (KIP-966) come from DescribeTopicPartitions;
+	// from Metadata they are unknown, which Kafka prints as N/A.
+	ELR          []int32 `json:"elr"`
+	LastKnownELR []int32 `json:"last_known_elr"`
+	elrKnown     bool
+}
+
+// print writes kafka-topics --describe's lines (Kafka 4's TopicCommand):
+//
+//	Topic: T\tTopicId: ID\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: k=v,...
+//	\tTopic: T\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr:
+func (d *topicDescription) print(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("Topic: " + d.Topic)
+	if d.TopicID != "" {
+		b.WriteString("\tTopicId: " + d.TopicID)
+	}
+	fmt.Fprintf(&b, "\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: ", d.PartitionCount, d.ReplicationFactor)
+	for i, k := range d.configOrder {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		v := "null"
+		if p := d.Configs[k]; p != nil {
+			v = *p
+		}
+		b.WriteString(k + "=" + v)
+	}
+	b.WriteByte('\n')
+	for _, p := range d.Partitions {
+		leader := "none"
+		if p.Leader >= 0 {
+			leader = strconv.Itoa(int(p.Leader))
+		}
+		fmt.Fprintf(&b, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s",
+			d.Topic, p.Partition, leader, joinIDs(p.Replicas), joinIDs(p.ISR))
+		if p.elrKnown {
+			fmt.Fprintf(&b, "\tElr: %s\tLastKnownElr: %s\n", joinIDs(p.ELR), joinIDs(p.LastKnownELR))
+		} else {
+			b.WriteString("\tElr: N/A\tLastKnownElr: N/A\n")
+		}
+	}
+	io.WriteString(w, b.String())
+}
+
+func joinIDs(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(s, ",")
+}
+
+// describeTopics gathers partitions (DescribeTopicPartitions, else
+// Metadata, as Kafka's admin client does) and the non-default configs.
+func describeTopics(ctx context.Context, adm *kadm.Client, cl *kgo.Client, topics []string) ([]*topicDescription, error) {
+	if len(topics) == 0 {
+		return nil, nil
+	}
+	descs, err := describeTopicPartitions(ctx, cl, topics)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("cli: describe topics: %w", err)
+		}
+		descs, err = describeFromMetadata(ctx, adm, topics)
+		if err != nil {
+			return nil, err
+		}
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("cli: describe topic configs: %w", err)
+	}
+	out := make([]*topicDescription, 0, len(topics))
+	for _, t := range topics {
+		d := descs[t]
+		if d == nil {
+			return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, t)
+		}
+		rc, err := configs.On(t, nil)
+		if err == nil {
+			err = kafkaErr("describe configs of "+t, rc.Err, rc.ErrMessage)
+		}
+		if err != nil {
+			return nil, err
+		}
+		d.Configs = map[string]*string{}
+		for _, cfg := range rc.Configs {
+			if cfg.Source == kmsg.ConfigSourceDefaultConfig {
+				continue
+			}
+			d.Configs[cfg.Key] = cfg.Value
+			d.configOrder = append(d.configOrder, cfg.Key)
+		}
+		sort.Slice(d.Partitions, func(i, j int) bool { return d.Partitions[i].Partition < d.Partitions[j].Partition })
+		d.PartitionCount = len(d.Partitions)
+		if len(d.Partitions) > 0 {
+			d.ReplicationFactor = len(d.Partitions[0].Replicas)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// describeTopicPartitions asks DescribeTopicPartitions (key 75), following
+// its cursor. An error means the broker does not serve it (or failed):
+// the caller falls back to Metadata.
+func describeTopicPartitions(ctx context.Context, cl *kgo.Client, topics []string) (map[string]*topicDescription, error) {
+	descs := map[string]*topicDescription{}
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	for _, t := range topics {
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = t
+		req.Topics = append(req.Topics, rt)
+	}
+	req.ResponsePartitionLimit = 2000
+	for page := 0; ; page++ {
+		if page == maxDescribePages {
+			return nil, fmt.Errorf("cli: DescribeTopicPartitions: more than %d pages", maxDescribePages)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return nil, err
+		}
+		for _, rt := range resp.Topics {
+			if rt.Topic == nil {
+				continue
+			}
+			name := *rt.Topic
+			if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+				if errors.Is(err, kerr.UnknownTopicOrPartition) {
+					continue
+				}
+				return nil, fmt.Errorf("cli: describe topic %s: %w", name, err)
+			}
+			d := descs[name]
+			if d == nil {
+				d = &topicDescription{Topic: name}
+				if rt.TopicID != ([16]byte{}) {
+					d.TopicID = topicIDString(rt.TopicID)
+				}
+				descs[name] = d
+			}
+			for _, p := range rt.Partitions {
+				d.Partitions = append(d.Partitions, partitionDescription{
+					Partition: p.Partition, Leader: p.LeaderID,
+					Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR),
+					ELR: nonNil(p.EligibleLeaderReplicas), LastKnownELR: nonNil(p.LastKnownELR),
+					elrKnown: true,
+				})
+			}
+		}
+		if resp.NextCursor == nil {
+			return descs, nil
+		}
+		req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{
+			Topic: resp.NextCursor.Topic, Partition: resp.NextCursor.Partition,
+		}
+	}
+}
+
+func describeFromMetadata(ctx context.Context, adm *kadm.Client, topics []string) (map[string]*topicDescription, error) {
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("cli: metadata: %w", err)
+	}
+	descs := map[string]*topicDescription{}
+	for _, td := range md.Topics {
+		if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+			continue
+		}
+		if td.Err != nil {
+			return nil, fmt.Errorf("cli: describe topic %s: %w", td.Topic, td.Err)
+		}
+		d := &topicDescription{Topic: td.Topic}
+		if td.ID != (kadm.TopicID{}) {
+			d.TopicID = topicIDString(td.ID)
+		}
+		for _, p := range td.Partitions {
+			d.Partitions = append(d.Partitions, partitionDescription{
+				Partition: p.Partition, Leader: p.Leader,
+				Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR),
+			})
+		}
+		descs[td.Topic] = d
+	}
+	return descs, nil
+}
+
+func nonNil(ids []int32) []int32 {
+	if ids == nil {
+		return []int32{}
+	}
+	return ids
+}
+
+// ---- delete ----
+
+func topicDeleteCommand(env Env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "delete",
+		Usage:     "delete topics",
+		ArgsUsage: "TOPIC...",
+		Flags:     clientFlags(timeoutFlag()),
+		Action: func(c *ucli.Context) error {
+			if err := wantArgs(c, 1, -1, "at least one TOPIC"); err != nil {
+				return err
+			}
+			format, err := formatOf(c)
+			if err != nil {
+				return err
+			}
+			adm, cl, err := newAdmin(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := withTimeout(c)
+			defer cancel()
+			resps, err := adm.DeleteTopics(ctx, c.Args().Slice()...)
+			if err != nil {
+				return fmt.Errorf("cli: delete topics: %w", err)
+			}
+			var deleted []string
+			var firstErr error
+			for _, t := range c.Args().Slice() {
+				r, ok := resps[t]
+				if !ok {
+					firstErr = cmpErr(firstErr, fmt.Errorf("cli: delete topic %s: no response", t))
+					continue
+				}
+				if err := kafkaErr("delete topic "+t, r.Err, r.ErrMessage); err != nil {
+					firstErr = cmpErr(firstErr, err)
+					continue
+				}
+				deleted = append(deleted, t)
+			}
+			if format == formatJSON {
+				if err := writeJSON(env.Stdout, map[string][]string{"deleted": nonNilStrings(deleted)}); err != nil {
+					return err
+				}
+			} else {
+				for _, t := range deleted {
+					fmt.Fprintf(env.Stdout, "Deleted topic %s.\n", t)
+				}
+			}
+			return firstErr
+		},
+	}
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// ---- add-partitions ----
+
+func topicAddPartitionsCommand(env Env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "add-partitions",
+		Usage:     "raise a topic's partition count to a new total (kafka-topics --alter --partitions)",
+		ArgsUsage: "TOPIC",
+		Flags: clientFlags(timeoutFlag(),
+			&ucli.IntFlag{Name: "num", Aliases: []string{"n"}, Required: true, Usage: "the new total number of partitions"},
+		),
+		Action: func(c *ucli.Context) error {
+			if err := wantArgs(c, 1, 1, "one TOPIC"); err != nil {
+				return err
+			}
+			format, err := formatOf(c)
+			if err != nil {
+				return err
+			}
+			n := c.Int("num")
+			if n < 1 || n > math.MaxInt32 {
+				return fmt.Errorf("%w: --num %d: want 1..%d", ErrUsage, n, math.MaxInt32)
+			}
+			topic := c.Args().First()
+			adm, cl, err := newAdmin(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := withTimeout(c)
+			defer cancel()
+			resps, err := adm.UpdatePartitions(ctx, n, topic)
+			if err != nil {
+				return fmt.Errorf("cli: add partitions: %w", err)
+			}
+			r, err := resps.On(topic, nil)
+			if err == nil {
+				err = kafkaErr("add partitions to "+topic, r.Err, r.ErrMessage)
+			}
+			if err != nil {
+				return err
+			}
+			if format == formatJSON {
+				return writeJSON(env.Stdout, map[string]any{"topic": topic, "partitions": n})
+			}
+			fmt.Fprintf(env.Stdout, "Topic %s now has %d partitions.\n", topic, n)
+			return nil
+		},
+	}
+}
+
+// ---- alter-config ----
+
+func topicAlterConfigCommand(env Env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "alter-config",
+		Usage:     "set or delete topic configs (IncrementalAlterConfigs, as kafka-configs --alter)",
+		ArgsUsage: "TOPIC",
+		Flags: clientFlags(timeoutFlag(),
+			&ucli.StringSliceFlag{Name: "set", Aliases: []string{"s"}, Usage: "config k=v to set (repeatable)"},
+			&ucli.StringSliceFlag{Name: "delete", Aliases: []string{"d"}, Usage: "config k to delete, back to its default (repeatable)"},
+		),
+		Action: func(c *ucli.Context) error {
+			if err := wantArgs(c, 1, 1, "one TOPIC"); err != nil {
+				return err
+			}
+			format, err := formatOf(c)
+			if err != nil {
+				return err
+			}
+			alters, err := alterConfigs(c.StringSlice("set"), c.StringSlice("delete"))
+			if err != nil {
+				return err
+			}
+			topic := c.Args().First()
+			adm, cl, err := newAdmin(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := withTimeout(c)
+			defer cancel()
+			resps, err := adm.AlterTopicConfigs(ctx, alters, topic)
+			if err != nil {
+				return fmt.Errorf("cli: alter topic configs: %w", err)
+			}
+			r, err := resps.On(topic, nil)
+			if err == nil {
+				err = kafkaErr("alter configs of "+topic, r.Err, r.ErrMessage)
+			}
+			if err != nil {
+				return err
+			}
+			if format == formatJSON {
+				return writeJSON(env.Stdout, map[string]any{"topic": topic, "altered": len(alters)})
+			}
+			// kafka-configs --alter's line.
+			fmt.Fprintf(env.Stdout, "Completed updating config for topic %s.\n", topic)
+			return nil
+		},
+	}
+}
+
+func alterConfigs(set, del []string) ([]kadm.AlterConfig, error) {
+	if len(set)+len(del) == 0 {
+		return nil, fmt.Errorf("%w: alter-config needs --set k=v or --delete k", ErrUsage)
+	}
+	var alters []kadm.AlterConfig
+	for _, kv := range set {
+		k, v, err := splitKV(kv, "--set")
+		if err != nil {
+			return nil, err
+		}
+		alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+	}
+	for _, k := range del {
+		if k == "" || strings.Contains(k, "=") {
+			return nil, fmt.Errorf("%w: --delete %q: want a config name", ErrUsage, k)
+		}
+		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	return alters, nil
+}

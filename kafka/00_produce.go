@@ -1,0 +1,105 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/engine"
+)
+
+// Produce: v3-11 (v0-2 advertised for librdkafka, answered with
+// UNSUPPORTED_VERSION per partition)
+//
+// Behavior:
+// * Appends run on the connection's reader, in request order, so
+//   pipelined requests land in the order they were sent; the response
+//   waits on the writer for the fdatasync (flush policy ack), so
+//   pipelined requests share one.
+// * acks=0 gets no response; acks=1 and acks=-1 answer once the append is
+//   durable under flush policy ack (with one replica they are the same);
+//   any other acks value gets INVALID_REQUIRED_ACKS.
+// * Every batch is validated (CRC, structure, decompression under a cap)
+//   before anything is written; errors map to CORRUPT_MESSAGE,
+//   INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE, MESSAGE_TOO_LARGE.
+// * A failed log directory answers KAFKA_STORAGE_ERROR and acknowledges
+//   nothing.
+//
+// Not implemented:
+// * Transactions: a request with a transactional id gets
+//   TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition.
+// * Idempotence: sequences are not checked yet (no InitProducerId is
+//   served, so clients do not send producer ids).
+// * Throttling; TimeoutMillis (appends never wait on other replicas yet).
+
+func (s *Server) handleProduce(req *Request) (Pending, error) {
+	r := req.Body.(*kmsg.ProduceRequest)
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	var topLevel int16
+	switch {
+	case req.CompatOnly:
+		topLevel = kerr.UnsupportedVersion.Code
+	case r.TransactionID != nil:
+		topLevel = kerr.TransactionalIDAuthorizationFailed.Code
+	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
+		topLevel = kerr.InvalidRequiredAcks.Code
+	}
+	var waits []func() error
+	var errs []*kmsg.ProduceResponseTopicPartition
+	replicas := s.node().Replicas
+	for _, t := range r.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			if topLevel != 0 {
+				rp.ErrorCode = topLevel
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			part := replicas.Partition(engine.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			if part == nil {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			info, wait, err := part.AppendAsLeader(p.Records, r.Acks)
+			if err != nil {
+				rp.ErrorCode = errorCode(err)
+				rp.ErrorMessage = errorMessage(err)
+			} else {
+				rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+				waits = append(waits, wait)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	// Index the partitions whose append must still become durable.
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if p := &resp.Topics[i].Partitions[j]; p.ErrorCode == 0 && p.BaseOffset >= 0 {
+				errs = append(errs, p)
+			}
+		}
+	}
+	acks := r.Acks
+	return func(ctx context.Context) (Response, error) {
+		// Every wait runs, acks=0 included: the log holds a waiter for each
+		// append until it is collected.
+		for i, wait := range waits {
+			if err := wait(); err != nil {
+				errs[i].ErrorCode = errorCode(err)
+				errs[i].ErrorMessage = errorMessage(err)
+				errs[i].BaseOffset = -1
+			}
+		}
+		if acks == 0 {
+			return Response{}, nil
+		}
+		return Response{Msg: resp}, nil
+	}, nil
+}

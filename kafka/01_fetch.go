@@ -1,0 +1,209 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/replication"
+)
+
+// Fetch: v4-12
+//
+// Behavior:
+// * Consumers read up to the high watermark; with flush policy ack that is
+//   the durable end of the log, so nothing a crash could take back is ever
+//   served.
+// * Record data goes from the segment file to the socket with sendfile
+//   (encodeFetchResponse splices file ranges into the response).
+// * MinBytes and MaxWaitMillis: a long poll. The response waits, on the
+//   connection's writer and so without holding up later requests' work,
+//   until MinBytes are available, the wait ends, or a partition's high
+//   watermark moves.
+// * MaxBytes bounds the response and PartitionMaxBytes each partition; the
+//   first partition with data gets at least one whole batch (KIP-74).
+// * Partitions without data carry an empty, non-null record set.
+// * CurrentLeaderEpoch (v9+) is checked: FENCED_LEADER_EPOCH when older,
+//   UNKNOWN_LEADER_EPOCH when newer.
+// * IsolationLevel read_committed reads to the last stable offset, which
+//   equals the high watermark while there are no transactions.
+//
+// Not implemented:
+// * Fetch sessions (KIP-227): SessionID 0 in every response, so clients
+//   send full fetches; a request naming a session gets
+//   FETCH_SESSION_ID_NOT_FOUND.
+// * Topic ids (v13+), follower fetches (ReplicaID >= 0 gets
+//   NOT_LEADER_OR_FOLLOWER until replication exists), rack-aware
+//   preferred read replicas, throttling.
+
+// maxFetchWait bounds a long poll whatever the client asks.
+const maxFetchWait = 30 * time.Second
+
+func (s *Server) handleFetch(req *Request) (Pending, error) {
+	r := req.Body.(*kmsg.FetchRequest)
+	version := req.Header.ApiVersion
+	if r.SessionID != 0 || (r.SessionEpoch != 0 && r.SessionEpoch != -1) {
+		return RespondSpliced(&SplicedResponse{Chunks: encodeFetchResponse(version, 0, kerr.FetchSessionIDNotFound.Code, 0, nil)}), nil
+	}
+	wait := time.Duration(r.MaxWaitMillis) * time.Millisecond
+	if wait > maxFetchWait {
+		wait = maxFetchWait
+	}
+	if wait < 0 {
+		wait = 0
+	}
+	plan := s.planFetch(r)
+	return func(ctx context.Context) (Response, error) {
+		deadline := time.Now().Add(wait)
+		for {
+			// Take the wake-up channels before reading, so a high watermark
+			// that moves during the read is not missed.
+			wake := plan.watch()
+			topics, size, release := plan.read(r)
+			if size >= int64(r.MinBytes) || wait == 0 || !time.Now().Before(deadline) || len(wake) == 0 {
+				return Response{Spliced: &SplicedResponse{Chunks: encodeFetchResponse(version, 0, 0, 0, topics), Release: release}}, nil
+			}
+			release()
+			if !waitAny(ctx, wake, time.Until(deadline)) {
+				if ctx.Err() != nil {
+					return Response{}, ctx.Err()
+				}
+			}
+		}
+	}, nil
+}
+
+// fetchPlan is a Fetch request resolved to partitions once.
+type fetchPlan struct {
+	s       *Server
+	targets [][]*fetchTarget
+}
+
+type fetchTarget struct {
+	p    *replication.Partition
+	err  int16
+	part kmsg.FetchRequestTopicPartition
+}
+
+func (s *Server) planFetch(r *kmsg.FetchRequest) *fetchPlan {
+	plan := &fetchPlan{s: s, targets: make([][]*fetchTarget, len(r.Topics))}
+	replicas := s.node().Replicas
+	for i, t := range r.Topics {
+		for _, p := range t.Partitions {
+			ft := &fetchTarget{part: p}
+			ft.p = replicas.Partition(engine.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			switch {
+			case r.ReplicaID >= 0:
+				ft.err = kerr.NotLeaderForPartition.Code
+			case ft.p == nil:
+				ft.err = kerr.UnknownTopicOrPartition.Code
+			default:
+				leader, epoch := ft.p.Leader()
+				switch {
+				case !leader:
+					ft.err = kerr.NotLeaderForPartition.Code
+				case p.CurrentLeaderEpoch >= 0 && p.CurrentLeaderEpoch < epoch:
+					ft.err = kerr.FencedLeaderEpoch.Code
+				case p.CurrentLeaderEpoch > epoch:
+					ft.err = kerr.UnknownLeaderEpoch.Code
+				}
+			}
+			plan.targets[i] = append(plan.targets[i], ft)
+		}
+	}
+	return plan
+}
+
+// watch returns the channels that close when a fetched partition's high
+// watermark moves.
+func (plan *fetchPlan) watch() []<-chan struct{} {
+	var out []<-chan struct{}
+	for _, ts := range plan.targets {
+		for _, ft := range ts {
+			if ft.p != nil && ft.err == 0 {
+				out = append(out, ft.p.HighWatermarkChanged())
+			}
+		}
+	}
+	return out
+}
+
+// read reads every partition once and returns the response topics, the
+// record bytes found and the function that lets the segments go.
+func (plan *fetchPlan) read(r *kmsg.FetchRequest) ([]fetchTopic, int64, func()) {
+	var results []*engine.ReadResult
+	release := func() {
+		for _, rr := range results {
+			rr.Release()
+		}
+	}
+	budget := int64(r.MaxBytes)
+	if budget <= 0 {
+		budget = 1 << 30
+	}
+	var total int64
+	topics := make([]fetchTopic, len(r.Topics))
+	for i, t := range r.Topics {
+		topics[i].Topic = t.Topic
+		for _, ft := range plan.targets[i] {
+			fp := fetchPartition{Partition: ft.part.Partition, ErrorCode: ft.err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+			if ft.err == 0 {
+				limit := min(int64(ft.part.PartitionMaxBytes), budget-total)
+				if limit < 0 {
+					limit = 0
+				}
+				rr, hw, lso, err := ft.p.ReadForConsumer(ft.part.FetchOffset, limit, total == 0)
+				fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset = hw, hw, lso
+				switch {
+				case errors.Is(err, engine.ErrOffsetOutOfRange):
+					fp.ErrorCode = kerr.OffsetOutOfRange.Code
+				case err != nil:
+					fp.ErrorCode = errorCode(err)
+				default:
+					results = append(results, rr)
+					fp.Records = rr.Slice
+					total += rr.Slice.Size
+				}
+			}
+			topics[i].Partitions = append(topics[i].Partitions, fp)
+		}
+	}
+	return topics, total, release
+}
+
+// waitAny waits for one of chans to close, for d, or for ctx. It reports
+// whether a channel closed.
+func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		return false
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	woke := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	for _, ch := range chans {
+		go func() {
+			select {
+			case <-ch:
+				select {
+				case woke <- struct{}{}:
+				default:
+				}
+			case <-stop:
+			}
+		}()
+	}
+	select {
+	case <-woke:
+		return true
+	case <-timer.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,84 @@
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/engine"
+)
+
+// ListOffsets: v1-8
+//
+// Behavior:
+// * -1 (latest): the high watermark (the last stable offset under
+//   read_committed, the same while there are no transactions).
+// * -2 (earliest) and -4 (earliest local): the log start offset.
+// * -3 (max timestamp, v7+): the record with the largest timestamp.
+// * A timestamp: the first record whose timestamp is at or after it, below
+//   the high watermark; none gives offset -1 and timestamp -1.
+// * The leader epoch of the answer (v4+) comes from the leader epoch cache.
+// * CurrentLeaderEpoch (v4+) is fenced as for Fetch.
+//
+// Not implemented:
+// * -5 (earliest pending upload, tiered storage): UNSUPPORTED_VERSION.
+
+func (s *Server) handleListOffsets(req *Request) (Pending, error) {
+	r := req.Body.(*kmsg.ListOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	replicas := s.node().Replicas
+	for _, t := range r.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			part := replicas.Partition(engine.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			if part == nil {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			leader, epoch := part.Leader()
+			switch {
+			case !leader:
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+			case p.CurrentLeaderEpoch >= 0 && p.CurrentLeaderEpoch < epoch:
+				rp.ErrorCode = kerr.FencedLeaderEpoch.Code
+			case p.CurrentLeaderEpoch > epoch:
+				rp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			default:
+				listOffset(part.Log(), part.HighWatermark(), p.Timestamp, &rp)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return Respond(resp), nil
+}
+
+func listOffset(l *engine.Log, hw, ts int64, rp *kmsg.ListOffsetsResponseTopicPartition) {
+	switch ts {
+	case engine.LatestTimestamp:
+		rp.Offset = hw
+		_, _, rp.LeaderEpoch, _, _ = l.OffsetForTimestamp(engine.LatestTimestamp)
+		return
+	case engine.EarliestTimestamp, -4:
+		ts = engine.EarliestTimestamp
+	case engine.MaxTimestamp:
+	default:
+		if ts < 0 {
+			rp.ErrorCode = kerr.UnsupportedVersion.Code
+			return
+		}
+	}
+	off, t, epoch, found, err := l.OffsetForTimestamp(ts)
+	if err != nil {
+		rp.ErrorCode = errorCode(err)
+		return
+	}
+	if !found || (ts != engine.EarliestTimestamp && off >= hw) {
+		return
+	}
+	rp.Offset, rp.Timestamp, rp.LeaderEpoch = off, t, epoch
+}

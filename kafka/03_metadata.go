@@ -1,0 +1,118 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/cluster"
+)
+
+// Metadata: v0-12
+//
+// Behavior:
+// * Brokers: every node, with the advertised host and port of this
+//   listener; the controller is the active controller.
+// * All topics when Topics is null (or, in v0, empty); internal topics
+//   (__consumer_offsets, __transaction_state) only when named.
+// * A named topic that does not exist is created when the request allows
+//   auto-creation (v4+, always before) and auto.create.topics.enable is
+//   on, with the broker's defaults; otherwise UNKNOWN_TOPIC_OR_PARTITION.
+//   An illegal name gets INVALID_TOPIC_EXCEPTION.
+// * v10+: topic ids, and topics may be named by id.
+//
+// Not implemented:
+// * Authorized operations (v8+) are -2147483648 (not computed), as Kafka
+//   does when not asked; racks are null.
+
+func (s *Server) handleMetadata(req *Request) (Pending, error) {
+	r := req.Body.(*kmsg.MetadataRequest)
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	n := s.node()
+	c := n.Controller
+	for _, id := range c.Brokers() {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID = id
+		if id == c.NodeID() {
+			b.Host, b.Port = n.Host, n.Port
+		}
+		resp.Brokers = append(resp.Brokers, b)
+	}
+	clusterID := c.ClusterID()
+	resp.ClusterID = &clusterID
+	resp.ControllerID = c.ControllerID()
+
+	im := c.Image()
+	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
+	if all {
+		for _, name := range im.TopicNames() {
+			if !cluster.IsInternalTopic(name) {
+				resp.Topics = append(resp.Topics, metadataTopic(im.Topic(name)))
+			}
+		}
+		return Respond(resp), nil
+	}
+	autoCreate := (r.Version < 4 || r.AllowAutoTopicCreation) && n.Config.AutoCreateTopicsEnable
+	for _, rt := range r.Topics {
+		var t *cluster.TopicImage
+		name := ""
+		if rt.Topic != nil {
+			name = *rt.Topic
+			t = im.Topic(name)
+		} else if r.Version >= 10 {
+			t = im.TopicByID(cluster.UUID(rt.TopicID))
+		}
+		if t == nil && name != "" && autoCreate {
+			t = s.autoCreate(name, &im)
+		}
+		if t == nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			if name != "" {
+				mt.Topic = &name
+			}
+			mt.TopicID = rt.TopicID
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if name != "" {
+				if err := cluster.ValidateTopicName(name); err != nil {
+					mt.ErrorCode = kerr.InvalidTopicException.Code
+				}
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, metadataTopic(t))
+	}
+	return Respond(resp), nil
+}
+
+// autoCreate creates a topic with the broker's defaults; on success it
+// refreshes *im and returns the topic.
+func (s *Server) autoCreate(name string, im **cluster.Image) *cluster.TopicImage {
+	c := s.node().Controller
+	res, err := c.CreateTopics(context.Background(), []cluster.CreateTopic{{Name: name, NumPartitions: -1, ReplicationFactor: -1}}, false)
+	if err != nil || (res[0].Err != nil && errorCode(res[0].Err) != kerr.TopicAlreadyExists.Code) {
+		return nil
+	}
+	*im = c.Image()
+	return (*im).Topic(name)
+}
+
+func metadataTopic(t *cluster.TopicImage) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = cluster.IsInternalTopic(t.Name)
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Partition
+		mp.Leader = p.Leader
+		mp.LeaderEpoch = p.LeaderEpoch
+		mp.Replicas = p.Replicas
+		mp.ISR = p.ISR
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,79 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/cluster"
+)
+
+// CreateTopics: v2-7
+//
+// Behavior:
+// * Each topic succeeds or fails on its own, with Kafka's error codes and
+//   messages: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION (Kafka's name
+//   rules, which also keep names from escaping the data directory),
+//   INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (above the number of
+//   nodes), INVALID_REPLICA_ASSIGNMENT, INVALID_CONFIG (the config
+//   registry's validators).
+// * -1 partitions or replication factor take num.partitions and
+//   default.replication.factor.
+// * ValidateOnly checks everything and writes nothing.
+// * v5+: the topic's configs, partition count and replication factor in
+//   the response; v7: the topic id.
+// * A topic is created when its records are durable in the metadata log;
+//   its partitions are ready when the response leaves.
+//
+// Not implemented:
+// * TimeoutMillis is ignored: creation is synchronous.
+
+func (s *Server) handleCreateTopics(req *Request) (Pending, error) {
+	r := req.Body.(*kmsg.CreateTopicsRequest)
+	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
+	n := s.node()
+	specs := make([]cluster.CreateTopic, len(r.Topics))
+	for i, t := range r.Topics {
+		spec := cluster.CreateTopic{Name: t.Topic, NumPartitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor, Configs: map[string]*string{}}
+		for _, a := range t.ReplicaAssignment {
+			for int(a.Partition) >= len(spec.Assignment) {
+				spec.Assignment = append(spec.Assignment, nil)
+			}
+			spec.Assignment[a.Partition] = a.Replicas
+		}
+		for _, c := range t.Configs {
+			spec.Configs[c.Name] = c.Value
+		}
+		specs[i] = spec
+	}
+	results, err := n.Controller.CreateTopics(context.Background(), specs, r.ValidateOnly)
+	if err != nil {
+		return nil, err
+	}
+	for i, res := range results {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = res.Name
+		rt.ErrorCode = errorCode(res.Err)
+		rt.ErrorMessage = errorMessage(res.Err)
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		if res.Err == nil {
+			rt.TopicID = res.ID
+			rt.NumPartitions, rt.ReplicationFactor = res.NumPartitions, res.ReplicationFactor
+			overrides := map[string]string{}
+			for k, v := range specs[i].Configs {
+				if v != nil {
+					overrides[k] = *v
+				}
+			}
+			if described, err := n.Config.DescribeTopic(overrides, nil); err == nil {
+				for _, d := range described {
+					c := kmsg.NewCreateTopicsResponseTopicConfig()
+					c.Name, c.Value, c.ReadOnly, c.Source = d.Name, d.Value, d.ReadOnly, int8(d.Source)
+					rt.Configs = append(rt.Configs, c)
+				}
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return Respond(resp), nil
+}
