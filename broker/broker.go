@@ -79,7 +79,9 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		TopicOptions: func(string) engine.Options {
 			return defaults
 		},
-		OnDirFailure: func(err error) { o.Logger.Error("log directory failed; nothing in it is acknowledged any more", "dir", dir, "err", err) },
+		OnDirFailure: func(err error) {
+			o.Logger.Error("log directory failed; nothing in it is acknowledged any more", "dir", dir, "err", err)
+		},
 	})
 	if err != nil {
 		return nil, err
