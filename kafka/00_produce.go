@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -89,9 +90,25 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 	acks := r.Acks
 	return func(ctx context.Context) (Response, error) {
 		// Every wait runs, acks=0 included: the log holds a waiter for each
-		// append until it is collected.
-		for i, wait := range waits {
-			if err := wait(); err != nil {
+		// append until it is collected. Partitions sync concurrently, so a
+		// request to six partitions costs about one fdatasync, not six in a
+		// row.
+		results := make([]error, len(waits))
+		if len(waits) == 1 {
+			results[0] = waits[0]()
+		} else {
+			var wg sync.WaitGroup
+			for i, wait := range waits {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i] = wait()
+				}()
+			}
+			wg.Wait()
+		}
+		for i, err := range results {
+			if err != nil {
 				errs[i].ErrorCode = errorCode(err)
 				errs[i].ErrorMessage = errorMessage(err)
 				errs[i].BaseOffset = -1
