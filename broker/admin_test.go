@@ -308,7 +308,7 @@ func TestAdminCreatePartitions(t *testing.T) {
 
 func TestAdminDeleteRecords(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir(), ""))
-	cl, adm := newClient(t, b)
+	_, adm := newClient(t, b)
 	ctx := testContext(t)
 	createTopic(t, adm, "t", 2, nil)
 	createTopic(t, adm, "compacted", 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")})
@@ -382,12 +382,11 @@ func TestAdminDeleteRecords(t *testing.T) {
 	if lw := resp.Topics[1].Partitions[0].LowWatermark; lw != -1 {
 		t.Fatalf("low watermark %d on error, want -1", lw)
 	}
-	_ = cl
 }
 
 func TestAdminOffsetForLeaderEpoch(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir(), ""))
-	cl, adm := newClient(t, b)
+	_, adm := newClient(t, b)
 	ctx := testContext(t)
 	createTopic(t, adm, "t", 2, nil)
 	produce(t, b, "t", 0, 5)
@@ -448,7 +447,6 @@ func TestAdminOffsetForLeaderEpoch(t *testing.T) {
 		wantCode(t, "current epoch -2", ps[3].ErrorCode, kerr.FencedLeaderEpoch)
 		wantCode(t, "partition 7", ps[4].ErrorCode, kerr.UnknownTopicOrPartition)
 	}
-	_ = cl
 }
 
 // configOf finds one config of a described resource.
@@ -574,7 +572,26 @@ func TestAdminDescribeConfigs(t *testing.T) {
 		wantCode(t, "topic bad/name", resp.Resources[4].ErrorCode, kerr.InvalidTopicException)
 		wantCode(t, "broker logger", resp.Resources[5].ErrorCode, kerr.InvalidRequest)
 	}
-	_ = cl
+
+	// A small request cannot ask for an unbounded response: the configs
+	// of one response are capped, later resources refused.
+	many := kmsg.NewPtrDescribeConfigsRequest()
+	for range 400 {
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+		many.Resources = append(many.Resources, rr)
+	}
+	resp := direct[*kmsg.DescribeConfigsResponse](t, cl, many)
+	total, refused := 0, 0
+	for _, r := range resp.Resources {
+		total += len(r.Configs)
+		if r.ErrorCode == kerr.InvalidRequest.Code {
+			refused++
+		}
+	}
+	if len(resp.Resources) != 400 || resp.Resources[0].ErrorCode != 0 || refused == 0 || total > 16384 || total < 16384-200 {
+		t.Fatalf("400 broker resources: %d answered, %d refused, %d configs in all", len(resp.Resources), refused, total)
+	}
 }
 
 // alterOne applies incremental ops to one topic and returns its result.
@@ -606,7 +623,7 @@ func topicConfig(t *testing.T, adm *kadm.Client, topic, name string) kadm.Config
 func TestAdminIncrementalAlterConfigs(t *testing.T) {
 	dir := t.TempDir()
 	b := startBroker(t, testConfig(t, dir, ""))
-	cl, adm := newClient(t, b)
+	_, adm := newClient(t, b)
 	ctx := testContext(t)
 	createTopic(t, adm, "t", 1, nil)
 	set := func(k, v string) kadm.AlterConfig { return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v} }
@@ -716,7 +733,11 @@ func TestAdminIncrementalAlterConfigs(t *testing.T) {
 		rr.ResourceType, rr.ResourceName, rr.Configs = kmsg.ConfigResourceTypeTopic, r.name, r.cfgs
 		req.Resources = append(req.Resources, rr)
 	}
-	r := direct[*kmsg.IncrementalAlterConfigsResponse](t, cl, req)
+	// Sent as v0 (kadm above sent v1).
+	r := direct[*kmsg.IncrementalAlterConfigsResponse](t, pinned(t, b, kmsg.IncrementalAlterConfigs, 0), req)
+	if r.Version != 0 {
+		t.Fatalf("sent v%d, want v0", r.Version)
+	}
 	for i, want := range []string{"Error due to duplicate config keys", "Null value not supported for : retention.ms", "Unknown operations type 9"} {
 		wantCode(t, want, r.Resources[i].ErrorCode, kerr.InvalidRequest)
 		if m := deref(r.Resources[i].ErrorMessage); m != want {
@@ -727,7 +748,7 @@ func TestAdminIncrementalAlterConfigs(t *testing.T) {
 
 func TestAdminAlterConfigs(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir(), ""))
-	cl, adm := newClient(t, b)
+	_, adm := newClient(t, b)
 	ctx := testContext(t)
 	createTopic(t, adm, "t", 1, map[string]*string{"retention.ms": kmsg.StringPtr("1000"), "segment.ms": kmsg.StringPtr("2000")})
 	set := func(k, v string) kadm.AlterConfig { return kadm.AlterConfig{Name: k, Value: &v} }
@@ -790,7 +811,6 @@ func TestAdminAlterConfigs(t *testing.T) {
 	if got := b.Controller().Image().BrokerConfigs("1"); got["log.retention.ms"] != "5000" {
 		t.Fatalf("broker 1 layer: %v", got)
 	}
-	_ = cl
 }
 
 func TestAdminConfigsSurviveRestart(t *testing.T) {

@@ -1,0 +1,211 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/cluster"
+)
+
+// AlterConfigs: v0-2
+//
+// Behavior:
+// * Replaces every dynamic config of a resource: keys not given are
+//   deleted, as the legacy API does (IncrementalAlterConfigs changes only
+//   the keys it names).
+// * TOPIC resources: the resulting overrides are checked together by the
+//   config registry (names, values, min.compaction.lag.ms <=
+//   max.compaction.lag.ms); a refusal is INVALID_CONFIG with Kafka's
+//   message ("Invalid value x for configuration y: ...", "Unknown topic
+//   config name: x"). A missing topic is UNKNOWN_TOPIC_OR_PARTITION.
+// * BROKER resources: "" is the cluster-wide default, this node's id its
+//   own layer; another name is INVALID_REQUEST. The broker config that
+//   would result is checked whole (read-only settings, per-broker settings
+//   set cluster-wide, values, cross-setting checks); a refusal is
+//   INVALID_REQUEST with Kafka's message, since Kafka answers broker
+//   config errors with INVALID_REQUEST, not INVALID_CONFIG (KAFKA-13609).
+// * A resource given twice (every copy), a key given twice in a resource,
+//   a null value and an unknown resource type are INVALID_REQUEST, with
+//   Kafka's messages.
+// * ValidateOnly checks everything and writes nothing.
+// * A change is durable in the metadata log before the response, so it
+//   survives a restart; resources are applied one by one, in order.
+//
+// Not implemented:
+// * Altered broker settings are recorded and described, but the running
+//   broker does not reload them yet: they take effect only where a reader
+//   of the metadata image applies them.
+
+func (s *Server) handleAlterConfigs(req *Request) (Pending, error) {
+	r := req.Body.(*kmsg.AlterConfigsRequest)
+	resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
+	keys := make([]configResourceKey, len(r.Resources))
+	for i, rr := range r.Resources {
+		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
+	}
+	dup := duplicateResources(keys)
+	for i := range r.Resources {
+		rr := &r.Resources[i]
+		res := kmsg.NewAlterConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		var err error
+		if dup[i] {
+			err = errDuplicateResource
+		} else {
+			err = s.alterConfigsResource(req.Session.Context(), rr, r.ValidateOnly)
+		}
+		res.ErrorCode, res.ErrorMessage = errorCode(err), kafkaMessage(err)
+		resp.Resources = append(resp.Resources, res)
+	}
+	return Respond(resp), nil
+}
+
+func (s *Server) alterConfigsResource(ctx context.Context, rr *kmsg.AlterConfigsRequestResource, validateOnly bool) error {
+	names := make([]string, len(rr.Configs))
+	var nulls []string
+	ops := make([]cluster.ConfigOp, len(rr.Configs))
+	for i, c := range rr.Configs {
+		names[i] = c.Name
+		if c.Value == nil {
+			nulls = append(nulls, c.Name)
+		}
+		ops[i] = cluster.ConfigOp{Key: c.Name, Value: c.Value}
+	}
+	if err := checkConfigKeys(names, nulls); err != nil {
+		return err
+	}
+	im := s.node().Controller.Image()
+	a, err := s.configResource(im, rr.ResourceType, rr.ResourceName)
+	if err != nil {
+		return err
+	}
+	a.ops, a.replace = ops, true
+	return s.alterConfigs(ctx, im, a, validateOnly)
+}
+
+// configResourceKey names a config resource of a request.
+type configResourceKey struct {
+	resourceType kmsg.ConfigResourceType
+	name         string
+}
+
+var errDuplicateResource = fmt.Errorf("%w: Each resource must appear at most once.", kerr.InvalidRequest)
+
+// duplicateResources marks every resource that appears more than once in a
+// request: Kafka refuses all of its copies.
+func duplicateResources(keys []configResourceKey) []bool {
+	count := make(map[configResourceKey]int, len(keys))
+	for _, k := range keys {
+		count[k]++
+	}
+	dup := make([]bool, len(keys))
+	for i, k := range keys {
+		dup[i] = count[k] > 1
+	}
+	return dup
+}
+
+// checkConfigKeys refuses, as Kafka's ConfigAdminManager does, a resource
+// that names a key twice or gives null where a value is needed.
+func checkConfigKeys(names, nulls []string) error {
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if seen[n] {
+			return fmt.Errorf("%w: Error due to duplicate config keys", kerr.InvalidRequest)
+		}
+		seen[n] = true
+	}
+	if len(nulls) > 0 {
+		return fmt.Errorf("%w: Null value not supported for : %s", kerr.InvalidRequest, strings.Join(nulls, ", "))
+	}
+	return nil
+}
+
+// configAlter is one resource's change, resolved to the keys it sets
+// (Value non-nil) and deletes, as Controller.AlterConfigs takes it.
+type configAlter struct {
+	resourceType cluster.ResourceType
+	name         string
+	// perBroker is a BROKER resource named by this node's id; false for
+	// the cluster-wide default ("").
+	perBroker bool
+	// current are the resource's dynamic configs now: the topic's
+	// overrides, or the broker layer the resource names.
+	current map[string]string
+	ops     []cluster.ConfigOp
+	// replace deletes every current key that ops do not set
+	// (AlterConfigs).
+	replace bool
+}
+
+// configResource checks the resource an alter request names and returns
+// it with its current dynamic configs.
+func (s *Server) configResource(im *cluster.Image, rt kmsg.ConfigResourceType, name string) (configAlter, error) {
+	n := s.node()
+	switch rt {
+	case kmsg.ConfigResourceTypeTopic:
+		t := im.Topic(name)
+		if t == nil {
+			return configAlter{}, fmt.Errorf("%w: The topic '%s' does not exist.", kerr.UnknownTopicOrPartition, name)
+		}
+		return configAlter{resourceType: cluster.ResourceTopic, name: name, current: t.Configs}, nil
+	case kmsg.ConfigResourceTypeBroker:
+		perBroker, err := brokerResource(name, n.Config.NodeID, false)
+		if err != nil {
+			return configAlter{}, err
+		}
+		return configAlter{resourceType: cluster.ResourceBroker, name: name, perBroker: perBroker,
+			current: im.BrokerConfigs(name)}, nil
+	}
+	return configAlter{}, fmt.Errorf("%w: Unknown resource type %d", kerr.InvalidRequest, int8(rt))
+}
+
+// alterConfigs checks a resolved change as a whole, as the resource would
+// be after it, and commits it unless validateOnly.
+func (s *Server) alterConfigs(ctx context.Context, im *cluster.Image, a configAlter, validateOnly bool) error {
+	n := s.node()
+	final := make(map[string]string, len(a.current)+len(a.ops))
+	if !a.replace {
+		maps.Copy(final, a.current)
+	}
+	for _, op := range a.ops {
+		if op.Value == nil {
+			delete(final, op.Key)
+		} else {
+			final[op.Key] = *op.Value
+		}
+	}
+	dyn := dynamicConfigs(n, im)
+	switch a.resourceType {
+	case cluster.ResourceTopic:
+		if _, err := n.Config.Topic(final, dyn); err != nil {
+			return fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+		}
+	case cluster.ResourceBroker:
+		next := *dyn
+		if a.perBroker {
+			next.Broker = final
+		} else {
+			next.ClusterDefault = final
+		}
+		if _, err := n.Config.WithDynamic(&next); err != nil {
+			return fmt.Errorf("%w: %w", kerr.InvalidRequest, err)
+		}
+	}
+	// Deleting a key that is not set changes nothing (Kafka accepts it,
+	// unknown names included); the controller need not see it.
+	ops := slices.DeleteFunc(slices.Clone(a.ops), func(op cluster.ConfigOp) bool {
+		_, set := a.current[op.Key]
+		return op.Value == nil && !set
+	})
+	if len(ops) == 0 && (!a.replace || len(a.current) == 0) {
+		return nil
+	}
+	return n.Controller.AlterConfigs(ctx, a.resourceType, a.name, ops, a.replace, validateOnly)
+}

@@ -1,0 +1,180 @@
+package kafka
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A handler runs on the connection's reader goroutine, synchronously and in
+// request order, with the decoded request. It does the order-sensitive
+// part of the work at once (a Produce appends here) and returns a Pending
+// that the writer completes later, in order. A nil Pending sends nothing.
+// A non-nil error closes the connection; Kafka error codes go in the
+// response instead.
+//
+// Handlers are methods of *Server so they reach the broker through
+// s.broker and the configuration through s.cfg; they are listed in the
+// table below as method expressions, (*Server).handleX.
+type handlerFunc func(s *Server, req *Request) (Pending, error)
+
+// Request is one decoded request as a handler sees it.
+type Request struct {
+	Header RequestHeader
+	// Body is the kmsg request for Header.ApiKey at Header.ApiVersion,
+	// decoded with copies of its strings; byte fields (Produce records)
+	// alias the frame, which nothing else reuses.
+	Body kmsg.Request
+	// CompatOnly is set for a version advertised only because old clients
+	// probe the minimum (below apiEntry.MinServed): the handler answers
+	// with a clean error (UNSUPPORTED_VERSION, or what Kafka answers) and
+	// acts on nothing.
+	CompatOnly bool
+	// Session is the connection's state. Handlers may read and change it;
+	// Pendings must not.
+	Session *Session
+}
+
+// apiEntry is one row of the API table.
+type apiEntry struct {
+	Key kmsg.Key
+	// Min and Max are the versions advertised in ApiVersions and accepted.
+	// Advertise only versions a test covers.
+	Min, Max int16
+	// MinServed, when above Min, marks [Min, MinServed) as advertised for
+	// compatibility only: the request is decoded and its handler called
+	// with Request.CompatOnly set.
+	MinServed int16
+	// MaxRequestBytes caps this key's frames below
+	// ServerConfig.MaxRequestBytes; 0 means no extra cap. Keys whose
+	// requests carry no record data get smallRequestBytes: decoding
+	// multiplies a frame of many tiny array elements by up to
+	// the factor measured in TestDecodeAmplification, so their frames are
+	// kept small (see doc.go, "Limits").
+	MaxRequestBytes int32
+	// Precheck, if set, vets the body before kmsg decodes it, without
+	// allocating: for keys allowed large frames, where kmsg's decode could
+	// multiply a frame of many tiny entries (precheckProduce).
+	Precheck func(version int16, body []byte) error
+	// BeforeAuth allows the key on a session not yet authenticated.
+	BeforeAuth bool
+	// Internal keys (controller and election messages) are served only
+	// on a controller listener.
+	Internal bool
+	Handle   handlerFunc
+}
+
+// smallRequestBytes is the frame cap of keys without record data.
+const smallRequestBytes = 1 << 20
+
+// apiTable lists every API this broker serves. ApiVersions is generated
+// from it; dispatch looks keys up in it. There is no other registration.
+//
+// To add an API: write NN_name.go with the header comment and
+// func (s *Server) handleName(req *Request) (Pending, error), then add its
+// row here (or uncomment its slot). TestAPITable checks every row against
+// kmsg.
+var apiTable = [...]apiEntry{
+	// Slots for the handlers to come, in key order. Constraints from
+	// clients (see the project's conventions):
+	// - Produce must be advertised from v0 (librdkafka enables gzip and
+	//   snappy only then) and served from v3 (record batch v2; older
+	//   versions carry message format v0/v1): Min: 0, MinServed: 3.
+	// - Fetch must be advertised with Min <= 4 and FindCoordinator from
+	//   v0, or librdkafka drops lz4 and the v2 record format.
+	// - Produce: MaxRequestBytes 0 (ServerConfig.MaxRequestBytes) with
+	//   Precheck: precheckProduce. Every other key, Fetch included:
+	//   smallRequestBytes, unless a key gets a pre-check of its own.
+	//
+	// {Key: kmsg.Produce, Min: 0, MinServed: 3, Max: ?, Precheck: precheckProduce, Handle: (*Server).handleProduce},
+	// {Key: kmsg.Fetch, Min: 4, Max: ?, Handle: (*Server).handleFetch},
+	// {Key: kmsg.ListOffsets, ...: (*Server).handleListOffsets},
+	// {Key: kmsg.Metadata, ...: (*Server).handleMetadata},
+	// {Key: kmsg.OffsetCommit ... DeleteGroups: the group coordinator's keys},
+	// {Key: kmsg.FindCoordinator, Min: 0, ...: (*Server).handleFindCoordinator},
+	// {Key: kmsg.SASLHandshake, BeforeAuth: true, ...},
+	// {Key: kmsg.CreateTopics, ...}, {Key: kmsg.DeleteTopics, ...},
+	// {Key: kmsg.DeleteRecords, ...}, {Key: kmsg.InitProducerID, ...},
+	// {Key: kmsg.OffsetForLeaderEpoch, ...},
+	// {Key: kmsg.DescribeConfigs, ...}, {Key: kmsg.AlterConfigs, ...},
+	// {Key: kmsg.DescribeLogDirs, ...}, {Key: kmsg.SASLAuthenticate, BeforeAuth: true, ...},
+	// {Key: kmsg.CreatePartitions, ...}, {Key: kmsg.IncrementalAlterConfigs, ...},
+	// {Key: kmsg.DescribeCluster, ...},
+	// Internal keys (controller listener only) go last, Internal: true.
+
+	{Key: kmsg.Produce, Min: 0, MinServed: 3, Max: 11, Precheck: precheckProduce, Handle: (*Server).handleProduce},
+	{Key: kmsg.Fetch, Min: 4, Max: 12, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleFetch},
+	{Key: kmsg.ListOffsets, Min: 1, Max: 8, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleListOffsets},
+	{Key: kmsg.Metadata, Min: 0, Max: 12, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleMetadata},
+	{Key: kmsg.FindCoordinator, Min: 0, Max: 6, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleFindCoordinator},
+	{Key: kmsg.ApiVersions, Min: 0, Max: 4, BeforeAuth: true,
+		MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleApiVersions},
+	{Key: kmsg.CreateTopics, Min: 2, Max: 7, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleCreateTopics},
+	{Key: kmsg.DeleteTopics, Min: 1, Max: 6, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDeleteTopics},
+	{Key: kmsg.DeleteRecords, Min: 0, Max: 2, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDeleteRecords},
+	{Key: kmsg.OffsetForLeaderEpoch, Min: 2, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleOffsetForLeaderEpoch},
+	{Key: kmsg.DescribeConfigs, Min: 1, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeConfigs},
+	{Key: kmsg.AlterConfigs, Min: 0, Max: 2, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleAlterConfigs},
+	{Key: kmsg.DescribeLogDirs, Min: 1, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeLogDirs},
+	{Key: kmsg.CreatePartitions, Min: 0, Max: 3, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleCreatePartitions},
+	{Key: kmsg.IncrementalAlterConfigs, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleIncrementalAlterConfigs},
+	{Key: kmsg.DescribeCluster, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeCluster},
+}
+
+// apiIndex is the table of one listener, indexed by key.
+type apiIndex struct {
+	byKey []*apiEntry
+	// versions is the ApiVersions key list, sorted by key. Shared by every
+	// response: read only.
+	versions []kmsg.ApiVersionsResponseApiKey
+}
+
+func (x *apiIndex) lookup(key int16) *apiEntry {
+	if key < 0 || int(key) >= len(x.byKey) {
+		return nil
+	}
+	return x.byKey[key]
+}
+
+// buildAPIIndex checks the table and indexes the rows this listener serves.
+// A bad row is a programming error: it panics with the row.
+func buildAPIIndex(table []apiEntry, controllerListener bool) apiIndex {
+	var x apiIndex
+	seen := make(map[kmsg.Key]bool)
+	for i := range table {
+		e := &table[i]
+		req := kmsg.RequestForKey(int16(e.Key))
+		switch {
+		case req == nil:
+			panic(fmt.Sprintf("kafka: api table row %d: key %d unknown to kmsg", i, e.Key))
+		case seen[e.Key]:
+			panic(fmt.Sprintf("kafka: api table row %d: key %d (%s) listed twice", i, e.Key, e.Key.Name()))
+		case e.Min < 0 || e.Max < e.Min || e.Max > req.MaxVersion():
+			panic(fmt.Sprintf("kafka: api table row %d: %s versions %d-%d outside kmsg's 0-%d",
+				i, e.Key.Name(), e.Min, e.Max, req.MaxVersion()))
+		case e.MinServed > e.Max:
+			panic(fmt.Sprintf("kafka: api table row %d: %s MinServed %d > Max %d", i, e.Key.Name(), e.MinServed, e.Max))
+		case e.MaxRequestBytes < 0:
+			panic(fmt.Sprintf("kafka: api table row %d: %s MaxRequestBytes %d", i, e.Key.Name(), e.MaxRequestBytes))
+		case e.Handle == nil:
+			panic(fmt.Sprintf("kafka: api table row %d: %s has no handler", i, e.Key.Name()))
+		}
+		seen[e.Key] = true
+		if e.Internal && !controllerListener {
+			continue
+		}
+		if int(e.Key) >= len(x.byKey) {
+			x.byKey = slices.Grow(x.byKey, int(e.Key)+1-len(x.byKey))[:int(e.Key)+1]
+		}
+		x.byKey[e.Key] = e
+		x.versions = append(x.versions, kmsg.ApiVersionsResponseApiKey{
+			ApiKey: int16(e.Key), MinVersion: e.Min, MaxVersion: e.Max,
+		})
+	}
+	if x.lookup(int16(kmsg.ApiVersions)) == nil {
+		panic("kafka: api table has no ApiVersions row: clients cannot start")
+	}
+	slices.SortFunc(x.versions, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
+	return x
+}

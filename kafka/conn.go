@@ -1,0 +1,356 @@
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/engine"
+)
+
+// readBufferBytes is the reader's buffer: small requests and the size
+// prefixes of pipelined ones come out of it, large bodies are read
+// straight into their frame. Kept small: it is paid per connection.
+const readBufferBytes = 4 << 10
+
+// keptWriteBufferBytes: an encode buffer that grew past this for one large
+// response is dropped afterwards rather than pinned for the connection's
+// life.
+const keptWriteBufferBytes = 1 << 20
+
+// conn is one client connection: a reader goroutine that reads, decodes
+// and handles requests in order, and a writer goroutine that completes
+// their Pendings and writes the responses in the same order.
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	log *slog.Logger
+	fr  frameReader
+
+	// ctx is canceled by close; the Session and every Pending see it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// queue carries handled requests from the reader to the writer, in
+	// order. Its capacity is ServerConfig.MaxInFlightPerConn: when full the
+	// reader blocks, stops reading, and TCP pushes back on the client. Only
+	// the reader sends, and it closes the queue when it returns; the writer
+	// drains it to the end, so the reader's send never blocks forever.
+	queue chan queued
+	// inflight counts requests queued or being answered.
+	inflight atomic.Int32
+
+	closeOnce sync.Once
+
+	// Owned by the reader goroutine.
+	sess     Session
+	clientID string // the last client id, reused while it repeats
+
+	// Owned by the writer goroutine.
+	wbuf []byte
+}
+
+// queued is a handled request waiting for its response.
+type queued struct {
+	corr int32
+	// key and version are what the response must carry: the request's,
+	// except the v0 answer to an ApiVersions version we do not serve.
+	key, version int16
+	pending      Pending
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	c := &conn{
+		s:      s,
+		nc:     nc,
+		log:    s.log.With("remote", nc.RemoteAddr().String()),
+		ctx:    ctx,
+		cancel: cancel,
+		queue:  make(chan queued, s.cfg.MaxInFlightPerConn),
+	}
+	c.fr = frameReader{
+		r:               bufio.NewReaderSize(nc, readBufferBytes),
+		setReadDeadline: nc.SetReadDeadline,
+		idleTimeout:     s.cfg.IdleTimeout,
+		frameTimeout:    s.cfg.FrameTimeout,
+		busy:            func() bool { return c.inflight.Load() > 0 },
+	}
+	c.sess = Session{
+		ListenerName:  s.cfg.ListenerName,
+		RemoteAddr:    nc.RemoteAddr(),
+		ctx:           ctx,
+		authenticated: !s.cfg.RequireAuthentication,
+	}
+	return c
+}
+
+// close ends the connection once; reason is logged (nil when the server
+// closes).
+func (c *conn) close(reason error) {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.nc.Close()
+		switch {
+		case reason == nil, errors.Is(reason, io.EOF), errors.Is(reason, net.ErrClosed), errors.Is(reason, ErrIdle):
+			c.log.Debug("connection closed", "reason", reason)
+		default:
+			c.log.Info("closing connection", "err", reason)
+		}
+	})
+}
+
+func (c *conn) readLoop() {
+	defer c.s.wg.Done()
+	defer close(c.queue)
+	for {
+		frame, err := c.fr.readFrame(c.frameLimit(), c.checkKey)
+		if err != nil {
+			c.close(err)
+			return
+		}
+		item, err := c.dispatch(frame)
+		if err != nil {
+			c.close(err)
+			return
+		}
+		if item.pending == nil {
+			continue
+		}
+		c.inflight.Add(1)
+		c.queue <- item
+	}
+}
+
+func (c *conn) frameLimit() int32 {
+	if c.sess.authenticated {
+		return c.s.cfg.MaxRequestBytes
+	}
+	return c.s.cfg.MaxRequestBytesBeforeAuth
+}
+
+// checkKey runs as soon as a frame's first two bytes are in.
+func (c *conn) checkKey(key int16, size int32) error {
+	e := c.s.apis.lookup(key)
+	switch {
+	case e == nil:
+		return fmt.Errorf("%w: %d (%s)", ErrUnknownAPIKey, key, kmsg.NameForKey(key))
+	case !c.sess.authenticated && !e.BeforeAuth:
+		return fmt.Errorf("%w: %s", ErrNotAuthenticated, e.Key.Name())
+	case e.MaxRequestBytes > 0 && size > e.MaxRequestBytes:
+		return fmt.Errorf("%w: %s frame of %d bytes, limit %d", ErrFrameSize, e.Key.Name(), size, e.MaxRequestBytes)
+	}
+	return nil
+}
+
+// dispatch parses, checks and decodes one frame and calls its handler.
+// An error closes the connection, as Kafka does for a request it cannot
+// parse, an unknown key, or an unsupported version of any key but
+// ApiVersions.
+func (c *conn) dispatch(frame []byte) (queued, error) {
+	if len(frame) < 4 {
+		return queued{}, fmt.Errorf("%w: frame of %d bytes", ErrMalformedHeader, len(frame))
+	}
+	key := int16(binary.BigEndian.Uint16(frame))
+	e := c.s.apis.lookup(key)
+	if e == nil {
+		return queued{}, fmt.Errorf("%w: %d", ErrUnknownAPIKey, key) // checkKey saw it first
+	}
+	body := kmsg.RequestForKey(key)
+	body.SetVersion(int16(binary.BigEndian.Uint16(frame[2:])))
+	hdr, clientID, rest, err := parseRequestHeader(frame, body.IsFlexible())
+	if err != nil {
+		return queued{}, fmt.Errorf("%s: %w", e.Key.Name(), err)
+	}
+	if string(clientID) != c.clientID {
+		c.clientID = string(clientID)
+	}
+	hdr.ClientID = c.clientID
+
+	if v := hdr.ApiVersion; v < e.Min || v > e.Max {
+		if e.Key == kmsg.ApiVersions && v > e.Max {
+			// KIP-511: the body of a newer version may not parse; answer
+			// in v0 with our own range so the client retries.
+			c.log.Debug("ApiVersions version above ours, answering in v0", "version", v)
+			return queued{corr: hdr.CorrelationID, key: key, version: 0,
+				pending: Respond(c.s.apiVersionsTooNew())}, nil
+		}
+		return queued{}, fmt.Errorf("%w: %s v%d, served v%d-%d", ErrUnsupportedVersion, e.Key.Name(), v, e.Min, e.Max)
+	}
+	if e.Precheck != nil {
+		if err := e.Precheck(hdr.ApiVersion, rest); err != nil {
+			return queued{}, fmt.Errorf("%s v%d: %w", e.Key.Name(), hdr.ApiVersion, err)
+		}
+	}
+	if err := body.ReadFrom(rest); err != nil {
+		return queued{}, fmt.Errorf("%w: %s v%d: %w", ErrMalformedBody, e.Key.Name(), hdr.ApiVersion, err)
+	}
+	req := &Request{Header: hdr, Body: body, CompatOnly: hdr.ApiVersion < e.MinServed, Session: &c.sess}
+	p, err := c.handle(e, req)
+	if err != nil {
+		return queued{}, fmt.Errorf("%s v%d handler: %w", e.Key.Name(), hdr.ApiVersion, err)
+	}
+	return queued{corr: hdr.CorrelationID, key: key, version: hdr.ApiVersion, pending: p}, nil
+}
+
+// handle calls the handler. The recover is the last line of defence, not a
+// check: a handler bug closes this connection instead of the broker.
+func (c *conn) handle(e *apiEntry, req *Request) (p Pending, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("handler panic", "api", e.Key.Name(), "version", req.Header.ApiVersion,
+				"panic", v, "stack", string(debug.Stack()))
+			p, err = nil, fmt.Errorf("%w: %v", ErrHandlerPanic, v)
+		}
+	}()
+	return e.Handle(c.s, req)
+}
+
+func (c *conn) writeLoop() {
+	defer c.s.wg.Done()
+	defer c.s.removeConn(c)
+	for item := range c.queue {
+		if err := c.complete(item); err != nil {
+			c.close(err)
+		}
+		c.inflight.Add(-1)
+	}
+}
+
+// complete waits for one Pending and writes its response, or drops it if
+// the connection is closing. Spliced responses are released either way.
+func (c *conn) complete(item queued) (err error) {
+	var resp Response
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("pending response panic", "api", kmsg.NameForKey(item.key), "version", item.version,
+				"panic", v, "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w: %s v%d response: %v", ErrHandlerPanic, kmsg.NameForKey(item.key), item.version, v)
+		}
+		resp.Spliced.release()
+	}()
+	resp, err = item.pending(c.ctx)
+	if err != nil {
+		return fmt.Errorf("%s v%d response: %w", kmsg.NameForKey(item.key), item.version, err)
+	}
+	if c.ctx.Err() != nil {
+		return nil // closing: drop
+	}
+	switch {
+	case resp.Msg != nil && resp.Spliced != nil:
+		return fmt.Errorf("%w: %s v%d: both Msg and Spliced set", ErrBadResponse, kmsg.NameForKey(item.key), item.version)
+	case resp.Msg != nil:
+		return c.writeMsg(item, resp.Msg)
+	case resp.Spliced != nil:
+		return c.writeSpliced(item, resp.Spliced)
+	}
+	return nil
+}
+
+// responseHeader appends size (filled in later), correlation id and, for a
+// flexible response header, the empty tag section. ApiVersions' response
+// header is never flexible, whatever the version: a client must read it
+// before knowing what the broker speaks.
+func responseHeader(dst []byte, item queued, flexible bool) []byte {
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(item.corr))
+	if flexible && item.key != int16(kmsg.ApiVersions) {
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+func (c *conn) writeMsg(item queued, msg kmsg.Response) error {
+	if msg.Key() != item.key || msg.GetVersion() != item.version {
+		return fmt.Errorf("%w: %s v%d answered with %s v%d", ErrBadResponse,
+			kmsg.NameForKey(item.key), item.version, kmsg.NameForKey(msg.Key()), msg.GetVersion())
+	}
+	b := responseHeader(c.wbuf[:0], item, msg.IsFlexible())
+	b = msg.AppendTo(b)
+	if len(b)-4 > math.MaxInt32 {
+		return fmt.Errorf("%w: %s v%d of %d bytes", ErrResponseTooLarge, kmsg.NameForKey(item.key), item.version, len(b)-4)
+	}
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+	_, err := c.nc.Write(b)
+	if cap(b) <= keptWriteBufferBytes {
+		c.wbuf = b
+	} else {
+		c.wbuf = nil
+	}
+	if err != nil {
+		return fmt.Errorf("kafka: writing %s response: %w", kmsg.NameForKey(item.key), err)
+	}
+	return nil
+}
+
+// writeSpliced writes the header, then each chunk: runs of byte chunks in
+// one writev, file chunks with engine.SendFile.
+func (c *conn) writeSpliced(item queued, sr *SplicedResponse) error {
+	name := kmsg.NameForKey(item.key)
+	proto := kmsg.ResponseForKey(item.key)
+	proto.SetVersion(item.version)
+	var hb [9]byte
+	hdr := responseHeader(hb[:0], item, proto.IsFlexible())
+	total := int64(len(hdr) - 4)
+	for i, ch := range sr.Chunks {
+		if ch.File.File != nil && (ch.Bytes != nil || ch.File.Position < 0 || ch.File.Size < 0) {
+			return fmt.Errorf("%w: %s chunk %d: file chunk with bytes or range %d+%d",
+				ErrBadResponse, name, i, ch.File.Position, ch.File.Size)
+		}
+		total += ch.size()
+	}
+	if total > math.MaxInt32 {
+		return fmt.Errorf("%w: spliced %s of %d bytes", ErrResponseTooLarge, name, total)
+	}
+	binary.BigEndian.PutUint32(hdr, uint32(total))
+
+	pending := net.Buffers{hdr}
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+		_, err := pending.WriteTo(c.nc) // consumes pending
+		return err
+	}
+	for _, ch := range sr.Chunks {
+		if ch.File.File == nil {
+			if len(ch.Bytes) > 0 {
+				pending = append(pending, ch.Bytes)
+			}
+			continue
+		}
+		if err := flush(); err != nil {
+			return fmt.Errorf("kafka: writing %s response: %w", name, err)
+		}
+		if ch.File.Size == 0 {
+			continue
+		}
+		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+		n, err := engine.SendFile(c.nc, ch.File.File, ch.File.Position, ch.File.Size)
+		if err == nil && n != ch.File.Size {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			// Part of the frame is out: the stream is unusable.
+			return fmt.Errorf("kafka: sending %s file chunk (%d of %d bytes): %w", name, n, ch.File.Size, err)
+		}
+	}
+	if err := flush(); err != nil {
+		return fmt.Errorf("kafka: writing %s response: %w", name, err)
+	}
+	return nil
+}

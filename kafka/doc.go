@@ -1,0 +1,74 @@
+// Package kafka is wren's Kafka wire-protocol server: framing, request
+// dispatch through one explicit API table (apis.go), and one file per API
+// key (NN_name.go, with a "// Name: vA-B / Behavior: / Not implemented:"
+// header). Requests are decoded and responses encoded with franz-go's kmsg;
+// only the Fetch response, which splices segment file ranges in with
+// sendfile, is assembled by hand (SplicedResponse).
+//
+// # Connection model
+//
+// Each connection has two goroutines.
+//
+// The reader reads a frame, parses the request header, looks the key up in
+// the table, checks the version, decodes the body and calls the handler,
+// synchronously and in request order. Order matters: Produce handlers
+// append in the order requests arrived on the connection, which idempotent
+// producers rely on. A handler returns a Pending.
+//
+// The writer completes the Pendings in the same order and writes each
+// response. A Produce handler appends at once and returns a Pending that
+// waits for the fdatasync: the next pipelined request appends meanwhile, so
+// one fdatasync covers both (group commit across pipelined requests), and
+// responses still leave in request order.
+//
+// Invariants:
+//   - Responses leave in request order; every non-nil Pending is called
+//     exactly once; every SplicedResponse is released exactly once.
+//   - Session state is touched only on the reader goroutine.
+//   - At most ServerConfig.MaxInFlightPerConn requests wait between reader
+//     and writer; beyond that the reader stops reading (TCP backpressure).
+//
+// # Limits
+//
+// Everything a client controls is bounded before memory is committed:
+//   - Frame size: 0 < size <= MaxRequestBytes (socket.request.max.bytes),
+//     or MaxRequestBytesBeforeAuth until the session authenticates; and per
+//     key, apiEntry.MaxRequestBytes, checked as soon as the first two body
+//     bytes (the key) arrive. A frame's buffer grows with the bytes that
+//     actually arrive, so a size prefix alone commits at most 16 KiB.
+//   - Time: IdleTimeout between requests (extended while requests are in
+//     flight), FrameTimeout between the bytes of a started frame,
+//     WriteTimeout per socket write.
+//   - Counts: kmsg (v1.15) refuses an array whose count times the minimum
+//     wire size of its element exceeds the bytes left, before allocating
+//     (TestHugeArrayCountsAllocateNothing). What remains is the ratio of Go
+//     struct size to minimum wire size: a frame dense with empty elements or
+//     distinct unknown tags decodes to a multiple of its size
+//     (TestDecodeAmplification measures it per key). That is why keys
+//     without record data get a small frame cap.
+//   - Connections: MaxConnections per Server.
+//
+// # Error policy
+//
+//   - A frame that cannot be parsed, an unknown key, a key not allowed
+//     before authentication, a version outside the table's range, a body
+//     kmsg rejects: log and close the connection, as Kafka does. The one
+//     exception is ApiVersions above our maximum, answered in v0 format
+//     with UNSUPPORTED_VERSION and our ApiVersions range (KIP-511).
+//   - Versions advertised only for old clients (below apiEntry.MinServed)
+//     reach the handler with Request.CompatOnly; it answers with a clean
+//     Kafka error.
+//   - Per-partition or per-resource problems are Kafka error codes in the
+//     response: the handler's business.
+//   - A Go error from a handler or a Pending: log it and close the
+//     connection. A panic in either is recovered, logged with its stack and
+//     treated the same way; that recover is a last line of defence, not a
+//     check.
+//
+// # Listeners
+//
+// A Server serves one listener kind. On a client listener internal keys
+// (apiEntry.Internal: controller and election messages) are neither
+// advertised nor accepted; a controller listener (ServerConfig.
+// ControllerListener) serves them too.
+package kafka

@@ -1,0 +1,54 @@
+package kafka
+
+import "errors"
+
+// Sentinel errors. Each one names a reason a connection is closed or a
+// server refuses to start; they are wrapped with the details (%w) and
+// logged, never sent to the client: the Kafka protocol has no way to
+// answer a frame it could not parse.
+var (
+	// ErrServerClosed is returned by Serve after Close.
+	ErrServerClosed = errors.New("kafka: server closed")
+
+	// ErrFrameSize: a size prefix <= 0 or above the limit in force.
+	ErrFrameSize = errors.New("kafka: request frame size out of range")
+	// ErrFrameStalled: a frame started but its next bytes did not arrive
+	// within ServerConfig.FrameTimeout.
+	ErrFrameStalled = errors.New("kafka: request frame stalled")
+	// ErrIdle: no request for ServerConfig.IdleTimeout while nothing was
+	// in flight (connections.max.idle.ms).
+	ErrIdle = errors.New("kafka: connection idle")
+
+	// ErrMalformedHeader: the request header cannot be parsed.
+	ErrMalformedHeader = errors.New("kafka: malformed request header")
+	// ErrUnknownAPIKey: the key is not in the API table of this listener.
+	ErrUnknownAPIKey = errors.New("kafka: unknown api key")
+	// ErrUnsupportedVersion: the version is outside the advertised range.
+	ErrUnsupportedVersion = errors.New("kafka: unsupported api version")
+	// ErrNotAuthenticated: a request other than the handshake keys arrived
+	// before the session authenticated.
+	ErrNotAuthenticated = errors.New("kafka: request before authentication")
+	// ErrMalformedBody: kmsg could not decode the request body.
+	ErrMalformedBody = errors.New("kafka: malformed request body")
+
+	// ErrHandlerPanic: a handler or pending response panicked. The
+	// connection is closed; the broker keeps running.
+	ErrHandlerPanic = errors.New("kafka: handler panicked")
+	// ErrBadResponse: a handler returned a response that does not match
+	// its request (wrong key or version, malformed splice). A bug in the
+	// handler; the connection is closed rather than sending garbage.
+	ErrBadResponse = errors.New("kafka: handler returned a bad response")
+	// ErrResponseTooLarge: an encoded response does not fit the int32 size
+	// prefix.
+	ErrResponseTooLarge = errors.New("kafka: response too large")
+)
+
+// ErrBadConfig: a ServerConfig or API table that cannot work.
+var ErrBadConfig = errors.New("kafka: bad server config")
+
+// ErrFrameTruncated: the connection ended in the middle of a frame.
+var ErrFrameTruncated = errors.New("kafka: connection closed mid-frame")
+
+// ErrTooManyEntries: a request holds more array entries than its key's
+// pre-check allows (see maxProduceEntries).
+var ErrTooManyEntries = errors.New("kafka: request has too many entries")

@@ -1,0 +1,192 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fuzzTable answers every key of the production table with an empty
+// response of the right kind, after the production pre-checks, so the
+// dispatcher's whole decode path runs without broker state.
+func fuzzTable() []apiEntry {
+	table := make([]apiEntry, len(apiTable))
+	copy(table, apiTable[:])
+	for i := range table {
+		if table[i].Key == kmsg.ApiVersions {
+			continue // the real handler needs no state
+		}
+		table[i].Handle = func(s *Server, req *Request) (Pending, error) {
+			return Respond(req.Body.ResponseKind()), nil
+		}
+	}
+	return table
+}
+
+// fuzzConn is a connection without a socket: the reader and dispatcher
+// over an in-memory byte stream.
+func fuzzConn(t testing.TB, s *Server, stream []byte) *conn {
+	c := &conn{s: s, log: s.log, ctx: context.Background()}
+	c.fr = frameReader{r: bytes.NewReader(stream), idleTimeout: 1, frameTimeout: 1}
+	c.sess = Session{ctx: c.ctx, authenticated: true}
+	return c
+}
+
+func seedFrames(f *testing.F) {
+	for _, e := range apiTable {
+		for v := e.Min; v <= e.Max; v++ {
+			req := kmsg.RequestForKey(int16(e.Key))
+			req.SetVersion(v)
+			f.Add(requestFrame(req, 1, "seed"))
+		}
+	}
+	f.Add(append(requestFrame(kmsg.NewPtrApiVersionsRequest(), 1, ""), requestFrame(metadataRequest(12), 2, "x")...))
+	f.Add(frame(header(kmsg.Produce, 9, 1, "c", []byte{0}), produceBody(9, 2, 3)))
+	f.Add(frame(header(kmsg.ApiVersions, 3, 1, "c", []byte{2, 1, 0, 1, 0}), []byte{4, 'k', 'g', 'o', 2, '1', 0}))
+}
+
+// FuzzRequestFrame writes arbitrary bytes into a connection's reader:
+// frames are read, vetted, decoded and handled until the first error. It
+// must never panic, never hold a frame larger than the limit, and every
+// response a handler returns must encode.
+func FuzzRequestFrame(f *testing.F) {
+	seedFrames(f)
+	const limit = 1 << 20
+	s, err := newServer(ServerConfig{MaxRequestBytes: limit, Logger: slog.New(slog.DiscardHandler)}, nil, fuzzTable())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		c := fuzzConn(t, s, stream)
+		for {
+			fr, err := c.fr.readFrame(c.frameLimit(), c.checkKey)
+			if err != nil {
+				if len(stream) > 0 && errors.Is(err, ErrIdle) {
+					t.Fatalf("idle reported on an in-memory stream: %v", err)
+				}
+				return
+			}
+			if len(fr) > limit || cap(fr) != len(fr) {
+				t.Fatalf("frame len %d cap %d, limit %d", len(fr), cap(fr), limit)
+			}
+			item, err := c.dispatch(fr)
+			if err != nil {
+				return
+			}
+			if item.pending == nil {
+				continue
+			}
+			resp, err := item.pending(c.ctx)
+			if err != nil {
+				t.Fatalf("pending: %v", err)
+			}
+			if resp.Msg.Key() != item.key || resp.Msg.GetVersion() != item.version {
+				t.Fatalf("response %d v%d for request %d v%d", resp.Msg.Key(), resp.Msg.GetVersion(), item.key, item.version)
+			}
+			resp.Msg.AppendTo(nil)
+		}
+	})
+}
+
+// FuzzRequestHeader: the header parser never panics, never reads past the
+// frame, and agrees with itself on what it returns.
+func FuzzRequestHeader(f *testing.F) {
+	f.Add(header(kmsg.ApiVersions, 3, 7, "client", []byte{0}), true)
+	f.Add(header(kmsg.Metadata, 1, 7, "", nil), false)
+	f.Add(header(kmsg.ApiVersions, 3, 1, "c", []byte{2, 1, 0, 2, 1, 9}), true)
+	f.Add([]byte{0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff}, false)
+	f.Fuzz(func(t *testing.T, fr []byte, flexible bool) {
+		hdr, clientID, body, err := parseRequestHeader(fr, flexible)
+		if err != nil {
+			if !errors.Is(err, ErrMalformedHeader) {
+				t.Fatalf("error %v is not ErrMalformedHeader", err)
+			}
+			return
+		}
+		if len(body) > len(fr)-10-len(clientID) || !bytes.HasSuffix(fr, body) {
+			t.Fatalf("body of %d bytes is not a suffix of the %d-byte frame", len(body), len(fr))
+		}
+		if hdr.ApiKey != int16(binary.BigEndian.Uint16(fr)) || hdr.CorrelationID != int32(binary.BigEndian.Uint32(fr[4:])) {
+			t.Fatalf("header %+v does not match the frame", hdr)
+		}
+		if !flexible && len(body) != len(fr)-10-len(clientID) {
+			t.Fatal("non-flexible header consumed bytes after the client id")
+		}
+	})
+}
+
+// FuzzRequestBody puts arbitrary bytes through the decode path of every
+// key of the production table at every advertised version: pre-check,
+// kmsg decode, and, when it decodes, an encode/decode round trip that must
+// be stable.
+func FuzzRequestBody(f *testing.F) {
+	for i, e := range apiTable {
+		for v := e.Min; v <= e.Max; v++ {
+			req := kmsg.RequestForKey(int16(e.Key))
+			req.SetVersion(v)
+			f.Add(uint8(i), v-e.Min, req.AppendTo(nil))
+		}
+	}
+	f.Fuzz(func(t *testing.T, row uint8, version int16, body []byte) {
+		e := apiTable[int(row)%len(apiTable)]
+		v := e.Min + int16(uint16(version)%uint16(e.Max-e.Min+1))
+		if e.Precheck != nil {
+			if err := e.Precheck(v, body); err != nil {
+				return
+			}
+		}
+		req := kmsg.RequestForKey(int16(e.Key))
+		req.SetVersion(v)
+		if err := req.ReadFrom(body); err != nil {
+			return
+		}
+		once := req.AppendTo(nil)
+		again := kmsg.RequestForKey(int16(e.Key))
+		again.SetVersion(v)
+		if err := again.ReadFrom(once); err != nil {
+			t.Fatalf("%s v%d: re-encoded request does not decode: %v", e.Key.Name(), v, err)
+		}
+		if twice := again.AppendTo(nil); !bytes.Equal(once, twice) {
+			t.Fatalf("%s v%d: encode/decode round trip unstable", e.Key.Name(), v)
+		}
+	})
+}
+
+// FuzzProducePrecheck cross-checks the pre-check's walk with kmsg's
+// decoder: whenever kmsg decodes a body, the walk must have covered it
+// completely and counted exactly its topics and partitions (and at least
+// its distinct unknown tags), so the limit it enforces is the real one.
+func FuzzProducePrecheck(f *testing.F) {
+	for _, v := range []int16{0, 3, 9, 13} {
+		f.Add(v, produceBody(v, 2, 3))
+	}
+	f.Fuzz(func(t *testing.T, version int16, body []byte) {
+		v := int16(uint16(version) % uint16(kmsg.NewPtrProduceRequest().MaxVersion()+1))
+		w := walkProduce(v, body)
+		req := kmsg.NewPtrProduceRequest()
+		req.Version = v
+		if req.ReadFrom(body) != nil {
+			return
+		}
+		if w.bad {
+			t.Fatalf("v%d: kmsg decodes what the walk could not", v)
+		}
+		var arrays, tags int64 = int64(len(req.Topics)), int64(req.UnknownTags.Len())
+		for _, tp := range req.Topics {
+			arrays += int64(len(tp.Partitions))
+			tags += int64(tp.UnknownTags.Len())
+			for _, p := range tp.Partitions {
+				tags += int64(p.UnknownTags.Len())
+			}
+		}
+		if w.arrayEntries != arrays || w.entries < arrays+tags {
+			t.Fatalf("v%d: walk counted %d entries (%d in arrays), kmsg decoded %d in arrays and %d tags",
+				v, w.entries, w.arrayEntries, arrays, tags)
+		}
+	})
+}

@@ -1,0 +1,83 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/engine"
+)
+
+// Response is the answer to one request. At most one field is set; the
+// zero Response sends nothing (Produce with acks=0).
+type Response struct {
+	// Msg is encoded with kmsg. Its Key and version must be the request's.
+	Msg kmsg.Response
+	// Spliced is a response body assembled from byte and file chunks
+	// (Fetch, to sendfile record batches straight from segments).
+	Spliced *SplicedResponse
+}
+
+// Pending completes a response later, on the connection's writer goroutine,
+// in request order. A Produce handler appends synchronously and returns a
+// Pending that waits for the fdatasync, so the next pipelined request can
+// append meanwhile and one fdatasync covers both, while the responses still
+// leave in order.
+//
+// Contract:
+//   - The writer calls every non-nil Pending exactly once, in request order.
+//   - ctx is canceled when the connection or the server closes; the Pending
+//     must then return promptly (its response is dropped). Close waits for
+//     it.
+//   - It runs concurrently with later handlers of the same connection, so
+//     it must not touch the Session; capture what it needs.
+//   - A non-nil error logs it and closes the connection (a Go error is never
+//     a Kafka error code: those go in the response).
+//
+// A handler that returns a nil Pending sends nothing and waits for nothing.
+type Pending func(ctx context.Context) (Response, error)
+
+// Respond returns a Pending that is already complete.
+func Respond(msg kmsg.Response) Pending {
+	return func(context.Context) (Response, error) { return Response{Msg: msg}, nil }
+}
+
+// RespondSpliced returns a Pending that is already complete with a spliced
+// response.
+func RespondSpliced(sr *SplicedResponse) Pending {
+	return func(context.Context) (Response, error) { return Response{Spliced: sr}, nil }
+}
+
+// SplicedResponse is a response body given as chunks, written in order
+// after the response header the writer adds (size, correlation id, and the
+// empty tag byte of a flexible header). The size prefix is the header plus
+// the sum of the chunk lengths, so the chunks must be exactly the body.
+type SplicedResponse struct {
+	Chunks []Chunk
+	// Release, if set, is called exactly once after the chunks were
+	// written or dropped (connection closed): it lets the segments go.
+	Release func()
+}
+
+// Chunk is a run of bytes or a file range; exactly one is set: File.File
+// non-nil means a file chunk, sent with engine.SendFile (sendfile(2) on a
+// plaintext TCP socket).
+type Chunk struct {
+	Bytes []byte
+	File  engine.FileSlice
+}
+
+func (c Chunk) size() int64 {
+	if c.File.File != nil {
+		return c.File.Size
+	}
+	return int64(len(c.Bytes))
+}
+
+func (sr *SplicedResponse) release() {
+	if sr != nil && sr.Release != nil {
+		r := sr.Release
+		sr.Release = nil
+		r()
+	}
+}
