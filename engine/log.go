@@ -473,6 +473,25 @@ func (l *Log) LeaderEpochs() []EpochEntry {
 	return l.epochs.snapshot()
 }
 
+// AssignLeaderEpoch records that leader epoch starts at the log end
+// offset, as Kafka does when a replica becomes leader, so
+// OffsetForLeaderEpoch knows the epoch before its first append.
+func (l *Log) AssignLeaderEpoch(epoch int32) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if !l.epochs.assign(epoch, l.logEndOffset) {
+		return nil
+	}
+	if err := l.epochs.flush(); err != nil {
+		l.fail(err)
+		return l.health.check()
+	}
+	return nil
+}
+
 // EndOffsetForEpoch answers OffsetForLeaderEpoch for this log.
 func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	l.mu.Lock()

@@ -98,7 +98,9 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 				m.logger.Error("invalid topic config for log", "partition", tp.String(), "err", err)
 			}
 			if pi.Leader == m.nodeID {
-				p.becomeLeader(pi.LeaderEpoch)
+				if err := p.becomeLeader(pi.LeaderEpoch); err != nil {
+					m.logger.Error("cannot record the leader epoch", "partition", tp.String(), "err", err)
+				}
 			}
 		}
 	}

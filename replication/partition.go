@@ -41,11 +41,12 @@ func (p *Partition) TopicPartition() engine.TopicPartition { return p.tp }
 func (p *Partition) Log() *engine.Log { return p.log }
 
 // becomeLeader makes this replica the leader at epoch.
-func (p *Partition) becomeLeader(epoch int32) {
+func (p *Partition) becomeLeader(epoch int32) error {
 	p.mu.Lock()
 	p.isLeader, p.leaderEpoch = true, epoch
 	p.mu.Unlock()
 	p.maybeAdvanceHighWatermark()
+	return p.log.AssignLeaderEpoch(epoch)
 }
 
 // Leader reports whether this replica leads, and at which epoch.
