@@ -47,11 +47,11 @@ type apiEntry struct {
 	// with Request.CompatOnly set.
 	MinServed int16
 	// MaxRequestBytes caps this key's frames below
-	// ServerConfig.MaxRequestBytes; 0 means no extra cap. Keys whose
-	// requests carry no record data get smallRequestBytes: decoding
-	// multiplies a frame of many tiny array elements by up to
-	// the factor measured in TestDecodeAmplification, so their frames are
-	// kept small (see doc.go, "Limits").
+	// ServerConfig.MaxRequestBytes; 0 means no extra cap, which needs a
+	// Precheck. Keys whose requests carry no record data get
+	// smallRequestBytes: decoding multiplies a frame of many tiny array
+	// elements by up to the factor TestDecodeAmplification measures, so
+	// their frames are kept small (see doc.go, "Limits").
 	MaxRequestBytes int32
 	// Precheck, if set, vets the body before kmsg decodes it, without
 	// allocating: for keys allowed large frames, where kmsg's decode could

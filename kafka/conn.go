@@ -121,7 +121,7 @@ func (c *conn) readLoop() {
 			c.close(err)
 			return
 		}
-		item, err := c.dispatch(frame)
+		item, err := c.dispatchSafely(frame)
 		if err != nil {
 			c.close(err)
 			return
@@ -198,24 +198,25 @@ func (c *conn) dispatch(frame []byte) (queued, error) {
 		return queued{}, fmt.Errorf("%w: %s v%d: %w", ErrMalformedBody, e.Key.Name(), hdr.ApiVersion, err)
 	}
 	req := &Request{Header: hdr, Body: body, CompatOnly: hdr.ApiVersion < e.MinServed, Session: &c.sess}
-	p, err := c.handle(e, req)
+	p, err := e.Handle(c.s, req)
 	if err != nil {
 		return queued{}, fmt.Errorf("%s v%d handler: %w", e.Key.Name(), hdr.ApiVersion, err)
 	}
 	return queued{corr: hdr.CorrelationID, key: key, version: hdr.ApiVersion, pending: p}, nil
 }
 
-// handle calls the handler. The recover is the last line of defence, not a
-// check: a handler bug closes this connection instead of the broker.
-func (c *conn) handle(e *apiEntry, req *Request) (p Pending, err error) {
+// dispatchSafely is dispatch with a recover around decoding and the
+// handler. It is the last line of defence, not a check: a bug in a handler
+// or in the decoder closes this connection instead of the broker.
+func (c *conn) dispatchSafely(frame []byte) (item queued, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			c.log.Error("handler panic", "api", e.Key.Name(), "version", req.Header.ApiVersion,
-				"panic", v, "stack", string(debug.Stack()))
-			p, err = nil, fmt.Errorf("%w: %v", ErrHandlerPanic, v)
+			key := int16(binary.BigEndian.Uint16(frame)) // readFrame returns >= 2 bytes
+			c.log.Error("request panic", "api", kmsg.NameForKey(key), "panic", v, "stack", string(debug.Stack()))
+			item, err = queued{}, fmt.Errorf("%w: %s: %v", ErrHandlerPanic, kmsg.NameForKey(key), v)
 		}
 	}()
-	return e.Handle(c.s, req)
+	return c.dispatch(frame)
 }
 
 func (c *conn) writeLoop() {

@@ -42,10 +42,17 @@
 //   - Counts: kmsg (v1.15) refuses an array whose count times the minimum
 //     wire size of its element exceeds the bytes left, before allocating
 //     (TestHugeArrayCountsAllocateNothing). What remains is the ratio of Go
-//     struct size to minimum wire size: a frame dense with empty elements or
-//     distinct unknown tags decodes to a multiple of its size
-//     (TestDecodeAmplification measures it per key). That is why keys
-//     without record data get a small frame cap.
+//     struct size to minimum wire size: a valid frame dense with empty
+//     elements decodes to up to ~27x its size, one that fails deep inside
+//     to ~44x, and distinct unknown tagged fields (kept in a map) to ~36x
+//     (TestDecodeAmplification measures it per key). So keys without record
+//     data get a 1 MiB frame cap (smallRequestBytes: at most ~44 MiB
+//     decoded), and Produce, the one key allowed large frames, gets a
+//     pre-check (apiEntry.Precheck, precheckProduce) that walks the body
+//     without allocating and refuses more than 65536 topics and
+//     partitions or 1024 tagged fields: its decoded structure stays under
+//     ~8 MiB and its record bytes alias the frame.
+//   - Bytes after a decoded body are ignored, as kmsg does.
 //   - Connections: MaxConnections per Server.
 //
 // # Error policy

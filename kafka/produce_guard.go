@@ -5,15 +5,19 @@ import (
 	"fmt"
 )
 
-// maxProduceEntries bounds topics + partitions + tagged fields in one
-// Produce request. Produce is the one key allowed frames up to
-// socket.request.max.bytes, and kmsg decodes a frame dense with empty
-// entries to ~20-36x its size (TestDecodeAmplification). With this bound the
-// decoded structure stays under ~8 MiB whatever the frame size, and the
-// record bytes, which kmsg aliases rather than copies, cost nothing more.
-// Kafka has no such limit; no real producer comes near it (it would be one
-// request to 65536 partitions of this broker).
-const maxProduceEntries = 1 << 16
+// maxProduceEntries bounds topics + partitions in one Produce request, and
+// maxProduceTags its tagged fields. Produce is the one key allowed frames up
+// to socket.request.max.bytes, and kmsg decodes a frame dense with empty
+// entries to ~20-36x its size (TestDecodeAmplification), distinct unknown
+// tags to ~160 bytes each (a map entry). With these bounds the decoded
+// structure stays under ~8 MiB whatever the frame size, and the record
+// bytes, which kmsg aliases rather than copies, cost nothing more. Kafka
+// has no such limits; no real producer comes near them (65536 partitions
+// of this broker in one request; Produce defines no tagged fields).
+const (
+	maxProduceEntries = 1 << 16
+	maxProduceTags    = 1 << 10
+)
 
 // precheckProduce walks a Produce body without allocating and refuses it
 // when it holds more than maxProduceEntries entries. It reads exactly what
@@ -22,8 +26,9 @@ const maxProduceEntries = 1 << 16
 // to reject. FuzzProducePrecheck cross-checks the counts against kmsg.
 func precheckProduce(version int16, body []byte) error {
 	w := walkProduce(version, body)
-	if w.entries > maxProduceEntries {
-		return fmt.Errorf("%w: %d topics, partitions and tagged fields, limit %d", ErrTooManyEntries, w.entries, maxProduceEntries)
+	if w.entries > maxProduceEntries || w.tags > maxProduceTags {
+		return fmt.Errorf("%w: %d topics and partitions (limit %d), %d tagged fields (limit %d)",
+			ErrTooManyEntries, w.entries, maxProduceEntries, w.tags, maxProduceTags)
 	}
 	return nil
 }
@@ -36,7 +41,6 @@ func walkProduce(version int16, body []byte) shapeWalker {
 	w.skip(2 + 4) // acks, timeout_ms
 	topics := w.arrayLen()
 	w.count(topics)
-	w.arrayEntries += int64(max(topics, 0))
 	for range max(topics, 0) {
 		if w.bad {
 			break
@@ -48,7 +52,6 @@ func walkProduce(version int16, body []byte) shapeWalker {
 		}
 		partitions := w.arrayLen()
 		w.count(partitions)
-		w.arrayEntries += int64(max(partitions, 0))
 		for range max(partitions, 0) {
 			if w.bad {
 				break
@@ -70,10 +73,9 @@ type shapeWalker struct {
 	b        []byte
 	flexible bool
 	bad      bool
-	// entries counts topics, partitions and tagged fields; arrayEntries
-	// only the first two.
-	entries      int64
-	arrayEntries int64
+	// entries counts topics and partitions, tags tagged fields.
+	entries int64
+	tags    int64
 }
 
 func (w *shapeWalker) count(n int32) {
@@ -182,7 +184,11 @@ func (w *shapeWalker) skipTags() {
 		w.stop()
 		return
 	}
-	w.count(int32(n))
+	w.tags += int64(n)
+	if w.tags > maxProduceTags {
+		w.stop()
+		return
+	}
 	for range n {
 		w.uvarint() // tag
 		w.skip(int(w.uvarint()))

@@ -22,8 +22,8 @@ func produceBody(version int16, topics, partitionsPerTopic int) []byte {
 }
 
 // TestProducePrecheck: the pre-check passes exactly maxProduceEntries
-// entries and refuses one more, in every version layout; it allocates
-// nothing; and what it passes decodes within a bounded size.
+// entries (and maxProduceTags tags) and refuses one more, in every version
+// layout; it allocates nothing; and what it passes decodes within 8 MiB.
 func TestProducePrecheck(t *testing.T) {
 	for _, version := range []int16{0, 3, 8, 9, 12, 13} {
 		if version > kmsg.NewPtrProduceRequest().MaxVersion() {
@@ -44,23 +44,37 @@ func TestProducePrecheck(t *testing.T) {
 		if allocs := testing.AllocsPerRun(3, func() { precheckProduce(version, atMax) }); allocs != 0 {
 			t.Fatalf("v%d: pre-check allocates %.0f times", version, allocs)
 		}
-		alloc, err := decodeAlloc(kmsg.Produce, version, atMax)
-		if err != nil || alloc > 8<<20 {
-			t.Fatalf("v%d: decoding the largest accepted request allocated %d bytes (err %v), want <= 8 MiB", version, alloc, err)
+		shapes := map[string][]byte{"partitions": atMax, "topics": produceBody(version, maxProduceEntries, 0)}
+		if version >= 9 {
+			shapes["tags"] = withUnknownTags(produceBody(version, maxProduceEntries, 0), maxProduceTags)
 		}
-		t.Logf("v%d: %d entries in %d bytes decode to %d KiB", version, maxProduceEntries, len(atMax), alloc>>10)
+		for name, body := range shapes {
+			if err := precheckProduce(version, body); err != nil {
+				t.Fatalf("v%d %s: %v", version, name, err)
+			}
+			alloc, err := decodeAlloc(kmsg.Produce, version, body)
+			if err != nil || alloc > 8<<20 {
+				t.Fatalf("v%d: decoding the largest accepted request (%s) allocated %d bytes (err %v), want <= 8 MiB", version, name, alloc, err)
+			}
+			t.Logf("v%d: %d entries (%s) in %d bytes decode to %d KiB", version, maxProduceEntries, name, len(body), alloc>>10)
+		}
 	}
 
 	// Unknown tagged fields count too (flexible versions).
-	body := produceBody(9, 0, 0)
-	body = binary.AppendUvarint(body[:len(body)-1], maxProduceEntries+1)
-	for i := range maxProduceEntries + 1 {
+	if err := precheckProduce(9, withUnknownTags(produceBody(9, 0, 0), maxProduceTags+1)); !errors.Is(err, ErrTooManyEntries) {
+		t.Fatalf("too many unknown tags: %v", err)
+	}
+}
+
+// withUnknownTags replaces the empty top-level tag section ending body
+// with n distinct unknown tags without data.
+func withUnknownTags(body []byte, n int) []byte {
+	body = binary.AppendUvarint(body[:len(body)-1], uint64(n))
+	for i := range n {
 		body = binary.AppendUvarint(body, uint64(1000+i))
 		body = append(body, 0)
 	}
-	if err := precheckProduce(9, body); !errors.Is(err, ErrTooManyEntries) {
-		t.Fatalf("too many unknown tags: %v", err)
-	}
+	return body
 }
 
 // TestProducePrecheckCloses: through the server, the refused request
