@@ -119,3 +119,27 @@ func TestValidateTopicName(t *testing.T) {
 		}
 	}
 }
+
+func TestProducerIDBlocksNeverRepeat(t *testing.T) {
+	fsys := vfs.NewMem()
+	c := open(t, fsys)
+	ctx := context.Background()
+	seen := map[int64]bool{}
+	for i := 0; i < 3; i++ {
+		first, err := c.AllocateProducerIDs(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[first] || first != int64(i)*ProducerIDBlockSize {
+			t.Fatalf("block %d starts at %d", i, first)
+		}
+		seen[first] = true
+	}
+	c.Close()
+	c2 := open(t, fsys.Crash(vfs.CrashOptions{}))
+	defer c2.Close()
+	first, err := c2.AllocateProducerIDs(ctx, 1)
+	if err != nil || first != 3*ProducerIDBlockSize {
+		t.Fatalf("after restart the next block starts at %d (%v)", first, err)
+	}
+}

@@ -20,6 +20,8 @@ type Image struct {
 	// brokerConfigs are dynamic broker configs; key "" holds cluster-wide
 	// defaults.
 	brokerConfigs map[string]map[string]string
+	// NextProducerID is the first producer id never handed out.
+	NextProducerID int64
 }
 
 // TopicImage is one topic.
@@ -123,6 +125,11 @@ func (im *Image) apply(offset uint64, r Record) (*Image, error) {
 		default:
 			return nil, fmt.Errorf("cluster: metadata record %d: config of resource type %d", offset, c.ResourceType)
 		}
+	case KindProducerIDs:
+		if r.ProducerIDs.NextBlockStart <= im.NextProducerID {
+			return nil, fmt.Errorf("cluster: metadata record %d moves the next producer id back to %d", offset, r.ProducerIDs.NextBlockStart)
+		}
+		next.NextProducerID = r.ProducerIDs.NextBlockStart
 	default:
 		return nil, fmt.Errorf("cluster: metadata record %d of unknown kind %q", offset, r.Kind)
 	}

@@ -15,6 +15,7 @@ const (
 	KindPartition   RecordKind = "partition"
 	KindRemoveTopic RecordKind = "remove_topic"
 	KindConfig      RecordKind = "config"
+	KindProducerIDs RecordKind = "producer_ids"
 )
 
 // Record is one entry of the metadata log: a change to the cluster's
@@ -28,6 +29,16 @@ type Record struct {
 	Partition   *PartitionRecord   `json:"partition,omitempty"`
 	RemoveTopic *RemoveTopicRecord `json:"remove_topic,omitempty"`
 	Config      *ConfigRecord      `json:"config,omitempty"`
+	ProducerIDs *ProducerIDsRecord `json:"producer_ids,omitempty"`
+}
+
+// ProducerIDsRecord hands a block of producer ids to a broker: ids
+// [NextBlockStart-BlockSize, NextBlockStart) are its, and no id below
+// NextBlockStart is ever handed out again.
+type ProducerIDsRecord struct {
+	BrokerID       int32 `json:"broker_id"`
+	NextBlockStart int64 `json:"next_block_start"`
+	BlockSize      int64 `json:"block_size"`
 }
 
 // ClusterRecord is the first record of a new cluster's log.
@@ -85,7 +96,7 @@ func decodeRecord(b []byte) (Record, error) {
 		return r, fmt.Errorf("cluster: bad metadata record: %w", err)
 	}
 	set := 0
-	for _, p := range []bool{r.Cluster != nil, r.Topic != nil, r.Partition != nil, r.RemoveTopic != nil, r.Config != nil} {
+	for _, p := range []bool{r.Cluster != nil, r.Topic != nil, r.Partition != nil, r.RemoveTopic != nil, r.Config != nil, r.ProducerIDs != nil} {
 		if p {
 			set++
 		}
