@@ -187,6 +187,16 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// printResult prints v as JSON, or calls text to print the command's text
+// lines.
+func printResult(w io.Writer, format outputFormat, v any, text func(w io.Writer)) error {
+	if format == formatJSON {
+		return writeJSON(w, v)
+	}
+	text(w)
+	return nil
+}
+
 // withTimeout derives the context of one admin command from --timeout.
 func withTimeout(c *ucli.Context) (context.Context, context.CancelFunc) {
 	d := c.Duration("timeout")
@@ -203,6 +213,15 @@ func wantArgs(c *ucli.Context, min, max int, what string) error {
 		return fmt.Errorf("%w: %s: want %s, got %d argument(s)", ErrUsage, c.Command.HelpName, what, n)
 	}
 	return nil
+}
+
+// argsFormat checks the number of positional arguments, then reads
+// --format: the checks every command with a fixed arity starts with.
+func argsFormat(c *ucli.Context, min, max int, what string) (outputFormat, error) {
+	if err := wantArgs(c, min, max, what); err != nil {
+		return formatText, err
+	}
+	return formatOf(c)
 }
 
 // splitKV splits "k=v" at the first '='.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -54,6 +55,24 @@ func newAdmin(c *ucli.Context) (*kadm.Client, *kgo.Client, error) {
 		adm.SetTimeoutMillis(int32(min(d.Milliseconds(), 1<<31-1)))
 	}
 	return adm, cl, nil
+}
+
+// adminAction is the broker-facing part of an admin command. cl is the
+// client under adm, for requests kadm does not wrap.
+type adminAction func(ctx context.Context, adm *kadm.Client, cl *kgo.Client) error
+
+// runAdmin opens an admin client, runs fn under --timeout and closes the
+// client. Commands check their flags and arguments before, so that a usage
+// error never waits on a broker.
+func runAdmin(c *ucli.Context, fn adminAction) error {
+	adm, cl, err := newAdmin(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := withTimeout(c)
+	defer cancel()
+	return fn(ctx, adm, cl)
 }
 
 // topicIDString renders a topic id as Kafka's Uuid.toString does: URL-safe

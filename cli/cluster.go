@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
 	"text/tabwriter"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -20,25 +22,17 @@ func clusterCommand(env Env) *ucli.Command {
 				Usage: "print the cluster id, the controller and the brokers (rpk cluster info)",
 				Flags: clientFlags(timeoutFlag()),
 				Action: func(c *ucli.Context) error {
-					if err := wantArgs(c, 0, 0, "no arguments"); err != nil {
-						return err
-					}
-					format, err := formatOf(c)
+					format, err := argsFormat(c, 0, 0, "no arguments")
 					if err != nil {
 						return err
 					}
-					adm, cl, err := newAdmin(c)
-					if err != nil {
-						return err
-					}
-					defer cl.Close()
-					ctx, cancel := withTimeout(c)
-					defer cancel()
-					md, err := adm.BrokerMetadata(ctx)
-					if err != nil {
-						return fmt.Errorf("cli: metadata: %w", err)
-					}
-					return printClusterInfo(env.Stdout, format, md)
+					return runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
+						md, err := adm.BrokerMetadata(ctx)
+						if err != nil {
+							return fmt.Errorf("cli: metadata: %w", err)
+						}
+						return printClusterInfo(env.Stdout, format, md)
+					})
 				},
 			},
 		},

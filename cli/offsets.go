@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -39,18 +40,13 @@ func offsetsCommand(env Env) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			adm, cl, err := newAdmin(c)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := withTimeout(c)
-			defer cancel()
-			listed, err := listOffsets(ctx, adm, ts, c.Args().Slice())
-			if err != nil {
-				return err
-			}
-			return printOffsets(env.Stdout, format, listed)
+			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
+				listed, err := listOffsets(ctx, adm, ts, c.Args().Slice())
+				if err != nil {
+					return err
+				}
+				return printOffsets(env.Stdout, format, listed)
+			})
 		},
 	}
 }
@@ -114,19 +110,17 @@ func printOffsets(w io.Writer, format outputFormat, listed kadm.ListedOffsets) e
 		}
 		return all[i].Partition < all[j].Partition
 	})
-	if format == formatJSON {
-		if all == nil {
-			all = []listedOffset{}
-		}
-		return writeJSON(w, all)
+	if all == nil {
+		all = []listedOffset{}
 	}
-	for _, lo := range all {
-		// kafka-get-offsets leaves the offset empty when there is none.
-		off := ""
-		if lo.Offset >= 0 {
-			off = strconv.FormatInt(lo.Offset, 10)
+	return printResult(w, format, all, func(w io.Writer) {
+		for _, lo := range all {
+			// kafka-get-offsets leaves the offset empty when there is none.
+			off := ""
+			if lo.Offset >= 0 {
+				off = strconv.FormatInt(lo.Offset, 10)
+			}
+			fmt.Fprintf(w, "%s:%d:%s\n", lo.Topic, lo.Partition, off)
 		}
-		fmt.Fprintf(w, "%s:%d:%s\n", lo.Topic, lo.Partition, off)
-	}
-	return nil
+	})
 }

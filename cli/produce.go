@@ -36,10 +36,7 @@ func produceCommand(env Env) *ucli.Command {
 			&ucli.IntFlag{Name: "max-message-bytes", Value: defaultMaxMessageBytes, Usage: "longest line accepted"},
 		),
 		Action: func(c *ucli.Context) error {
-			if err := wantArgs(c, 1, 1, "one TOPIC"); err != nil {
-				return err
-			}
-			format, err := formatOf(c)
+			format, err := argsFormat(c, 1, 1, "one TOPIC")
 			if err != nil {
 				return err
 			}
@@ -71,13 +68,12 @@ func produceCommand(env Env) *ucli.Command {
 			runErr := p.run(c.Context, cl, env.Stdin)
 			bar.finish()
 			sum := p.summary(time.Since(start))
-			if format == formatJSON {
-				if err := writeJSON(env.Stderr, sum); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprintf(env.Stderr, "Produced %d records (%d bytes) to %s in %s.\n",
+			err = printResult(env.Stderr, format, sum, func(w io.Writer) {
+				fmt.Fprintf(w, "Produced %d records (%d bytes) to %s in %s.\n",
 					sum.Records, sum.Bytes, sum.Topic, sum.Elapsed)
+			})
+			if err != nil {
+				return err
 			}
 			if runErr != nil {
 				return runErr

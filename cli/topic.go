@@ -64,10 +64,7 @@ func topicCreateCommand(env Env) *ucli.Command {
 			&ucli.BoolFlag{Name: "if-not-exists", Usage: "succeed if the topic already exists"},
 		),
 		Action: func(c *ucli.Context) error {
-			if err := wantArgs(c, 1, -1, "at least one TOPIC"); err != nil {
-				return err
-			}
-			format, err := formatOf(c)
+			format, err := argsFormat(c, 1, -1, "at least one TOPIC")
 			if err != nil {
 				return err
 			}
@@ -86,18 +83,13 @@ func topicCreateCommand(env Env) *ucli.Command {
 				}
 				configs[k] = &v
 			}
-			adm, cl, err := newAdmin(c)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := withTimeout(c)
-			defer cancel()
-			resps, err := adm.CreateTopics(ctx, int32(partitions), int16(rf), configs, c.Args().Slice()...)
-			if err != nil {
-				return fmt.Errorf("cli: create topics: %w", err)
-			}
-			return printCreated(env.Stdout, format, c.Args().Slice(), resps, c.Bool("if-not-exists"))
+			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
+				resps, err := adm.CreateTopics(ctx, int32(partitions), int16(rf), configs, c.Args().Slice()...)
+				if err != nil {
+					return fmt.Errorf("cli: create topics: %w", err)
+				}
+				return printCreated(env.Stdout, format, c.Args().Slice(), resps, c.Bool("if-not-exists"))
+			})
 		},
 	}
 }
@@ -133,20 +125,17 @@ func printCreated(w io.Writer, format outputFormat, topics []string, resps kadm.
 		}
 		created = append(created, ct)
 	}
-	if format == formatJSON {
-		if err := writeJSON(w, created); err != nil {
-			return err
-		}
-	} else {
+	err := printResult(w, format, created, func(w io.Writer) {
 		for _, ct := range created {
 			if !ct.Existed {
 				fmt.Fprintf(w, "Created topic %s.\n", ct.Topic)
 			}
 		}
-	}
-	return firstErr
+	})
+	return cmpErr(err, firstErr)
 }
 
+// cmpErr keeps the first error: first if there is one, else err.
 func cmpErr(first, err error) error {
 	if first != nil {
 		return first
@@ -165,28 +154,20 @@ func topicListCommand(env Env) *ucli.Command {
 			&ucli.BoolFlag{Name: "exclude-internal", Usage: "leave out internal topics"},
 		),
 		Action: func(c *ucli.Context) error {
-			if err := wantArgs(c, 0, 0, "no arguments"); err != nil {
-				return err
-			}
-			format, err := formatOf(c)
+			format, err := argsFormat(c, 0, 0, "no arguments")
 			if err != nil {
 				return err
 			}
-			adm, cl, err := newAdmin(c)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := withTimeout(c)
-			defer cancel()
-			details, err := adm.ListTopicsWithInternal(ctx)
-			if err != nil {
-				return fmt.Errorf("cli: list topics: %w", err)
-			}
-			if c.Bool("exclude-internal") {
-				details.FilterInternal()
-			}
-			return printTopicList(env.Stdout, format, details)
+			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
+				details, err := adm.ListTopicsWithInternal(ctx)
+				if err != nil {
+					return fmt.Errorf("cli: list topics: %w", err)
+				}
+				if c.Bool("exclude-internal") {
+					details.FilterInternal()
+				}
+				return printTopicList(env.Stdout, format, details)
+			})
 		},
 	}
 }
@@ -237,36 +218,29 @@ func topicDescribeCommand(env Env) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			adm, cl, err := newAdmin(c)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := withTimeout(c)
-			defer cancel()
-			topics := c.Args().Slice()
-			if len(topics) == 0 {
-				details, err := adm.ListTopicsWithInternal(ctx)
+			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, cl *kgo.Client) error {
+				topics := c.Args().Slice()
+				if len(topics) == 0 {
+					details, err := adm.ListTopicsWithInternal(ctx)
+					if err != nil {
+						return fmt.Errorf("cli: list topics: %w", err)
+					}
+					if c.Bool("exclude-internal") {
+						details.FilterInternal()
+					}
+					topics = details.Names()
+				}
+				sort.Strings(topics)
+				descs, err := describeTopics(ctx, adm, cl, topics)
 				if err != nil {
-					return fmt.Errorf("cli: list topics: %w", err)
+					return err
 				}
-				if c.Bool("exclude-internal") {
-					details.FilterInternal()
-				}
-				topics = details.Names()
-			}
-			sort.Strings(topics)
-			descs, err := describeTopics(ctx, adm, cl, topics)
-			if err != nil {
-				return err
-			}
-			if format == formatJSON {
-				return writeJSON(env.Stdout, descs)
-			}
-			for _, d := range descs {
-				d.print(env.Stdout)
-			}
-			return nil
+				return printResult(env.Stdout, format, descs, func(w io.Writer) {
+					for _, d := range descs {
+						d.print(w)
+					}
+				})
+			})
 		},
 	}
 }
@@ -368,10 +342,7 @@ func describeTopics(ctx context.Context, adm *kadm.Client, cl *kgo.Client, topic
 			return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, t)
 		}
 		rc, err := configs.On(t, nil)
-		if err == nil {
-			err = kafkaErr("describe configs of "+t, rc.Err, rc.ErrMessage)
-		}
-		if err != nil {
+		if err := cmpErr(err, kafkaErr("describe configs of "+t, rc.Err, rc.ErrMessage)); err != nil {
 			return nil, err
 		}
 		d.Configs = map[string]*string{}
@@ -493,48 +464,36 @@ func topicDeleteCommand(env Env) *ucli.Command {
 		ArgsUsage: "TOPIC...",
 		Flags:     clientFlags(timeoutFlag()),
 		Action: func(c *ucli.Context) error {
-			if err := wantArgs(c, 1, -1, "at least one TOPIC"); err != nil {
-				return err
-			}
-			format, err := formatOf(c)
+			format, err := argsFormat(c, 1, -1, "at least one TOPIC")
 			if err != nil {
 				return err
 			}
-			adm, cl, err := newAdmin(c)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := withTimeout(c)
-			defer cancel()
-			resps, err := adm.DeleteTopics(ctx, c.Args().Slice()...)
-			if err != nil {
-				return fmt.Errorf("cli: delete topics: %w", err)
-			}
-			var deleted []string
-			var firstErr error
-			for _, t := range c.Args().Slice() {
-				r, ok := resps[t]
-				if !ok {
-					firstErr = cmpErr(firstErr, fmt.Errorf("cli: delete topic %s: no response", t))
-					continue
+			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
+				resps, err := adm.DeleteTopics(ctx, c.Args().Slice()...)
+				if err != nil {
+					return fmt.Errorf("cli: delete topics: %w", err)
 				}
-				if err := kafkaErr("delete topic "+t, r.Err, r.ErrMessage); err != nil {
-					firstErr = cmpErr(firstErr, err)
-					continue
+				var deleted []string
+				var firstErr error
+				for _, t := range c.Args().Slice() {
+					r, ok := resps[t]
+					if !ok {
+						firstErr = cmpErr(firstErr, fmt.Errorf("cli: delete topic %s: no response", t))
+						continue
+					}
+					if err := kafkaErr("delete topic "+t, r.Err, r.ErrMessage); err != nil {
+						firstErr = cmpErr(firstErr, err)
+						continue
+					}
+					deleted = append(deleted, t)
 				}
-				deleted = append(deleted, t)
-			}
-			if format == formatJSON {
-				if err := writeJSON(env.Stdout, map[string][]string{"deleted": nonNilStrings(deleted)}); err != nil {
-					return err
-				}
-			} else {
-				for _, t := range deleted {
-					fmt.Fprintf(env.Stdout, "Deleted topic %s.\n", t)
-				}
-			}
-			return firstErr
+				err = printResult(env.Stdout, format, map[string][]string{"deleted": nonNilStrings(deleted)}, func(w io.Writer) {
+					for _, t := range deleted {
+						fmt.Fprintf(w, "Deleted topic %s.\n", t)
+					}
+				})
+				return cmpErr(err, firstErr)
+			})
 		},
 	}
 }
@@ -557,10 +516,7 @@ func topicAddPartitionsCommand(env Env) *ucli.Command {
 			&ucli.IntFlag{Name: "num", Aliases: []string{"n"}, Required: true, Usage: "the new total number of partitions"},
 		),
 		Action: func(c *ucli.Context) error {
-			if err := wantArgs(c, 1, 1, "one TOPIC"); err != nil {
-				return err
-			}
-			format, err := formatOf(c)
+			format, err := argsFormat(c, 1, 1, "one TOPIC")
 			if err != nil {
 				return err
 			}
@@ -569,29 +525,19 @@ func topicAddPartitionsCommand(env Env) *ucli.Command {
 				return fmt.Errorf("%w: --num %d: want 1..%d", ErrUsage, n, math.MaxInt32)
 			}
 			topic := c.Args().First()
-			adm, cl, err := newAdmin(c)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := withTimeout(c)
-			defer cancel()
-			resps, err := adm.UpdatePartitions(ctx, n, topic)
-			if err != nil {
-				return fmt.Errorf("cli: add partitions: %w", err)
-			}
-			r, err := resps.On(topic, nil)
-			if err == nil {
-				err = kafkaErr("add partitions to "+topic, r.Err, r.ErrMessage)
-			}
-			if err != nil {
-				return err
-			}
-			if format == formatJSON {
-				return writeJSON(env.Stdout, map[string]any{"topic": topic, "partitions": n})
-			}
-			fmt.Fprintf(env.Stdout, "Topic %s now has %d partitions.\n", topic, n)
-			return nil
+			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
+				resps, err := adm.UpdatePartitions(ctx, n, topic)
+				if err != nil {
+					return fmt.Errorf("cli: add partitions: %w", err)
+				}
+				r, err := resps.On(topic, nil)
+				if err := cmpErr(err, kafkaErr("add partitions to "+topic, r.Err, r.ErrMessage)); err != nil {
+					return err
+				}
+				return printResult(env.Stdout, format, map[string]any{"topic": topic, "partitions": n}, func(w io.Writer) {
+					fmt.Fprintf(w, "Topic %s now has %d partitions.\n", topic, n)
+				})
+			})
 		},
 	}
 }
@@ -608,10 +554,7 @@ func topicAlterConfigCommand(env Env) *ucli.Command {
 			&ucli.StringSliceFlag{Name: "delete", Aliases: []string{"d"}, Usage: "config k to delete, back to its default (repeatable)"},
 		),
 		Action: func(c *ucli.Context) error {
-			if err := wantArgs(c, 1, 1, "one TOPIC"); err != nil {
-				return err
-			}
-			format, err := formatOf(c)
+			format, err := argsFormat(c, 1, 1, "one TOPIC")
 			if err != nil {
 				return err
 			}
@@ -620,30 +563,20 @@ func topicAlterConfigCommand(env Env) *ucli.Command {
 				return err
 			}
 			topic := c.Args().First()
-			adm, cl, err := newAdmin(c)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := withTimeout(c)
-			defer cancel()
-			resps, err := adm.AlterTopicConfigs(ctx, alters, topic)
-			if err != nil {
-				return fmt.Errorf("cli: alter topic configs: %w", err)
-			}
-			r, err := resps.On(topic, nil)
-			if err == nil {
-				err = kafkaErr("alter configs of "+topic, r.Err, r.ErrMessage)
-			}
-			if err != nil {
-				return err
-			}
-			if format == formatJSON {
-				return writeJSON(env.Stdout, map[string]any{"topic": topic, "altered": len(alters)})
-			}
-			// kafka-configs --alter's line.
-			fmt.Fprintf(env.Stdout, "Completed updating config for topic %s.\n", topic)
-			return nil
+			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
+				resps, err := adm.AlterTopicConfigs(ctx, alters, topic)
+				if err != nil {
+					return fmt.Errorf("cli: alter topic configs: %w", err)
+				}
+				r, err := resps.On(topic, nil)
+				if err := cmpErr(err, kafkaErr("alter configs of "+topic, r.Err, r.ErrMessage)); err != nil {
+					return err
+				}
+				return printResult(env.Stdout, format, map[string]any{"topic": topic, "altered": len(alters)}, func(w io.Writer) {
+					// kafka-configs --alter's line.
+					fmt.Fprintf(w, "Completed updating config for topic %s.\n", topic)
+				})
+			})
 		},
 	}
 }

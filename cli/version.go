@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -50,20 +51,15 @@ func versionCommand(env Env) *ucli.Command {
 			&ucli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"},
 		},
 		Action: func(c *ucli.Context) error {
-			if err := wantArgs(c, 0, 0, "no arguments"); err != nil {
-				return err
-			}
-			format, err := formatOf(c)
+			format, err := argsFormat(c, 0, 0, "no arguments")
 			if err != nil {
 				return err
 			}
 			v := currentVersion()
-			if format == formatJSON {
-				return writeJSON(env.Stdout, v)
-			}
-			fmt.Fprintf(env.Stdout, "Version:    %s\nCommit:     %s\nGo version: %s\nOS/Arch:    %s/%s\n",
-				v.Version, v.Commit, v.GoVersion, v.OS, v.Arch)
-			return nil
+			return printResult(env.Stdout, format, v, func(w io.Writer) {
+				fmt.Fprintf(w, "Version:    %s\nCommit:     %s\nGo version: %s\nOS/Arch:    %s/%s\n",
+					v.Version, v.Commit, v.GoVersion, v.OS, v.Arch)
+			})
 		},
 	}
 }
