@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/engine/producer"
 	"github.com/wren-broker/wren/internal/vfs"
 )
 
@@ -106,6 +107,11 @@ func runCrashIteration(t *testing.T, seed int64, ops map[string]int) string {
 		switch {
 		case op < 70:
 			b := makeBatch(t, batch.CompressionType(rng.Intn(5)), step, 1+rng.Intn(6), rng.Intn(900), int64(1000+step))
+			if rng.Intn(2) == 0 {
+				// An idempotent producer's batch, next in its sequence as
+				// the log knows it.
+				b = makeProducerBatch(t, l, 1000+int64(rng.Intn(3)), step, 1+rng.Intn(6), int64(1000+step))
+			}
 			base := l.LogEndOffset()
 			epoch := int32(step / 30)
 			want := withOffset(b, base, epoch)
@@ -231,6 +237,7 @@ func checkRecovered(t *testing.T, fsys *vfs.MemFS, cfg ManagerConfig, tp TopicPa
 		}
 	}
 	checkIndexesAgree(t, l)
+	checkProducerStateMatchesReplay(t, l)
 	// The recovered log takes appends and survives another reopen.
 	b := makeBatch(t, batch.CompressionNone, 1, 2, 10, 1)
 	if _, err := l.Append(b, 100); err != nil {
@@ -403,5 +410,68 @@ func TestFaultsFailTheLogDir(t *testing.T) {
 			}
 			checkIndexesAgree(t, l)
 		})
+	}
+}
+
+// makeProducerBatch builds the next batch of an idempotent producer (epoch
+// 0), with the sequence that follows what l's producer state holds.
+func makeProducerBatch(t *testing.T, l *Log, pid int64, id, n int, ts int64) []byte {
+	t.Helper()
+	seq := int32(0)
+	l.mu.Lock()
+	if e, ok := l.producers.LastEntry(pid); ok {
+		if last := e.LastSequence(); last >= 0 {
+			seq = last + 1
+		}
+	}
+	l.mu.Unlock()
+	b := batch.NewBuilder(batch.CompressionNone)
+	b.ProducerID, b.ProducerEpoch, b.BaseSequence = pid, 0, seq
+	for i := 0; i < n; i++ {
+		b.Append(batch.Record{Timestamp: ts + int64(i), Value: []byte(fmt.Sprintf("p%d-%d-%d", pid, id, i))})
+	}
+	raw, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// checkProducerStateMatchesReplay: the producer state recovery built (a
+// snapshot plus replay) equals the state from replaying the whole log.
+func checkProducerStateMatchesReplay(t *testing.T, l *Log) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	full := producer.New(producer.Options{})
+	full.OnLogStartOffsetIncremented(l.segments[0].baseOffset)
+	if err := l.replayProducerState(full, l.segments[0].baseOffset); err != nil {
+		t.Fatal(err)
+	}
+	// Producers whose batches retention deleted are kept (KIP-360), and a
+	// replay cannot see them: they must lie wholly below the first segment.
+	var got []producer.Entry
+	first := l.segments[0].baseOffset
+	for _, e := range l.producers.Entries() {
+		if b, ok := e.LastBatch(); ok && b.LastOffset < first {
+			continue
+		}
+		got = append(got, e)
+	}
+	want := full.Entries()
+	// A snapshot keeps only each producer's last batch (Kafka's layout), so
+	// compare what both must agree on: producer, epoch, last sequence and
+	// last offset.
+	if len(got) != len(want) {
+		t.Fatalf("producer state has %d producers with batches in the log, a full replay %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		gb, _ := g.LastBatch()
+		wb, _ := w.LastBatch()
+		if g.ProducerID != w.ProducerID || g.ProducerEpoch != w.ProducerEpoch || gb.LastSequence != wb.LastSequence || gb.LastOffset != wb.LastOffset {
+			t.Fatalf("producer %d: recovered (epoch %d, seq %d, offset %d), full replay (epoch %d, seq %d, offset %d)",
+				w.ProducerID, g.ProducerEpoch, gb.LastSequence, gb.LastOffset, w.ProducerEpoch, wb.LastSequence, wb.LastOffset)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/engine/producer"
 	"github.com/wren-broker/wren/internal/vfs"
 	"github.com/wren-broker/wren/wal"
 )
@@ -55,6 +56,8 @@ type Log struct {
 	logStartOffset int64
 	logEndOffset   int64
 	epochs         *epochCache
+	// producers is the idempotent producers' state as of logEndOffset.
+	producers *producer.State
 	// unflushedMessages counts records appended since the last sync, for
 	// flush.messages under FlushInterval.
 	unflushedMessages int64
@@ -75,6 +78,9 @@ type AppendInfo struct {
 	RecordCount          int64
 	Bytes                int64
 	LogStartOffset       int64
+	// Duplicate: the batch retried one of its producer's last five; nothing
+	// was written and the offsets are the original's.
+	Duplicate bool
 }
 
 // splitBatches validates records (one or more whole batches) and returns
@@ -168,7 +174,7 @@ func (l *Log) appendNoWait(records []byte, ss []batch.Summary, leaderEpoch int32
 		return AppendInfo{}, nil, err
 	}
 	mustSync := l.opts.FlushPolicy == FlushAck
-	if !mustSync {
+	if !mustSync && !info.Duplicate {
 		l.unflushedMessages += info.RecordCount
 		mustSync = l.unflushedMessages >= l.opts.FlushIntervalMessages
 	}
@@ -244,6 +250,19 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	info.LastOffset = next - 1
 	info.Bytes = int64(len(records))
 
+	var plan producerPlan
+	if assignOffsets {
+		p, dup, err := l.checkProducers(hs)
+		if err != nil {
+			return AppendInfo{}, err
+		}
+		if dup != nil {
+			return AppendInfo{FirstOffset: dup.FirstOffset(), LastOffset: dup.LastOffset, LogAppendTime: -1,
+				MaxTimestamp: dup.Timestamp, OffsetOfMaxTimestamp: dup.LastOffset, LogStartOffset: l.logStartOffset, Duplicate: true}, nil
+		}
+		plan = p
+	}
+
 	seg, err := l.maybeRoll(int64(len(records)), hs[0].MaxTimestamp, info.LastOffset, now)
 	if err != nil {
 		return AppendInfo{}, err
@@ -267,6 +286,13 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 		}
 	}
 	l.logEndOffset = next
+	if assignOffsets {
+		l.applyProducerPlan(plan)
+	} else {
+		for _, h := range hs {
+			l.producers.Apply(h)
+		}
+	}
 	info.LogStartOffset = l.logStartOffset
 	return info, nil
 }
@@ -301,6 +327,10 @@ func (l *Log) maybeRoll(size, maxTimestamp, lastOffset, now int64) (*segment, er
 func (l *Log) roll() (*segment, error) {
 	old := l.active()
 	if err := old.onBecomeInactive(); err != nil {
+		l.fail(err)
+		return nil, l.health.check()
+	}
+	if err := l.writeProducerSnapshot(); err != nil {
 		l.fail(err)
 		return nil, l.health.check()
 	}
@@ -524,6 +554,10 @@ func (l *Log) Close() error {
 			errs = append(errs, err)
 		} else {
 			l.commit.Advance(l.logEndOffset)
+			if err := l.writeProducerSnapshot(); err != nil {
+				l.fail(err)
+				errs = append(errs, err)
+			}
 		}
 	}
 	l.closed = true

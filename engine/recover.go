@@ -72,6 +72,10 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 			return nil, nil, err
 		}
 	}
+	if err := l.loadProducerState(); err != nil {
+		l.closeAll()
+		return nil, nil, err
+	}
 	changed := l.epochs.truncateFromEnd(l.logEndOffset)
 	changed = l.epochs.truncateFromStart(l.logStartOffset) || changed
 	if changed {

@@ -51,6 +51,10 @@ func (l *Log) TruncateTo(offset int64) error {
 		return l.health.check()
 	}
 	l.logEndOffset = seg.nextOffset
+	if err := l.loadProducerState(); err != nil {
+		l.fail(err)
+		return l.health.check()
+	}
 	if l.epochs.truncateFromEnd(l.logEndOffset) {
 		if err := l.epochs.flush(); err != nil {
 			l.fail(err)
@@ -191,6 +195,10 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	}
 	l.segments = []*segment{seg}
 	l.logStartOffset, l.logEndOffset = offset, offset
+	if err := l.loadProducerState(); err != nil {
+		l.fail(err)
+		return l.health.check()
+	}
 	l.epochs.entries = nil
 	if err := l.epochs.flush(); err != nil {
 		l.fail(err)
@@ -218,6 +226,7 @@ func (l *Log) AdvanceLogStartOffset(offset int64) error {
 		return nil
 	}
 	l.logStartOffset = offset
+	l.producers.OnLogStartOffsetIncremented(offset)
 	if l.epochs.truncateFromStart(offset) {
 		if err := l.epochs.flush(); err != nil {
 			l.fail(err)
@@ -299,6 +308,7 @@ func (l *Log) deleteSegmentsLocked(shouldDelete func(s, next *segment) bool, upp
 	l.segments = append([]*segment(nil), l.segments[n:]...)
 	if first := l.segments[0].baseOffset; first > l.logStartOffset {
 		l.logStartOffset = first
+		l.producers.OnLogStartOffsetIncremented(first)
 		if l.epochs.truncateFromStart(first) {
 			if err := l.epochs.flush(); err != nil {
 				l.fail(err)

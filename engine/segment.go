@@ -142,7 +142,7 @@ func (s *segment) closeFiles() error {
 // any). Open handles stay readable until released.
 func (s *segment) removeFiles(fsys vfs.FS, dir string) error {
 	var errs []error
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, snapshotSuffix} {
 		if err := fsys.Remove(segmentFileName(dir, s.baseOffset, suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -1,0 +1,412 @@
+package producer
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/wren-broker/wren/engine/batch"
+)
+
+// BatchesToRetain is how many batches per producer are remembered for
+// duplicate detection: Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN,
+// matched to the clients' max.in.flight.requests.per.connection of 5 with
+// idempotence on. A client never has a batch in flight that is older than
+// its last five sends, so every retry it can make is recognised.
+const BatchesToRetain = 5
+
+// DefaultMaxProducers is Options.MaxProducers when left zero. About 2.5 MB
+// per partition at the cap (see doc.go); Kafka has no such cap.
+const DefaultMaxProducers = 10000
+
+// Options tune a State. The zero value is the default.
+type Options struct {
+	// MaxProducers caps the entries of one partition; zero means
+	// DefaultMaxProducers. A new producer at the cap evicts the entry with
+	// the oldest LastTimestamp.
+	MaxProducers int
+	// AcceptUnknownSequence makes Check accept any first sequence from a
+	// producer id it does not know, as Kafka 2.5 to 4.x do, instead of
+	// answering UNKNOWN_PRODUCER_ID.
+	AcceptUnknownSequence bool
+}
+
+func (o Options) maxProducers() int {
+	if o.MaxProducers > 0 {
+		return o.MaxProducers
+	}
+	return DefaultMaxProducers
+}
+
+// BatchMetadata is what the state keeps of one written batch (Kafka's
+// BatchMetadata).
+type BatchMetadata struct {
+	LastSequence int32
+	LastOffset   int64
+	// OffsetDelta is LastOffset minus the batch's base offset: the batch's
+	// LastOffsetDelta, which for a producer's batch is also the span of its
+	// sequences.
+	OffsetDelta int32
+	// Timestamp is the batch's MaxTimestamp.
+	Timestamp int64
+}
+
+// FirstSequence is the batch's base sequence, undoing the wrap at
+// math.MaxInt32.
+func (m BatchMetadata) FirstSequence() int32 {
+	return decrementSequence(m.LastSequence, m.OffsetDelta)
+}
+
+// FirstOffset is the batch's base offset.
+func (m BatchMetadata) FirstOffset() int64 { return m.LastOffset - int64(m.OffsetDelta) }
+
+// Entry is one producer's state in one partition (Kafka's
+// ProducerStateEntry).
+type Entry struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	// CoordinatorEpoch is the epoch of the transaction coordinator that
+	// wrote the last marker; -1 when none. Kept for snapshot
+	// compatibility only.
+	CoordinatorEpoch int32
+	// CurrentTxnFirstOffset is the first offset of the open transaction,
+	// or -1. An entry with an open transaction never expires.
+	CurrentTxnFirstOffset int64
+	// LastTimestamp is the max timestamp of the producer's last batch (or
+	// marker); expiration is measured from it. -1 before any batch.
+	LastTimestamp int64
+
+	// batches holds the last batches of the current epoch, oldest first.
+	// Invariant: batchCount <= BatchesToRetain, offsets and sequences of
+	// batches[:batchCount] increase (sequences modulo the wrap).
+	batches    [BatchesToRetain]BatchMetadata
+	batchCount int8
+}
+
+// newEntry is Kafka's ProducerStateEntry.empty.
+func newEntry(producerID int64) *Entry {
+	return &Entry{
+		ProducerID:            producerID,
+		ProducerEpoch:         batch.NoProducerEpoch,
+		CoordinatorEpoch:      -1,
+		CurrentTxnFirstOffset: -1,
+		LastTimestamp:         batch.NoTimestamp,
+	}
+}
+
+// Batches returns the retained batches, oldest first.
+func (e *Entry) Batches() []BatchMetadata {
+	return slices.Clone(e.batches[:e.batchCount])
+}
+
+// LastBatch returns the newest retained batch.
+func (e *Entry) LastBatch() (BatchMetadata, bool) {
+	if e.batchCount == 0 {
+		return BatchMetadata{}, false
+	}
+	return e.batches[e.batchCount-1], true
+}
+
+// LastSequence is the last sequence written in the current epoch, or -1.
+func (e *Entry) LastSequence() int32 {
+	if e.batchCount == 0 {
+		return batch.NoSequence
+	}
+	return e.batches[e.batchCount-1].LastSequence
+}
+
+// maybeUpdateProducerEpoch forgets the window when the epoch changes: a
+// sequence range only identifies a batch within one epoch.
+func (e *Entry) maybeUpdateProducerEpoch(epoch int16) {
+	if e.ProducerEpoch != epoch {
+		e.batchCount = 0
+		e.ProducerEpoch = epoch
+	}
+}
+
+func (e *Entry) addBatch(m BatchMetadata) {
+	if e.batchCount == BatchesToRetain {
+		copy(e.batches[:], e.batches[1:])
+		e.batchCount--
+	}
+	e.batches[e.batchCount] = m
+	e.batchCount++
+	e.LastTimestamp = m.Timestamp
+}
+
+// findBatch returns the retained batch with exactly this sequence range.
+func (e *Entry) findBatch(firstSeq, lastSeq int32) (BatchMetadata, bool) {
+	for _, m := range e.batches[:e.batchCount] {
+		if m.LastSequence == lastSeq && m.FirstSequence() == firstSeq {
+			return m, true
+		}
+	}
+	return BatchMetadata{}, false
+}
+
+// State is the producer state of one partition.
+type State struct {
+	opts Options
+	// producers holds at most opts.maxProducers() entries.
+	producers map[int64]*Entry
+	// mapEndOffset is the offset after the last batch applied (Kafka's
+	// lastMapOffset): a snapshot of this state is named by it.
+	// Invariant: every batch applied had BaseOffset >= the mapEndOffset
+	// of that moment (offsets only grow in a log).
+	mapEndOffset int64
+	// changes counts mutations; Check stamps it into the AppendInfo so
+	// that Commit can assert nothing changed in between.
+	changes uint64
+}
+
+// New returns an empty State.
+func New(opts Options) *State {
+	return &State{opts: opts, producers: make(map[int64]*Entry)}
+}
+
+// AppendInfo is the outcome of a successful Check: either a duplicate to
+// answer without writing, or a batch to write and then Commit.
+type AppendInfo struct {
+	// Duplicate reports that the batch repeats one of the producer's last
+	// five batches. Write nothing; answer success with Original.
+	Duplicate bool
+	// Original is the batch as first written, when Duplicate.
+	Original BatchMetadata
+
+	header  batch.Header
+	changes uint64
+}
+
+// Check decides whether a client's batch may be appended (see doc.go for
+// the rules). h must have passed batch.Validate with AppendOriginClient
+// and carry its assigned BaseOffset. Check changes nothing; on success the
+// caller writes the batch (unless Duplicate) and then calls Commit.
+//
+// Errors wrap ErrOutOfOrderSequence, ErrInvalidProducerEpoch or
+// ErrUnknownProducerID (and through them the *kerr.Error).
+func (s *State) Check(h batch.Header) (AppendInfo, error) {
+	s.checkOffset(h, "Check")
+	info := AppendInfo{header: h, changes: s.changes}
+	if !h.HasProducerID() {
+		return info, nil
+	}
+	if h.IsControl() {
+		panic(fmt.Sprintf("producer: Check of a control batch at offset %d from producer %d; batch.Validate refuses those from clients",
+			h.BaseOffset, h.ProducerID))
+	}
+	pid, epoch := h.ProducerID, h.ProducerEpoch
+	if epoch < 0 {
+		return AppendInfo{}, fmt.Errorf("%w: producer %d sent epoch %d", ErrInvalidProducerEpoch, pid, epoch)
+	}
+	firstSeq := h.BaseSequence
+	if firstSeq < 0 {
+		return AppendInfo{}, fmt.Errorf("%w: producer %d sent sequence %d", ErrOutOfOrderSequence, pid, firstSeq)
+	}
+	lastSeq := h.LastSequence()
+
+	e := s.producers[pid]
+	if e != nil && e.ProducerEpoch == epoch {
+		if m, ok := e.findBatch(firstSeq, lastSeq); ok {
+			info.Duplicate, info.Original = true, m
+			return info, nil
+		}
+	}
+	switch {
+	case e == nil || e.ProducerEpoch == batch.NoProducerEpoch:
+		if firstSeq != 0 && !s.opts.AcceptUnknownSequence {
+			return AppendInfo{}, fmt.Errorf("%w: producer %d epoch %d starts at sequence %d, and this partition has no state for it",
+				ErrUnknownProducerID, pid, epoch, firstSeq)
+		}
+	case epoch < e.ProducerEpoch:
+		return AppendInfo{}, fmt.Errorf("%w: producer %d sent epoch %d, the partition has seen epoch %d",
+			ErrInvalidProducerEpoch, pid, epoch, e.ProducerEpoch)
+	case epoch > e.ProducerEpoch:
+		if firstSeq != 0 {
+			return AppendInfo{}, fmt.Errorf("%w: producer %d starts its new epoch %d (after %d) at sequence %d, not 0",
+				ErrOutOfOrderSequence, pid, epoch, e.ProducerEpoch, firstSeq)
+		}
+	default:
+		if last := e.LastSequence(); !inSequence(last, firstSeq) {
+			return AppendInfo{}, fmt.Errorf("%w: producer %d epoch %d sent sequence %d after %d",
+				ErrOutOfOrderSequence, pid, epoch, firstSeq, last)
+		}
+	}
+	return info, nil
+}
+
+// Commit records a batch that Check accepted, after the write succeeded.
+// It panics if the State changed since that Check or if info is a
+// duplicate (a duplicate is never written).
+func (s *State) Commit(info AppendInfo) {
+	if info.Duplicate {
+		panic(fmt.Sprintf("producer: Commit of a duplicate of offsets %d-%d from producer %d; duplicates are not written",
+			info.Original.FirstOffset(), info.Original.LastOffset, info.header.ProducerID))
+	}
+	if info.changes != s.changes {
+		panic(fmt.Sprintf("producer: state changed between Check and Commit of offset %d (change %d, now %d)",
+			info.header.BaseOffset, info.changes, s.changes))
+	}
+	s.apply(info.header)
+}
+
+// Apply records a batch already in the log: fetched by a follower,
+// replayed in recovery or after a snapshot. It checks nothing and never
+// fails (Kafka's AppendOrigin.REPLICATION): the log is the truth. Batches
+// must come in offset order.
+func (s *State) Apply(h batch.Header) {
+	s.checkOffset(h, "Apply")
+	s.apply(h)
+}
+
+func (s *State) apply(h batch.Header) {
+	s.changes++
+	s.mapEndOffset = h.NextOffset()
+	if !h.HasProducerID() {
+		return
+	}
+	e := s.entry(h.ProducerID)
+	e.maybeUpdateProducerEpoch(h.ProducerEpoch)
+	if h.IsControl() {
+		// A transaction marker closes the transaction and carries the
+		// epoch; its coordinator epoch lives in the record, which this
+		// package does not read.
+		e.CurrentTxnFirstOffset = -1
+		e.LastTimestamp = h.MaxTimestamp
+		return
+	}
+	e.addBatch(BatchMetadata{
+		LastSequence: h.LastSequence(),
+		LastOffset:   h.LastOffset(),
+		OffsetDelta:  h.LastOffsetDelta,
+		Timestamp:    h.MaxTimestamp,
+	})
+	if h.IsTransactional() && e.CurrentTxnFirstOffset < 0 {
+		e.CurrentTxnFirstOffset = h.BaseOffset
+	}
+}
+
+// checkOffset asserts that batches arrive in log order: a batch below
+// MapEndOffset means the caller kept a state across a truncation instead
+// of rebuilding it, or forgot to assign offsets before Check.
+func (s *State) checkOffset(h batch.Header, op string) {
+	if h.BaseOffset < s.mapEndOffset {
+		panic(fmt.Sprintf("producer: %s of a batch at offset %d below the state's end offset %d",
+			op, h.BaseOffset, s.mapEndOffset))
+	}
+}
+
+// entry returns the producer's entry, creating it (and evicting the oldest
+// entry at the cap) when absent.
+func (s *State) entry(pid int64) *Entry {
+	if e := s.producers[pid]; e != nil {
+		return e
+	}
+	if len(s.producers) >= s.opts.maxProducers() {
+		s.evictOldest()
+	}
+	e := newEntry(pid)
+	s.producers[pid] = e
+	return e
+}
+
+// evictOldest drops the entry with the lowest LastTimestamp, ties broken
+// by the lowest producer id, so that replicas agree. O(entries); it runs
+// only when a new producer meets a full state.
+func (s *State) evictOldest() {
+	var victim *Entry
+	for _, e := range s.producers {
+		if victim == nil || e.LastTimestamp < victim.LastTimestamp ||
+			(e.LastTimestamp == victim.LastTimestamp && e.ProducerID < victim.ProducerID) {
+			victim = e
+		}
+	}
+	if victim != nil {
+		delete(s.producers, victim.ProducerID)
+	}
+}
+
+// RemoveExpired forgets every producer without an open transaction whose
+// LastTimestamp is expirationMs (producer.id.expiration.ms) or more before
+// nowMs, and returns how many it removed.
+func (s *State) RemoveExpired(nowMs, expirationMs int64) int {
+	removed := 0
+	for pid, e := range s.producers {
+		if e.CurrentTxnFirstOffset < 0 && nowMs-e.LastTimestamp >= expirationMs {
+			delete(s.producers, pid)
+			removed++
+		}
+	}
+	if removed > 0 {
+		s.changes++
+	}
+	return removed
+}
+
+// OnLogStartOffsetIncremented is called when retention or DeleteRecords
+// moves the log start offset. Following KIP-360 it keeps every producer,
+// even one whose batches are all below the new start: forgetting it would
+// turn its next in-sequence batch into UNKNOWN_PRODUCER_ID and its retries
+// into duplicates. Only MapEndOffset moves up to logStartOffset, as in
+// Kafka, so the next snapshot is not named below the log.
+func (s *State) OnLogStartOffsetIncremented(logStartOffset int64) {
+	if s.mapEndOffset < logStartOffset {
+		s.mapEndOffset = logStartOffset
+		s.changes++
+	}
+}
+
+// MapEndOffset is the offset after the last batch the state has seen (or
+// the offset of the snapshot it was loaded from): replay continues there,
+// and a snapshot of the state is named by it.
+func (s *State) MapEndOffset() int64 { return s.mapEndOffset }
+
+// Len is the number of producers tracked.
+func (s *State) Len() int { return len(s.producers) }
+
+// LastEntry returns a copy of the producer's entry.
+func (s *State) LastEntry(producerID int64) (Entry, bool) {
+	e := s.producers[producerID]
+	if e == nil {
+		return Entry{}, false
+	}
+	return *e, true
+}
+
+// Entries returns copies of all entries, by producer id (for snapshots and
+// DescribeProducers).
+func (s *State) Entries() []Entry {
+	out := make([]Entry, 0, len(s.producers))
+	for _, e := range s.producers {
+		out = append(out, *e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	return out
+}
+
+// Clone returns an independent copy, for a caller that wants to try
+// changes it may throw away.
+func (s *State) Clone() *State {
+	c := &State{opts: s.opts, producers: make(map[int64]*Entry, len(s.producers)),
+		mapEndOffset: s.mapEndOffset, changes: s.changes}
+	for pid, e := range s.producers {
+		copied := *e
+		c.producers[pid] = &copied
+	}
+	return c
+}
+
+// inSequence is Kafka's ProducerAppendInfo.inSequence: next follows last,
+// wrapping from math.MaxInt32 to 0. With last = -1 (no batch) only 0 does.
+func inSequence(last, next int32) bool {
+	return int64(next) == int64(last)+1 || (next == 0 && last == math.MaxInt32)
+}
+
+// decrementSequence is Kafka's DefaultRecordBatch.decrementSequence, the
+// inverse of batch.IncrementSequence.
+func decrementSequence(sequence, decrement int32) int32 {
+	if sequence < decrement {
+		return math.MaxInt32 - (decrement - sequence) + 1
+	}
+	return sequence - decrement
+}

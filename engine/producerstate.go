@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+
+	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/engine/producer"
+	"github.com/wren-broker/wren/internal/vfs"
+)
+
+// Producer state (idempotence) lives beside the segments as Kafka's
+// %020d.snapshot files: the state as of that offset. A snapshot is written
+// at every segment roll and at a clean close; recovery loads the newest one
+// at or below the log end offset and replays the batches after it. The log
+// is the truth: a missing or corrupt snapshot only means a longer replay.
+
+// snapshotsKept is how many snapshot files a log keeps; older ones go.
+const snapshotsKept = 3
+
+// snapshotOffsets lists the offsets of the snapshot files in dir, sorted.
+func snapshotOffsets(fsys vfs.FS, dir string) ([]int64, error) {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, n := range names {
+		if off, ok := parseBase(n, snapshotSuffix); ok {
+			out = append(out, off)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+// loadProducerState rebuilds the state for the log as it is now: from the
+// newest usable snapshot at or below the log end offset (and not below the
+// first segment, whose batches replay must be able to read), plus a replay
+// of every batch after it. Snapshots above the log end offset (left by a
+// truncation) are deleted.
+func (l *Log) loadProducerState() error {
+	opts := producer.Options{}
+	offsets, err := snapshotOffsets(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	var st *producer.State
+	removed := false
+	for i := len(offsets) - 1; i >= 0; i-- {
+		off := offsets[i]
+		name := segmentFileName(l.dir, off, snapshotSuffix)
+		if off > l.logEndOffset {
+			if err := l.fs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			removed = true
+			continue
+		}
+		if st != nil || off < l.segments[0].baseOffset {
+			continue
+		}
+		data, err := vfs.ReadFile(l.fs, name)
+		if err == nil {
+			st, err = producer.DecodeSnapshot(data, off, opts)
+		}
+		if err != nil {
+			st = nil // fall back to an older snapshot or a full replay
+		}
+	}
+	if removed {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	if st == nil {
+		st = producer.New(opts)
+		st.OnLogStartOffsetIncremented(l.segments[0].baseOffset)
+	}
+	if err := l.replayProducerState(st, st.MapEndOffset()); err != nil {
+		return err
+	}
+	l.producers = st
+	return nil
+}
+
+// replayProducerState applies every batch at or after from to st.
+func (l *Log) replayProducerState(st *producer.State, from int64) error {
+	hdr := make([]byte, batch.RecordBatchOverhead)
+	for i := l.segmentFor(from); i < len(l.segments); i++ {
+		s := l.segments[i]
+		if s.nextOffset <= from {
+			continue
+		}
+		var pos int64
+		if from > s.baseOffset {
+			ip, err := s.offsetIndex.lookup(from)
+			if err != nil {
+				return err
+			}
+			pos = ip.Position
+		}
+		end := s.size.Load()
+		for pos < end {
+			h, err := s.readHeader(pos, hdr)
+			if err != nil {
+				return fmt.Errorf("engine: replaying producer state from %s at %d: %w", s.log.Name(), pos, err)
+			}
+			if h.BaseOffset >= from && h.BaseOffset >= st.MapEndOffset() {
+				st.Apply(h)
+			}
+			pos += int64(h.Size())
+		}
+	}
+	return nil
+}
+
+// writeProducerSnapshot writes the state as of the log end offset and
+// drops old snapshots. Called under l.mu.
+func (l *Log) writeProducerSnapshot() error {
+	if l.producers.MapEndOffset() < l.logEndOffset {
+		l.producers.OnLogStartOffsetIncremented(l.logEndOffset)
+	}
+	off := l.producers.MapEndOffset()
+	if err := vfs.WriteFileAtomic(l.fs, segmentFileName(l.dir, off, snapshotSuffix), l.producers.AppendSnapshot(nil)); err != nil {
+		return err
+	}
+	offsets, err := snapshotOffsets(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	for len(offsets) > snapshotsKept {
+		if err := l.fs.Remove(segmentFileName(l.dir, offsets[0], snapshotSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		offsets = offsets[1:]
+	}
+	return nil
+}
+
+// producerPlan is what a leader append does to the producer state once
+// its write succeeded.
+type producerPlan struct {
+	// replace is the state to install (several batches, checked on a copy).
+	replace *producer.State
+	// commit are the checked batches to record (one batch, checked on the
+	// live state, which nothing changes before the commit: l.mu is held).
+	commit []producer.AppendInfo
+}
+
+// checkProducers runs the idempotence checks of a leader append over its
+// batches (offsets assigned). It returns the plan to apply after the
+// write, or the original of a retried batch to answer with. Several
+// batches are tried on a copy so a rejection leaves the state untouched.
+func (l *Log) checkProducers(hs []batch.Header) (producerPlan, *producer.BatchMetadata, error) {
+	if len(hs) == 1 {
+		info, err := l.producers.Check(hs[0])
+		if err != nil {
+			return producerPlan{}, nil, err
+		}
+		if info.Duplicate {
+			return producerPlan{}, &info.Original, nil
+		}
+		return producerPlan{commit: []producer.AppendInfo{info}}, nil, nil
+	}
+	st := l.producers.Clone()
+	for _, h := range hs {
+		info, err := st.Check(h)
+		if err != nil {
+			return producerPlan{}, nil, err
+		}
+		if info.Duplicate {
+			return producerPlan{}, nil, fmt.Errorf("%w: a retried batch of producer %d arrived with %d others in one request",
+				producer.ErrOutOfOrderSequence, h.ProducerID, len(hs)-1)
+		}
+		st.Commit(info)
+	}
+	return producerPlan{replace: st}, nil, nil
+}
+
+func (l *Log) applyProducerPlan(plan producerPlan) {
+	if plan.replace != nil {
+		l.producers = plan.replace
+	}
+	for _, info := range plan.commit {
+		l.producers.Commit(info)
+	}
+}
+
+// ProducerStates returns the idempotent producers this partition tracks,
+// for DescribeProducers.
+func (l *Log) ProducerStates() []producer.Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.Entries()
+}
+
+// RemoveExpiredProducers forgets producers idle for expirationMs
+// (producer.id.expiration.ms).
+func (l *Log) RemoveExpiredProducers(expirationMs int64) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.RemoveExpired(l.opts.nowMs(), expirationMs)
+}
