@@ -105,7 +105,7 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		kmsg.FindCoordinator: {0, 6}, kmsg.DeleteTopics: {1, 6}, kmsg.DeleteRecords: {0, 2},
 		kmsg.OffsetForLeaderEpoch: {2, 4}, kmsg.DescribeConfigs: {1, 4}, kmsg.AlterConfigs: {0, 2},
 		kmsg.DescribeLogDirs: {1, 4}, kmsg.CreatePartitions: {0, 3}, kmsg.IncrementalAlterConfigs: {0, 1},
-		kmsg.DescribeCluster: {0, 1},
+		kmsg.DescribeCluster: {0, 1}, kmsg.InitProducerID: {0, 4}, kmsg.DescribeProducers: {0, 0},
 	}
 	for k, r := range want {
 		if keys[int16(k)] != r {
@@ -113,7 +113,7 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		}
 	}
 	// Unimplemented keys stay unadvertised, so clients do not send them.
-	for _, k := range []kmsg.Key{kmsg.InitProducerID, kmsg.JoinGroup, kmsg.OffsetCommit, kmsg.AddPartitionsToTxn, kmsg.EndTxn, kmsg.SASLHandshake} {
+	for _, k := range []kmsg.Key{kmsg.JoinGroup, kmsg.OffsetCommit, kmsg.AddPartitionsToTxn, kmsg.EndTxn, kmsg.SASLHandshake} {
 		if _, ok := keys[int16(k)]; ok {
 			t.Errorf("%s is advertised but not implemented", k.Name())
 		}

@@ -134,7 +134,8 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		ListenerName:    client.name,
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
 		Logger:          o.Logger,
-	}, &kafka.Node{Config: cfg, Controller: b.controller, Replicas: b.replicas, Host: host, Port: port})
+	}, &kafka.Node{Config: cfg, Controller: b.controller, Replicas: b.replicas, Host: host, Port: port,
+		ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID)})
 	if err != nil {
 		ln.Close()
 		b.closeStores()

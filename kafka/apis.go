@@ -113,6 +113,7 @@ var apiTable = [...]apiEntry{
 	{Key: kmsg.CreateTopics, Min: 2, Max: 7, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleCreateTopics},
 	{Key: kmsg.DeleteTopics, Min: 1, Max: 6, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDeleteTopics},
 	{Key: kmsg.DeleteRecords, Min: 0, Max: 2, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDeleteRecords},
+	{Key: kmsg.InitProducerID, Min: 0, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleInitProducerID},
 	{Key: kmsg.OffsetForLeaderEpoch, Min: 2, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleOffsetForLeaderEpoch},
 	{Key: kmsg.DescribeConfigs, Min: 1, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeConfigs},
 	{Key: kmsg.AlterConfigs, Min: 0, Max: 2, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleAlterConfigs},
@@ -120,6 +121,7 @@ var apiTable = [...]apiEntry{
 	{Key: kmsg.CreatePartitions, Min: 0, Max: 3, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleCreatePartitions},
 	{Key: kmsg.IncrementalAlterConfigs, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleIncrementalAlterConfigs},
 	{Key: kmsg.DescribeCluster, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeCluster},
+	{Key: kmsg.DescribeProducers, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeProducers},
 }
 
 // apiIndex is the table of one listener, indexed by key.

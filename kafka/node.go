@@ -13,6 +13,8 @@ type Node struct {
 	Config     *config.Config
 	Controller *cluster.Controller
 	Replicas   *replication.Manager
+	// ProducerIDs hands out idempotent producers' ids.
+	ProducerIDs *cluster.ProducerIDManager
 	// Host and Port are what Metadata and FindCoordinator advertise for
 	// this node (the advertised listener, or the bound address).
 	Host string
