@@ -153,9 +153,11 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	go func() {
 		defer b.wg.Done()
 		b.replicas.Run(ctx, replication.BackgroundIntervals{
-			Retention:  time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
-			Flush:      time.Second,
-			Checkpoint: time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
+			Retention:               time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
+			Flush:                   time.Second,
+			Checkpoint:              time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
+			ProducerExpirationCheck: time.Duration(cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,
+			ProducerIDExpirationMs:  int64(cfg.ProducerIDExpirationMs),
 		})
 	}()
 	o.Logger.Info("wren started", "node.id", cfg.NodeID, "cluster.id", b.controller.ClusterID(), "listener", ln.Addr().String(), "log.dir", dir, "log.flush.policy", cfg.LogFlushPolicy)

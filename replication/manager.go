@@ -158,6 +158,10 @@ type BackgroundIntervals struct {
 	Retention  time.Duration // log.retention.check.interval.ms
 	Flush      time.Duration // log.flush.scheduler.interval.ms
 	Checkpoint time.Duration // log.flush.offset.checkpoint.interval.ms
+	// ProducerExpirationCheck is producer.id.expiration.check.interval.ms;
+	// producers idle for ProducerIDExpirationMs are forgotten.
+	ProducerExpirationCheck time.Duration
+	ProducerIDExpirationMs  int64
 }
 
 // Run does the logs' background work until ctx ends.
@@ -165,6 +169,8 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 	retention := time.NewTicker(iv.Retention)
 	flush := time.NewTicker(iv.Flush)
 	checkpoint := time.NewTicker(iv.Checkpoint)
+	expiration := time.NewTicker(iv.ProducerExpirationCheck)
+	defer expiration.Stop()
 	defer retention.Stop()
 	defer flush.Stop()
 	defer checkpoint.Stop()
@@ -190,6 +196,10 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 			}
 		case <-checkpoint.C:
 			m.logIfErr("checkpoint", m.logs.Checkpoint())
+		case <-expiration.C:
+			for _, p := range m.Partitions() {
+				p.Log().RemoveExpiredProducers(iv.ProducerIDExpirationMs)
+			}
 		}
 	}
 }
