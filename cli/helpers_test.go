@@ -3,12 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/wren-broker/wren/broker"
+	"github.com/wren-broker/wren/config"
 )
 
 // testBrokers returns the bootstrap address of a broker for one test:
@@ -26,6 +31,41 @@ func testBrokers(t *testing.T) string {
 	}
 	t.Cleanup(c.Close)
 	return strings.Join(c.ListenAddrs(), ",")
+}
+
+// producerStateBrokers returns the bootstrap address of a broker that
+// tracks idempotent producers, which kfake does not (its DescribeProducers
+// lists transactional producers only): WREN_TEST_BROKERS when set, else a
+// one-node wren broker with its data in a temporary directory, closed when
+// the test ends.
+func producerStateBrokers(t *testing.T) string {
+	t.Helper()
+	if b := os.Getenv("WREN_TEST_BROKERS"); b != "" {
+		return b
+	}
+	toml := fmt.Sprintf(`
+[broker]
+node.id = 1
+log.dirs = [%q]
+listeners = ["PLAINTEXT://127.0.0.1:0", "CONTROLLER://127.0.0.1:0"]
+
+[cluster]
+controller.quorum.voters = ["1@127.0.0.1:9093"]
+`, t.TempDir())
+	cfg, err := config.Parse("test.toml", []byte(toml))
+	if err != nil {
+		t.Fatalf("broker config: %v", err)
+	}
+	b, err := broker.Start(cfg, broker.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close broker: %v", err)
+		}
+	})
+	return b.Addr().String()
 }
 
 // usingKfake reports whether the tests talk to kfake, whose cluster id

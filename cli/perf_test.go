@@ -94,6 +94,42 @@ func TestPerfGroupAndDuration(t *testing.T) {
 	mustFail(t, "", "perf", "produce", "--num-records", "1", "-b", b) // --topic is required
 }
 
+// perf produce is idempotent unless told not to be: the partition's leader
+// then tracks its producer, which describe --producers shows.
+func TestPerfProduceIdempotence(t *testing.T) {
+	b := producerStateBrokers(t)
+	producers := func(topic string) []producerDescription {
+		t.Helper()
+		var descs []topicDescription
+		decodeJSON(t, mustRun(t, "", "topic", "describe", topic, "--producers", "--format", "json", "-b", b).stdout, &descs)
+		if len(descs) != 1 || len(descs[0].Partitions) != 1 {
+			t.Fatalf("describe %s: %+v", topic, descs)
+		}
+		return descs[0].Partitions[0].Producers
+	}
+	perf := func(topic string, args ...string) {
+		t.Helper()
+		mustRun(t, "", append([]string{"perf", "produce", "--topic", topic, "--num-records", "50", "--record-size", "10",
+			"--partitions", "1", "--format", "json", "-b", b}, args...)...)
+	}
+
+	idempotent := uniqueTopic(t) + "-on"
+	perf(idempotent) // the default
+	if ps := producers(idempotent); len(ps) != 1 || ps[0].LastSequence != 49 {
+		t.Errorf("after 50 idempotent records, producers %+v: want one with last sequence 49", ps)
+	}
+	plain := uniqueTopic(t) + "-off"
+	perf(plain, "--idempotence=false")
+	if ps := producers(plain); len(ps) != 0 {
+		t.Errorf("after --idempotence=false, producers %+v: want none", ps)
+	}
+	// Kafka refuses enable.idempotence=true with acks other than all.
+	r := mustFail(t, "", "perf", "produce", "--topic", plain, "--num-records", "1", "--acks", "1", "--idempotence=true", "-b", b)
+	if !strings.Contains(r.stderr, "--idempotence needs --acks all") {
+		t.Errorf("--acks 1 --idempotence=true: stderr %q", r.stderr)
+	}
+}
+
 // The periodic and final lines, from known numbers.
 func TestPerfStatsLines(t *testing.T) {
 	start := time.Unix(1000, 0)

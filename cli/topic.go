@@ -212,6 +212,7 @@ func topicDescribeCommand(env Env) *ucli.Command {
 		ArgsUsage: "[TOPIC...]",
 		Flags: clientFlags(timeoutFlag(),
 			&ucli.BoolFlag{Name: "exclude-internal", Usage: "leave out internal topics when describing all"},
+			&ucli.BoolFlag{Name: "producers", Usage: "also list each partition's idempotent producers (kafka-transactions describe-producers)"},
 		),
 		Action: func(c *ucli.Context) error {
 			format, err := formatOf(c)
@@ -235,9 +236,17 @@ func topicDescribeCommand(env Env) *ucli.Command {
 				if err != nil {
 					return err
 				}
+				if c.Bool("producers") {
+					if err := describeProducers(ctx, adm, descs); err != nil {
+						return err
+					}
+				}
 				return printResult(env.Stdout, format, descs, func(w io.Writer) {
 					for _, d := range descs {
 						d.print(w)
+					}
+					for _, d := range descs {
+						d.printProducers(w)
 					}
 				})
 			})
@@ -267,6 +276,22 @@ type partitionDescription struct {
 	ELR          []int32 `json:"elr"`
 	LastKnownELR []int32 `json:"last_known_elr"`
 	elrKnown     bool
+	// Producers is set (if only to an empty list) by --producers alone,
+	// so that the JSON without it stays as it was.
+	Producers []producerDescription `json:"producers,omitzero"`
+}
+
+// producerDescription is one producer of a partition as DescribeProducers
+// reports it, in the columns of kafka-transactions describe-producers.
+type producerDescription struct {
+	ProducerID             int64 `json:"producer_id"`
+	ProducerEpoch          int16 `json:"producer_epoch"`
+	LatestCoordinatorEpoch int32 `json:"latest_coordinator_epoch"`
+	LastSequence           int32 `json:"last_sequence"`
+	LastTimestamp          int64 `json:"last_timestamp"`
+	// CurrentTransactionStartOffset is nil outside a transaction (the
+	// broker's -1), which Kafka prints as None.
+	CurrentTransactionStartOffset *int64 `json:"current_transaction_start_offset"`
 }
 
 // print writes kafka-topics --describe's lines (Kafka 4's TopicCommand):
@@ -305,6 +330,73 @@ func (d *topicDescription) print(w io.Writer) {
 		}
 	}
 	io.WriteString(w, b.String())
+}
+
+// printProducers writes one line per producer of every partition, the
+// columns of kafka-transactions describe-producers prefixed by the
+// partition, in the key: value manner of the partition lines:
+//
+//	\tTopic: T\tPartition: 0\tProducerId: 1000\tProducerEpoch: 0\tLatestCoordinatorEpoch: -1\tLastSequence: 4\tLastTimestamp: 1700000000000\tCurrentTransactionStartOffset: None
+func (d *topicDescription) printProducers(w io.Writer) {
+	var b strings.Builder
+	for _, p := range d.Partitions {
+		for _, pr := range p.Producers {
+			start := "None"
+			if pr.CurrentTransactionStartOffset != nil {
+				start = strconv.FormatInt(*pr.CurrentTransactionStartOffset, 10)
+			}
+			fmt.Fprintf(&b, "\tTopic: %s\tPartition: %d\tProducerId: %d\tProducerEpoch: %d\tLatestCoordinatorEpoch: %d"+
+				"\tLastSequence: %d\tLastTimestamp: %d\tCurrentTransactionStartOffset: %s\n",
+				d.Topic, p.Partition, pr.ProducerID, pr.ProducerEpoch, pr.LatestCoordinatorEpoch,
+				pr.LastSequence, pr.LastTimestamp, start)
+		}
+	}
+	io.WriteString(w, b.String())
+}
+
+// describeProducers fills in the producers of every partition of descs,
+// asking each partition's leader (DescribeProducers, KIP-664).
+func describeProducers(ctx context.Context, adm *kadm.Client, descs []*topicDescription) error {
+	var set kadm.TopicsSet
+	for _, d := range descs {
+		for _, p := range d.Partitions {
+			set.Add(d.Topic, p.Partition)
+		}
+	}
+	if len(set) == 0 {
+		return nil // an empty set would make kadm describe every topic
+	}
+	described, err := adm.DescribeProducers(ctx, set)
+	if err != nil {
+		return fmt.Errorf("cli: describe producers: %w", err)
+	}
+	for _, d := range descs {
+		dt := described[d.Topic]
+		for i := range d.Partitions {
+			p := &d.Partitions[i]
+			dp, ok := dt.Partitions[p.Partition]
+			if !ok {
+				return fmt.Errorf("cli: describe producers of %s-%d: no response", d.Topic, p.Partition)
+			}
+			what := fmt.Sprintf("describe producers of %s-%d", d.Topic, p.Partition)
+			if err := kafkaErr(what, dp.Err, dp.ErrMessage); err != nil {
+				return err
+			}
+			p.Producers = []producerDescription{}
+			for _, pr := range dp.ActiveProducers.Sorted() {
+				pd := producerDescription{
+					ProducerID: pr.ProducerID, ProducerEpoch: pr.ProducerEpoch,
+					LatestCoordinatorEpoch: pr.CoordinatorEpoch, LastSequence: pr.LastSequence,
+					LastTimestamp: pr.LastTimestamp,
+				}
+				if pr.CurrentTxnStartOffset >= 0 {
+					pd.CurrentTransactionStartOffset = &pr.CurrentTxnStartOffset
+				}
+				p.Producers = append(p.Producers, pd)
+			}
+		}
+	}
+	return nil
 }
 
 func joinIDs(ids []int32) string {

@@ -1,13 +1,18 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
@@ -48,6 +53,13 @@ func TestTopicLifecycle(t *testing.T) {
 	}
 
 	summary, parts := describeLines(t, b, topic)
+	if usingKfake() {
+		// kfake lists transactional producers only: none here.
+		plain := mustRun(t, "", "topic", "describe", topic, "-b", b).stdout
+		if out := mustRun(t, "", "topic", "describe", topic, "--producers", "-b", b).stdout; out != plain {
+			t.Errorf("describe --producers with no producers printed\n%s\nwant\n%s", out, plain)
+		}
+	}
 	m := describeSummaryRE.FindStringSubmatch(summary)
 	if m == nil {
 		t.Fatalf("describe summary %q does not match Kafka's layout", summary)
@@ -143,6 +155,82 @@ func TestTopicUsageErrors(t *testing.T) {
 		if r.stderr == "" {
 			t.Errorf("wren %s: no message on stderr", strings.Join(args, " "))
 		}
+	}
+}
+
+// describeProducerRE is a --producers line: kafka-transactions
+// describe-producers' columns after the topic and partition.
+var describeProducerRE = regexp.MustCompile(`^\tTopic: (\S+)\tPartition: (\d+)\tProducerId: (\d+)\tProducerEpoch: (\d+)\tLatestCoordinatorEpoch: (-?\d+)\tLastSequence: (-?\d+)\tLastTimestamp: (\d+)\tCurrentTransactionStartOffset: (\d+|None)$`)
+
+// An idempotent producer's state, as the partition leader tracks it, shows
+// under describe --producers. kfake does not track idempotent producers,
+// so this runs against a real broker.
+func TestTopicDescribeProducers(t *testing.T) {
+	b := producerStateBrokers(t)
+	topic := uniqueTopic(t)
+	mustRun(t, "", "topic", "create", topic, "-p", "2", "-r", "1", "-b", b)
+
+	// Five records to partition 0 only, idempotent (kgo's default).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(b, ",")...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	before := time.Now().UnixMilli()
+	var records []*kgo.Record
+	for i := range 5 {
+		records = append(records, &kgo.Record{Topic: topic, Partition: 0, Value: []byte(fmt.Sprint(i))})
+	}
+	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	pid, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		t.Fatalf("producer id: %v", err)
+	}
+
+	// Without --producers: the usual summary and partition lines only.
+	if _, parts := describeLines(t, b, topic); len(parts) != 2 {
+		t.Errorf("describe without --producers printed %d lines after the summary, want 2:\n%s", len(parts), strings.Join(parts, "\n"))
+	}
+	out := mustRun(t, "", "topic", "describe", topic, "--producers", "-b", b).stdout
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 4 || !describeSummaryRE.MatchString(lines[0]) ||
+		!describePartRE.MatchString(lines[1]) || !describePartRE.MatchString(lines[2]) {
+		t.Fatalf("describe --producers: want summary, 2 partition lines, 1 producer line:\n%s", out)
+	}
+	m := describeProducerRE.FindStringSubmatch(lines[3])
+	if m == nil {
+		t.Fatalf("producer line %q does not match describe-producers' columns", lines[3])
+	}
+	want := []string{topic, "0", fmt.Sprint(pid), fmt.Sprint(epoch), "-1", "4"}
+	if !slices.Equal(m[1:7], want) || m[8] != "None" {
+		t.Errorf("producer line %q: want topic, partition, id, epoch, coordinator epoch, last sequence %q and no transaction", lines[3], want)
+	}
+	if ts, _ := strconv.ParseInt(m[7], 10, 64); ts < before-60_000 || ts > time.Now().UnixMilli()+60_000 {
+		t.Errorf("producer line %q: LastTimestamp %d is not about now (%d)", lines[3], ts, before)
+	}
+
+	// JSON: every partition has its list, empty if no one produced to it.
+	out = mustRun(t, "", "topic", "describe", topic, "--producers", "--format", "json", "-b", b).stdout
+	var descs []topicDescription
+	decodeJSON(t, out, &descs)
+	if len(descs) != 1 || len(descs[0].Partitions) != 2 {
+		t.Fatalf("describe --producers --format json: %s", out)
+	}
+	p0, p1 := descs[0].Partitions[0], descs[0].Partitions[1]
+	if len(p0.Producers) != 1 || p0.Producers[0].ProducerID != pid || p0.Producers[0].LastSequence != 4 ||
+		p0.Producers[0].CurrentTransactionStartOffset != nil {
+		t.Errorf("partition 0 producers %+v: want one, id %d, last sequence 4, no transaction", p0.Producers, pid)
+	}
+	if p1.Producers == nil || len(p1.Producers) != 0 {
+		t.Errorf("partition 1 producers %#v: want an empty list", p1.Producers)
+	}
+	if out := mustRun(t, "", "topic", "describe", topic, "--format", "json", "-b", b).stdout; strings.Contains(out, `"producers"`) {
+		t.Errorf("describe --format json without --producers lists producers:\n%s", out)
 	}
 }
 
