@@ -71,6 +71,9 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 				rp.ErrorMessage = errorMessage(err)
+				// KIP-360: a producer told UNKNOWN_PRODUCER_ID compares this
+				// with its last acknowledged offset to decide how to recover.
+				rp.LogStartOffset = part.Log().LogStartOffset()
 			} else {
 				rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
 				waits = append(waits, wait)

@@ -9,7 +9,8 @@
 // # The append protocol (leader)
 //
 // A Produce batch goes through three steps, in this order, with nothing
-// else touching the State in between:
+// but OnLogStartOffsetIncremented or AppendSnapshot (a roll) touching the
+// State in between:
 //
 //  1. Check(h): h is the batch header after validation and offset
 //     assignment (Kafka assigns offsets before it checks sequences, so
@@ -27,8 +28,10 @@
 //     or a retry of the first would not be seen as a duplicate. A failed
 //     write leaves the State as it was (and fails the log directory anyway).
 //
-// Commit panics if the State changed between Check and Commit: the two-step
-// protocol is only sound when one owner serialises the steps.
+// Commit panics if a producer changed between Check and Commit, or if the
+// batch now lies below MapEndOffset: the two-step protocol is only sound
+// when one owner serialises the steps. A request with several batches is
+// checked on a Clone, committing each before checking the next.
 //
 // Followers, recovery replay and a new leader's catch-up call Apply(h) for
 // every batch already in the log (Kafka's AppendOrigin.REPLICATION): no
@@ -81,13 +84,16 @@
 //
 // Memory is bounded: at most Options.MaxProducers entries (default
 // DefaultMaxProducers), each holding at most BatchesToRetain batch
-// metadata. An entry costs about 250 bytes including its map slot (measured
-// by TestEntryMemory), so the default bound is about 2.5 MB per partition.
-// When a new producer arrives at the cap, the entry with the oldest
-// LastTimestamp (ties: lowest id) is evicted; the choice depends only on
-// the state, so every replica that applies the same batches evicts the same
-// producer. An evicted producer that comes back with a non-zero sequence
-// gets UNKNOWN_PRODUCER_ID and recovers by bumping its epoch (KIP-360).
+// metadata. An entry costs about 250 bytes with its map slot and list links
+// (measured by TestEntryMemory), so the default bound is about 2.5 MB per
+// partition. When a new producer arrives at the cap, the producer that
+// appended least recently is evicted, in O(1) (a list ordered by append,
+// not a scan: a flood of new producer ids must not cost a scan each).
+// Replicas that applied the same batches evict the same producer; after a
+// snapshot load the order is rebuilt from LastTimestamp, which the file
+// keeps, so it may differ from a replica that never restarted. An evicted
+// producer that comes back with a non-zero sequence gets
+// UNKNOWN_PRODUCER_ID and recovers by bumping its epoch (KIP-360).
 //
 // # Snapshots
 //

@@ -74,7 +74,7 @@ func replay(opts Options, log []batch.Header) *State {
 // and to show the difference when they disagree.
 func describe(s *State) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "mapEnd=%d\n", s.MapEndOffset())
+	fmt.Fprintf(&b, "mapEnd=%d recency=%v\n", s.MapEndOffset(), recency(s))
 	for _, e := range s.Entries() {
 		fmt.Fprintf(&b, "pid=%d epoch=%d coord=%d txn=%d ts=%d batches=%v\n", e.ProducerID, e.ProducerEpoch,
 			e.CoordinatorEpoch, e.CurrentTxnFirstOffset, e.LastTimestamp, e.Batches())
@@ -110,4 +110,22 @@ func mustPanic(t *testing.T, want string, f func()) {
 		}
 	}()
 	f()
+}
+
+// recency lists the producer ids from the next to evict to the newest,
+// checking the list's links and that it holds exactly the map's nodes.
+func recency(s *State) []int64 {
+	var ids []int64
+	var prev *node
+	for n := s.oldest; n != nil; n = n.newer {
+		if n.older != prev || s.producers[n.ProducerID] != n {
+			panic(fmt.Sprintf("recency list broken at producer %d", n.ProducerID))
+		}
+		ids = append(ids, n.ProducerID)
+		prev = n
+	}
+	if prev != s.newest || len(ids) != len(s.producers) {
+		panic(fmt.Sprintf("recency list holds %d producers, the map %d", len(ids), len(s.producers)))
+	}
+	return ids
 }

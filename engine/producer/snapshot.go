@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -40,7 +41,8 @@ func (s *State) AppendSnapshot(dst []byte) []byte {
 	dst = binary.BigEndian.AppendUint16(dst, uint16(SnapshotVersion))
 	dst = binary.BigEndian.AppendUint32(dst, 0) // the CRC, filled in below
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(s.producers)))
-	for _, e := range s.Entries() {
+	for _, pid := range s.producerIDs() {
+		e := &s.producers[pid].Entry
 		// Kafka writes an entry without a batch as sequence -1, offset
 		// -1, delta 0, and the entry's timestamp either way.
 		m := BatchMetadata{LastSequence: -1, LastOffset: -1}
@@ -95,10 +97,10 @@ func DecodeSnapshot(b []byte, offset int64, opts Options) (*State, error) {
 	if count < 0 || int64(count)*snapshotEntrySize != int64(len(body)) {
 		return nil, fmt.Errorf("%w: %d entries claimed, %d bytes of entries", ErrCorruptSnapshot, count, len(body))
 	}
-	s := &State{opts: opts, producers: make(map[int64]*Entry, count), mapEndOffset: offset}
+	s := &State{opts: opts, producers: make(map[int64]*node, count), mapEndOffset: offset}
 	for i := range int(count) {
 		p := body[i*snapshotEntrySize : (i+1)*snapshotEntrySize]
-		e := newEntry(int64(binary.BigEndian.Uint64(p[0:])))
+		e := &node{Entry: *newEntry(int64(binary.BigEndian.Uint64(p[0:])))}
 		e.ProducerEpoch = int16(binary.BigEndian.Uint16(p[8:]))
 		lastSeq := int32(binary.BigEndian.Uint32(p[10:]))
 		lastOffset := int64(binary.BigEndian.Uint64(p[14:]))
@@ -121,6 +123,21 @@ func DecodeSnapshot(b []byte, offset int64, opts Options) (*State, error) {
 				OffsetDelta: offsetDelta, Timestamp: e.LastTimestamp})
 		}
 		s.producers[e.ProducerID] = e // a repeated id: the last wins, as in Kafka
+	}
+	// The file does not keep the recency order; the producers that wrote
+	// longest ago go first.
+	order := make([]*node, 0, len(s.producers))
+	for _, n := range s.producers {
+		order = append(order, n)
+	}
+	slices.SortFunc(order, func(a, b *node) int {
+		if c := cmp.Compare(a.LastTimestamp, b.LastTimestamp); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ProducerID, b.ProducerID)
+	})
+	for _, n := range order {
+		s.pushNewest(n)
 	}
 	return s, nil
 }

@@ -197,7 +197,7 @@ func randomState(rng *rand.Rand, n int) *State {
 	s := New(Options{})
 	var off int64
 	for pid := int64(0); pid < int64(n); pid++ {
-		seq := rng.Int32N(1 << 31 - 1)
+		seq := rng.Int32N(1<<31 - 1)
 		for range 1 + rng.IntN(7) {
 			cnt := 1 + rng.Int32N(10)
 			h := header(pid*7919, int16(rng.IntN(3)), seq, cnt, off, rng.Int64N(1<<41))

@@ -1,7 +1,6 @@
 package producer
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -23,8 +22,8 @@ const DefaultMaxProducers = 10000
 // Options tune a State. The zero value is the default.
 type Options struct {
 	// MaxProducers caps the entries of one partition; zero means
-	// DefaultMaxProducers. A new producer at the cap evicts the entry with
-	// the oldest LastTimestamp.
+	// DefaultMaxProducers. A new producer at the cap evicts the producer
+	// that appended least recently.
 	MaxProducers int
 	// AcceptUnknownSequence makes Check accept any first sequence from a
 	// producer id it does not know, as Kafka 2.5 to 4.x do, instead of
@@ -145,24 +144,38 @@ func (e *Entry) findBatch(firstSeq, lastSeq int32) (BatchMetadata, bool) {
 	return BatchMetadata{}, false
 }
 
+// node is an Entry as the State holds it: in the map and in the recency
+// list that picks whom to evict.
+type node struct {
+	Entry
+	older, newer *node
+}
+
 // State is the producer state of one partition.
 type State struct {
 	opts Options
 	// producers holds at most opts.maxProducers() entries.
-	producers map[int64]*Entry
+	producers map[int64]*node
+	// oldest and newest end the recency list, which holds every node of
+	// producers in the order they last appended (after a snapshot load:
+	// by LastTimestamp, then producer id). oldest is evicted first. Only
+	// Apply and Commit reorder it, so replicas applying the same batches
+	// agree on it.
+	oldest, newest *node
 	// mapEndOffset is the offset after the last batch applied (Kafka's
 	// lastMapOffset): a snapshot of this state is named by it.
 	// Invariant: every batch applied had BaseOffset >= the mapEndOffset
 	// of that moment (offsets only grow in a log).
 	mapEndOffset int64
-	// changes counts mutations; Check stamps it into the AppendInfo so
-	// that Commit can assert nothing changed in between.
+	// changes counts changes to producers; Check stamps it into the
+	// AppendInfo so that Commit can assert that the decision still holds.
+	// MapEndOffset moves are not counted: Commit checks the offset itself.
 	changes uint64
 }
 
 // New returns an empty State.
 func New(opts Options) *State {
-	return &State{opts: opts, producers: make(map[int64]*Entry)}
+	return &State{opts: opts, producers: make(map[int64]*node)}
 }
 
 // AppendInfo is the outcome of a successful Check: either a duplicate to
@@ -247,6 +260,7 @@ func (s *State) Commit(info AppendInfo) {
 		panic(fmt.Sprintf("producer: state changed between Check and Commit of offset %d (change %d, now %d)",
 			info.header.BaseOffset, info.changes, s.changes))
 	}
+	s.checkOffset(info.header, "Commit")
 	s.apply(info.header)
 }
 
@@ -266,6 +280,8 @@ func (s *State) apply(h batch.Header) {
 		return
 	}
 	e := s.entry(h.ProducerID)
+	s.unlink(e)
+	s.pushNewest(e)
 	e.maybeUpdateProducerEpoch(h.ProducerEpoch)
 	if h.IsControl() {
 		// A transaction marker closes the transaction and carries the
@@ -296,34 +312,48 @@ func (s *State) checkOffset(h batch.Header, op string) {
 	}
 }
 
-// entry returns the producer's entry, creating it (and evicting the oldest
-// entry at the cap) when absent.
-func (s *State) entry(pid int64) *Entry {
-	if e := s.producers[pid]; e != nil {
-		return e
+// entry returns the producer's node, creating it (and evicting the least
+// recently appending producer at the cap) when absent.
+func (s *State) entry(pid int64) *node {
+	if n := s.producers[pid]; n != nil {
+		return n
 	}
 	if len(s.producers) >= s.opts.maxProducers() {
-		s.evictOldest()
+		s.remove(s.oldest)
 	}
-	e := newEntry(pid)
-	s.producers[pid] = e
-	return e
+	n := &node{Entry: *newEntry(pid)}
+	s.producers[pid] = n
+	s.pushNewest(n)
+	return n
 }
 
-// evictOldest drops the entry with the lowest LastTimestamp, ties broken
-// by the lowest producer id, so that replicas agree. O(entries); it runs
-// only when a new producer meets a full state.
-func (s *State) evictOldest() {
-	var victim *Entry
-	for _, e := range s.producers {
-		if victim == nil || e.LastTimestamp < victim.LastTimestamp ||
-			(e.LastTimestamp == victim.LastTimestamp && e.ProducerID < victim.ProducerID) {
-			victim = e
-		}
+func (s *State) pushNewest(n *node) {
+	n.older, n.newer = s.newest, nil
+	if s.newest != nil {
+		s.newest.newer = n
+	} else {
+		s.oldest = n
 	}
-	if victim != nil {
-		delete(s.producers, victim.ProducerID)
+	s.newest = n
+}
+
+func (s *State) unlink(n *node) {
+	if n.older != nil {
+		n.older.newer = n.newer
+	} else {
+		s.oldest = n.newer
 	}
+	if n.newer != nil {
+		n.newer.older = n.older
+	} else {
+		s.newest = n.older
+	}
+	n.older, n.newer = nil, nil
+}
+
+func (s *State) remove(n *node) {
+	s.unlink(n)
+	delete(s.producers, n.ProducerID)
 }
 
 // RemoveExpired forgets every producer without an open transaction whose
@@ -331,9 +361,9 @@ func (s *State) evictOldest() {
 // nowMs, and returns how many it removed.
 func (s *State) RemoveExpired(nowMs, expirationMs int64) int {
 	removed := 0
-	for pid, e := range s.producers {
-		if e.CurrentTxnFirstOffset < 0 && nowMs-e.LastTimestamp >= expirationMs {
-			delete(s.producers, pid)
+	for _, n := range s.producers {
+		if n.CurrentTxnFirstOffset < 0 && nowMs-n.LastTimestamp >= expirationMs {
+			s.remove(n)
 			removed++
 		}
 	}
@@ -352,7 +382,6 @@ func (s *State) RemoveExpired(nowMs, expirationMs int64) int {
 func (s *State) OnLogStartOffsetIncremented(logStartOffset int64) {
 	if s.mapEndOffset < logStartOffset {
 		s.mapEndOffset = logStartOffset
-		s.changes++
 	}
 }
 
@@ -366,32 +395,42 @@ func (s *State) Len() int { return len(s.producers) }
 
 // LastEntry returns a copy of the producer's entry.
 func (s *State) LastEntry(producerID int64) (Entry, bool) {
-	e := s.producers[producerID]
-	if e == nil {
+	n := s.producers[producerID]
+	if n == nil {
 		return Entry{}, false
 	}
-	return *e, true
+	return n.Entry, true
 }
 
 // Entries returns copies of all entries, by producer id (for snapshots and
 // DescribeProducers).
 func (s *State) Entries() []Entry {
 	out := make([]Entry, 0, len(s.producers))
-	for _, e := range s.producers {
-		out = append(out, *e)
+	for _, pid := range s.producerIDs() {
+		out = append(out, s.producers[pid].Entry)
 	}
-	slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
 	return out
 }
 
-// Clone returns an independent copy, for a caller that wants to try
-// changes it may throw away.
+// producerIDs returns the tracked ids in increasing order.
+func (s *State) producerIDs() []int64 {
+	ids := make([]int64, 0, len(s.producers))
+	for pid := range s.producers {
+		ids = append(ids, pid)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Clone returns an independent copy, recency order included, for a caller
+// that wants to try changes it may throw away.
 func (s *State) Clone() *State {
-	c := &State{opts: s.opts, producers: make(map[int64]*Entry, len(s.producers)),
+	c := &State{opts: s.opts, producers: make(map[int64]*node, len(s.producers)),
 		mapEndOffset: s.mapEndOffset, changes: s.changes}
-	for pid, e := range s.producers {
-		copied := *e
-		c.producers[pid] = &copied
+	for n := s.oldest; n != nil; n = n.newer {
+		copied := &node{Entry: n.Entry}
+		c.producers[copied.ProducerID] = copied
+		c.pushNewest(copied)
 	}
 	return c
 }

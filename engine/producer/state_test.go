@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -258,15 +259,15 @@ func TestRemoveExpired(t *testing.T) {
 	}
 }
 
-// TestMaxProducersEvictsOldest: the cap holds, the least recently written
-// producer goes (ties: lowest id), and it comes back through
-// UNKNOWN_PRODUCER_ID.
-func TestMaxProducersEvictsOldest(t *testing.T) {
+// TestMaxProducersEvictsLeastRecent: the cap holds, the producer that
+// appended least recently goes (not the one with the oldest timestamp),
+// and it comes back through UNKNOWN_PRODUCER_ID.
+func TestMaxProducersEvictsLeastRecent(t *testing.T) {
 	s := New(Options{MaxProducers: 3})
 	s.Apply(header(10, 0, 0, 1, 0, 500))
 	s.Apply(header(11, 0, 0, 1, 1, 300))
-	s.Apply(header(12, 0, 0, 1, 2, 300))
-	s.Apply(header(10, 0, 1, 1, 3, 600))
+	s.Apply(header(12, 0, 0, 1, 2, 900))
+	s.Apply(header(11, 0, 1, 1, 3, 100)) // a lagging clock: oldest timestamp, latest append
 	info, err := s.Check(header(13, 0, 0, 1, 4, 700))
 	if err != nil {
 		t.Fatal(err)
@@ -275,19 +276,36 @@ func TestMaxProducersEvictsOldest(t *testing.T) {
 	if s.Len() != 3 {
 		t.Fatalf("Len %d, want the cap 3", s.Len())
 	}
-	if _, ok := s.LastEntry(11); ok {
-		t.Fatalf("producer 11 (oldest, lowest id of the tie) was kept")
+	if got := recency(s); !slices.Equal(got, []int64{12, 11, 13}) {
+		t.Fatalf("recency %v, want [12 11 13] after evicting 10", got)
 	}
-	for _, p := range []int64{10, 12, 13} {
-		if _, ok := s.LastEntry(p); !ok {
-			t.Fatalf("producer %d evicted", p)
-		}
-	}
-	if _, err := s.Check(header(11, 0, 1, 1, 5, 800)); !errors.Is(err, ErrUnknownProducerID) {
+	if _, err := s.Check(header(10, 0, 1, 1, 5, 800)); !errors.Is(err, ErrUnknownProducerID) {
 		t.Fatalf("evicted producer: %v", err)
 	}
-	if _, err := s.Check(header(11, 1, 0, 1, 5, 800)); err != nil {
+	if _, err := s.Check(header(10, 1, 0, 1, 5, 800)); err != nil {
 		t.Fatalf("evicted producer after its epoch bump: %v", err)
+	}
+	s.Apply(header(12, 0, 1, 1, 5, 901))
+	s.Apply(header(14, 0, 0, 1, 6, 902))
+	if got := recency(s); !slices.Equal(got, []int64{13, 12, 14}) {
+		t.Fatalf("recency %v, want [13 12 14]", got)
+	}
+	if n := s.RemoveExpired(1000, 99); n != 2 || !slices.Equal(recency(s), []int64{14}) {
+		t.Fatalf("RemoveExpired = %d, recency %v", n, recency(s))
+	}
+
+	// A snapshot does not keep the order: after loading, timestamps
+	// decide (ties: lower id first).
+	s = New(Options{MaxProducers: 3})
+	s.Apply(header(20, 0, 0, 1, 0, 700))
+	s.Apply(header(21, 0, 0, 1, 1, 600))
+	s.Apply(header(22, 0, 0, 1, 2, 600))
+	loaded, err := DecodeSnapshot(s.AppendSnapshot(nil), s.MapEndOffset(), Options{MaxProducers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recency(loaded); !slices.Equal(got, []int64{21, 22, 20}) {
+		t.Fatalf("recency after loading %v, want [21 22 20]", got)
 	}
 }
 
@@ -333,6 +351,27 @@ func TestCommitPanics(t *testing.T) {
 	}
 	p.state.Commit(a)
 	mustPanic(t, "changed between Check and Commit", func() { p.state.Commit(b) })
+
+	// Moving the end offset between Check and Commit is allowed, unless
+	// it passes the checked batch.
+	c, err := p.state.Check(header(1, 0, 2, 1, p.state.MapEndOffset()+10, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.state.OnLogStartOffsetIncremented(p.state.MapEndOffset() + 10)
+	p.state.Commit(c)
+	c, err = p.state.Check(header(1, 0, 3, 1, p.state.MapEndOffset(), 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.state.OnLogStartOffsetIncremented(p.state.MapEndOffset() + 5)
+	mustPanic(t, "Commit of a batch at offset", func() { p.state.Commit(c) })
+	c, err = p.state.Check(header(1, 0, 3, 1, p.state.MapEndOffset(), 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.state.RemoveExpired(1<<40, 1)
+	mustPanic(t, "changed between Check and Commit", func() { p.state.Commit(c) })
 
 	mustPanic(t, "below the state's end offset", func() { p.state.Check(header(1, 0, 2, 1, 0, 7)) })
 	mustPanic(t, "below the state's end offset", func() { p.state.Apply(header(1, 0, 2, 1, 0, 7)) })
