@@ -23,13 +23,13 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  
 
 
 def produce(args):
-    # acks=all; idempotence stays off (librdkafka's default, said here
-    # because wren does not serve InitProducerId yet).
+    # acks=all and idempotence on (librdkafka's default is off): wren
+    # serves InitProducerId and checks sequences.
     p = Producer({
         "bootstrap.servers": args.bootstrap,
         "compression.type": args.codec,
         "acks": "all",
-        "enable.idempotence": False,
+        "enable.idempotence": True,
         "linger.ms": 5,
     })
     failures = []

@@ -77,9 +77,8 @@ public final class Interop {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.ACKS_CONFIG, "all");
-        // The Java client turns idempotence on by default, and an idempotent producer
-        // starts with InitProducerId, which wren does not serve yet: off until it does.
-        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
+        // Idempotence stays at the Java client's default (on): InitProducerId, producer
+        // ids and sequence checks are served.
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
         p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, Long.toString(TimeUnit.SECONDS.toMillis(timeoutS)));
