@@ -104,39 +104,12 @@ level = "warn"
 		t.Fatalf("%d records failed", failed.Load())
 	}
 	// Every record exactly once, in order per partition.
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("killed"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer consumer.Close()
-	next := map[int32]int{}
-	for p := int32(0); p < 6; p++ {
-		next[p] = int(p)
-	}
-	for got := 0; got < records; {
-		fs := consumer.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %d of %d: %v", got, records, ctx.Err())
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			var n int
-			fmt.Sscan(string(r.Value), &n)
-			if n != next[r.Partition] {
-				t.Fatalf("partition %d offset %d: record %d, want %d", r.Partition, r.Offset, n, next[r.Partition])
-			}
-			next[r.Partition] += 6
-			got++
-		})
-	}
-	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, "killed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := int64(0)
-	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
-	if total != records {
-		t.Fatalf("the log holds %d records, %d were produced", total, records)
-	}
+	checkExactlyOnceInOrder(t, ctx, consumer, "killed", 6, records)
 }
 
 func freePort(t *testing.T) int {

@@ -46,6 +46,11 @@ type TopicPartition struct {
 
 func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
 
+// Less orders partitions by topic, then partition.
+func (tp TopicPartition) Less(o TopicPartition) bool {
+	return tp.Topic < o.Topic || tp.Topic == o.Topic && tp.Partition < o.Partition
+}
+
 // ParseTopicPartitionDir splits a partition directory name
 // "<topic>-<partition>" at its last dash.
 func ParseTopicPartitionDir(name string) (TopicPartition, error) {
@@ -132,12 +137,7 @@ func WriteOffsetCheckpoint(fsys vfs.FS, path string, offsets map[TopicPartition]
 	for tp := range offsets {
 		tps = append(tps, tp)
 	}
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].Topic != tps[j].Topic {
-			return tps[i].Topic < tps[j].Topic
-		}
-		return tps[i].Partition < tps[j].Partition
-	})
+	sort.Slice(tps, func(i, j int) bool { return tps[i].Less(tps[j]) })
 	lines := make([]string, len(tps))
 	for i, tp := range tps {
 		lines[i] = fmt.Sprintf("%s %d %d", tp.Topic, tp.Partition, offsets[tp])

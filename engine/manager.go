@@ -250,10 +250,7 @@ func (m *Manager) Logs() []*Log {
 		out = append(out, l)
 	}
 	m.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].tp, out[j].tp
-		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
-	})
+	sort.Slice(out, func(i, j int) bool { return out[i].tp.Less(out[j].tp) })
 	return out
 }
 

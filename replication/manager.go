@@ -55,10 +55,7 @@ func (m *Manager) Partitions() []*Partition {
 		out = append(out, p)
 	}
 	m.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].tp, out[j].tp
-		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
-	})
+	sort.Slice(out, func(i, j int) bool { return out[i].tp.Less(out[j].tp) })
 	return out
 }
 
