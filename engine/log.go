@@ -48,6 +48,10 @@ type Log struct {
 	health *dirHealth
 	commit *wal.GroupCommitter
 
+	// cleanMu serialises log cleaning passes; never taken under mu (hook
+	// for the log cleaner, cleaner.go).
+	cleanMu sync.Mutex
+
 	mu sync.Mutex
 	// segments are sorted by base offset; the last is the active segment.
 	// Invariant: len(segments) >= 1.

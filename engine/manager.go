@@ -62,6 +62,10 @@ type Manager struct {
 	mu           sync.Mutex
 	logs         map[TopicPartition]*Log
 	closed       bool
+
+	// cleaner is the log cleaner's state (hook for the log cleaner,
+	// cleaner_manager.go).
+	cleaner cleanerState
 }
 
 // OpenManager locks dir, checks or writes meta.properties, and opens and

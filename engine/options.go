@@ -71,6 +71,10 @@ type Options struct {
 	// always preallocated to segment.index.bytes, as Kafka does.
 	Preallocate bool
 
+	// CompactionOptions: cleanup.policy and the log cleaner's topic
+	// configs (hook for the log cleaner, cleaner_options.go).
+	CompactionOptions
+
 	// Now is the clock. Tests inject one; nil means time.Now.
 	Now func() time.Time
 }
@@ -92,6 +96,7 @@ func DefaultOptions() Options {
 		FlushIntervalMessages: 1<<63 - 1,
 		FlushIntervalMs:       1<<63 - 1,
 		Preallocate:           false,
+		CompactionOptions:     DefaultCompactionOptions(),
 	}
 }
 
@@ -119,7 +124,7 @@ func (o *Options) validate() error {
 	case o.SegmentMs <= 0:
 		return fmt.Errorf("engine: segment.ms %d must be positive", o.SegmentMs)
 	}
-	return nil
+	return o.CompactionOptions.validate()
 }
 
 const (

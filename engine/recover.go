@@ -153,6 +153,12 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 	if err != nil {
 		return err
 	}
+	// Hook for the log cleaner: an interrupted segment swap is completed
+	// first, Kafka's rule (cleaner_recover.go); its .cleaned files are
+	// then left for the orphan rule below.
+	if names, err = l.completeSwaps(names); err != nil {
+		return err
+	}
 	var bases []int64
 	hasLog := map[int64]bool{}
 	var orphans []string

@@ -256,15 +256,19 @@ func (l *Log) DeleteOldSegments(highWatermark int64) (int, error) {
 	for _, s := range l.segments {
 		total += s.size.Load()
 	}
+	// Hook for the log cleaner: under cleanup.policy=compact alone only
+	// the log start offset deletes segments, as in Kafka's
+	// UnifiedLog.deleteOldSegments.
+	retain := l.opts.CleanupPolicy.Delete()
 	excess := int64(-1)
-	if l.opts.RetentionBytes >= 0 {
+	if retain && l.opts.RetentionBytes >= 0 {
 		excess = total - l.opts.RetentionBytes
 	}
 	return l.deleteSegmentsLocked(func(s, next *segment) bool {
 		if next != nil && next.baseOffset <= l.logStartOffset {
 			return true
 		}
-		if l.opts.RetentionMs >= 0 && now-s.largestTimestamp() > l.opts.RetentionMs {
+		if retain && l.opts.RetentionMs >= 0 && now-s.largestTimestamp() > l.opts.RetentionMs {
 			return true
 		}
 		if excess >= 0 && excess-s.size.Load() >= 0 {
