@@ -1,0 +1,158 @@
+package groups
+
+import (
+	"fmt"
+	"slices"
+)
+
+// loader gathers the last value of every key while the partition is
+// replayed; later records win, tombstones delete, as compaction would.
+type loader struct {
+	metadata map[string]*GroupMetadataValue
+	offsets  map[string]map[TopicPartition]OffsetAndMetadata
+}
+
+func newLoader() *loader {
+	return &loader{metadata: map[string]*GroupMetadataValue{}, offsets: map[string]map[TopicPartition]OffsetAndMetadata{}}
+}
+
+// Replay applies one record of the coordinator's __consumer_offsets
+// partition, in log order, while loading. A record that cannot be true
+// (a member list without a leader among it, say) is ErrCorruptRecord.
+func (c *Coordinator) Replay(rec Record) error {
+	if c.status != loading {
+		return ErrNotLoading
+	}
+	l := c.loader
+	switch rec.Kind {
+	case OffsetCommitRecord:
+		tp := rec.TopicPartition
+		if rec.Offset == nil {
+			delete(l.offsets[rec.Group], tp)
+			return nil
+		}
+		if tp.Topic == "" || tp.Partition < 0 {
+			return fmt.Errorf("%w: group %q offset for %q/%d", ErrCorruptRecord, rec.Group, tp.Topic, tp.Partition)
+		}
+		if l.offsets[rec.Group] == nil {
+			l.offsets[rec.Group] = map[TopicPartition]OffsetAndMetadata{}
+		}
+		l.offsets[rec.Group][tp] = *rec.Offset
+	case GroupMetadataRecord:
+		if rec.Metadata == nil {
+			delete(l.metadata, rec.Group)
+			return nil
+		}
+		if err := checkGroupMetadata(rec.Group, rec.Metadata); err != nil {
+			return err
+		}
+		l.metadata[rec.Group] = rec.Metadata
+	default:
+		return fmt.Errorf("%w: kind %d", ErrUnknownRecordType, rec.Kind)
+	}
+	return nil
+}
+
+func checkGroupMetadata(group string, m *GroupMetadataValue) error {
+	if m.Generation < 0 {
+		return fmt.Errorf("%w: group %q generation %d", ErrCorruptRecord, group, m.Generation)
+	}
+	if len(m.Members) == 0 {
+		return nil
+	}
+	if m.ProtocolType == "" || m.Protocol == "" {
+		return fmt.Errorf("%w: group %q has %d members but protocol %q/%q", ErrCorruptRecord, group, len(m.Members), m.ProtocolType, m.Protocol)
+	}
+	ids := map[string]bool{}
+	instances := map[string]bool{}
+	for _, mm := range m.Members {
+		if mm.MemberID == "" || ids[mm.MemberID] {
+			return fmt.Errorf("%w: group %q member id %q empty or repeated", ErrCorruptRecord, group, mm.MemberID)
+		}
+		ids[mm.MemberID] = true
+		if mm.InstanceID != "" {
+			if instances[mm.InstanceID] {
+				return fmt.Errorf("%w: group %q instance id %q repeated", ErrCorruptRecord, group, mm.InstanceID)
+			}
+			instances[mm.InstanceID] = true
+		}
+	}
+	if !ids[m.Leader] {
+		return fmt.Errorf("%w: group %q leader %q is not a member", ErrCorruptRecord, group, m.Leader)
+	}
+	return nil
+}
+
+// CompleteLoad ends loading at nowMs: groups with members come back
+// Stable in their last stored generation (a rebalance in flight was never
+// stored), the others Empty; every member's session starts now. A group
+// over group.max.size (the limit was lowered) starts a rebalance, as in
+// Kafka, which drops the members that do not make it back in time.
+func (c *Coordinator) CompleteLoad(nowMs int64) error {
+	if c.status != loading {
+		return ErrNotLoading
+	}
+	l := c.loader
+	ids := make([]string, 0, len(l.metadata)+len(l.offsets))
+	for id := range l.metadata {
+		ids = append(ids, id)
+	}
+	for id, offs := range l.offsets {
+		if _, ok := l.metadata[id]; !ok && len(offs) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		g := newGroup(id, nowMs)
+		if m := l.metadata[id]; m != nil {
+			c.restoreMetadata(g, m, nowMs)
+		} else {
+			g.stateTimestampMs = -1
+		}
+		if offs := l.offsets[id]; offs != nil {
+			g.offsets = offs
+		}
+		c.addGroup(g)
+	}
+	c.loader = nil
+	c.status = active
+	for _, id := range ids {
+		if g := c.groups[id]; len(g.members) > c.cfg.MaxSize {
+			c.prepareRebalance(g, nowMs)
+		}
+	}
+	return nil
+}
+
+func (c *Coordinator) restoreMetadata(g *Group, m *GroupMetadataValue, nowMs int64) {
+	g.generation = m.Generation
+	g.protocolType = m.ProtocolType
+	g.stateTimestampMs = m.CurrentStateTimestampMs
+	if len(m.Members) == 0 {
+		g.computeSubscribedTopics()
+		return
+	}
+	g.protocol = m.Protocol
+	for _, mm := range m.Members {
+		// The log keeps only the selected protocol's metadata: the
+		// member's other protocols come back when it next joins.
+		g.add(&member{
+			memberID:           mm.MemberID,
+			instanceID:         mm.InstanceID,
+			clientID:           mm.ClientID,
+			clientHost:         mm.ClientHost,
+			rebalanceTimeoutMs: mm.RebalanceTimeoutMs,
+			sessionTimeoutMs:   mm.SessionTimeoutMs,
+			protocolType:       m.ProtocolType,
+			protocols:          []Protocol{{Name: m.Protocol, Metadata: mm.Subscription}},
+			assignment:         nonNil(mm.Assignment),
+			sessionDeadlineMs:  nowMs + int64(mm.SessionTimeoutMs),
+		})
+	}
+	g.leaderID = m.Leader
+	// Empty → Stable is not a transition a live group makes; a loaded
+	// group simply starts there, as in Kafka.
+	g.state = Stable
+	g.computeSubscribedTopics()
+}
