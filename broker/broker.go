@@ -158,6 +158,10 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 			Checkpoint:              time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
 			ProducerExpirationCheck: time.Duration(cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,
 			ProducerIDExpirationMs:  int64(cfg.ProducerIDExpirationMs),
+			Cleaner:                 cleanerInterval(cfg),
+			CleanerConfig: engine.CleanerConfig{
+				DedupeBufferBytes: cfg.LogCleanerDedupeBufferSize,
+			},
 		})
 	}()
 	o.Logger.Info("wren started", "node.id", cfg.NodeID, "cluster.id", b.controller.ClusterID(), "listener", ln.Addr().String(), "log.dir", dir, "log.flush.policy", cfg.LogFlushPolicy)
@@ -244,6 +248,14 @@ func advertised(cfg *config.Config, l listenerAddr, bound net.Addr) (string, int
 		host = tcp.IP.String()
 	}
 	return host, int32(tcp.Port)
+}
+
+// cleanerInterval is log.cleaner.backoff.ms, or zero with the cleaner off.
+func cleanerInterval(cfg *config.Config) time.Duration {
+	if !cfg.LogCleanerEnable {
+		return 0
+	}
+	return time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond
 }
 
 func firstNonEmpty(a, b string) string {

@@ -27,6 +27,13 @@ func logOptions(cfg *config.Config, tc config.TopicConfig) engine.Options {
 	if cfg.LogFlushPolicy == config.FlushPolicyInterval {
 		o.FlushPolicy = engine.FlushInterval
 	}
+	if policy, err := engine.ParseCleanupPolicy(tc.CleanupPolicy); err == nil {
+		o.CleanupPolicy = policy
+	}
+	o.DeleteRetentionMs = tc.DeleteRetentionMs
+	o.MinCleanableDirtyRatio = tc.MinCleanableDirtyRatio
+	o.MinCompactionLagMs = tc.MinCompactionLagMs
+	o.MaxCompactionLagMs = tc.MaxCompactionLagMs
 	return o
 }
 

@@ -159,6 +159,10 @@ type BackgroundIntervals struct {
 	// producers idle for ProducerIDExpirationMs are forgotten.
 	ProducerExpirationCheck time.Duration
 	ProducerIDExpirationMs  int64
+	// Cleaner is log.cleaner.backoff.ms between log cleaner passes; zero
+	// turns the cleaner off (log.cleaner.enable = false).
+	Cleaner       time.Duration
+	CleanerConfig engine.CleanerConfig
 }
 
 // Run does the logs' background work until ctx ends.
@@ -168,6 +172,12 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 	checkpoint := time.NewTicker(iv.Checkpoint)
 	expiration := time.NewTicker(iv.ProducerExpirationCheck)
 	defer expiration.Stop()
+	var cleaner <-chan time.Time
+	if iv.Cleaner > 0 {
+		t := time.NewTicker(iv.Cleaner)
+		defer t.Stop()
+		cleaner = t.C
+	}
 	defer retention.Stop()
 	defer flush.Stop()
 	defer checkpoint.Stop()
@@ -176,12 +186,7 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 		case <-ctx.Done():
 			return
 		case <-retention.C:
-			n, err := m.logs.RunRetention(func(l *engine.Log) int64 {
-				if p := m.Partition(l.TopicPartition()); p != nil {
-					return p.HighWatermark()
-				}
-				return l.LogStartOffset()
-			})
+			n, err := m.logs.RunRetention(m.highWatermark)
 			if n > 0 {
 				m.logger.Info("retention deleted segments", "segments", n)
 			}
@@ -193,12 +198,27 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 			}
 		case <-checkpoint.C:
 			m.logIfErr("checkpoint", m.logs.Checkpoint())
+		case <-cleaner:
+			// The pass stops when ctx ends, before the logs close.
+			_, err := m.logs.RunCleaner(ctx, iv.CleanerConfig, m.highWatermark)
+			if ctx.Err() == nil {
+				m.logIfErr("log cleaner", err)
+			}
 		case <-expiration.C:
 			for _, p := range m.Partitions() {
 				p.Log().RemoveExpiredProducers(iv.ProducerIDExpirationMs)
 			}
 		}
 	}
+}
+
+// highWatermark bounds retention and cleaning: nothing at or above a
+// partition's high watermark is deleted or rewritten.
+func (m *Manager) highWatermark(l *engine.Log) int64 {
+	if p := m.Partition(l.TopicPartition()); p != nil {
+		return p.HighWatermark()
+	}
+	return l.LogStartOffset()
 }
 
 func (m *Manager) logIfErr(job string, err error) {
