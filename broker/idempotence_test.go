@@ -22,13 +22,14 @@ import (
 // of Produce responses, drops the response and resets the connection: the
 // client cannot know whether its batch was written, so it retries it.
 type faultProxy struct {
-	ln       net.Listener
-	target   string
-	dropRate float64
-	rng      *rand.Rand
-	mu       sync.Mutex
-	dropped  atomic.Int64
-	wg       sync.WaitGroup
+	ln        net.Listener
+	target    string
+	dropRate  float64
+	rng       *rand.Rand
+	mu        sync.Mutex
+	responses int
+	dropped   atomic.Int64
+	wg        sync.WaitGroup
 }
 
 func newFaultProxy(t *testing.T, dropRate float64, seed int64) *faultProxy {
@@ -41,10 +42,14 @@ func newFaultProxy(t *testing.T, dropRate float64, seed int64) *faultProxy {
 	return p
 }
 
+// drop decides for one Produce response. Besides the random 20%, the
+// third response always goes, so a short run with few requests still
+// exercises a retry.
 func (p *faultProxy) drop() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.rng.Float64() < p.dropRate
+	p.responses++
+	return p.responses == 3 || p.rng.Float64() < p.dropRate
 }
 
 func (p *faultProxy) serve() {
