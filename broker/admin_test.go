@@ -106,6 +106,9 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		kmsg.OffsetForLeaderEpoch: {2, 4}, kmsg.DescribeConfigs: {1, 4}, kmsg.AlterConfigs: {0, 2},
 		kmsg.DescribeLogDirs: {1, 4}, kmsg.CreatePartitions: {0, 3}, kmsg.IncrementalAlterConfigs: {0, 1},
 		kmsg.DescribeCluster: {0, 1}, kmsg.InitProducerID: {0, 4}, kmsg.DescribeProducers: {0, 0},
+		kmsg.OffsetCommit: {0, 8}, kmsg.OffsetFetch: {0, 8}, kmsg.JoinGroup: {0, 9}, kmsg.Heartbeat: {0, 4},
+		kmsg.LeaveGroup: {0, 5}, kmsg.SyncGroup: {0, 5}, kmsg.DescribeGroups: {0, 5}, kmsg.ListGroups: {0, 4},
+		kmsg.DeleteGroups: {0, 2},
 	}
 	for k, r := range want {
 		if keys[int16(k)] != r {
@@ -113,7 +116,7 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		}
 	}
 	// Unimplemented keys stay unadvertised, so clients do not send them.
-	for _, k := range []kmsg.Key{kmsg.JoinGroup, kmsg.OffsetCommit, kmsg.AddPartitionsToTxn, kmsg.EndTxn, kmsg.SASLHandshake} {
+	for _, k := range []kmsg.Key{kmsg.ConsumerGroupHeartbeat, kmsg.TxnOffsetCommit, kmsg.AddPartitionsToTxn, kmsg.EndTxn, kmsg.SASLHandshake} {
 		if _, ok := keys[int16(k)]; ok {
 			t.Errorf("%s is advertised but not implemented", k.Name())
 		}
@@ -287,10 +290,9 @@ func TestAdminCreatePartitions(t *testing.T) {
 		t.Fatalf("t has %d partitions, want 4", partitions())
 	}
 
-	// A topic named twice, and an internal topic.
-	if _, err := b.Controller().CreateTopics(ctx, []cluster.CreateTopic{{Name: "__consumer_offsets", NumPartitions: 1, ReplicationFactor: 1}}, false); err != nil {
-		t.Fatal(err)
-	}
+	// A topic named twice, and an internal topic (the broker created
+	// __consumer_offsets at start).
+	offsetsPartitions := len(b.Controller().Image().Topic("__consumer_offsets").Partitions)
 	dup := kmsg.NewPtrCreatePartitionsRequest()
 	for _, name := range []string{"t2", "t2", "__consumer_offsets"} {
 		rt := kmsg.NewCreatePartitionsRequestTopic()
@@ -301,8 +303,8 @@ func TestAdminCreatePartitions(t *testing.T) {
 	wantCode(t, "t2 twice", rd.Topics[0].ErrorCode, kerr.InvalidRequest)
 	wantCode(t, "t2 twice", rd.Topics[1].ErrorCode, kerr.InvalidRequest)
 	wantCode(t, "internal topic", rd.Topics[2].ErrorCode, kerr.TopicAuthorizationFailed)
-	if n := len(b.Controller().Image().Topic("__consumer_offsets").Partitions); n != 1 {
-		t.Fatalf("__consumer_offsets grew to %d partitions", n)
+	if n := len(b.Controller().Image().Topic("__consumer_offsets").Partitions); n != offsetsPartitions {
+		t.Fatalf("__consumer_offsets went from %d to %d partitions", offsetsPartitions, n)
 	}
 }
 
@@ -932,10 +934,10 @@ func TestAdminFindCoordinator(t *testing.T) {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorKey = "g"
 		r := direct[*kmsg.FindCoordinatorResponse](t, cl, req)
-		if r.Version != v || r.NodeID != -1 {
-			t.Fatalf("v%d: version %d node %d", v, r.Version, r.NodeID)
+		if r.Version != v || r.NodeID != 1 || r.Port <= 0 {
+			t.Fatalf("v%d: version %d node %d port %d", v, r.Version, r.NodeID, r.Port)
 		}
-		wantCode(t, "group coordinator", r.ErrorCode, kerr.CoordinatorNotAvailable)
+		wantCode(t, "group coordinator", r.ErrorCode, nil)
 		if v == 3 {
 			req.CoordinatorType = 1
 			r = direct[*kmsg.FindCoordinatorResponse](t, cl, req)
@@ -955,8 +957,8 @@ func TestAdminFindCoordinator(t *testing.T) {
 	var keys []string
 	for _, c := range r.Coordinators {
 		keys = append(keys, c.Key)
-		wantCode(t, "batched "+c.Key, c.ErrorCode, kerr.CoordinatorNotAvailable)
-		if c.NodeID != -1 {
+		wantCode(t, "batched "+c.Key, c.ErrorCode, nil)
+		if c.NodeID != 1 {
 			t.Fatalf("%s: node %d", c.Key, c.NodeID)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/groups/coordinator"
 	"github.com/wren-broker/wren/internal/vfs"
 	"github.com/wren-broker/wren/kafka"
 	"github.com/wren-broker/wren/replication"
@@ -30,6 +31,7 @@ type Broker struct {
 	logs       *engine.Manager
 	controller *cluster.Controller
 	replicas   *replication.Manager
+	groups     *coordinator.Driver
 	server     *kafka.Server
 	listener   net.Listener
 
@@ -123,6 +125,22 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		b.closeStores()
 		return nil, err
 	}
+	offsetsPartitions, err := ensureOffsetsTopic(context.Background(), cfg, b.controller)
+	if err != nil {
+		b.closeStores()
+		return nil, err
+	}
+	b.groups, err = coordinator.New(coordinator.Config{
+		Groups:                 groupsConfig(cfg),
+		Partitions:             offsetsPartitions,
+		TickInterval:           groupTickInterval,
+		RetentionCheckInterval: time.Duration(cfg.OffsetsRetentionCheckIntervalMs) * time.Millisecond,
+		Logger:                 o.Logger,
+	}, b.replicas)
+	if err != nil {
+		b.closeStores()
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", client.addr)
 	if err != nil {
 		b.closeStores()
@@ -135,7 +153,7 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
 		Logger:          o.Logger,
 	}, &kafka.Node{Config: cfg, Controller: b.controller, Replicas: b.replicas, Host: host, Port: port,
-		ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID)})
+		ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID), Groups: b.groups})
 	if err != nil {
 		ln.Close()
 		b.closeStores()
@@ -143,7 +161,11 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
-	b.wg.Add(2)
+	b.wg.Add(3)
+	go func() {
+		defer b.wg.Done()
+		b.groups.Run(ctx)
+	}()
 	go func() {
 		defer b.wg.Done()
 		if err := b.server.Serve(ln); err != nil && !errors.Is(err, kafka.ErrServerClosed) {

@@ -210,7 +210,7 @@ func (l *Log) planClean(cfg CleanConfig) (*cleanPlan, error) {
 	if err := l.health.check(); err != nil {
 		return nil, err
 	}
-	now := l.opts.nowMs()
+	now := l.nowMs()
 	n, firstUncleanable, firstDirty := l.cleanableRangeLocked(cfg.FirstDirtyOffset, cfg.UpperBound, now)
 	p := &cleanPlan{
 		firstDirty: firstDirty, firstUncleanable: firstUncleanable, nowMs: now, opts: l.opts,

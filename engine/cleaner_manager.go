@@ -90,7 +90,7 @@ func (l *Log) CleanableInfo(firstDirty, upperBound int64) (CleanableInfo, error)
 	if l.closed {
 		return CleanableInfo{}, ErrClosed
 	}
-	now := l.opts.nowMs()
+	now := l.nowMs()
 	n, firstUncleanable, firstDirty := l.cleanableRangeLocked(firstDirty, upperBound, now)
 	info := CleanableInfo{FirstDirtyOffset: firstDirty, FirstUncleanableOffset: firstUncleanable}
 	cleanUntil := now - l.opts.maxCompactionLagMs()

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/wren-broker/wren/engine/batch"
 	"github.com/wren-broker/wren/engine/producer"
@@ -41,10 +42,13 @@ func (d *dirHealth) check() error {
 // outside it, shared by every appender waiting at the time (group commit).
 // Reads take mu only to pick a segment and its end, then read without it.
 type Log struct {
-	fs     vfs.FS
-	dir    string
-	tp     TopicPartition
-	opts   Options
+	fs   vfs.FS
+	dir  string
+	tp   TopicPartition
+	opts Options
+	// clock is opts.Now, kept apart because it never changes: goroutines
+	// that read the time need no lock (UpdateOptions replaces opts).
+	clock  func() time.Time
 	health *dirHealth
 	commit *wal.GroupCommitter
 
@@ -91,13 +95,14 @@ type AppendInfo struct {
 // their headers. It only reads. Leader appends follow the client rules,
 // follower appends those of replication (engine/batch.AppendOrigin).
 func (l *Log) splitBatches(records []byte, origin batch.AppendOrigin) ([]batch.Summary, error) {
+	opts := l.Options()
 	if len(records) == 0 {
 		return nil, fmt.Errorf("%w: empty record set", batch.ErrCorrupt)
 	}
-	if int64(len(records)) > l.opts.SegmentBytes {
-		return nil, fmt.Errorf("%w: %d bytes exceed segment.bytes %d", ErrRecordTooLarge, len(records), l.opts.SegmentBytes)
+	if int64(len(records)) > opts.SegmentBytes {
+		return nil, fmt.Errorf("%w: %d bytes exceed segment.bytes %d", ErrRecordTooLarge, len(records), opts.SegmentBytes)
 	}
-	lim := batch.Limits{MaxDecompressedBytes: int(l.opts.MaxDecompressedBytes), Origin: origin}
+	lim := batch.Limits{MaxDecompressedBytes: int(opts.MaxDecompressedBytes), Origin: origin}
 	var out []batch.Summary
 	for rest := records; len(rest) > 0; {
 		h, err := batch.ParseHeader(rest)
@@ -108,8 +113,8 @@ func (l *Log) splitBatches(records []byte, origin batch.AppendOrigin) ([]batch.S
 		if size > int64(len(rest)) {
 			return nil, fmt.Errorf("%w: batch length %d exceeds the %d bytes sent", batch.ErrCorrupt, size, len(rest))
 		}
-		if size > l.opts.MaxMessageBytes {
-			return nil, fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrRecordTooLarge, size, l.opts.MaxMessageBytes)
+		if size > opts.MaxMessageBytes {
+			return nil, fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrRecordTooLarge, size, opts.MaxMessageBytes)
 		}
 		s, err := batch.ValidateSummary(rest[:size], lim)
 		if err != nil {
@@ -213,7 +218,7 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	if err := l.health.check(); err != nil {
 		return AppendInfo{}, err
 	}
-	now := l.opts.nowMs()
+	now := l.nowMs()
 	info := AppendInfo{FirstOffset: l.logEndOffset, LogAppendTime: -1, MaxTimestamp: noTimestamp}
 	next := l.logEndOffset
 	var at int64
@@ -393,7 +398,7 @@ func (l *Log) syncActive() (int64, error) {
 	}
 	l.mu.Lock()
 	l.unflushedMessages = 0
-	l.lastFlushMs = l.opts.nowMs()
+	l.lastFlushMs = l.nowMs()
 	l.mu.Unlock()
 	return leo, nil
 }
@@ -422,6 +427,14 @@ func (l *Log) flushIfDue(now int64) error {
 		return nil
 	}
 	return l.Flush()
+}
+
+// nowMs is the log's clock in milliseconds.
+func (l *Log) nowMs() int64 {
+	if l.clock == nil {
+		return time.Now().UnixMilli()
+	}
+	return l.clock().UnixMilli()
 }
 
 // Options returns the log's current options.

@@ -375,7 +375,7 @@ func (m *Manager) RunRetention(highWatermark func(*Log) int64) (int, error) {
 func (m *Manager) FlushDirty() error {
 	var errs []error
 	for _, l := range m.Logs() {
-		if err := l.flushIfDue(l.opts.nowMs()); err != nil && !errors.Is(err, ErrClosed) {
+		if err := l.flushIfDue(l.nowMs()); err != nil && !errors.Is(err, ErrClosed) {
 			errs = append(errs, err)
 		}
 	}

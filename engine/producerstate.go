@@ -202,5 +202,5 @@ func (l *Log) ProducerStates() []producer.Entry {
 func (l *Log) RemoveExpiredProducers(expirationMs int64) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.producers.RemoveExpired(l.opts.nowMs(), expirationMs)
+	return l.producers.RemoveExpired(l.nowMs(), expirationMs)
 }

@@ -52,7 +52,7 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 	if err := ensureDir(fsys, dir); err != nil {
 		return nil, nil, err
 	}
-	l := &Log{fs: fsys, dir: dir, tp: tp, opts: opts, health: health}
+	l := &Log{fs: fsys, dir: dir, tp: tp, opts: opts, clock: opts.Now, health: health}
 	stats := &RecoveryStats{}
 	epochs, err := loadEpochCache(fsys, dir)
 	if err != nil {
@@ -90,7 +90,7 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 		l.closeAll()
 		return nil, nil, err
 	}
-	l.lastFlushMs = opts.nowMs()
+	l.lastFlushMs = l.nowMs()
 	l.commit = wal.NewGroupCommitter(l.logEndOffset, l.syncActive)
 	return l, stats, nil
 }

@@ -251,7 +251,7 @@ func (l *Log) DeleteOldSegments(highWatermark int64) (int, error) {
 	if err := l.health.check(); err != nil {
 		return 0, err
 	}
-	now := l.opts.nowMs()
+	now := l.nowMs()
 	var total int64
 	for _, s := range l.segments {
 		total += s.size.Load()

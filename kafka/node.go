@@ -3,6 +3,7 @@ package kafka
 import (
 	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/groups/coordinator"
 	"github.com/wren-broker/wren/replication"
 )
 
@@ -15,6 +16,9 @@ type Node struct {
 	Replicas   *replication.Manager
 	// ProducerIDs hands out idempotent producers' ids.
 	ProducerIDs *cluster.ProducerIDManager
+	// Groups is the group coordinator; nil means none (FindCoordinator
+	// answers COORDINATOR_NOT_AVAILABLE, the group APIs likewise).
+	Groups *coordinator.Driver
 	// Host and Port are what Metadata and FindCoordinator advertise for
 	// this node (the advertised listener, or the bound address).
 	Host string

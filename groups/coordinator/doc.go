@@ -1,0 +1,43 @@
+// Package coordinator drives the groups state machines: it is the I/O
+// edge of the group coordinator, as groups is its pure core.
+//
+// A Driver keeps one groups.Coordinator per __consumer_offsets partition
+// this node leads. One goroutine (Run) owns them all and serialises every
+// input: requests arrive as closures on a bounded channel, Tick runs every
+// TickInterval, ExpireOffsets every RetentionCheckInterval, and each tick
+// also compares the partitions' leadership with the loaded coordinators,
+// loading one (replaying its partition's log, then CompleteLoad) when this
+// node starts to lead and unloading it when it stops.
+//
+// # The Ready loop
+//
+// After each input the owner drains the coordinator's Ready: its Records
+// become one uncompressed record batch appended with AppendAsLeader
+// (acks=all), and its Responses are queued behind that append on the
+// partition's FIFO. One delivery goroutine per partition takes the FIFO in
+// order, waits for each append to be durable and only then hands the
+// responses to the waiting requests, so the owner never blocks on an
+// fdatasync and a later Ready's responses never overtake an earlier one's.
+//
+// When an append fails (synchronously, or its wait fails), that Ready's
+// responses are answered with Response.WithError (NOT_COORDINATOR when
+// the partition is not led here any more, COORDINATOR_NOT_AVAILABLE
+// otherwise) and the coordinator is unloaded; the next leadership check
+// rebuilds it from the log if this node still leads.
+//
+// # Invariants
+//
+//   - Only the owner goroutine touches a groups.Coordinator.
+//   - Every request submitted gets exactly one answer, or its caller's
+//     context ends first and the answer is dropped.
+//   - Requests in flight are bounded by the submit channel and the
+//     delivery FIFOs (both of fixed capacity: a full one blocks the
+//     submitter, which is backpressure on the connection).
+//
+// # Not implemented
+//
+//   - Loading replays the whole partition on the owner goroutine: other
+//     partitions' requests wait meanwhile.
+//   - A change of __consumer_offsets' partition count is not followed; the
+//     count is read when the Driver starts.
+package coordinator

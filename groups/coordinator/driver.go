@@ -1,0 +1,484 @@
+package coordinator
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/groups"
+	"github.com/wren-broker/wren/replication"
+)
+
+// OffsetsTopic is Kafka's topic of committed offsets and group metadata.
+// Part of the on-disk format; never change.
+const OffsetsTopic = "__consumer_offsets"
+
+var (
+	// ErrClosed is returned to requests submitted after Run ended.
+	ErrClosed = errors.New("coordinator: driver closed")
+	// ErrNotCoordinator is returned when this node does not coordinate the
+	// group (its __consumer_offsets partition is not loaded here).
+	ErrNotCoordinator = errors.New("coordinator: not the coordinator of this group")
+)
+
+// Limits on what grows from client input.
+const (
+	// submitQueueLen bounds the requests waiting for the owner goroutine.
+	submitQueueLen = 1024
+	// deliveryQueueLen bounds the Readies waiting for their append's
+	// durability, per partition.
+	deliveryQueueLen = 1024
+	// loadReadBytes is the read size while replaying a partition.
+	loadReadBytes = 1 << 20
+)
+
+// Config is the Driver's settings.
+type Config struct {
+	Groups groups.Config
+	// Partitions is offsets.topic.num.partitions.
+	Partitions int32
+	// TickInterval is how often groups' timers run (and leadership is
+	// checked).
+	TickInterval time.Duration
+	// RetentionCheckInterval is offsets.retention.check.interval.ms.
+	RetentionCheckInterval time.Duration
+	// Now is the clock; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Driver owns the coordinators of this node. Create it with New, start
+// Run, and submit requests from any goroutine.
+type Driver struct {
+	cfg      Config
+	replicas *replication.Manager
+	submitc  chan func()
+	done     chan struct{} // closed when Run returns
+
+	mu      sync.Mutex
+	nextID  uint64
+	waiters map[uint64]chan groups.Response
+
+	// Owned by the Run goroutine.
+	loaded map[int32]*loadedPartition
+}
+
+// loadedPartition is one coordinator with its leader epoch and the FIFO
+// of its Readies.
+type loadedPartition struct {
+	c        *groups.Coordinator
+	epoch    int32
+	p        *replication.Partition
+	fifo     chan delivery
+	fifoDone chan struct{}
+}
+
+// delivery is one Ready's responses behind its append's wait (nil when
+// the Ready had no records).
+type delivery struct {
+	wait      func() error
+	responses []groups.Response
+}
+
+// New returns a Driver for the partitions replicas hosts.
+func New(cfg Config, replicas *replication.Manager) (*Driver, error) {
+	if err := cfg.Groups.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Partitions <= 0 || cfg.TickInterval <= 0 || cfg.RetentionCheckInterval <= 0 {
+		return nil, fmt.Errorf("coordinator: partitions %d, tick %v, retention check %v must be positive",
+			cfg.Partitions, cfg.TickInterval, cfg.RetentionCheckInterval)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Driver{
+		cfg: cfg, replicas: replicas,
+		submitc: make(chan func(), submitQueueLen),
+		done:    make(chan struct{}),
+		waiters: make(map[uint64]chan groups.Response),
+		loaded:  make(map[int32]*loadedPartition),
+	}, nil
+}
+
+// Partitions is the __consumer_offsets partition count.
+func (d *Driver) Partitions() int32 { return d.cfg.Partitions }
+
+func (d *Driver) nowMs() int64 { return d.cfg.Now().UnixMilli() }
+
+// Run owns the coordinators until ctx ends; it then unloads them, answers
+// what waits with NOT_COORDINATOR, and returns once every queued Ready
+// was delivered.
+func (d *Driver) Run(ctx context.Context) {
+	defer close(d.done)
+	tick := time.NewTicker(d.cfg.TickInterval)
+	defer tick.Stop()
+	expire := time.NewTicker(d.cfg.RetentionCheckInterval)
+	defer expire.Stop()
+	d.checkLeadership()
+	for {
+		select {
+		case <-ctx.Done():
+			// Answer what waits, and let every queued Ready finish
+			// before the logs close under it.
+			var fifos []chan struct{}
+			for p, lp := range d.loaded {
+				fifos = append(fifos, lp.fifoDone)
+				d.unload(p)
+			}
+			for _, done := range fifos {
+				<-done
+			}
+			return
+		case fn := <-d.submitc:
+			fn()
+		case <-tick.C:
+			d.checkLeadership()
+			now := d.nowMs()
+			for p, lp := range d.loaded {
+				lp.c.Tick(now)
+				d.drain(p)
+			}
+		case <-expire.C:
+			now := d.nowMs()
+			for p, lp := range d.loaded {
+				lp.c.ExpireOffsets(now)
+				d.drain(p)
+			}
+		}
+	}
+}
+
+// checkLeadership loads a coordinator for every partition this node leads
+// and has none for (or at a newer epoch), and unloads the others.
+func (d *Driver) checkLeadership() {
+	for i := int32(0); i < d.cfg.Partitions; i++ {
+		p := d.replicas.Partition(engine.TopicPartition{Topic: OffsetsTopic, Partition: i})
+		leader, epoch := false, int32(0)
+		if p != nil {
+			leader, epoch = p.Leader()
+		}
+		lp := d.loaded[i]
+		switch {
+		case lp != nil && (!leader || lp.epoch != epoch || lp.p != p):
+			d.unload(i)
+			if leader {
+				d.load(i, p, epoch)
+			}
+		case lp == nil && leader:
+			d.load(i, p, epoch)
+		}
+	}
+}
+
+// load replays partition i's log into a new coordinator.
+func (d *Driver) load(i int32, p *replication.Partition, epoch int32) {
+	var seed [8]byte
+	_, _ = rand.Read(seed[:])
+	c, err := groups.NewCoordinator(d.cfg.Groups, i, d.cfg.Partitions, groups.SeededMemberIDs(binary.LittleEndian.Uint64(seed[:])))
+	if err != nil {
+		panic(fmt.Sprintf("coordinator: config validated in New was refused: %v", err))
+	}
+	if err := replay(c, p.Log(), p.HighWatermark()); err != nil {
+		d.cfg.Logger.Error("cannot load group coordinator; will retry", "partition", i, "err", err)
+		return
+	}
+	if err := c.CompleteLoad(d.nowMs()); err != nil {
+		d.cfg.Logger.Error("cannot complete group coordinator load; will retry", "partition", i, "err", err)
+		return
+	}
+	lp := &loadedPartition{c: c, epoch: epoch, p: p, fifo: make(chan delivery, deliveryQueueLen), fifoDone: make(chan struct{})}
+	go d.deliverLoop(i, lp)
+	d.loaded[i] = lp
+	d.cfg.Logger.Debug("group coordinator loaded", "partition", i, "epoch", epoch)
+}
+
+// replay feeds the records of the log below end to c. end is the high
+// watermark, not the log end: records past it were never acknowledged (an
+// append whose fdatasync failed may still be readable), and a group must
+// not come back with a commit its client was told had failed.
+func replay(c *groups.Coordinator, l *engine.Log, end int64) error {
+	offset := l.LogStartOffset()
+	for offset < end {
+		b, err := l.ReadBatches(offset, loadReadBytes, end)
+		if err != nil {
+			return fmt.Errorf("coordinator: read %s at %d: %w", OffsetsTopic, offset, err)
+		}
+		if len(b) == 0 {
+			return fmt.Errorf("coordinator: read %s at %d below log end %d returned nothing", OffsetsTopic, offset, end)
+		}
+		for len(b) > 0 {
+			h, err := batch.ParseHeader(b)
+			if err != nil {
+				return fmt.Errorf("coordinator: batch at %d: %w", offset, err)
+			}
+			one := b[:h.Size()]
+			b = b[h.Size():]
+			offset = h.NextOffset()
+			if h.IsControl() {
+				continue
+			}
+			err = batch.Records(one, batch.Limits{Origin: batch.AppendOriginReplication}, func(r batch.Record) error {
+				rec, err := groups.DecodeRecord(bytes.Clone(r.Key), bytes.Clone(r.Value))
+				if errors.Is(err, groups.ErrUnknownRecordType) {
+					return nil
+				}
+				if err != nil {
+					return fmt.Errorf("record at %d: %w", r.Offset, err)
+				}
+				return c.Replay(rec)
+			})
+			if err != nil {
+				return fmt.Errorf("coordinator: batch at %d: %w", h.BaseOffset, err)
+			}
+		}
+	}
+	return nil
+}
+
+// unload drops partition i's coordinator; what waited is answered with
+// NOT_COORDINATOR behind the Readies already queued.
+func (d *Driver) unload(i int32) {
+	lp := d.loaded[i]
+	if lp == nil {
+		return
+	}
+	delete(d.loaded, i)
+	lp.c.Unload()
+	if lp.c.HasReady() {
+		// An unloaded coordinator persists nothing: its Ready is the
+		// answers to the requests it held.
+		rd := lp.c.Ready()
+		if len(rd.Records) > 0 {
+			panic(fmt.Sprintf("coordinator: partition %d emitted %d records on Unload", i, len(rd.Records)))
+		}
+		lp.fifo <- delivery{responses: rd.Responses}
+	}
+	close(lp.fifo)
+}
+
+// drain persists and queues partition i's Ready.
+func (d *Driver) drain(i int32) {
+	lp := d.loaded[i]
+	if lp == nil || !lp.c.HasReady() {
+		return
+	}
+	rd := lp.c.Ready()
+	if len(rd.Records) == 0 {
+		lp.fifo <- delivery{responses: rd.Responses}
+		return
+	}
+	b := batch.NewBuilder(batch.CompressionNone)
+	now := d.nowMs()
+	for _, r := range rd.Records {
+		var value []byte
+		if !r.Tombstone() {
+			value = r.EncodeValue()
+		}
+		b.Append(batch.Record{Timestamp: now, Key: r.EncodeKey(), Value: value})
+	}
+	raw, err := b.Build()
+	var wait func() error
+	if err == nil {
+		_, wait, err = lp.p.AppendAsLeader(raw, -1)
+	}
+	if err != nil {
+		d.cfg.Logger.Warn("group coordinator append failed; unloading", "partition", i, "err", err)
+		lp.fifo <- delivery{responses: withError(rd.Responses, appendErrorCode(lp.p))}
+		d.unload(i)
+		return
+	}
+	lp.fifo <- delivery{wait: wait, responses: rd.Responses}
+}
+
+func appendErrorCode(p *replication.Partition) int16 {
+	if leader, _ := p.Leader(); !leader {
+		return kerr.NotCoordinator.Code
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}
+
+func withError(rs []groups.Response, code int16) []groups.Response {
+	out := make([]groups.Response, len(rs))
+	for i, r := range rs {
+		out[i] = r.WithError(code)
+	}
+	return out
+}
+
+// deliverLoop hands out partition i's responses in Ready order, each after
+// its append is durable.
+func (d *Driver) deliverLoop(i int32, lp *loadedPartition) {
+	defer close(lp.fifoDone)
+	failed := false
+	for dl := range lp.fifo {
+		rs := dl.responses
+		if failed {
+			// An earlier append of this coordinator failed: a later
+			// Ready built on its state must not be answered as if it
+			// held.
+			rs = withError(rs, kerr.NotCoordinator.Code)
+		} else if dl.wait != nil {
+			if err := dl.wait(); err != nil {
+				failed = true
+				d.cfg.Logger.Warn("group coordinator append not durable; unloading", "partition", i, "err", err)
+				rs = withError(rs, appendErrorCode(lp.p))
+				go d.submit(context.Background(), func() {
+					if d.loaded[i] == lp {
+						d.unload(i)
+					}
+				})
+			}
+		}
+		d.deliver(rs)
+	}
+}
+
+func (d *Driver) deliver(rs []groups.Response) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range rs {
+		if ch, ok := d.waiters[r.RequestID]; ok {
+			delete(d.waiters, r.RequestID)
+			ch <- r // buffered 1: never blocks
+		}
+	}
+}
+
+// submit queues fn for the owner goroutine.
+func (d *Driver) submit(ctx context.Context, fn func()) error {
+	select {
+	case d.submitc <- fn:
+		return nil
+	case <-d.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Call is one request in flight; Wait gives its response.
+type Call struct {
+	d  *Driver
+	id uint64
+	ch chan groups.Response
+	// err is set when the request never reached a coordinator.
+	err error
+}
+
+// Submit hands a request for group to the owner goroutine: input is
+// called there with the coordinator of the group's partition and the
+// request's RequestID, and must feed exactly one request to it. Submit
+// returns once the request is queued, so a connection's requests reach
+// the coordinator in order; Call.Wait waits for the answer.
+func (d *Driver) Submit(ctx context.Context, group string, input func(c *groups.Coordinator, requestID uint64, nowMs int64)) *Call {
+	d.mu.Lock()
+	d.nextID++
+	call := &Call{d: d, id: d.nextID, ch: make(chan groups.Response, 1)}
+	d.waiters[call.id] = call.ch
+	d.mu.Unlock()
+	i := groups.PartitionFor(group, d.cfg.Partitions)
+	err := d.submit(ctx, func() {
+		lp := d.loaded[i]
+		if lp == nil {
+			call.fail(ErrNotCoordinator)
+			return
+		}
+		input(lp.c, call.id, d.nowMs())
+		d.drain(i)
+	})
+	if err != nil {
+		call.fail(err)
+	}
+	return call
+}
+
+func (c *Call) fail(err error) {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	if _, ok := c.d.waiters[c.id]; ok {
+		delete(c.d.waiters, c.id)
+		c.err = err
+		close(c.ch)
+	}
+}
+
+// Wait returns the response, or the error that kept the request from a
+// coordinator (ErrNotCoordinator, ErrClosed), or ctx's error.
+func (c *Call) Wait(ctx context.Context) (groups.Response, error) {
+	select {
+	case r, ok := <-c.ch:
+		if !ok {
+			return groups.Response{}, c.err
+		}
+		return r, nil
+	case <-ctx.Done():
+		c.d.mu.Lock()
+		delete(c.d.waiters, c.id)
+		c.d.mu.Unlock()
+		return groups.Response{}, ctx.Err()
+	case <-c.d.done:
+		return groups.Response{}, ErrClosed
+	}
+}
+
+// ListGroups lists the groups of every loaded coordinator. The error code
+// is the first non-zero one a coordinator gave (one still loading).
+func (d *Driver) ListGroups(ctx context.Context) ([]groups.ListedGroup, int16, error) {
+	type result struct {
+		gs   []groups.ListedGroup
+		code int16
+	}
+	ch := make(chan result, 1)
+	err := d.submit(ctx, func() {
+		var r result
+		for i := int32(0); i < d.cfg.Partitions; i++ {
+			lp := d.loaded[i]
+			if lp == nil {
+				continue
+			}
+			gs, code := lp.c.ListGroups()
+			if code != 0 && r.code == 0 {
+				r.code = code
+			}
+			r.gs = append(r.gs, gs...)
+		}
+		ch <- r
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	select {
+	case r := <-ch:
+		return r.gs, r.code, nil
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	case <-d.done:
+		return nil, 0, ErrClosed
+	}
+}
+
+// Leads reports whether partition i's coordinator is loaded here. It is a
+// hint for FindCoordinator, read without the owner: the answer may be
+// stale by the time the client asks the coordinator.
+func (d *Driver) Leads(i int32) bool {
+	p := d.replicas.Partition(engine.TopicPartition{Topic: OffsetsTopic, Partition: i})
+	if p == nil {
+		return false
+	}
+	leader, _ := p.Leader()
+	return leader
+}

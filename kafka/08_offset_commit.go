@@ -1,0 +1,94 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/groups"
+)
+
+// OffsetCommit: v0-8
+//
+// Behavior:
+// * A partition of a topic that does not exist (or beyond its partition
+//   count) gets UNKNOWN_TOPIC_OR_PARTITION here and never reaches the
+//   coordinator: committed partitions are bounded by the topics that
+//   exist.
+// * The rest is one groups.CommitRequest, persisted as one batch (all or
+//   nothing), answered once durable.
+// * v0: no generation (a commit outside group management). v1's
+//   per-partition timestamp is ignored, as Kafka 3+ does. v2-4's
+//   retention time gives the commit its own expiry.
+//
+// Not implemented:
+// * v9+ (KIP-848 member epochs, topic ids).
+
+func (s *Server) handleOffsetCommit(req *Request) (Pending, error) {
+	r := req.Body.(*kmsg.OffsetCommitRequest)
+	cr := groups.CommitRequest{
+		Group:           r.Group,
+		Generation:      r.Generation,
+		MemberID:        r.MemberID,
+		InstanceID:      derefString(r.InstanceID),
+		RetentionTimeMs: -1,
+	}
+	if r.Version == 0 {
+		cr.Generation, cr.MemberID = -1, ""
+	}
+	if r.Version >= 2 && r.Version <= 4 {
+		cr.RetentionTimeMs = r.RetentionTimeMillis
+	}
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	resp.Version = r.Version
+	// index[i] is where the i-th submitted partition sits in resp.
+	type slot struct{ t, p int }
+	var index []slot
+	im := s.node().Controller.Image()
+	for ti, t := range r.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		topic := im.Topic(t.Topic)
+		for pi, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				leaderEpoch := p.LeaderEpoch
+				if r.Version < 6 {
+					leaderEpoch = -1
+				}
+				cr.Offsets = append(cr.Offsets, groups.OffsetCommit{
+					Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
+					LeaderEpoch: leaderEpoch, Metadata: derefString(p.Metadata),
+				})
+				index = append(index, slot{ti, pi})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(cr.Offsets) == 0 {
+		return Respond(resp), nil
+	}
+	call := s.submitGroup(req, r.Group, func(c *groups.Coordinator, id uint64, nowMs int64) {
+		cr.RequestID = id
+		c.CommitOffsets(cr, nowMs)
+	})
+	return func(ctx context.Context) (Response, error) {
+		res, code, err := call.wait(ctx)
+		if err != nil {
+			return Response{}, err
+		}
+		for i, at := range index {
+			c := code
+			if res.Commit != nil && i < len(res.Commit.Partitions) {
+				c = res.Commit.Partitions[i].ErrorCode
+			}
+			resp.Topics[at.t].Partitions[at.p].ErrorCode = c
+		}
+		return Response{Msg: resp}, nil
+	}, nil
+}

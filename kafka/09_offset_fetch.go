@@ -1,0 +1,144 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/groups"
+)
+
+// OffsetFetch: v0-8
+//
+// Behavior:
+// * Answered through the coordinator's Ready, behind earlier commits'
+//   records, so it never shows an offset that is not durable.
+// * v2+: no topics (null) means every partition the group committed; a
+//   group-level error goes in the top-level error code. v0-1 put it on
+//   each partition.
+// * v8+: several groups per request (KIP-709), each asked of its own
+//   coordinator.
+// * RequireStable (v7+) needs nothing: there are no transactional
+//   offset commits yet.
+//
+// Not implemented:
+// * v9+ (KIP-848 member epochs, topic ids).
+
+func (s *Server) handleOffsetFetch(req *Request) (Pending, error) {
+	r := req.Body.(*kmsg.OffsetFetchRequest)
+	version := r.Version
+	if version < 8 {
+		fr := groups.FetchOffsetsRequest{Group: r.Group}
+		if r.Topics != nil {
+			fr.Partitions = []groups.TopicPartition{}
+			for _, t := range r.Topics {
+				for _, p := range t.Partitions {
+					fr.Partitions = append(fr.Partitions, groups.TopicPartition{Topic: t.Topic, Partition: p})
+				}
+			}
+		}
+		call := s.submitFetchOffsets(req, fr)
+		return func(ctx context.Context) (Response, error) {
+			fres, err := waitFetchOffsets(ctx, call, fr)
+			if err != nil {
+				return Response{}, err
+			}
+			resp := kmsg.NewPtrOffsetFetchResponse()
+			resp.Version = version
+			if version >= 2 {
+				resp.ErrorCode = fres.ErrorCode
+			}
+			for _, f := range fres.Offsets {
+				if version < 2 && f.ErrorCode == 0 {
+					f.ErrorCode = fres.ErrorCode
+				}
+				resp.Topics = appendFetchedV0(resp.Topics, f)
+			}
+			return Response{Msg: resp}, nil
+		}, nil
+	}
+	reqs := make([]groups.FetchOffsetsRequest, len(r.Groups))
+	calls := make([]groupCall, len(r.Groups))
+	for i, g := range r.Groups {
+		reqs[i] = groups.FetchOffsetsRequest{Group: g.Group}
+		if g.Topics != nil {
+			reqs[i].Partitions = []groups.TopicPartition{}
+			for _, t := range g.Topics {
+				for _, p := range t.Partitions {
+					reqs[i].Partitions = append(reqs[i].Partitions, groups.TopicPartition{Topic: t.Topic, Partition: p})
+				}
+			}
+		}
+		calls[i] = s.submitFetchOffsets(req, reqs[i])
+	}
+	return func(ctx context.Context) (Response, error) {
+		resp := kmsg.NewPtrOffsetFetchResponse()
+		resp.Version = version
+		for i := range calls {
+			fres, err := waitFetchOffsets(ctx, calls[i], reqs[i])
+			if err != nil {
+				return Response{}, err
+			}
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = reqs[i].Group
+			rg.ErrorCode = fres.ErrorCode
+			for _, f := range fres.Offsets {
+				rg.Topics = appendFetchedV8(rg.Topics, f)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return Response{Msg: resp}, nil
+	}, nil
+}
+
+func (s *Server) submitFetchOffsets(req *Request, fr groups.FetchOffsetsRequest) groupCall {
+	return s.submitGroup(req, fr.Group, func(c *groups.Coordinator, id uint64, _ int64) {
+		fr.RequestID = id
+		c.FetchOffsets(fr)
+	})
+}
+
+// waitFetchOffsets waits for one group's offsets; without a coordinator
+// the group's error stands for them.
+func waitFetchOffsets(ctx context.Context, call groupCall, fr groups.FetchOffsetsRequest) (*groups.FetchOffsetsResponse, error) {
+	res, code, err := call.wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if res.Fetch != nil {
+		return res.Fetch, nil
+	}
+	out := &groups.FetchOffsetsResponse{ErrorCode: code}
+	for _, tp := range fr.Partitions {
+		out.Offsets = append(out.Offsets, groups.FetchedOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: -1, LeaderEpoch: -1})
+	}
+	return out, nil
+}
+
+func appendFetchedV0(ts []kmsg.OffsetFetchResponseTopic, f groups.FetchedOffset) []kmsg.OffsetFetchResponseTopic {
+	if len(ts) == 0 || ts[len(ts)-1].Topic != f.Topic {
+		t := kmsg.NewOffsetFetchResponseTopic()
+		t.Topic = f.Topic
+		ts = append(ts, t)
+	}
+	p := kmsg.NewOffsetFetchResponseTopicPartition()
+	p.Partition, p.Offset, p.LeaderEpoch, p.ErrorCode = f.Partition, f.Offset, f.LeaderEpoch, f.ErrorCode
+	metadata := f.Metadata
+	p.Metadata = &metadata
+	ts[len(ts)-1].Partitions = append(ts[len(ts)-1].Partitions, p)
+	return ts
+}
+
+func appendFetchedV8(ts []kmsg.OffsetFetchResponseGroupTopic, f groups.FetchedOffset) []kmsg.OffsetFetchResponseGroupTopic {
+	if len(ts) == 0 || ts[len(ts)-1].Topic != f.Topic {
+		t := kmsg.NewOffsetFetchResponseGroupTopic()
+		t.Topic = f.Topic
+		ts = append(ts, t)
+	}
+	p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+	p.Partition, p.Offset, p.LeaderEpoch, p.ErrorCode = f.Partition, f.Offset, f.LeaderEpoch, f.ErrorCode
+	metadata := f.Metadata
+	p.Metadata = &metadata
+	ts[len(ts)-1].Partitions = append(ts[len(ts)-1].Partitions, p)
+	return ts
+}

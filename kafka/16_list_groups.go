@@ -1,0 +1,63 @@
+package kafka
+
+import (
+	"context"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ListGroups: v0-4
+//
+// Behavior:
+// * Lists the groups of every coordinator this node runs, sorted by id
+//   within each __consumer_offsets partition.
+// * v4+: a state filter (case-insensitive, as Kafka); empty means all.
+// * COORDINATOR_LOAD_IN_PROGRESS while a coordinator loads, with the
+//   groups of the others.
+// * Unlike the other group reads, the list may show groups whose records
+//   are not durable yet (groups.Coordinator.ListGroups).
+
+func (s *Server) handleListGroups(req *Request) (Pending, error) {
+	r := req.Body.(*kmsg.ListGroupsRequest)
+	version := r.Version
+	filter := r.StatesFilter
+	d := s.node().Groups
+	return func(ctx context.Context) (Response, error) {
+		resp := kmsg.NewPtrListGroupsResponse()
+		resp.Version = version
+		if d == nil {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return Response{Msg: resp}, nil
+		}
+		gs, code, err := d.ListGroups(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Response{}, err
+			}
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return Response{Msg: resp}, nil
+		}
+		resp.ErrorCode = code
+		for _, g := range gs {
+			state := g.State.String()
+			if len(filter) > 0 && !containsFold(filter, state) {
+				continue
+			}
+			rg := kmsg.NewListGroupsResponseGroup()
+			rg.Group, rg.ProtocolType, rg.GroupState = g.Group, g.ProtocolType, state
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return Response{Msg: resp}, nil
+	}, nil
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
