@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# interop-groups.sh: consumer groups with clients nobody here wrote. kcat
+# (librdkafka) with -G, confluent-kafka and kafka-python group consumers
+# each read a topic through a group, commit, and a second run of the same
+# group resumes at the committed offsets (reads nothing new).
+# Needs what scripts/interop.sh installs (kcat, python3-confluent-kafka,
+# python3-kafka); run it after that script.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+work="$(mktemp -d)"
+pid=""
+cleanup() { [[ -n "$pid" ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+passed=0 failed=0
+check() { # label got want
+	if [[ "$2" == "$3" ]]; then echo "ok   $1 ($2)"; passed=$((passed + 1)); else echo "FAIL $1: got $2, want $3"; failed=$((failed + 1)); fi
+}
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+(cd "$root" && go build -o "$work/wren" .)
+port=$(free_port); cport=$(free_port)
+cat >"$work/wren.toml" <<TOML
+[broker]
+node.id = 1
+log.dirs = ["$work/data"]
+listeners = ["PLAINTEXT://127.0.0.1:$port", "CONTROLLER://127.0.0.1:$cport"]
+[cluster]
+controller.quorum.voters = ["1@127.0.0.1:$cport"]
+[groups]
+group.initial.rebalance.delay.ms = 0
+[http]
+listen = ""
+[logging]
+level = "warn"
+TOML
+"$work/wren" serve --config "$work/wren.toml" &
+pid=$!
+b="127.0.0.1:$port"
+for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+"$work/wren" topic create groups-interop -p 3 -b "$b" >/dev/null
+seq 1 3000 | "$work/wren" produce groups-interop -b "$b" 2>/dev/null
+
+n=$(timeout 60 kcat -b "$b" -G kcat-group groups-interop -o beginning -e -q | wc -l)
+check "kcat -G first run" "$n" 3000
+n=$(timeout 60 kcat -b "$b" -G kcat-group groups-interop -e -q | wc -l)
+check "kcat -G second run resumes" "$n" 0
+
+py() { # client group
+	/usr/bin/python3 - "$1" "$2" "$b" <<'PY'
+import sys, time
+client, group, bootstrap = sys.argv[1], sys.argv[2], sys.argv[3]
+n = 0
+if client == "confluent":
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe(["groups-interop"])
+    idle = time.time() + 10
+    while time.time() < idle:
+        m = c.poll(0.5)
+        if m is None or m.error():
+            continue
+        n += 1
+        idle = time.time() + 5
+    if n:
+        c.commit(asynchronous=False)
+    c.close()
+else:
+    from kafka import KafkaConsumer
+    k = KafkaConsumer("groups-interop", bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest", consumer_timeout_ms=5000, enable_auto_commit=False)
+    n = sum(1 for _ in k)
+    if n:
+        k.commit()
+    k.close()
+print(n)
+PY
+}
+for client in confluent kafka-python; do
+	check "$client group first run" "$(py "$client" "$client-group")" 3000
+	check "$client group second run resumes" "$(py "$client" "$client-group")" 0
+done
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
