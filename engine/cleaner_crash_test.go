@@ -67,7 +67,9 @@ func buildCleanCrash(t *testing.T, seed int64) *cleanCrashSetup {
 	eager := rng.Intn(2) == 0
 	clock := &testClock{ms: 1_000_000}
 	opts := compactOptions(clock)
-	opts.SegmentBytes = int64(1500 + rng.Intn(4000))
+	// Above the largest batch the workload makes (8 records of up to ~230
+	// bytes, uncompressed, plus the header).
+	opts.SegmentBytes = int64(2400 + rng.Intn(4000))
 	opts.IndexIntervalBytes = int64(rng.Intn(1200))
 	opts.DeleteRetentionMs = 500
 	opts.MinCleanableDirtyRatio = 0
