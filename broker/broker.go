@@ -135,6 +135,7 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		Partitions:             offsetsPartitions,
 		TickInterval:           groupTickInterval,
 		RetentionCheckInterval: time.Duration(cfg.OffsetsRetentionCheckIntervalMs) * time.Millisecond,
+		Topics:                 topicsFor(b.controller),
 		Logger:                 o.Logger,
 	}, b.replicas)
 	if err != nil {

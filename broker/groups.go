@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -71,5 +72,29 @@ func groupsConfig(cfg *config.Config) groups.Config {
 	}
 	g.OffsetsRetentionMs = int64(cfg.OffsetsRetentionMinutes) * 60 * 1000
 	g.OffsetMetadataMaxBytes = int(cfg.OffsetMetadataMaxBytes)
+	g.ConsumerSessionTimeoutMs = cfg.GroupConsumerSessionTimeoutMs
+	g.ConsumerHeartbeatIntervalMs = cfg.GroupConsumerHeartbeatIntervalMs
+	if cfg.GroupConsumerMaxSize != math.MaxInt32 {
+		g.ConsumerMaxSize = int(cfg.GroupConsumerMaxSize)
+	}
+	g.ConsumerAssignors = slices.Clone(cfg.GroupConsumerAssignors)
 	return g
+}
+
+// topicsFor gives the group coordinators the topics of the controller's
+// metadata image, rebuilt only when the image changed.
+func topicsFor(c *cluster.Controller) func(known uint64) (uint64, []groups.TopicMeta) {
+	return func(known uint64) (uint64, []groups.TopicMeta) {
+		im := c.Image()
+		if im.Offset == known {
+			return known, nil
+		}
+		names := im.TopicNames()
+		out := make([]groups.TopicMeta, 0, len(names))
+		for _, name := range names {
+			t := im.Topic(name)
+			out = append(out, groups.TopicMeta{Name: name, ID: t.ID, Partitions: int32(len(t.Partitions))})
+		}
+		return im.Offset, out
+	}
 }

@@ -160,6 +160,9 @@ type CommitRequest struct {
 	// default, and every later version) means offsets.retention.minutes.
 	RetentionTimeMs int64
 	Offsets         []OffsetCommit
+	// Version is the OffsetCommit version: a KIP-848 member must commit
+	// with v9+, the first to mean a member epoch by the generation.
+	Version int16
 }
 
 // PartitionResult is one partition's error in a CommitResponse.
@@ -241,11 +244,30 @@ type DeleteGroupResponse struct {
 	ErrorCode int16
 }
 
+// OffsetDeleteRequest is an OffsetDelete request: one group's committed
+// offsets to drop.
+type OffsetDeleteRequest struct {
+	RequestID  uint64
+	Group      string
+	Partitions []TopicPartition
+}
+
+// OffsetDeleteResponse answers an OffsetDeleteRequest: a group-level error,
+// or one result per partition in the request's order.
+type OffsetDeleteResponse struct {
+	ErrorCode  int16
+	Partitions []PartitionResult
+}
+
 // ListedGroup is one group in ListGroups.
 type ListedGroup struct {
 	Group        string
 	ProtocolType string
-	State        GroupState
+	// Type is ClassicGroupType or ConsumerGroupType (KIP-848).
+	Type string
+	// State is the state's name: a classic group's GroupState, or a
+	// consumer group's (Empty, Assigning, Reconciling, Stable).
+	State string
 }
 
 // Response is the answer to the request RequestID. Exactly one of the
@@ -260,6 +282,10 @@ type Response struct {
 	Fetch     *FetchOffsetsResponse
 	Describe  *DescribeGroupResponse
 	Delete    *DeleteGroupResponse
+
+	OffsetDelete     *OffsetDeleteResponse
+	ConsumerHB       *ConsumerHeartbeatResponse
+	ConsumerDescribe *ConsumerDescribeResponse
 }
 
 // WithError returns r's kind of response carrying only the error code, for
@@ -287,6 +313,12 @@ func (r Response) WithError(code int16) Response {
 		out.Describe = &DescribeGroupResponse{ErrorCode: code, Group: r.Describe.Group, State: Dead.String()}
 	case r.Delete != nil:
 		out.Delete = &DeleteGroupResponse{ErrorCode: code}
+	case r.OffsetDelete != nil:
+		out.OffsetDelete = &OffsetDeleteResponse{ErrorCode: code}
+	case r.ConsumerHB != nil:
+		out.ConsumerHB = &ConsumerHeartbeatResponse{ErrorCode: code, MemberID: r.ConsumerHB.MemberID, MemberEpoch: r.ConsumerHB.MemberEpoch}
+	case r.ConsumerDescribe != nil:
+		out.ConsumerDescribe = &ConsumerDescribeResponse{ErrorCode: code, Group: r.ConsumerDescribe.Group}
 	}
 	return out
 }

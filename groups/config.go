@@ -40,6 +40,22 @@ type Config struct {
 	// partition) holds; wren's own limit. A request that would create one
 	// more gets COORDINATOR_NOT_AVAILABLE.
 	MaxGroups int
+
+	// KIP-848 consumer groups (ConsumerGroupHeartbeat).
+
+	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms: a
+	// member that does not heartbeat for this long is removed.
+	ConsumerSessionTimeoutMs int32
+	// ConsumerHeartbeatIntervalMs is group.consumer.heartbeat.interval.ms,
+	// the interval members are told to heartbeat at. A member learns of a
+	// new assignment only on a heartbeat, so it bounds how fast a
+	// rebalance completes.
+	ConsumerHeartbeatIntervalMs int32
+	// ConsumerMaxSize is group.consumer.max.size (finite, as MaxSize).
+	ConsumerMaxSize int
+	// ConsumerAssignors is group.consumer.assignors: the server-side
+	// assignors members may name, the first being the default.
+	ConsumerAssignors []string
 }
 
 // DefaultConfig returns Kafka 4.0's defaults, except the finite MaxSize
@@ -54,6 +70,11 @@ func DefaultConfig() Config {
 		OffsetMetadataMaxBytes:  4096,
 		NewMemberJoinTimeoutMs:  5 * 60 * 1000,
 		MaxGroups:               100000,
+
+		ConsumerSessionTimeoutMs:    45000,
+		ConsumerHeartbeatIntervalMs: 5000,
+		ConsumerMaxSize:             1000,
+		ConsumerAssignors:           []string{"uniform", "range"},
 	}
 }
 
@@ -74,6 +95,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: new member join timeout %d ms <= 0", ErrInvalidConfig, c.NewMemberJoinTimeoutMs)
 	case c.MaxGroups <= 0:
 		return fmt.Errorf("%w: max groups %d <= 0", ErrInvalidConfig, c.MaxGroups)
+	case c.ConsumerSessionTimeoutMs <= 0 || c.ConsumerHeartbeatIntervalMs <= 0 || c.ConsumerHeartbeatIntervalMs >= c.ConsumerSessionTimeoutMs:
+		return fmt.Errorf("%w: consumer group heartbeat interval %d ms must be positive and below the session timeout %d ms",
+			ErrInvalidConfig, c.ConsumerHeartbeatIntervalMs, c.ConsumerSessionTimeoutMs)
+	case c.ConsumerMaxSize <= 0:
+		return fmt.Errorf("%w: group.consumer.max.size %d <= 0", ErrInvalidConfig, c.ConsumerMaxSize)
+	case len(c.ConsumerAssignors) == 0:
+		return fmt.Errorf("%w: group.consumer.assignors is empty", ErrInvalidConfig)
+	}
+	for _, name := range c.ConsumerAssignors {
+		if name != "uniform" && name != "range" {
+			return fmt.Errorf("%w: group.consumer.assignors: unknown assignor %q (uniform, range)", ErrInvalidConfig, name)
+		}
 	}
 	return nil
 }

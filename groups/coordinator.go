@@ -55,6 +55,10 @@ type Coordinator struct {
 	groupIDs []string
 	loader   *loader
 	ready    Ready
+	// topics are the cluster's topics (UpdateTopics): KIP-848 groups are
+	// assigned from them. nil until the first UpdateTopics.
+	topics    map[string]TopicMeta
+	topicByID map[[16]byte]TopicMeta
 }
 
 // NewCoordinator returns a coordinator for partition of a __consumer_offsets
@@ -109,7 +113,11 @@ func (c *Coordinator) ListGroups() ([]ListedGroup, int16) {
 	out := make([]ListedGroup, 0, len(c.groups))
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
-		out = append(out, ListedGroup{Group: id, ProtocolType: g.protocolType, State: g.state})
+		lg := ListedGroup{Group: id, ProtocolType: g.protocolType, Type: ClassicGroupType, State: g.state.String()}
+		if g.isConsumer() {
+			lg.Type, lg.State = ConsumerGroupType, g.consumer.stateName()
+		}
+		out = append(out, lg)
 	}
 	return out, 0
 }
@@ -175,7 +183,7 @@ func (c *Coordinator) createGroup(id string, nowMs int64) *Group {
 // leave a husk behind and the live groups equal a replay of the log.
 func (c *Coordinator) maybeForget(g *Group, nowMs int64) {
 	if g.state == Empty && g.generation == 0 && len(g.members) == 0 && len(g.pendingMembers) == 0 &&
-		len(g.offsets) == 0 && c.groups[g.id] == g {
+		len(g.offsets) == 0 && c.groups[g.id] == g && (g.consumer == nil || g.consumer.epoch == 0) {
 		g.transitionTo(Dead, nowMs)
 		c.dropGroup(g)
 	}
@@ -187,7 +195,9 @@ func (c *Coordinator) maybeForget(g *Group, nowMs int64) {
 func (c *Coordinator) removeGroup(g *Group, nowMs int64) {
 	g.transitionTo(Dead, nowMs)
 	c.dropGroup(g)
-	if g.generation > 0 {
+	if g.isConsumer() {
+		c.persistConsumerGroupTombstones(g)
+	} else if g.generation > 0 {
 		c.persist(Record{Kind: GroupMetadataRecord, Group: g.id})
 	}
 }
@@ -210,6 +220,10 @@ func (c *Coordinator) Tick(nowMs int64) {
 }
 
 func (c *Coordinator) tickGroup(g *Group, nowMs int64) {
+	if g.isConsumer() {
+		c.tickConsumerGroup(g, nowMs)
+		return
+	}
 	if len(g.pendingMembers) > 0 {
 		expired := false
 		for id, deadline := range g.pendingMembers {

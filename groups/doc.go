@@ -77,6 +77,18 @@
 // groups, get tombstones. Replaying the records gives back every Stable
 // or Empty group exactly as it was (the tests cross-check this).
 //
+// The records Kafka 4 writes for KIP-848 consumer groups are encoded by
+// hand (kmsg has no types for them), byte for byte as Kafka 4.1 writes
+// them: the group's epoch and metadata hash (key v3), a member's
+// subscription (v5), the target assignment's epoch (v6) and each member's
+// share of it (v7), and each member's current assignment with the
+// partitions it must still revoke (v8). Their values are flexible
+// (version 0, compact fields, tagged-field sections): tagged fields we do
+// not keep, such as a classic member's metadata or fields of later Kafka
+// versions, are skipped on read, so a log Kafka wrote loads. Kafka 4.0's
+// subscribed-topic metadata (v4) is recognised and not read: Kafka 4.1
+// replaced it with the metadata hash, and it is never written.
+//
 // # Invariants
 //
 //   - A group has a leader if and only if it has members, and the leader is

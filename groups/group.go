@@ -153,6 +153,10 @@ type Group struct {
 	// or metadata that does not parse).
 	subscribedTopics map[string]struct{}
 	offsets          map[TopicPartition]OffsetAndMetadata
+	// consumer is non-nil for a KIP-848 consumer group (consumer.go);
+	// then state is Empty or Stable (members or none), and the classic
+	// fields above other than id, offsets and stateTimestampMs are unused.
+	consumer *consumerGroup
 }
 
 func newGroup(id string, nowMs int64) *Group {

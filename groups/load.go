@@ -10,10 +10,32 @@ import (
 type loader struct {
 	metadata map[string]*GroupMetadataValue
 	offsets  map[string]map[TopicPartition]OffsetAndMetadata
+	consumer map[string]*consumerLoad
+}
+
+// consumerLoad is a KIP-848 group's records as replayed so far.
+type consumerLoad struct {
+	hasMetadata     bool // the group's own record: without it, no group
+	epoch           int32
+	assignmentEpoch int32
+	members         map[string]*ConsumerGroupMemberMetadataValue
+	target          map[string][]TopicPartitions
+	current         map[string]*ConsumerGroupCurrentMemberAssignmentValue
 }
 
 func newLoader() *loader {
-	return &loader{metadata: map[string]*GroupMetadataValue{}, offsets: map[string]map[TopicPartition]OffsetAndMetadata{}}
+	return &loader{metadata: map[string]*GroupMetadataValue{}, offsets: map[string]map[TopicPartition]OffsetAndMetadata{},
+		consumer: map[string]*consumerLoad{}}
+}
+
+func (l *loader) consumerGroup(id string) *consumerLoad {
+	cl := l.consumer[id]
+	if cl == nil {
+		cl = &consumerLoad{members: map[string]*ConsumerGroupMemberMetadataValue{}, target: map[string][]TopicPartitions{},
+			current: map[string]*ConsumerGroupCurrentMemberAssignmentValue{}}
+		l.consumer[id] = cl
+	}
+	return cl
 }
 
 // Replay applies one record of the coordinator's __consumer_offsets
@@ -47,6 +69,48 @@ func (c *Coordinator) Replay(rec Record) error {
 			return err
 		}
 		l.metadata[rec.Group] = rec.Metadata
+	case ConsumerGroupMetadataRecord:
+		if rec.ConsumerMetadata == nil {
+			delete(l.consumer, rec.Group)
+			return nil
+		}
+		if rec.ConsumerMetadata.Epoch < 0 {
+			return fmt.Errorf("%w: consumer group %q epoch %d", ErrCorruptRecord, rec.Group, rec.ConsumerMetadata.Epoch)
+		}
+		cl := l.consumerGroup(rec.Group)
+		cl.hasMetadata, cl.epoch = true, rec.ConsumerMetadata.Epoch
+	case ConsumerGroupPartitionMetadataRecord:
+		// Kafka 4.0's subscription metadata: recomputed from the topics.
+	case ConsumerGroupMemberMetadataRecord:
+		cl := l.consumerGroup(rec.Group)
+		if rec.ConsumerMember == nil {
+			delete(cl.members, rec.MemberID)
+			return nil
+		}
+		if rec.MemberID == "" {
+			return fmt.Errorf("%w: consumer group %q member with empty id", ErrCorruptRecord, rec.Group)
+		}
+		cl.members[rec.MemberID] = rec.ConsumerMember
+	case ConsumerGroupTargetAssignmentMetadataRecord:
+		cl := l.consumerGroup(rec.Group)
+		cl.assignmentEpoch = 0
+		if rec.TargetMetadata != nil {
+			cl.assignmentEpoch = rec.TargetMetadata.AssignmentEpoch
+		}
+	case ConsumerGroupTargetAssignmentMemberRecord:
+		cl := l.consumerGroup(rec.Group)
+		if rec.TargetMember == nil {
+			delete(cl.target, rec.MemberID)
+			return nil
+		}
+		cl.target[rec.MemberID] = rec.TargetMember.TopicPartitions
+	case ConsumerGroupCurrentMemberAssignmentRecord:
+		cl := l.consumerGroup(rec.Group)
+		if rec.CurrentAssignment == nil {
+			delete(cl.current, rec.MemberID)
+			return nil
+		}
+		cl.current[rec.MemberID] = rec.CurrentAssignment
 	default:
 		return fmt.Errorf("%w: kind %d", ErrUnknownRecordType, rec.Kind)
 	}
@@ -97,8 +161,15 @@ func (c *Coordinator) CompleteLoad(nowMs int64) error {
 	for id := range l.metadata {
 		ids = append(ids, id)
 	}
+	for id, cl := range l.consumer {
+		if _, ok := l.metadata[id]; !ok && cl.hasMetadata {
+			ids = append(ids, id)
+		}
+	}
 	for id, offs := range l.offsets {
-		if _, ok := l.metadata[id]; !ok && len(offs) > 0 {
+		_, classic := l.metadata[id]
+		cl := l.consumer[id]
+		if !classic && (cl == nil || !cl.hasMetadata) && len(offs) > 0 {
 			ids = append(ids, id)
 		}
 	}
@@ -107,6 +178,8 @@ func (c *Coordinator) CompleteLoad(nowMs int64) error {
 		g := newGroup(id, nowMs)
 		if m := l.metadata[id]; m != nil {
 			c.restoreMetadata(g, m, nowMs)
+		} else if cl := l.consumer[id]; cl != nil && cl.hasMetadata {
+			c.restoreConsumerGroup(g, cl, nowMs)
 		} else {
 			g.stateTimestampMs = -1
 		}
@@ -155,4 +228,54 @@ func (c *Coordinator) restoreMetadata(g *Group, m *GroupMetadataValue, nowMs int
 	// group simply starts there, as in Kafka.
 	g.state = Stable
 	g.computeSubscribedTopics()
+}
+
+// restoreConsumerGroup rebuilds a KIP-848 group: members keep their epochs
+// and assignments, and their sessions (and revocation timeouts) start now.
+func (c *Coordinator) restoreConsumerGroup(g *Group, cl *consumerLoad, nowMs int64) {
+	cg := newConsumerGroup()
+	g.consumer = cg
+	g.protocolType = ConsumerProtocolType
+	cg.epoch, cg.assignmentEpoch = cl.epoch, cl.assignmentEpoch
+	ids := make([]string, 0, len(cl.members))
+	for id := range cl.members {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		mv := cl.members[id]
+		m := &consumerMember{
+			id: id, instanceID: mv.InstanceID, rackID: mv.RackID, clientID: mv.ClientID, clientHost: mv.ClientHost,
+			topics: slices.Clone(mv.SubscribedTopicNames), regex: mv.SubscribedTopicRegex,
+			rebalanceTimeoutMs: mv.RebalanceTimeoutMs, serverAssignor: mv.ServerAssignor,
+			state: memberStable, assigned: partSet{}, pending: partSet{},
+			sessionDeadlineMs: nowMs + int64(c.cfg.ConsumerSessionTimeoutMs),
+		}
+		slices.Sort(m.topics)
+		cg.members[id] = m
+		if m.instanceID != "" {
+			cg.static[m.instanceID] = id
+		}
+		if t, ok := cl.target[id]; ok {
+			cg.target[id] = partSetOf(t)
+		}
+		if cur := cl.current[id]; cur != nil {
+			m.epoch, m.previousEpoch, m.state = cur.MemberEpoch, cur.PreviousMemberEpoch, cur.State
+			if m.state != memberUnrevoked && m.state != memberUnreleased {
+				m.state = memberStable
+			}
+			cg.setAssignment(m, partSetOf(cur.AssignedPartitions), partSetOf(cur.PartitionsPendingRevocation))
+			if m.state == memberUnrevoked {
+				m.revokeDeadlineMs = nowMs + int64(m.rebalanceTimeoutMs)
+			}
+		}
+	}
+	if len(cg.members) > 0 {
+		g.state = Stable
+	} else {
+		g.stateTimestampMs = -1
+	}
+	// The subscription the target was computed for is taken from the
+	// first UpdateTopics (see there).
+	cg.subscription = nil
 }

@@ -37,16 +37,22 @@ func (c *Coordinator) CommitOffsets(req CommitRequest, nowMs int64) {
 		}
 	}
 	defer c.maybeForget(g, nowMs)
-	if code := g.validateOffsetCommit(req); code != 0 {
+	validate := g.validateOffsetCommit
+	if g.isConsumer() {
+		validate = g.validateConsumerOffsetCommit
+	}
+	if code := validate(req); code != 0 {
 		fail(code)
 		return
 	}
-	switch g.state {
-	case CompletingRebalance:
+	switch state := g.state; {
+	case g.isConsumer():
+		// Member epochs were checked: nothing is in flight.
+	case state == CompletingRebalance:
 		// The member has its new generation but not its assignment yet.
 		fail(errRebalanceInProgress)
 		return
-	case Stable, PreparingRebalance:
+	case state == Stable, state == PreparingRebalance:
 		// In the join phase a member of the current generation still owns
 		// its partitions and may commit them before it rejoins.
 		m := g.memberByID[req.MemberID]
@@ -164,6 +170,12 @@ func (g *Group) expiredOffsets(nowMs, retentionMs int64) []TopicPartition {
 	base := commitTime
 	var subscribed map[string]struct{}
 	switch {
+	case g.isConsumer():
+		if len(g.consumer.members) > 0 {
+			subscribed = g.consumer.subscribedNames()
+		} else if g.stateTimestampMs >= 0 {
+			base = func(OffsetAndMetadata) int64 { return g.stateTimestampMs }
+		}
 	case g.protocolType != "" && g.state == Empty:
 		if g.stateTimestampMs >= 0 {
 			base = func(OffsetAndMetadata) int64 { return g.stateTimestampMs }
@@ -200,7 +212,9 @@ func (c *Coordinator) DescribeGroup(req DescribeGroupRequest) {
 		return
 	}
 	g := c.groups[req.Group]
-	if g == nil {
+	if g == nil || g.isConsumer() {
+		// Kafka answers a consumer group as not found here: it is
+		// described by ConsumerGroupDescribe.
 		resp.ErrorCode = errGroupIDNotFound
 		resp.State = Dead.String()
 		return
@@ -234,13 +248,59 @@ func (c *Coordinator) DeleteGroup(req DeleteGroupRequest, nowMs int64) {
 	switch {
 	case g == nil:
 		resp.ErrorCode = errGroupIDNotFound
-	case g.state != Empty:
+	case g.state != Empty || g.isConsumer() && len(g.consumer.members) > 0:
 		resp.ErrorCode = errNonEmptyGroup
 	default:
 		for _, tp := range g.sortedTopicPartitions() {
 			c.persist(Record{Kind: OffsetCommitRecord, Group: g.id, TopicPartition: tp})
 		}
 		clear(g.offsets)
+		c.removeGroup(g, nowMs)
+	}
+}
+
+// DeleteOffsets handles an OffsetDelete request: the named partitions'
+// committed offsets get tombstones, except those of topics the group's
+// members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC), whose offsets are in
+// use. A classic group may lose offsets only while Empty, or while it is a
+// consumer-protocol group whose subscriptions are known.
+func (c *Coordinator) DeleteOffsets(req OffsetDeleteRequest, nowMs int64) {
+	resp := &OffsetDeleteResponse{}
+	defer c.respond(Response{RequestID: req.RequestID, OffsetDelete: resp})
+	if code := c.groupStatus(req.Group, false); code != 0 {
+		resp.ErrorCode = code
+		return
+	}
+	g := c.groups[req.Group]
+	if g == nil {
+		resp.ErrorCode = errGroupIDNotFound
+		return
+	}
+	subscribed := func(string) bool { return false }
+	switch {
+	case g.isConsumer():
+		subscribed = func(topic string) bool { return c.consumerSubscribes(g, topic) }
+	case g.state == Empty:
+	case g.protocolType == ConsumerProtocolType && g.subscribedTopics != nil:
+		subscribed = func(topic string) bool { _, ok := g.subscribedTopics[topic]; return ok }
+	default:
+		resp.ErrorCode = errNonEmptyGroup
+		return
+	}
+	resp.Partitions = make([]PartitionResult, len(req.Partitions))
+	for i, tp := range req.Partitions {
+		resp.Partitions[i] = PartitionResult{Topic: tp.Topic, Partition: tp.Partition}
+		if subscribed(tp.Topic) {
+			resp.Partitions[i].ErrorCode = errGroupSubscribed
+			continue
+		}
+		if _, ok := g.offsets[tp]; ok {
+			delete(g.offsets, tp)
+			c.persist(Record{Kind: OffsetCommitRecord, Group: g.id, TopicPartition: tp})
+		}
+	}
+	if g.state == Empty && len(g.offsets) == 0 && !g.isConsumer() && g.generation == 0 {
+		// A group that only held offsets is gone with them.
 		c.removeGroup(g, nowMs)
 	}
 }

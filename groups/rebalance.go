@@ -64,6 +64,12 @@ func (c *Coordinator) Join(req JoinRequest, nowMs int64) {
 			return
 		}
 	}
+	if g.isConsumer() {
+		// A KIP-848 group: classic members cannot join it (Kafka's
+		// upgrade path of mixed groups is not implemented).
+		c.joinError(req.RequestID, req.MemberID, errInconsistentGroupProtocol)
+		return
+	}
 	switch {
 	case !c.acceptJoiningMember(g, req):
 		if m := g.memberByID[req.MemberID]; m != nil {

@@ -14,8 +14,8 @@ var (
 	// not decode, or decodes to something that cannot be true.
 	ErrCorruptRecord = errors.New("groups: corrupt __consumer_offsets record")
 	// ErrUnknownRecordType is returned for a key version this package
-	// does not write (Kafka 4's consumer-group records, share groups,
-	// transactions). A loader skips such records.
+	// does not know (share and streams groups, regular expressions of
+	// consumer groups, transactions). A loader skips such records.
 	ErrUnknownRecordType = errors.New("groups: unknown __consumer_offsets record type")
 	// ErrNotLoading is returned by Replay once loading is over.
 	ErrNotLoading = errors.New("groups: coordinator is not loading")
@@ -33,8 +33,9 @@ const (
 	maxValueVersion                int16 = 4 // newest version read
 )
 
-// RecordKind says which of Kafka's two classic __consumer_offsets record
-// types a Record is.
+// RecordKind says which of Kafka's __consumer_offsets record types a
+// Record is: the classic ones, and from 3 on those of KIP-848 consumer
+// groups, whose number is their key version (records_consumer.go).
 type RecordKind int8
 
 const (
@@ -43,6 +44,26 @@ const (
 	// GroupMetadataRecord is a group's generation and members (key
 	// version 2).
 	GroupMetadataRecord RecordKind = 2
+	// ConsumerGroupMetadataRecord is a consumer group's epoch (key v3:
+	// GroupId).
+	ConsumerGroupMetadataRecord RecordKind = 3
+	// ConsumerGroupPartitionMetadataRecord is the subscribed topics'
+	// metadata Kafka 4.0 stored (key v4: GroupId). Decode only: its value
+	// is not read and never written; Kafka 4.1 replaced it with the
+	// metadata hash and deletes it.
+	ConsumerGroupPartitionMetadataRecord RecordKind = 4
+	// ConsumerGroupMemberMetadataRecord is a member's subscription (key
+	// v5: GroupId, MemberId).
+	ConsumerGroupMemberMetadataRecord RecordKind = 5
+	// ConsumerGroupTargetAssignmentMetadataRecord is the target
+	// assignment's epoch (key v6: GroupId).
+	ConsumerGroupTargetAssignmentMetadataRecord RecordKind = 6
+	// ConsumerGroupTargetAssignmentMemberRecord is a member's target
+	// assignment (key v7: GroupId, MemberId).
+	ConsumerGroupTargetAssignmentMemberRecord RecordKind = 7
+	// ConsumerGroupCurrentMemberAssignmentRecord is a member's current
+	// assignment (key v8: GroupId, MemberId).
+	ConsumerGroupCurrentMemberAssignmentRecord RecordKind = 8
 )
 
 // OffsetAndMetadata is a committed offset as stored.
@@ -84,19 +105,38 @@ type GroupMetadataValue struct {
 	Members                 []MemberMetadataValue
 }
 
-// Record is one __consumer_offsets record.
+// Record is one __consumer_offsets record. Of the value pointers, only
+// the one of the record's kind is used; nil is a tombstone.
 type Record struct {
 	Kind           RecordKind
 	Group          string
 	TopicPartition TopicPartition      // OffsetCommitRecord only
-	Offset         *OffsetAndMetadata  // OffsetCommitRecord; nil is a tombstone
-	Metadata       *GroupMetadataValue // GroupMetadataRecord; nil is a tombstone
+	Offset         *OffsetAndMetadata  // OffsetCommitRecord
+	Metadata       *GroupMetadataValue // GroupMetadataRecord
+
+	// MemberID keys ConsumerGroupMemberMetadataRecord,
+	// ConsumerGroupTargetAssignmentMemberRecord and
+	// ConsumerGroupCurrentMemberAssignmentRecord.
+	MemberID          string
+	ConsumerMetadata  *ConsumerGroupMetadataValue                 // ConsumerGroupMetadataRecord
+	ConsumerMember    *ConsumerGroupMemberMetadataValue           // ConsumerGroupMemberMetadataRecord
+	TargetMetadata    *ConsumerGroupTargetAssignmentMetadataValue // ConsumerGroupTargetAssignmentMetadataRecord
+	TargetMember      *ConsumerGroupTargetAssignmentMemberValue   // ConsumerGroupTargetAssignmentMemberRecord
+	CurrentAssignment *ConsumerGroupCurrentMemberAssignmentValue  // ConsumerGroupCurrentMemberAssignmentRecord
+
+	// partitionMetadata is set when a ConsumerGroupPartitionMetadataRecord
+	// was decoded with a value: it is not a tombstone, though its value is
+	// not kept.
+	partitionMetadata bool
 }
 
 // Tombstone reports whether r deletes its key.
 func (r Record) Tombstone() bool {
-	if r.Kind == OffsetCommitRecord {
+	switch {
+	case r.Kind == OffsetCommitRecord:
 		return r.Offset == nil
+	case isConsumerKind(r.Kind):
+		return r.consumerTombstone()
 	}
 	return r.Metadata == nil
 }
@@ -110,6 +150,9 @@ func (r Record) EncodeKey() []byte {
 	case GroupMetadataRecord:
 		k := kmsg.GroupMetadataKey{Version: groupMetadataKeyVersion, Group: r.Group}
 		return k.AppendTo(nil)
+	}
+	if isConsumerKind(r.Kind) {
+		return r.encodeConsumerKey()
 	}
 	panic(fmt.Sprintf("groups: encoding record of kind %d", r.Kind))
 }
@@ -160,12 +203,16 @@ func (r Record) EncodeValue() []byte {
 		}
 		return v.AppendTo(nil)
 	}
+	if isConsumerKind(r.Kind) {
+		return r.encodeConsumerValue()
+	}
 	panic(fmt.Sprintf("groups: encoding record of kind %d", r.Kind))
 }
 
 // DecodeRecord parses a __consumer_offsets record. A nil or empty value is
 // a tombstone. Keys of other record types give ErrUnknownRecordType;
-// anything malformed gives ErrCorruptRecord.
+// anything malformed, or a value version newer than we know, gives
+// ErrCorruptRecord.
 func DecodeRecord(key, value []byte) (Record, error) {
 	if len(key) < 2 {
 		return Record{}, fmt.Errorf("%w: key of %d bytes", ErrCorruptRecord, len(key))
@@ -246,6 +293,10 @@ func DecodeRecord(key, value []byte) (Record, error) {
 		}
 		r.Metadata = m
 		return r, nil
+	case consumerGroupMetadataKeyVersion, consumerGroupPartitionMetadataKeyVersion,
+		consumerGroupMemberMetadataKeyVersion, consumerGroupTargetAssignmentMetadataKeyVersion,
+		consumerGroupTargetAssignmentMemberKeyVersion, consumerGroupCurrentMemberAssignmentKeyVersion:
+		return decodeConsumerRecord(RecordKind(version), key, value)
 	default:
 		return Record{}, fmt.Errorf("%w: key version %d", ErrUnknownRecordType, version)
 	}
@@ -275,10 +326,10 @@ func (r Record) Equal(o Record) bool {
 	if r.Offset != nil && *r.Offset != *o.Offset {
 		return false
 	}
-	if r.Metadata != nil {
-		return r.Metadata.Equal(o.Metadata)
+	if r.Metadata != nil && !r.Metadata.Equal(o.Metadata) {
+		return false
 	}
-	return true
+	return r.consumerEqual(o)
 }
 
 // Equal reports whether two group metadata values say the same thing.

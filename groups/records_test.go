@@ -171,7 +171,7 @@ func TestDecodeRejects(t *testing.T) {
 	gk.i16(2)
 	gk.str("g")
 	var newer wire
-	newer.i16(3) // Kafka 4's ConsumerGroupMetadataKey
+	newer.i16(11) // a share group's ShareGroupMetadataKey
 	newer.str("g")
 	for _, tc := range []struct {
 		name       string
@@ -275,17 +275,12 @@ func FuzzDecodeRecord(f *testing.F) {
 	grp := Record{Kind: GroupMetadataRecord, Group: "g", Metadata: &GroupMetadataValue{ProtocolType: "consumer", Generation: 1, Protocol: "range", Leader: "a",
 		Members: []MemberMetadataValue{{MemberID: "a", Subscription: []byte{1}, Assignment: []byte{2}}}}}
 	f.Add(grp.EncodeKey(), grp.EncodeValue())
+	// Every KIP-848 kind, with and without a value.
+	for _, g := range consumerGolden() {
+		f.Add(g.key, g.value)
+	}
+	f.Add([]byte{0, 4, 0, 1, 'g'}, []byte{0, 0, 0, 0, 0, 5, 1, 0})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
-		r, err := DecodeRecord(key, value)
-		if err != nil {
-			return
-		}
-		back, err := DecodeRecord(r.EncodeKey(), r.EncodeValue())
-		if err != nil {
-			t.Fatalf("re-encoded record does not decode: %v (%+v)", err, r)
-		}
-		if !back.Equal(r) {
-			t.Fatalf("re-encoding changed the record:\n%+v\n%+v", r, back)
-		}
+		checkRedecode(t, key, value)
 	})
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/wren-broker/wren/groups"
 )
 
-// OffsetCommit: v0-8
+// OffsetCommit: v0-9
 //
 // Behavior:
 // * A partition of a topic that does not exist (or beyond its partition
@@ -20,10 +20,13 @@ import (
 //   nothing), answered once durable.
 // * v0: no generation (a commit outside group management). v1's
 //   per-partition timestamp is ignored, as Kafka 3+ does. v2-4's
-//   retention time gives the commit its own expiry.
+//   retention time gives the commit its own expiry. v9: for a KIP-848
+//   group the generation is the member epoch (STALE_MEMBER_EPOCH when it
+//   is behind); a KIP-848 member committing with v8 or below gets
+//   UNSUPPORTED_VERSION, as in Kafka.
 //
 // Not implemented:
-// * v9+ (KIP-848 member epochs, topic ids).
+// * v10+ (topic ids).
 
 func (s *Server) handleOffsetCommit(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.OffsetCommitRequest)
@@ -33,6 +36,7 @@ func (s *Server) handleOffsetCommit(req *Request) (Pending, error) {
 		MemberID:        r.MemberID,
 		InstanceID:      derefString(r.InstanceID),
 		RetentionTimeMs: -1,
+		Version:         r.Version,
 	}
 	if r.Version == 0 {
 		cr.Generation, cr.MemberID = -1, ""

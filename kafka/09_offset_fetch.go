@@ -8,7 +8,7 @@ import (
 	"github.com/wren-broker/wren/groups"
 )
 
-// OffsetFetch: v0-8
+// OffsetFetch: v0-9
 //
 // Behavior:
 // * Answered through the coordinator's Ready, behind earlier commits'
@@ -22,7 +22,9 @@ import (
 //   offset commits yet.
 //
 // Not implemented:
-// * v9+ (KIP-848 member epochs, topic ids).
+// * v10+ (topic ids).
+// * v9's member id and epoch are not checked: a read changes nothing, and
+//   Kafka's check (STALE_MEMBER_EPOCH) only makes a lagging member retry.
 
 func (s *Server) handleOffsetFetch(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.OffsetFetchRequest)

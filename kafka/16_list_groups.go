@@ -8,12 +8,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ListGroups: v0-4
+// ListGroups: v0-5
 //
 // Behavior:
 // * Lists the groups of every coordinator this node runs, sorted by id
 //   within each __consumer_offsets partition.
 // * v4+: a state filter (case-insensitive, as Kafka); empty means all.
+// * v5+: a type filter (classic, consumer; case-insensitive) and each
+//   group's type.
 // * COORDINATOR_LOAD_IN_PROGRESS while a coordinator loads, with the
 //   groups of the others.
 // * Unlike the other group reads, the list may show groups whose records
@@ -23,6 +25,7 @@ func (s *Server) handleListGroups(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.ListGroupsRequest)
 	version := r.Version
 	filter := r.StatesFilter
+	types := r.TypesFilter
 	d := s.node().Groups
 	return func(ctx context.Context) (Response, error) {
 		resp := kmsg.NewPtrListGroupsResponse()
@@ -41,12 +44,12 @@ func (s *Server) handleListGroups(req *Request) (Pending, error) {
 		}
 		resp.ErrorCode = code
 		for _, g := range gs {
-			state := g.State.String()
-			if len(filter) > 0 && !containsFold(filter, state) {
+			state := g.State
+			if len(filter) > 0 && !containsFold(filter, state) || len(types) > 0 && !containsFold(types, g.Type) {
 				continue
 			}
 			rg := kmsg.NewListGroupsResponseGroup()
-			rg.Group, rg.ProtocolType, rg.GroupState = g.Group, g.ProtocolType, state
+			rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.Group, g.ProtocolType, state, g.Type
 			resp.Groups = append(resp.Groups, rg)
 		}
 		return Response{Msg: resp}, nil

@@ -52,6 +52,12 @@ type Config struct {
 	TickInterval time.Duration
 	// RetentionCheckInterval is offsets.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
+	// Topics returns the cluster's topics and the metadata version they
+	// are from, or nil topics when the version is still known (the
+	// version passed in). KIP-848 groups are assigned from them, and
+	// classic groups rebalance when a subscribed topic grows. nil means no
+	// topics.
+	Topics func(known uint64) (version uint64, topics []groups.TopicMeta)
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -71,6 +77,10 @@ type Driver struct {
 
 	// Owned by the Run goroutine.
 	loaded map[int32]*loadedPartition
+	// topics as of metadata version topicsVersion (haveTopics).
+	topics        []groups.TopicMeta
+	topicsVersion uint64
+	haveTopics    bool
 }
 
 // loadedPartition is one coordinator with its leader epoch and the FIFO
@@ -104,6 +114,9 @@ func New(cfg Config, replicas *replication.Manager) (*Driver, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Topics == nil {
+		cfg.Topics = func(uint64) (uint64, []groups.TopicMeta) { return 0, nil }
 	}
 	return &Driver{
 		cfg: cfg, replicas: replicas,
@@ -162,9 +175,25 @@ func (d *Driver) Run(ctx context.Context) {
 	}
 }
 
+// refreshTopics passes the topics to every coordinator when the metadata
+// changed.
+func (d *Driver) refreshTopics() {
+	v, ts := d.cfg.Topics(d.topicsVersion)
+	if d.haveTopics && (ts == nil || v == d.topicsVersion) {
+		return
+	}
+	d.topics, d.topicsVersion, d.haveTopics = ts, v, true
+	now := d.nowMs()
+	for p, lp := range d.loaded {
+		lp.c.UpdateTopics(d.topics, now)
+		d.drain(p)
+	}
+}
+
 // checkLeadership loads a coordinator for every partition this node leads
 // and has none for (or at a newer epoch), and unloads the others.
 func (d *Driver) checkLeadership() {
+	d.refreshTopics()
 	for i := int32(0); i < d.cfg.Partitions; i++ {
 		p := d.replicas.Partition(engine.TopicPartition{Topic: OffsetsTopic, Partition: i})
 		leader, epoch := false, int32(0)
@@ -200,6 +229,7 @@ func (d *Driver) load(i int32, p *replication.Partition, epoch int32) {
 		d.cfg.Logger.Error("cannot complete group coordinator load; will retry", "partition", i, "err", err)
 		return
 	}
+	c.UpdateTopics(d.topics, d.nowMs())
 	lp := &loadedPartition{c: c, epoch: epoch, p: p, fifo: make(chan delivery, deliveryQueueLen), fifoDone: make(chan struct{})}
 	go d.deliverLoop(i, lp)
 	d.loaded[i] = lp

@@ -1,0 +1,61 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/groups"
+)
+
+// OffsetDelete: v0
+//
+// Behavior:
+// * Drops a group's committed offsets for the named partitions
+//   (tombstones, answered once durable). Partitions of topics the group's
+//   members subscribe to get GROUP_SUBSCRIBED_TO_TOPIC; a classic group
+//   in a rebalance, or one whose subscriptions are unknown, gets
+//   NON_EMPTY_GROUP; an unknown group GROUP_ID_NOT_FOUND.
+// * A partition with no committed offset succeeds, as in Kafka.
+
+func (s *Server) handleOffsetDelete(req *Request) (Pending, error) {
+	r := req.Body.(*kmsg.OffsetDeleteRequest)
+	version := r.Version
+	dr := groups.OffsetDeleteRequest{Group: r.Group}
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			dr.Partitions = append(dr.Partitions, groups.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+		}
+	}
+	call := s.submitGroup(req, r.Group, func(c *groups.Coordinator, id uint64, nowMs int64) {
+		dr.RequestID = id
+		c.DeleteOffsets(dr, nowMs)
+	})
+	return func(ctx context.Context) (Response, error) {
+		resp := kmsg.NewPtrOffsetDeleteResponse()
+		resp.Version = version
+		res, code, err := call.wait(ctx)
+		if err != nil {
+			return Response{}, err
+		}
+		if code == 0 && res.OffsetDelete != nil {
+			code = res.OffsetDelete.ErrorCode
+		}
+		resp.ErrorCode = code
+		if code != 0 {
+			return Response{Msg: resp}, nil
+		}
+		for _, p := range res.OffsetDelete.Partitions {
+			if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != p.Topic {
+				rt := kmsg.NewOffsetDeleteResponseTopic()
+				rt.Topic = p.Topic
+				resp.Topics = append(resp.Topics, rt)
+			}
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, p.ErrorCode
+			rt := &resp.Topics[len(resp.Topics)-1]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		return Response{Msg: resp}, nil
+	}, nil
+}
