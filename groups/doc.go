@@ -1,6 +1,8 @@
 // Package groups is the group coordinator's decision-making core for
 // Kafka's classic consumer-group protocol (JoinGroup, SyncGroup,
-// Heartbeat, LeaveGroup) and committed offsets, as a pure state machine:
+// Heartbeat, LeaveGroup), KIP-848 consumer groups (ConsumerGroupHeartbeat,
+// ConsumerGroupDescribe; consumer.go) and committed offsets (OffsetCommit,
+// OffsetFetch, OffsetDelete), as a pure state machine:
 // no goroutines, no clock, no sockets, no files. Time is an input (nowMs),
 // member ids come from a source the driver passes in, and iteration over
 // groups and members is in a fixed order, so the same inputs give the same
@@ -31,11 +33,12 @@
 //
 // # Inputs and the Ready contract
 //
-// Inputs: Join, Sync, Heartbeat, Leave, CommitOffsets, FetchOffsets,
+// Inputs: Join, Sync, Heartbeat, Leave, ConsumerHeartbeat,
+// ConsumerDescribe, CommitOffsets, FetchOffsets, DeleteOffsets,
 // DescribeGroup, DeleteGroup (each with the driver's opaque RequestID),
-// and Tick, PartitionCountChanged, ExpireOffsets, Unload. None of them
-// returns anything: their effects collect in the coordinator until the
-// driver calls Ready, which returns and forgets them:
+// and Tick, UpdateTopics, PartitionCountChanged, ExpireOffsets, Unload.
+// None of them returns anything: their effects collect in the coordinator
+// until the driver calls Ready, which returns and forgets them:
 //
 //	Ready.Records    records to append to the partition, in order
 //	Ready.Responses  answers to deliver, each naming its RequestID
@@ -109,8 +112,12 @@
 //
 // # Not implemented
 //
-//   - The next-generation protocol (KIP-848, ConsumerGroupHeartbeat), share
-//     groups, transactional offset commits (TxnOffsetCommit), OffsetDelete.
+//   - Share groups, transactional offset commits (TxnOffsetCommit).
+//   - KIP-848: classic members inside a consumer group (Kafka's
+//     mixed-protocol upgrade path), rack-aware assignment, and Kafka
+//     4.1's subscription metadata hash (a coordinator that loads a group
+//     assumes the topics did not change while no one led it; the next
+//     change of topics is seen as usual).
 //   - Offsets are not dropped when their topic is deleted; they expire.
 //   - A generation number is reused after a coordinator change when the
 //     old coordinator never stored it (no member got an assignment in it),

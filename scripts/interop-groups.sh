@@ -2,9 +2,12 @@
 # interop-groups.sh: consumer groups with clients nobody here wrote. kcat
 # (librdkafka) with -G, confluent-kafka and kafka-python group consumers
 # each read a topic through a group, commit, and a second run of the same
-# group resumes at the committed offsets (reads nothing new).
+# group resumes at the committed offsets (reads nothing new). Apache
+# Kafka's Java client does the same with the classic protocol and with
+# KIP-848 (group.protocol=consumer), two members side by side sharing the
+# partitions the broker assigns them.
 # Needs what scripts/interop.sh installs (kcat, python3-confluent-kafka,
-# python3-kafka); run it after that script.
+# python3-kafka, Maven and a JDK); run it after that script.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="$(mktemp -d)"
@@ -28,6 +31,8 @@ listeners = ["PLAINTEXT://127.0.0.1:$port", "CONTROLLER://127.0.0.1:$cport"]
 controller.quorum.voters = ["1@127.0.0.1:$cport"]
 [groups]
 group.initial.rebalance.delay.ms = 0
+group.consumer.heartbeat.interval.ms = 500
+group.consumer.min.heartbeat.interval.ms = 500
 [http]
 listen = ""
 [logging]
@@ -78,5 +83,25 @@ for client in confluent kafka-python; do
 	check "$client group first run" "$(py "$client" "$client-group")" 3000
 	check "$client group second run resumes" "$(py "$client" "$client-group")" 0
 done
+
+# Apache Kafka's Java client: classic, then KIP-848 with two members at once.
+if mvn -q -B -f "$root/interop/java/pom.xml" -Dinterop.build.dir="$work/java" package >"$work/maven.log" 2>&1; then
+	java_group() { timeout --kill-after=10 120 java -cp "$work/java/classes:$work/java/lib/*" wren.interop.Interop group "$b" groups-interop "$@" 90; }
+	check "java classic group first run" "$(java_group java-classic classic)" 3000
+	check "java classic group second run resumes" "$(java_group java-classic classic)" 0
+	java_group java-848 consumer >"$work/m1" &
+	m1=$!
+	java_group java-848 consumer >"$work/m2"
+	wait "$m1" || true
+	echo "     java KIP-848 members read $(cat "$work/m1") and $(cat "$work/m2")"
+	check "java KIP-848 group, two members share the records" "$(($(cat "$work/m1") + $(cat "$work/m2")))" 3000
+	check "java KIP-848 group second run resumes" "$(java_group java-848 consumer)" 0
+	described=$("$work/wren" group describe java-848 --state -b "$b" 2>&1 || true)
+	echo "$described"
+else
+	echo "FAIL java client build:"
+	tail -20 "$work/maven.log"
+	failed=$((failed + 1))
+fi
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

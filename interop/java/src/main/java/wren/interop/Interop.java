@@ -34,12 +34,18 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * <pre>
  *   Interop produce BOOTSTRAP TOPIC CODEC EXPECTED [TIMEOUT_S]
  *   Interop consume BOOTSTRAP TOPIC DUMP [TIMEOUT_S]
+ *   Interop group BOOTSTRAP TOPIC GROUP PROTOCOL [TIMEOUT_S]
  * </pre>
  *
  * The file formats are those of interop/python/records.py: EXPECTED is TSV (key, value,
  * headers as name=value,name=value), the dump adds partition and offset in front. consume
  * reads every partition from the start up to the end offsets it finds at start, so
  * duplicates in the log show up in the dump too.
+ *
+ * <p>group is a group member (PROTOCOL classic, or consumer for KIP-848's group.protocol):
+ * it reads until nothing arrives for a few seconds, commits what it read whenever partitions
+ * are revoked and at the end, and prints how many records it read. Several run side by side
+ * share the partitions; a second run of a finished group reads nothing.
  */
 public final class Interop {
     private Interop() {}
@@ -53,6 +59,7 @@ public final class Interop {
         int fixed = switch (mode) {
             case "produce" -> 5;
             case "consume" -> 4;
+            case "group" -> 5;
             default -> -1;
         };
         if (fixed < 0 || args.length < fixed || args.length > fixed + 1) {
@@ -62,6 +69,7 @@ public final class Interop {
         switch (mode) {
             case "produce" -> produce(args[1], args[2], args[3], Path.of(args[4]), timeoutS);
             case "consume" -> consume(args[1], args[2], Path.of(args[3]), timeoutS);
+            case "group" -> group(args[1], args[2], args[3], args[4], timeoutS);
             default -> usage();
         }
     }
@@ -69,6 +77,7 @@ public final class Interop {
     private static void usage() {
         System.err.println("usage: Interop produce BOOTSTRAP TOPIC CODEC EXPECTED [TIMEOUT_S]");
         System.err.println("       Interop consume BOOTSTRAP TOPIC DUMP [TIMEOUT_S]");
+        System.err.println("       Interop group BOOTSTRAP TOPIC GROUP classic|consumer [TIMEOUT_S]");
         System.exit(2);
     }
 
@@ -158,5 +167,50 @@ public final class Interop {
                 }
             }
         }
+    }
+
+    private static void group(String bootstrap, String topic, String group, String protocol, long timeoutS) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutS);
+        int n = 0;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
+            consumer.subscribe(List.of(topic), new org.apache.kafka.clients.consumer.ConsumerRebalanceListener() {
+                @Override
+                public void onPartitionsRevoked(java.util.Collection<TopicPartition> parts) {
+                    // What was read of a partition is committed before another member
+                    // takes it: nothing is read twice.
+                    consumer.commitSync();
+                }
+
+                @Override
+                public void onPartitionsAssigned(java.util.Collection<TopicPartition> parts) {}
+            });
+            // Stop once nothing came for idle, but only after the group gave us
+            // partitions (or the deadline).
+            long idle = TimeUnit.SECONDS.toNanos(6);
+            long last = System.nanoTime();
+            while (System.nanoTime() < deadline) {
+                int got = consumer.poll(Duration.ofMillis(300)).count();
+                n += got;
+                if (got > 0 || consumer.assignment().isEmpty() && n == 0 && System.nanoTime() - last < TimeUnit.SECONDS.toNanos(20)) {
+                    if (got > 0) {
+                        last = System.nanoTime();
+                    }
+                    continue;
+                }
+                if (System.nanoTime() - last > idle) {
+                    break;
+                }
+            }
+            consumer.commitSync();
+        }
+        System.out.println(n);
     }
 }
