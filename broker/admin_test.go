@@ -106,9 +106,10 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		kmsg.OffsetForLeaderEpoch: {2, 4}, kmsg.DescribeConfigs: {1, 4}, kmsg.AlterConfigs: {0, 2},
 		kmsg.DescribeLogDirs: {1, 4}, kmsg.CreatePartitions: {0, 3}, kmsg.IncrementalAlterConfigs: {0, 1},
 		kmsg.DescribeCluster: {0, 1}, kmsg.InitProducerID: {0, 4}, kmsg.DescribeProducers: {0, 0},
-		kmsg.OffsetCommit: {0, 8}, kmsg.OffsetFetch: {0, 8}, kmsg.JoinGroup: {0, 9}, kmsg.Heartbeat: {0, 4},
-		kmsg.LeaveGroup: {0, 5}, kmsg.SyncGroup: {0, 5}, kmsg.DescribeGroups: {0, 5}, kmsg.ListGroups: {0, 4},
-		kmsg.DeleteGroups: {0, 2},
+		kmsg.OffsetCommit: {0, 9}, kmsg.OffsetFetch: {0, 9}, kmsg.JoinGroup: {0, 9}, kmsg.Heartbeat: {0, 4},
+		kmsg.LeaveGroup: {0, 5}, kmsg.SyncGroup: {0, 5}, kmsg.DescribeGroups: {0, 5}, kmsg.ListGroups: {0, 5},
+		kmsg.DeleteGroups: {0, 2}, kmsg.OffsetDelete: {0, 0},
+		kmsg.ConsumerGroupHeartbeat: {0, 1}, kmsg.ConsumerGroupDescribe: {0, 1},
 	}
 	for k, r := range want {
 		if keys[int16(k)] != r {
@@ -116,7 +117,7 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		}
 	}
 	// Unimplemented keys stay unadvertised, so clients do not send them.
-	for _, k := range []kmsg.Key{kmsg.ConsumerGroupHeartbeat, kmsg.TxnOffsetCommit, kmsg.AddPartitionsToTxn, kmsg.EndTxn, kmsg.SASLHandshake} {
+	for _, k := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.TxnOffsetCommit, kmsg.AddPartitionsToTxn, kmsg.EndTxn, kmsg.SASLHandshake} {
 		if _, ok := keys[int16(k)]; ok {
 			t.Errorf("%s is advertised but not implemented", k.Name())
 		}

@@ -19,12 +19,16 @@ import (
 )
 
 // groupsTestConfig is a test broker with no initial rebalance delay (a
-// group's first rebalance would wait 3 s for more members) and few
-// __consumer_offsets partitions (each is a log to create).
+// group's first rebalance would wait 3 s for more members), few
+// __consumer_offsets partitions (each is a log to create), and KIP-848
+// members that heartbeat every 100 ms: they learn of a new assignment
+// only on a heartbeat, so the interval paces every rebalance step.
 const groupsTestConfig = `
 [groups]
 group.initial.rebalance.delay.ms = 0
 offsets.topic.num.partitions = 5
+group.consumer.heartbeat.interval.ms = 100
+group.consumer.min.heartbeat.interval.ms = 100
 `
 
 func TestConsumerGroupRangeBalancer(t *testing.T) {
@@ -33,6 +37,30 @@ func TestConsumerGroupRangeBalancer(t *testing.T) {
 
 func TestConsumerGroupCooperativeSticky(t *testing.T) {
 	testConsumerGroup(t) // kgo's default: cooperative-sticky
+}
+
+func TestConsumerGroupRoundRobin(t *testing.T) {
+	testConsumerGroup(t, kgo.Balancers(kgo.RoundRobinBalancer()))
+}
+
+// TestConsumerGroupSticky is the eager sticky assignor: every rebalance
+// revokes everything, and the assignment is computed from the owners the
+// members report.
+func TestConsumerGroupSticky(t *testing.T) {
+	testConsumerGroup(t, kgo.Balancers(kgo.StickyBalancer()))
+}
+
+// TestConsumerGroupKIP848 runs the same scenario with KIP-848: the
+// broker assigns (uniform, franz-go's StickyBalancer; range), members
+// reconcile through ConsumerGroupHeartbeat, and a member's generation is
+// its member epoch.
+func TestConsumerGroupKIP848(t *testing.T) {
+	t.Run("uniform", func(t *testing.T) {
+		testConsumerGroup(t, kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer())
+	})
+	t.Run("range", func(t *testing.T) {
+		testConsumerGroup(t, kgo.Balancers(kgo.RangeBalancer()), kgo.ServerSideBalancer())
+	})
 }
 
 // groupWatch records what every member of a group consumed and owned.
@@ -387,11 +415,13 @@ func testConsumerGroup(t *testing.T, balancer ...kgo.Opt) {
 	b2 := startBroker(t, cfg)
 	_, adm2 := newClient(t, b2)
 	checkCommitted(adm2, "after restart")
-	described, err := adm2.DescribeGroups(ctx, group)
+	// Every member left: the group is back Empty (ListGroups reports
+	// classic and KIP-848 groups alike).
+	listed, err := adm2.ListGroups(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := described[group]; d.Err != nil || d.State != "Empty" || len(d.Members) != 0 {
+	if d, ok := listed[group]; !ok || d.State != "Empty" {
 		t.Fatalf("after restart: group %+v", d)
 	}
 }

@@ -56,6 +56,7 @@ func App(env Env) *ucli.App {
 			produceCommand(env),
 			consumeCommand(env),
 			offsetsCommand(env),
+			groupCommand(env),
 			clusterCommand(env),
 			dumpLogCommand(env),
 			perfCommand(env),

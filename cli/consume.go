@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -25,8 +27,13 @@ func consumeCommand(env Env) *ucli.Command {
 				Usage: "text (the value, one per line), json (one object per record), or a format: %t topic, %p partition, %o offset, %k key, %v value, %T timestamp, %h headers, %K/%V key/value size"},
 			&ucli.StringFlag{Name: "offset", Aliases: []string{"o"}, Value: "start",
 				Usage: "where to start: start, end, N (exact), -N (N before the end), +N (N after the start), @TS (first at or after unix ms TS)"},
-			&ucli.IntFlag{Name: "num", Aliases: []string{"n"}, Usage: "exit after N records (0: never)"},
-			&ucli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "consume as a member of this group (--offset applies where it has no committed offset)"},
+			&ucli.IntFlag{Name: "num", Aliases: []string{"n", "max-records", "max-messages"}, Usage: "exit after N records (0: never)"},
+			&ucli.DurationFlag{Name: "idle-timeout", Usage: "exit when no record has arrived for this long, counted from the start and from each record (0: never; kafka-console-consumer --timeout-ms)"},
+			&ucli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "consume as a member of this group, committing as it goes and on exit (--offset applies where it has no committed offset)"},
+			&ucli.StringFlag{Name: "protocol", Value: protocolClassic,
+				Usage: "with --group: classic (JoinGroup/SyncGroup, the assignor runs in a member) or consumer (KIP-848, the assignor runs in the broker)"},
+			&ucli.StringFlag{Name: "assignor",
+				Usage: "with --group: range, roundrobin, sticky or cooperative-sticky (classic; default cooperative-sticky), range or uniform (consumer; default uniform, also called sticky)"},
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per record (as --format json)"},
 			&ucli.IntFlag{Name: "partition", Aliases: []string{"p"}, Value: -1, Usage: "consume only this partition (-1: all)"},
 		},
@@ -50,7 +57,12 @@ func consumeCommand(env Env) *ucli.Command {
 			if err := requireTopics(c, cl, c.Args().Slice()...); err != nil {
 				return err
 			}
-			err = consumeRecords(c.Context, cl, c.Int("num"), printer)
+			if c.String("group") != "" && c.String("protocol") == protocolConsumer {
+				if err := requireConsumerProtocol(c, cl); err != nil {
+					return err
+				}
+			}
+			err = consumeRecords(c.Context, cl, c.Int("num"), c.Duration("idle-timeout"), printer)
 			if c.String("group") != "" {
 				// Commit what was printed, also after SIGINT.
 				ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), 5*time.Second)
@@ -75,15 +87,24 @@ func consumeOpts(c *ucli.Context) ([]kgo.Opt, error) {
 	if c.Int("num") < 0 {
 		return nil, fmt.Errorf("%w: --num %d", ErrUsage, c.Int("num"))
 	}
+	if c.Duration("idle-timeout") < 0 {
+		return nil, fmt.Errorf("%w: --idle-timeout %v", ErrUsage, c.Duration("idle-timeout"))
+	}
+	var groupOpts []kgo.Opt
+	if group != "" {
+		groupOpts, err = consumerGroupOpts(group, c.String("protocol"), c.String("assignor"))
+		if err != nil {
+			return nil, err
+		}
+	} else if c.IsSet("protocol") || c.IsSet("assignor") {
+		return nil, fmt.Errorf("%w: --protocol and --assignor need --group", ErrUsage)
+	}
 	if partition < -1 || partition > 1<<31-1 {
 		return nil, fmt.Errorf("%w: --partition %d", ErrUsage, partition)
 	}
 	if partition < 0 {
 		opts := []kgo.Opt{kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(offset)}
-		if group != "" {
-			opts = append(opts, kgo.ConsumerGroup(group))
-		}
-		return opts, nil
+		return append(opts, groupOpts...), nil
 	}
 	if group != "" {
 		return nil, fmt.Errorf("%w: --partition and --group exclude each other (a group assigns partitions)", ErrUsage)
@@ -94,6 +115,74 @@ func consumeOpts(c *ucli.Context) ([]kgo.Opt, error) {
 	return []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		topics[0]: {int32(partition): offset},
 	})}, nil
+}
+
+// Group protocols of --protocol.
+const (
+	protocolClassic  = "classic"
+	protocolConsumer = "consumer"
+)
+
+// consumerGroupOpts makes the client a member of group. franz-go's
+// autocommit commits what earlier polls returned every five seconds and
+// before a rebalance takes partitions away; the consume action commits the
+// rest on exit. PollRecords returns at most the records still to print, so
+// everything committed was printed.
+func consumerGroupOpts(group, protocol, assignor string) ([]kgo.Opt, error) {
+	var balancer kgo.GroupBalancer
+	switch protocol {
+	case protocolClassic:
+		switch assignor {
+		case "", "cooperative-sticky":
+			balancer = kgo.CooperativeStickyBalancer()
+		case "range":
+			balancer = kgo.RangeBalancer()
+		case "roundrobin":
+			balancer = kgo.RoundRobinBalancer()
+		case "sticky":
+			balancer = kgo.StickyBalancer()
+		default:
+			return nil, fmt.Errorf("%w: --assignor %q: the classic protocol takes range, roundrobin, sticky or cooperative-sticky", ErrUsage, assignor)
+		}
+		return []kgo.Opt{kgo.ConsumerGroup(group), kgo.Balancers(balancer)}, nil
+	case protocolConsumer:
+		// With ServerSideBalancer, franz-go names the broker's
+		// assignor after the first balancer: range for RangeBalancer,
+		// uniform for StickyBalancer.
+		switch assignor {
+		case "", "uniform", "sticky":
+			balancer = kgo.StickyBalancer()
+		case "range":
+			balancer = kgo.RangeBalancer()
+		default:
+			return nil, fmt.Errorf("%w: --assignor %q: the consumer protocol takes range or uniform", ErrUsage, assignor)
+		}
+		return []kgo.Opt{kgo.ConsumerGroup(group), kgo.Balancers(balancer), kgo.ServerSideBalancer()}, nil
+	default:
+		return nil, fmt.Errorf("%w: --protocol %q: want classic or consumer", ErrUsage, protocol)
+	}
+}
+
+// requireConsumerProtocol fails unless every broker serves
+// ConsumerGroupHeartbeat: franz-go would otherwise fall back to the
+// classic protocol without a word, and the user asked for KIP-848.
+func requireConsumerProtocol(c *ucli.Context, cl *kgo.Client) error {
+	ctx, cancel := withTimeout(c)
+	defer cancel()
+	versions, err := kadm.NewClient(cl).ApiVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("cli: api versions: %w", err)
+	}
+	for _, v := range versions.Sorted() {
+		if v.Err != nil {
+			return fmt.Errorf("cli: api versions of broker %d: %w", v.NodeID, v.Err)
+		}
+		if _, ok := v.KeyMaxVersion(int16(kmsg.ConsumerGroupHeartbeat)); !ok {
+			return fmt.Errorf("cli: --protocol consumer: broker %d does not serve ConsumerGroupHeartbeat (KIP-848); use --protocol classic",
+				v.NodeID)
+		}
+	}
+	return nil
 }
 
 // parseOffset reads --offset in rpk's and kcat's words.
@@ -165,22 +254,29 @@ func (p *recordPrinter) flush() error {
 	return err
 }
 
-// consumeRecords prints records until limit (0: no limit) or until ctx is
-// cancelled, which is a normal end.
-func consumeRecords(ctx context.Context, cl *kgo.Client, limit int, p *recordPrinter) error {
+// consumeRecords prints records until limit (0: no limit), until no
+// record arrived for idle (0: no idle limit), or until ctx is cancelled;
+// each is a normal end.
+func consumeRecords(ctx context.Context, cl *kgo.Client, limit int, idle time.Duration, p *recordPrinter) error {
 	count := 0
 	for limit == 0 || count < limit {
 		max := 0
 		if limit > 0 {
 			max = limit - count
 		}
-		fetches := cl.PollRecords(ctx, max)
-		if fetches.IsClientClosed() || ctx.Err() != nil {
+		pollCtx, cancel := ctx, context.CancelFunc(func() {})
+		if idle > 0 {
+			pollCtx, cancel = context.WithTimeout(ctx, idle)
+		}
+		fetches := cl.PollRecords(pollCtx, max)
+		idleOver := pollCtx.Err() != nil && fetches.NumRecords() == 0
+		cancel()
+		if fetches.IsClientClosed() || ctx.Err() != nil || idleOver {
 			return nil
 		}
 		var ferr error
 		fetches.EachError(func(t string, part int32, err error) {
-			if ferr == nil && !errors.Is(err, context.Canceled) {
+			if ferr == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				ferr = fmt.Errorf("cli: fetch %s/%d: %w", t, part, err)
 			}
 		})

@@ -12,16 +12,19 @@
 // and turns its error into an exit status.
 //
 // One file per command group (topic.go, produce.go, consume.go, offsets.go,
-// cluster.go, config.go, dumplog.go, version.go, perf.go); each builds its
-// *cli.Command and keeps its actions short, with the work in helpers.
+// group.go with group_seek.go, cluster.go, config.go, dumplog.go,
+// version.go, perf.go); each builds its *cli.Command and keeps its actions
+// short, with the work in helpers.
 //
 // # Conventions users expect
 //
 // Names, flags and output layouts are Kafka's and rpk's, because scripts
 // parse them: `topic describe` prints kafka-topics --describe's lines,
 // `offsets` prints kafka-get-offsets' T:P:OFFSET, `dump-log` prints
-// kafka-dump-log's lines byte for byte for the same segment, and `perf`
-// prints kafka-producer-perf-test's and kafka-consumer-perf-test's lines.
+// kafka-dump-log's lines byte for byte for the same segment, `perf`
+// prints kafka-producer-perf-test's and kafka-consumer-perf-test's lines,
+// and `group describe` and `group seek` print kafka-consumer-groups'
+// columns (--describe, --members, --state, --reset-offsets).
 // Every client command takes -b/--bootstrap-server (alias --brokers, env
 // WREN_BROKERS) and --format text|json. Flags may follow positional
 // arguments (`wren topic create T -p 3`), as with Kafka's tools and rpk;
@@ -38,6 +41,22 @@
 // that their topics exist first (kgo never auto-creates a topic, and would
 // otherwise retry a missing one for a minute or wait forever).
 //
+// # Groups
+//
+// `group` handles classic groups (DescribeGroups) and KIP-848 consumer
+// groups (ConsumerGroupDescribe), telling them apart by ListGroups v5's
+// group type, or by asking ConsumerGroupDescribe when a broker below v5
+// does not know the group as a classic one. LAG is the high watermark
+// minus the committed offset; as in Kafka, a partition without a committed
+// offset shows "-" and adds nothing to TOTAL-LAG. `group seek` is a dry run
+// unless --execute, and --execute commits outside group management
+// (generation -1, no member id), which it refuses while the group has
+// members. `consume --group` is a member (kgo.ConsumerGroup) with a
+// client-side assignor (--protocol classic) or the broker's (--protocol
+// consumer, refused unless every broker serves ConsumerGroupHeartbeat,
+// rather than franz-go's silent fall back to classic); it autocommits and
+// commits what it printed on exit (-n, --idle-timeout, a signal).
+//
 // # Exit status
 //
 // 0 on success; 1 on any error, printed as "wren: ..." on stderr. config
@@ -46,9 +65,12 @@
 //
 // # Not done here
 //
-//   - consume has no "exit at end of partition" mode; -n or a signal ends it.
+//   - consume has no "exit at end of partition" mode; -n, --idle-timeout or
+//     a signal ends it.
 //   - dump-log reads .log, .index and .timeindex; producer snapshots and
 //     Kafka's --index-sanity-check / --verify-index-only are not done.
-//   - groups, partitions move/elect-leader and cluster health are not
-//     written yet (the broker does not serve them).
+//   - partitions move/elect-leader and cluster health are not written yet
+//     (the broker does not serve them).
+//   - group: no --all-groups, no offset deletion (OffsetDelete), and seek
+//     has no --by-duration, --to-current or --from-file.
 package cli

@@ -727,6 +727,9 @@ func (c *Coordinator) replaceStaticConsumerMember(g *Group, old *consumerMember,
 	cg := g.consumer
 	m := *old
 	m.id, m.leftStatic = newID, false
+	if old.leftStatic {
+		m.epoch = old.previousEpoch
+	}
 	assigned, pending := old.assigned, old.pending
 	cg.setAssignment(old, partSet{}, partSet{})
 	delete(cg.members, old.id)
@@ -754,18 +757,31 @@ func (c *Coordinator) consumerLeave(g *Group, req ConsumerHeartbeatRequest, nowM
 		return errUnknownMemberID
 	}
 	cg := g.consumer
-	m := cg.members[req.MemberID]
-	if m == nil && req.InstanceID != "" {
+	var m *consumerMember
+	if req.InstanceID != "" {
+		// A static member is known by its instance id: a zombie that
+		// was replaced must not take its successor out.
 		m = cg.members[cg.static[req.InstanceID]]
+		if m != nil && m.id != req.MemberID {
+			return errFencedInstanceID
+		}
+	} else {
+		m = cg.members[req.MemberID]
 	}
 	if m == nil {
 		return errUnknownMemberID
 	}
-	if req.InstanceID != "" && m.instanceID != req.InstanceID {
-		return errFencedInstanceID
-	}
 	if req.MemberEpoch == StaticLeaveMemberEpoch {
-		m.leftStatic = true
+		// Stored as Kafka does: epoch -2, nothing pending revocation
+		// (the instance owns nothing while away); the partitions stay
+		// assigned to it until its session ends or it comes back.
+		if !m.leftStatic {
+			m.leftStatic = true
+			m.previousEpoch, m.epoch = m.epoch, StaticLeaveMemberEpoch
+			cg.setAssignment(m, m.assigned, partSet{})
+			m.state, m.revokeDeadlineMs = memberStable, 0
+			c.persist(Record{Kind: ConsumerGroupCurrentMemberAssignmentRecord, Group: g.id, MemberID: m.id, CurrentAssignment: m.assignmentValue()})
+		}
 		return 0
 	}
 	c.removeConsumerMember(g, m, nowMs)
@@ -826,10 +842,7 @@ func (c *Coordinator) ConsumerDescribe(req ConsumerDescribeRequest) {
 // must carry its current member epoch.
 func (g *Group) validateConsumerOffsetCommit(req CommitRequest) int16 {
 	cg := g.consumer
-	if req.Generation < 0 && req.MemberID == "" {
-		if len(cg.members) > 0 {
-			return errUnknownMemberID
-		}
+	if req.Generation < 0 && len(cg.members) == 0 {
 		return 0
 	}
 	m := cg.members[req.MemberID]
@@ -839,9 +852,7 @@ func (g *Group) validateConsumerOffsetCommit(req CommitRequest) int16 {
 	case req.Version < 9:
 		// Only OffsetCommit v9+ carries a member epoch (KIP-848).
 		return kerr.UnsupportedVersion.Code
-	case req.Generation > m.epoch:
-		return errFencedMemberEpoch
-	case req.Generation < m.epoch:
+	case req.Generation != m.epoch:
 		return errStaleMemberEpoch
 	}
 	return 0

@@ -265,6 +265,7 @@ func (c *Coordinator) restoreConsumerGroup(g *Group, cl *consumerLoad, nowMs int
 				m.state = memberStable
 			}
 			cg.setAssignment(m, partSetOf(cur.AssignedPartitions), partSetOf(cur.PartitionsPendingRevocation))
+			m.leftStatic = m.epoch == StaticLeaveMemberEpoch
 			if m.state == memberUnrevoked {
 				m.revokeDeadlineMs = nowMs + int64(m.rebalanceTimeoutMs)
 			}

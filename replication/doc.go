@@ -4,7 +4,8 @@
 //
 // Invariant: LogStartOffset <= HighWatermark <= LogEndOffset for every
 // partition, and the high watermark only moves forward while a replica
-// leads.
+// leads. Leadership moves only forward in leader epoch: a change at an
+// epoch older than the replica's (a late image) is stale and ignored.
 //
 // Today a partition has one replica. DESIGN.md section 5's follower fetch,
 // ISR and leader-epoch truncation will grow here as a pure state machine

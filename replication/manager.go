@@ -94,10 +94,13 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 			if err := p.log.UpdateOptions(opts); err != nil {
 				m.logger.Error("invalid topic config for log", "partition", tp.String(), "err", err)
 			}
-			if pi.Leader == m.nodeID {
-				if err := p.becomeLeader(pi.LeaderEpoch); err != nil {
-					m.logger.Error("cannot record the leader epoch", "partition", tp.String(), "err", err)
-				}
+			err := p.becomeLeaderOrFollower(pi.Leader == m.nodeID, pi.LeaderEpoch)
+			switch {
+			case errors.Is(err, ErrStaleLeaderEpoch):
+				// BecomeLeaderOrFollower moved the replica past this
+				// image; the image catches up when its epoch does.
+			case err != nil:
+				m.logger.Error("cannot record the leader epoch", "partition", tp.String(), "err", err)
 			}
 		}
 	}
@@ -109,6 +112,25 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 			}
 		}
 	}
+}
+
+// BecomeLeaderOrFollower applies one partition's leadership as an image
+// does (Kafka's ReplicaManager.becomeLeaderOrFollower): this node leads at
+// leaderEpoch when leader is its node id, and follows otherwise. A change
+// at an epoch older than the replica's returns ErrStaleLeaderEpoch and
+// changes nothing.
+//
+// ApplyImage does this for every hosted partition. Called directly, it
+// moves one partition's leadership without a metadata record: tests use
+// it to move a group coordinator in-process, since a one-node controller
+// never elects another leader. Later images leave the partition as it is
+// until their leader epoch reaches the one given here.
+func (m *Manager) BecomeLeaderOrFollower(tp engine.TopicPartition, leader, leaderEpoch int32) error {
+	p := m.Partition(tp)
+	if p == nil {
+		return fmt.Errorf("%w: %s is not hosted here", engine.ErrInvalidTopicPartition, tp)
+	}
+	return p.becomeLeaderOrFollower(leader == m.nodeID, leaderEpoch)
 }
 
 func (m *Manager) removeTopicLocked(name string) {

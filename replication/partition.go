@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -8,6 +9,10 @@ import (
 
 	"github.com/wren-broker/wren/engine"
 )
+
+// ErrStaleLeaderEpoch is a leadership change at a leader epoch older than
+// the replica's: a late image. The replica keeps what it has.
+var ErrStaleLeaderEpoch = errors.New("replication: stale leader epoch")
 
 // Partition is this node's replica of one partition: its log plus the
 // leader state that decides what consumers may see.
@@ -42,9 +47,26 @@ func (p *Partition) Log() *engine.Log { return p.log }
 
 // becomeLeader makes this replica the leader at epoch.
 func (p *Partition) becomeLeader(epoch int32) error {
+	return p.becomeLeaderOrFollower(true, epoch)
+}
+
+// becomeLeaderOrFollower makes this replica the leader at epoch when lead
+// is set, and stops it leading otherwise, so that its appends are refused
+// (and the group coordinator, which follows Leader, unloads). An epoch
+// older than the replica's is stale and changes nothing: leadership moves
+// only forward, as the epochs the controller hands out.
+func (p *Partition) becomeLeaderOrFollower(lead bool, epoch int32) error {
 	p.mu.Lock()
-	p.isLeader, p.leaderEpoch = true, epoch
+	if epoch < p.leaderEpoch {
+		current := p.leaderEpoch
+		p.mu.Unlock()
+		return fmt.Errorf("%w: %s at epoch %d, replica at %d", ErrStaleLeaderEpoch, p.tp, epoch, current)
+	}
+	p.isLeader, p.leaderEpoch = lead, epoch
 	p.mu.Unlock()
+	if !lead {
+		return nil
+	}
 	p.maybeAdvanceHighWatermark()
 	return p.log.AssignLeaderEpoch(epoch)
 }

@@ -73,3 +73,60 @@ func TestHighWatermarkFollowsFlushPolicy(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestLeadershipMoves: a replica that stops leading refuses appends, a
+// change at an older epoch is refused and changes nothing, and leading
+// again stamps the new epoch on what is appended next.
+func TestLeadershipMoves(t *testing.T) {
+	l, _, err := engine.Open(vfs.NewMem(), "/d/t-0", engine.TopicPartition{Topic: "t"}, engine.DefaultOptions(), engine.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := newPartition(engine.TopicPartition{Topic: "t"}, l)
+	if err := p.becomeLeader(3); err != nil {
+		t.Fatal(err)
+	}
+	append1 := func(want error) {
+		t.Helper()
+		_, wait, err := p.AppendAsLeader(oneRecord(t), -1)
+		if !errors.Is(err, want) {
+			t.Fatalf("append: %v, want %v", err, want)
+		}
+		if err == nil {
+			if err := wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	append1(nil)
+
+	if err := p.becomeLeaderOrFollower(false, 4); err != nil {
+		t.Fatal(err)
+	}
+	if lead, epoch := p.Leader(); lead || epoch != 4 {
+		t.Fatalf("after following at 4: leader %v epoch %d", lead, epoch)
+	}
+	append1(kerr.NotLeaderForPartition)
+	if p.HighWatermark() != 1 {
+		t.Fatalf("follower's high watermark %d, want 1", p.HighWatermark())
+	}
+
+	// A late change (an image from before the move) is stale.
+	if err := p.becomeLeaderOrFollower(true, 3); !errors.Is(err, ErrStaleLeaderEpoch) {
+		t.Fatalf("leading again at the old epoch: %v", err)
+	}
+	if lead, epoch := p.Leader(); lead || epoch != 4 {
+		t.Fatalf("after a stale change: leader %v epoch %d", lead, epoch)
+	}
+	append1(kerr.NotLeaderForPartition)
+
+	if err := p.becomeLeaderOrFollower(true, 5); err != nil {
+		t.Fatal(err)
+	}
+	append1(nil)
+	want := []engine.EpochEntry{{Epoch: 3, StartOffset: 0}, {Epoch: 5, StartOffset: 1}}
+	if ep := l.LeaderEpochs(); len(ep) != 2 || ep[0] != want[0] || ep[1] != want[1] {
+		t.Fatalf("epochs %v, want %v", ep, want)
+	}
+}

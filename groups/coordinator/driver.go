@@ -195,21 +195,29 @@ func (d *Driver) refreshTopics() {
 func (d *Driver) checkLeadership() {
 	d.refreshTopics()
 	for i := int32(0); i < d.cfg.Partitions; i++ {
-		p := d.replicas.Partition(engine.TopicPartition{Topic: OffsetsTopic, Partition: i})
-		leader, epoch := false, int32(0)
-		if p != nil {
-			leader, epoch = p.Leader()
-		}
-		lp := d.loaded[i]
-		switch {
-		case lp != nil && (!leader || lp.epoch != epoch || lp.p != p):
-			d.unload(i)
-			if leader {
-				d.load(i, p, epoch)
-			}
-		case lp == nil && leader:
+		d.checkPartition(i)
+	}
+}
+
+// checkPartition loads partition i's coordinator if this node leads it
+// and has none (or one of an older epoch), and unloads it if it does not
+// lead. Every request checks its partition first, so a deposed
+// coordinator never answers and a new leader loads at once.
+func (d *Driver) checkPartition(i int32) {
+	p := d.replicas.Partition(engine.TopicPartition{Topic: OffsetsTopic, Partition: i})
+	leader, epoch := false, int32(0)
+	if p != nil {
+		leader, epoch = p.Leader()
+	}
+	lp := d.loaded[i]
+	switch {
+	case lp != nil && (!leader || lp.epoch != epoch || lp.p != p):
+		d.unload(i)
+		if leader {
 			d.load(i, p, epoch)
 		}
+	case lp == nil && leader:
+		d.load(i, p, epoch)
 	}
 }
 
@@ -422,6 +430,11 @@ func (d *Driver) Submit(ctx context.Context, group string, input func(c *groups.
 	d.mu.Unlock()
 	i := groups.PartitionFor(group, d.cfg.Partitions)
 	err := d.submit(ctx, func() {
+		// The coordinator's view of the topics is never older than the
+		// metadata a request was made against: a group assigned from
+		// a topic then grown within one tick still sees the growth.
+		d.refreshTopics()
+		d.checkPartition(i)
 		lp := d.loaded[i]
 		if lp == nil {
 			call.fail(ErrNotCoordinator)
