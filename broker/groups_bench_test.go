@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,14 @@ import (
 // interval paces both protocols, and the same value keeps them comparable.
 //
 //	go test -run '^$' -bench 'Rebalance' -benchtime 20x ./broker
+//
+// With WREN_BENCH_BROKER=host:port they run against that broker instead
+// of an in-process wren (Apache Kafka as the reference: start it with
+// group.initial.rebalance.delay.ms=0 and both
+// group.consumer.heartbeat.interval.ms and
+// group.consumer.min.heartbeat.interval.ms at 100 for the 100 ms runs,
+// at their defaults for the "defaults" runs: an external broker's interval
+// is its own config).
 //
 // The "defaults" runs use each protocol's default interval instead
 // (classic: the client's heartbeat.interval.ms, 3 s; KIP-848:
@@ -99,22 +108,43 @@ func (o *ownership) wait(ctx context.Context, tb testing.TB, members []string, p
 	}
 }
 
+// benchBroker is the broker a benchmark talks to: WREN_BENCH_BROKER, or
+// an in-process wren with the [groups] settings extra.
+func benchBroker(b *testing.B, extra string) string {
+	if addr := os.Getenv("WREN_BENCH_BROKER"); addr != "" {
+		return addr
+	}
+	return startBroker(b, testConfig(b, b.TempDir(), extra)).Addr().String()
+}
+
 func benchmarkRebalanceJoin(b *testing.B, kip848 bool, heartbeatMs int) {
-	const topic, partitions = "bench", 12
-	extra := groupsTestConfig + fmt.Sprintf(`
+	const partitions = 12
+	// Fresh names: an external broker keeps its topics and groups.
+	topic := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	extra := fmt.Sprintf(`
+[groups]
+group.initial.rebalance.delay.ms = 0
+offsets.topic.num.partitions = 5
 group.consumer.heartbeat.interval.ms = %d
 group.consumer.min.heartbeat.interval.ms = %d
 `, heartbeatMs, heartbeatMs)
-	br := startBroker(b, testConfig(b, b.TempDir(), extra))
-	_, adm := newClient(b, br)
-	ctx := testContext(b)
+	addr := benchBroker(b, extra)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	// At the protocols' default heartbeat intervals a join takes seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
 	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
 		b.Fatal(err)
 	}
 	own := &ownership{owned: map[string]map[int32]bool{}, changed: make(chan struct{}, 1)}
 	start := func(group, name string) *kgo.Client {
 		opts := []kgo.Opt{
-			kgo.SeedBrokers(br.Addr().String()), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 			kgo.ClientID(name),
 			kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(time.Duration(heartbeatMs) * time.Millisecond),
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { own.update(name, m[topic], true) }),
@@ -138,7 +168,7 @@ group.consumer.min.heartbeat.interval.ms = %d
 		}()
 		return cl
 	}
-	group := "rebalance"
+	group := topic
 	four := []string{"m0", "m1", "m2", "m3"}
 	for _, name := range four {
 		cl := start(group, name)
@@ -173,12 +203,34 @@ group.consumer.min.heartbeat.interval.ms = %d
 func BenchmarkOffsetCommit(b *testing.B) {
 	for _, committers := range []int{1, 16} {
 		b.Run(fmt.Sprintf("committers=%d", committers), func(b *testing.B) {
-			const topic, partitions = "bench", 12
-			br := startBroker(b, testConfig(b, b.TempDir(), groupsTestConfig))
-			_, adm := newClient(b, br)
+			const partitions = 12
+			topic := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+			cl, err := kgo.NewClient(kgo.SeedBrokers(benchBroker(b, groupsTestConfig)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cl.Close()
+			adm := kadm.NewClient(cl)
 			ctx := testContext(b)
 			if _, err := adm.CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
 				b.Fatal(err)
+			}
+			// A broker may take a moment to know a new topic everywhere
+			// (Kafka's coordinator answers UNKNOWN_TOPIC_OR_PARTITION
+			// until its metadata has it): warm up until a commit passes.
+			retry := time.NewTicker(50 * time.Millisecond)
+			defer retry.Stop()
+			for deadline := time.Now().Add(20 * time.Second); ; <-retry.C {
+				resp, err := adm.CommitOffsets(ctx, topic+"-warmup", kadm.Offsets{topic: {0: {Topic: topic, Partition: 0, At: 1}}})
+				if err == nil {
+					err = resp.Error()
+				}
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatal(err)
+				}
 			}
 			b.ResetTimer()
 			var wg sync.WaitGroup
@@ -187,7 +239,7 @@ func BenchmarkOffsetCommit(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					group := fmt.Sprintf("committer-%d", c)
+					group := fmt.Sprintf("%s-committer-%d", topic, c)
 					for i := range per {
 						offsets := kadm.Offsets{}
 						for p := range int32(partitions) {

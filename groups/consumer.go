@@ -634,12 +634,27 @@ func (c *Coordinator) ConsumerHeartbeat(req ConsumerHeartbeatRequest, nowMs int6
 	}
 	c.reconcile(g, m, owned, nowMs)
 	resp.MemberID, resp.MemberEpoch = m.id, m.epoch
+	if m.state != memberStable {
+		resp.HeartbeatIntervalMs = reconcilingHeartbeatMs(c.cfg.ConsumerHeartbeatIntervalMs)
+	}
 	full := req.MemberEpoch == JoinMemberEpoch ||
 		req.RebalanceTimeoutMs != -1 && (req.HasSubscribedTopicNames || req.HasSubscribedTopicRegex) && req.HasTopicPartitions
 	if full || !before.equal(m.assigned) {
 		a := m.assigned.list()
 		resp.Assignment = &a
 	}
+}
+
+// reconcilingHeartbeatMs is the heartbeat interval a member is told
+// while it has partitions to revoke or waits for partitions others still
+// hold. A member learns of a released partition only on a heartbeat, so
+// at the full interval every step of a rebalance would cost up to one
+// interval (group.consumer.heartbeat.interval.ms, 5 s by default); a
+// tenth of it, for the few heartbeats a rebalance takes, keeps steady
+// state as quiet as configured and rebalances quick. Clients take the
+// interval from every response (KIP-848).
+func reconcilingHeartbeatMs(intervalMs int32) int32 {
+	return min(intervalMs, max(intervalMs/10, 50))
 }
 
 func subsetOf(a, b partSet) bool {
@@ -779,7 +794,9 @@ func (c *Coordinator) consumerLeave(g *Group, req ConsumerHeartbeatRequest, nowM
 			m.leftStatic = true
 			m.previousEpoch, m.epoch = m.epoch, StaticLeaveMemberEpoch
 			cg.setAssignment(m, m.assigned, partSet{})
-			m.state, m.revokeDeadlineMs = memberStable, 0
+			// Its state stays: back under a new member id, it carries
+			// on reconciling from where it stopped.
+			m.revokeDeadlineMs = 0
 			c.persist(Record{Kind: ConsumerGroupCurrentMemberAssignmentRecord, Group: g.id, MemberID: m.id, CurrentAssignment: m.assignmentValue()})
 		}
 		return 0

@@ -266,7 +266,7 @@ func (c *Coordinator) restoreConsumerGroup(g *Group, cl *consumerLoad, nowMs int
 			}
 			cg.setAssignment(m, partSetOf(cur.AssignedPartitions), partSetOf(cur.PartitionsPendingRevocation))
 			m.leftStatic = m.epoch == StaticLeaveMemberEpoch
-			if m.state == memberUnrevoked {
+			if m.state == memberUnrevoked && !m.leftStatic {
 				m.revokeDeadlineMs = nowMs + int64(m.rebalanceTimeoutMs)
 			}
 		}
