@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wren-broker/wren/groups/assign"
 )
 
 func consumeCommand(env Env) *ucli.Command {
@@ -128,27 +130,27 @@ const (
 // before a rebalance takes partitions away; the consume action commits the
 // rest on exit. PollRecords returns at most the records still to print, so
 // everything committed was printed.
+//
+// With the classic protocol, the member offers one assignor, wren's own
+// (assignBalancer): when it leads the group, groups/assign computes the
+// assignment, as the broker does for KIP-848 groups.
 func consumerGroupOpts(group, protocol, assignor string) ([]kgo.Opt, error) {
-	var balancer kgo.GroupBalancer
 	switch protocol {
 	case protocolClassic:
-		switch assignor {
-		case "", "cooperative-sticky":
-			balancer = kgo.CooperativeStickyBalancer()
-		case "range":
-			balancer = kgo.RangeBalancer()
-		case "roundrobin":
-			balancer = kgo.RoundRobinBalancer()
-		case "sticky":
-			balancer = kgo.StickyBalancer()
-		default:
+		if assignor == "" {
+			assignor = assign.CooperativeStickyName
+		}
+		balancer, err := newAssignBalancer(assignor)
+		if err != nil {
 			return nil, fmt.Errorf("%w: --assignor %q: the classic protocol takes range, roundrobin, sticky or cooperative-sticky", ErrUsage, assignor)
 		}
 		return []kgo.Opt{kgo.ConsumerGroup(group), kgo.Balancers(balancer)}, nil
 	case protocolConsumer:
 		// With ServerSideBalancer, franz-go names the broker's
-		// assignor after the first balancer: range for RangeBalancer,
-		// uniform for StickyBalancer.
+		// assignor after the first balancer, which must be one of its
+		// own: range for RangeBalancer, uniform for StickyBalancer.
+		// Neither runs here; the broker assigns.
+		var balancer kgo.GroupBalancer
 		switch assignor {
 		case "", "uniform", "sticky":
 			balancer = kgo.StickyBalancer()

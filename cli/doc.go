@@ -11,10 +11,11 @@
 // same App in-process with buffers (see helpers_test.go). Main runs an App
 // and turns its error into an exit status.
 //
-// One file per command group (topic.go, produce.go, consume.go, offsets.go,
-// group.go with group_seek.go, cluster.go, config.go, dumplog.go,
-// version.go, perf.go); each builds its *cli.Command and keeps its actions
-// short, with the work in helpers.
+// One file per command group (topic.go, produce.go, consume.go with
+// balancer.go, offsets.go, group.go with group_seek.go and
+// group_offsets.go, cluster.go, config.go, dumplog.go, version.go,
+// perf.go); each builds its *cli.Command and keeps its actions short, with
+// the work in helpers.
 //
 // # Conventions users expect
 //
@@ -51,11 +52,29 @@
 // offset shows "-" and adds nothing to TOTAL-LAG. `group seek` is a dry run
 // unless --execute, and --execute commits outside group management
 // (generation -1, no member id), which it refuses while the group has
-// members. `consume --group` is a member (kgo.ConsumerGroup) with a
-// client-side assignor (--protocol classic) or the broker's (--protocol
-// consumer, refused unless every broker serves ConsumerGroupHeartbeat,
-// rather than franz-go's silent fall back to classic); it autocommits and
-// commits what it printed on exit (-n, --idle-timeout, a signal).
+// members. `group delete-offsets` sends OffsetDelete for the named
+// partitions (a topic alone: its partitions in the metadata and those the
+// group committed, so a deleted topic's offsets can go too) and prints
+// each partition's answer; the coordinator refuses the topics the group's
+// members subscribe to.
+//
+// `consume --group` is a member (kgo.ConsumerGroup) with a client-side
+// assignor (--protocol classic) or the broker's (--protocol consumer,
+// refused unless every broker serves ConsumerGroupHeartbeat, rather than
+// franz-go's silent fall back to classic); it autocommits and commits what
+// it printed on exit (-n, --idle-timeout, a signal).
+//
+// The classic protocol's assignor is wren's own: assignBalancer
+// (balancer.go) adapts groups/assign's range, roundrobin, sticky and
+// cooperative-sticky to franz-go's GroupBalancer, so the code that assigns
+// KIP-848 groups on the broker also assigns the classic groups a wren
+// client leads. Subscriptions and assignments are the Java client's bytes
+// for each protocol name (assign.EncodeSubscription), so wren, franz-go,
+// Java and librdkafka members share a group and any of them may lead it.
+// A malformed member subscription fails the leader's join (an error from
+// MemberBalancer), never a panic. Eager sticky remembers its last
+// assignment itself, as Kafka's StickyAssignor does: franz-go forgets an
+// eager member's assignment when it revokes it before rejoining.
 //
 // # Exit status
 //
@@ -71,6 +90,8 @@
 //     Kafka's --index-sanity-check / --verify-index-only are not done.
 //   - partitions move/elect-leader and cluster health are not written yet
 //     (the broker does not serve them).
-//   - group: no --all-groups, no offset deletion (OffsetDelete), and seek
-//     has no --by-duration, --to-current or --from-file.
+//   - group: no --all-groups; seek has no --by-duration, --to-current or
+//     --from-file.
+//   - The classic assignors ignore racks: the leader passes no partition
+//     racks to Range (KIP-881), and wren's members send no client.rack.
 package cli

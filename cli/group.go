@@ -58,12 +58,13 @@ func groupCommand(env Env) *ucli.Command {
 	return &ucli.Command{
 		Name:    "group",
 		Aliases: []string{"groups"},
-		Usage:   "list, describe, delete consumer groups and seek their offsets (kafka-consumer-groups)",
+		Usage:   "list, describe, delete consumer groups, seek and delete their offsets (kafka-consumer-groups)",
 		Subcommands: []*ucli.Command{
 			groupListCommand(env),
 			groupDescribeCommand(env),
 			groupDeleteCommand(env),
 			groupSeekCommand(env),
+			groupDeleteOffsetsCommand(env),
 		},
 	}
 }
