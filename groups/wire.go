@@ -64,7 +64,7 @@ func appendCompactNullableString(b []byte, s string) []byte {
 
 // appendCompactLen writes a non-null compact length.
 func appendCompactLen(b []byte, n int) []byte {
-	if n < 0 || n >= math.MaxUint32 {
+	if n < 0 || uint64(n) >= math.MaxUint32 {
 		panic(fmt.Sprintf("groups: compact length %d", n))
 	}
 	return appendUvarint(b, uint32(n)+1)
