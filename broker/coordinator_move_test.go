@@ -340,26 +340,9 @@ func TestConsumerGroupAcrossCoordinatorMove(t *testing.T) {
 	ctx := testContext(t)
 	cl, adm := newClient(t, b)
 	createTopic(t, adm, topic, partitions, nil)
-	producer, _ := newClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic))
-	var (
-		producedMu sync.Mutex
-		produced   int
-	)
-	produceN := func(n int) error {
-		producedMu.Lock()
-		defer producedMu.Unlock()
-		recs := make([]*kgo.Record, n)
-		for i := range recs {
-			recs[i] = &kgo.Record{Partition: int32(produced % partitions), Value: []byte(strconv.Itoa(produced))}
-			produced++
-		}
-		return producer.ProduceSync(ctx, recs...).FirstErr()
-	}
-	producedSoFar := func() int {
-		producedMu.Lock()
-		defer producedMu.Unlock()
-		return produced
-	}
+	producer := newSpreadProducer(t, b, topic, partitions)
+	produceN := func(n int) error { return producer.produce(ctx, n) }
+	producedSoFar := producer.total
 	if err := produceN(perPhase); err != nil {
 		t.Fatal(err)
 	}

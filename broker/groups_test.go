@@ -63,6 +63,39 @@ func TestConsumerGroupKIP848(t *testing.T) {
 	})
 }
 
+// spreadProducer writes numbered records round-robin over a topic's
+// partitions, from any goroutine.
+type spreadProducer struct {
+	cl         *kgo.Client
+	partitions int
+	mu         sync.Mutex
+	produced   int
+}
+
+func newSpreadProducer(t *testing.T, b *Broker, topic string, partitions int) *spreadProducer {
+	cl, _ := newClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic))
+	return &spreadProducer{cl: cl, partitions: partitions}
+}
+
+// produce writes the next n records and waits for their acks.
+func (p *spreadProducer) produce(ctx context.Context, n int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Partition: int32(p.produced % p.partitions), Value: []byte(strconv.Itoa(p.produced))}
+		p.produced++
+	}
+	return p.cl.ProduceSync(ctx, recs...).FirstErr()
+}
+
+// total is how many records were produced.
+func (p *spreadProducer) total() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.produced
+}
+
 // groupWatch records what every member of a group consumed and owned.
 type groupWatch struct {
 	t  *testing.T
@@ -301,21 +334,8 @@ func testConsumerGroup(t *testing.T, balancer ...kgo.Opt) {
 	ctx := testContext(t)
 	_, adm := newClient(t, b)
 	createTopic(t, adm, topic, partitions, nil)
-	producer, _ := newClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic))
-	var (
-		producedMu sync.Mutex
-		produced   int
-	)
-	produceN := func(n int) error {
-		producedMu.Lock()
-		defer producedMu.Unlock()
-		recs := make([]*kgo.Record, n)
-		for i := range recs {
-			recs[i] = &kgo.Record{Partition: int32(produced % partitions), Value: []byte(strconv.Itoa(produced))}
-			produced++
-		}
-		return producer.ProduceSync(ctx, recs...).FirstErr()
-	}
+	producer := newSpreadProducer(t, b, topic, partitions)
+	produceN := func(n int) error { return producer.produce(ctx, n) }
 	if err := produceN(perPhase); err != nil {
 		t.Fatal(err)
 	}
@@ -358,9 +378,7 @@ func testConsumerGroup(t *testing.T, balancer ...kgo.Opt) {
 	if err := <-producing; err != nil {
 		t.Fatal(err)
 	}
-	producedMu.Lock()
-	total := produced
-	producedMu.Unlock()
+	total := producer.total()
 	w.waitConsumed(ctx, total)
 	t.Logf("%d records, generations %v", total, w.generations())
 	if len(w.generations()) < 3 {
