@@ -190,12 +190,13 @@ func (r *flexReader) compactLen(minSize int) int {
 	if v == 0 {
 		return -1
 	}
-	n := int(v - 1)
-	if minSize > 0 && n > len(r.b)/minSize {
+	// Compared as uint64: on a 32-bit target int(v-1) may be negative.
+	n := uint64(v - 1)
+	if minSize > 0 && n > uint64(len(r.b)/minSize) || n > math.MaxInt32 {
 		r.fail(fmt.Errorf("%w: %d elements of at least %d bytes, %d bytes left", errWireTruncated, n, minSize, len(r.b)))
 		return 0
 	}
-	return n
+	return int(n)
 }
 
 func (r *flexReader) compactString() string {
