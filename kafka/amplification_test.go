@@ -184,6 +184,9 @@ func decodeAlloc(key kmsg.Key, version int16, body []byte) (uint64, error) {
 // cap times its worst ratio stays within decodeBudgetBytes, so that one
 // request cannot make the broker allocate more than that.
 func TestDecodeAmplification(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what allocations cost")
+	}
 	var keys []kmsg.Key
 	if os.Getenv("WREN_KAFKA_AMPLIFICATION") == "all" {
 		for k := int16(0); k < 200; k++ {
