@@ -1618,3 +1618,56 @@ func (h *staticHolder) checkRestart(e *cgEnv, cl *cgClient, resp ConsumerHeartbe
 			cl.instance, resp.MemberEpoch, e.fmtParts(got), h.epoch, e.fmtParts(h.assigned))
 	}
 }
+
+// TestConsumerOffsetsExpire: offsets.retention.minutes for a consumer
+// group. While members subscribe to a topic its offsets stay however old
+// they are; an unsubscribed topic's offsets go retention after their
+// commit; once the group is Empty, everything goes retention after it
+// became Empty, and the group with it (every record a tombstone).
+func TestConsumerOffsetsExpire(t *testing.T) {
+	e, a, b := twoStable(t)
+	retention := e.cfg.OffsetsRetentionMs
+	off := func(topic string) OffsetCommit {
+		return OffsetCommit{Topic: topic, Partition: 0, Offset: 7, LeaderEpoch: -1}
+	}
+	codes := e.commit(CommitRequest{Group: "g", MemberID: "a", Generation: 2, Version: 9, Offsets: []OffsetCommit{off("t1"), off("gone")}})
+	if !slices.Equal(codes, []int16{0, 0}) {
+		t.Fatalf("commit: %v", codes)
+	}
+	e.nowMs += retention
+	e.c.ExpireOffsets(e.nowMs)
+	e.drain()
+	if f := e.fetch("g"); len(f) != 1 || f[0].Topic != "t1" {
+		t.Fatalf("after retention with members: %+v (want only the subscribed t1)", f)
+	}
+	// The members keep their sessions alive and then leave.
+	for _, cl := range []*cgClient{a, b} {
+		e.mustBeat(cl)
+		resp := e.send(ConsumerHeartbeatRequest{Group: "g", MemberID: cl.id, MemberEpoch: LeaveMemberEpoch, RebalanceTimeoutMs: -1})
+		wantCode(t, "leave "+cl.id, resp.ErrorCode, 0)
+	}
+	e.drain()
+	e.nowMs += retention - 1
+	e.c.ExpireOffsets(e.nowMs)
+	e.drain()
+	if f := e.fetch("g"); len(f) != 1 {
+		t.Fatalf("Empty for less than the retention: %+v", f)
+	}
+	e.nowMs++
+	e.c.ExpireOffsets(e.nowMs)
+	rd := e.drain()
+	if _, ok := e.listed()["g"]; ok {
+		t.Fatalf("group still listed once its offsets expired")
+	}
+	if len(rd.Records) == 0 {
+		t.Fatalf("expiry wrote nothing")
+	}
+	for _, r := range rd.Records {
+		if !r.Tombstone() {
+			t.Fatalf("expiry wrote %+v, want only tombstones", r)
+		}
+	}
+	if !hasKind(rd.Records, ConsumerGroupMetadataRecord, true) || !hasKind(rd.Records, OffsetCommitRecord, true) {
+		t.Fatalf("expiry records %+v: want the group's and the offset's tombstones", rd.Records)
+	}
+}
