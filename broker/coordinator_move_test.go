@@ -363,22 +363,7 @@ func TestConsumerGroupAcrossCoordinatorMove(t *testing.T) {
 	}
 	generations := w.generations()
 
-	stopProducing := make(chan struct{})
-	producing := make(chan error, 1)
-	go func() {
-		for {
-			select {
-			case <-stopProducing:
-				producing <- nil
-				return
-			default:
-			}
-			if err := produceN(6); err != nil {
-				producing <- err
-				return
-			}
-		}
-	}()
+	stopProducing := producer.background(ctx, 6)
 
 	move := newCoordinatorMove(t, b, group)
 	move.away()
@@ -389,8 +374,7 @@ func TestConsumerGroupAcrossCoordinatorMove(t *testing.T) {
 	w.waitConsumed(ctx, producedSoFar())
 	move.back()
 
-	close(stopProducing)
-	if err := <-producing; err != nil {
+	if err := stopProducing(); err != nil {
 		t.Fatal(err)
 	}
 	total := producedSoFar()

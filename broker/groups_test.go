@@ -89,6 +89,31 @@ func (p *spreadProducer) produce(ctx context.Context, n int) error {
 	return p.cl.ProduceSync(ctx, recs...).FirstErr()
 }
 
+// background produces batches of n until the returned stop is called;
+// stop returns the first error.
+func (p *spreadProducer) background(ctx context.Context, n int) (stop func() error) {
+	quit := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-quit:
+				done <- nil
+				return
+			default:
+			}
+			if err := p.produce(ctx, n); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	return func() error {
+		close(quit)
+		return <-done
+	}
+}
+
 // total is how many records were produced.
 func (p *spreadProducer) total() int {
 	p.mu.Lock()
@@ -350,22 +375,7 @@ func testConsumerGroup(t *testing.T, balancer ...kgo.Opt) {
 	w.waitConsumed(ctx, perPhase)
 
 	// Records keep coming while members join and leave.
-	stopProducing := make(chan struct{})
-	producing := make(chan error, 1)
-	go func() {
-		for {
-			select {
-			case <-stopProducing:
-				producing <- nil
-				return
-			default:
-			}
-			if err := produceN(12); err != nil {
-				producing <- err
-				return
-			}
-		}
-	}()
+	stopProducing := producer.background(ctx, 12)
 	// A fifth member joins mid-stream.
 	members["m4"] = startMember(t, b, w, "m4", group, topic, balancer...)
 	w.waitOwners(ctx, partitions, "m0", "m1", "m2", "m3", "m4")
@@ -374,8 +384,7 @@ func testConsumerGroup(t *testing.T, balancer ...kgo.Opt) {
 	members["m1"].cl.Close()
 	delete(members, "m1")
 	w.waitOwners(ctx, partitions, "m0", "m2", "m3", "m4")
-	close(stopProducing)
-	if err := <-producing; err != nil {
+	if err := stopProducing(); err != nil {
 		t.Fatal(err)
 	}
 	total := producer.total()
