@@ -118,6 +118,10 @@ type consumerMember struct {
 	clientHost         string
 	topics             []string // subscribed by name, sorted
 	regex              string   // "" if none
+	// re is regex compiled (compiledRegex), reFor the regex it was
+	// compiled from; nil if it does not compile (a loaded record).
+	re    *regexp.Regexp
+	reFor string
 	rebalanceTimeoutMs int32
 	serverAssignor     string // "" if none
 
@@ -287,7 +291,7 @@ func (c *Coordinator) subscribedTopics(m *consumerMember) []string {
 		}
 	}
 	if m.regex != "" {
-		if re, err := compileSubscription(m.regex); err == nil {
+		if re := m.compiledRegex(); re != nil {
 			for name := range c.topics {
 				if !strings.HasPrefix(name, "__") && re.MatchString(name) && !slices.Contains(m.topics, name) {
 					out = append(out, name)
@@ -297,6 +301,16 @@ func (c *Coordinator) subscribedTopics(m *consumerMember) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// compiledRegex compiles the member's regex once, not on every heartbeat
+// of every member.
+func (m *consumerMember) compiledRegex() *regexp.Regexp {
+	if m.reFor != m.regex || m.re == nil && m.regex != "" {
+		m.re, _ = compileSubscription(m.regex)
+		m.reFor = m.regex
+	}
+	return m.re
 }
 
 func compileSubscription(expr string) (*regexp.Regexp, error) {
