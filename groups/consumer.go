@@ -111,17 +111,17 @@ func (s partSet) equal(o partSet) bool {
 
 // consumerMember is one member of a consumer group.
 type consumerMember struct {
-	id                 string
-	instanceID         string
-	rackID             string
-	clientID           string
-	clientHost         string
-	topics             []string // subscribed by name, sorted
-	regex              string   // "" if none
+	id         string
+	instanceID string
+	rackID     string
+	clientID   string
+	clientHost string
+	topics     []string // subscribed by name, sorted
+	regex      string   // "" if none
 	// re is regex compiled (compiledRegex), reFor the regex it was
 	// compiled from; nil if it does not compile (a loaded record).
-	re    *regexp.Regexp
-	reFor string
+	re                 *regexp.Regexp
+	reFor              string
 	rebalanceTimeoutMs int32
 	serverAssignor     string // "" if none
 
