@@ -130,6 +130,11 @@ type consumerMember struct {
 	state         int8
 	assigned      partSet
 	pending       partSet // pending revocation
+	// assignedAt is the member epoch each partition of assigned and
+	// pending was given in (KIP-1251's assignment epoch), for commits
+	// from an older epoch. Not stored: a loaded member's partitions count
+	// from its loaded epoch.
+	assignedAt map[tpID]int32
 
 	sessionDeadlineMs int64
 	// revokeDeadlineMs: a member in memberUnrevoked that has not revoked
@@ -223,8 +228,21 @@ func (cg *consumerGroup) setAssignment(m *consumerMember, assigned, pending part
 		}
 	}
 	m.assigned, m.pending = assigned, pending
+	for k := range m.assignedAt {
+		_, a := assigned[k]
+		_, p := pending[k]
+		if !a && !p {
+			delete(m.assignedAt, k)
+		}
+	}
+	if m.assignedAt == nil {
+		m.assignedAt = map[tpID]int32{}
+	}
 	for k := range assigned {
 		cg.owner[k] = m.id
+		if _, ok := m.assignedAt[k]; !ok {
+			m.assignedAt[k] = m.epoch
+		}
 	}
 	for k := range pending {
 		cg.owner[k] = m.id
@@ -501,11 +519,12 @@ func (c *Coordinator) computeNext(g *Group, m *consumerMember, nowMs int64) {
 		}
 		keep[k] = struct{}{}
 	}
-	cg.setAssignment(m, keep, partSet{})
 	if m.epoch != cg.assignmentEpoch {
 		m.previousEpoch = m.epoch
 		m.epoch = cg.assignmentEpoch
 	}
+	// After the epoch moved: partitions new to the member are given in it.
+	cg.setAssignment(m, keep, partSet{})
 	m.state = memberStable
 	if unreleased {
 		m.state = memberUnreleased
@@ -765,7 +784,7 @@ func (c *Coordinator) replaceStaticConsumerMember(g *Group, old *consumerMember,
 	c.persist(Record{Kind: ConsumerGroupCurrentMemberAssignmentRecord, Group: g.id, MemberID: old.id})
 	c.persist(Record{Kind: ConsumerGroupTargetAssignmentMemberRecord, Group: g.id, MemberID: old.id})
 	c.persist(Record{Kind: ConsumerGroupMemberMetadataRecord, Group: g.id, MemberID: old.id})
-	m.assigned, m.pending = partSet{}, partSet{}
+	m.assigned, m.pending, m.assignedAt = partSet{}, partSet{}, nil
 	cg.members[newID] = &m
 	cg.setAssignment(&m, assigned, pending)
 	cg.static[m.instanceID] = newID
@@ -870,23 +889,40 @@ func (c *Coordinator) ConsumerDescribe(req ConsumerDescribeRequest) {
 
 // validateConsumerOffsetCommit is Kafka's ConsumerGroup.validateOffsetCommit:
 // a commit outside group management needs an Empty group; a member's
-// must carry its current member epoch.
-func (g *Group) validateConsumerOffsetCommit(req CommitRequest) int16 {
+// must carry its member epoch. A member may also commit from an older
+// epoch, as Kafka 4.3 allows (KIP-1251): a client commits what it
+// consumed while a heartbeat may already have moved it on (franz-go and
+// the Java client commit on revocation). Then each partition is decided
+// alone (the returned func): accepted if the member still owns it and was
+// given it no later than that epoch, else STALE_MEMBER_EPOCH, so a zombie
+// never writes over a partition's new owner.
+func (c *Coordinator) validateConsumerOffsetCommit(g *Group, req CommitRequest) (int16, func(TopicPartition) int16) {
 	cg := g.consumer
 	if req.Generation < 0 && len(cg.members) == 0 {
-		return 0
+		return 0, nil
 	}
 	m := cg.members[req.MemberID]
 	switch {
 	case m == nil:
-		return errUnknownMemberID
+		return errUnknownMemberID, nil
 	case req.Version < 9:
 		// Only OffsetCommit v9+ carries a member epoch (KIP-848).
-		return kerr.UnsupportedVersion.Code
-	case req.Generation != m.epoch:
+		return kerr.UnsupportedVersion.Code, nil
+	case req.Generation == m.epoch:
+		return 0, nil
+	case req.Generation < 0 || req.Generation > m.epoch:
+		return errStaleMemberEpoch, nil
+	}
+	return 0, func(tp TopicPartition) int16 {
+		t, ok := c.topics[tp.Topic]
+		if !ok {
+			return errStaleMemberEpoch
+		}
+		if at, held := m.assignedAt[tpID{t.ID, tp.Partition}]; held && at <= req.Generation {
+			return 0
+		}
 		return errStaleMemberEpoch
 	}
-	return 0
 }
 
 // subscribedNames is the topics the group's target was computed for.

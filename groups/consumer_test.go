@@ -1074,7 +1074,8 @@ func TestConsumerOffsetCommit(t *testing.T) {
 		req  CommitRequest
 		want int16
 	}{
-		{"stale epoch", CommitRequest{MemberID: "a", Generation: 1, Version: 9}, errStaleMemberEpoch},
+		{"stale epoch", CommitRequest{MemberID: "a", Generation: 0, Version: 9}, errStaleMemberEpoch},
+		{"epoch from the future", CommitRequest{MemberID: "a", Generation: 3, Version: 9}, errStaleMemberEpoch},
 		{"OffsetCommit v8", CommitRequest{MemberID: "a", Generation: 2, Version: 8}, kerr.UnsupportedVersion.Code},
 		{"outside group management while members exist", CommitRequest{Generation: -1, Version: 9}, errUnknownMemberID},
 		{"unknown member", CommitRequest{MemberID: "zz", Generation: 2, Version: 9}, errUnknownMemberID},
@@ -1670,4 +1671,32 @@ func TestConsumerOffsetsExpire(t *testing.T) {
 	if !hasKind(rd.Records, ConsumerGroupMetadataRecord, true) || !hasKind(rd.Records, OffsetCommitRecord, true) {
 		t.Fatalf("expiry records %+v: want the group's and the offset's tombstones", rd.Records)
 	}
+}
+
+// TestConsumerCommitFromOlderEpoch: KIP-1251. A member whose epoch moved
+// on may still commit, from its older epoch, the partitions it has held
+// since then (a client commits on revocation while its heartbeat already
+// advanced it); a partition it does not hold, or was given later, is
+// STALE_MEMBER_EPOCH, so a zombie never overwrites the new owner.
+func TestConsumerCommitFromOlderEpoch(t *testing.T) {
+	e, a, b := twoStable(t) // a joined at epoch 1 with all, kept half at 2
+	commit := func(member string, epoch int32, p int32) int16 {
+		return e.commit(CommitRequest{Group: "g", MemberID: member, Generation: epoch, Version: 9,
+			Offsets: []OffsetCommit{{Topic: "t1", Partition: p, Offset: 1, LeaderEpoch: -1}}})[0]
+	}
+	var mine, theirs int32 = -1, -1
+	for k := range a.owned {
+		mine = k.partition
+	}
+	for k := range b.owned {
+		theirs = k.partition
+	}
+	if mine < 0 || theirs < 0 {
+		t.Fatalf("a owns %v, b owns %v", a.owned, b.owned)
+	}
+	wantCode(t, "a's partition from epoch 1", commit("a", 1, mine), 0)
+	wantCode(t, "b's partition from a's epoch 1", commit("a", 1, theirs), errStaleMemberEpoch)
+	// b was given its partitions at epoch 2: epoch 1 is before that.
+	wantCode(t, "b's partition from b's epoch 1", commit("b", 1, theirs), errStaleMemberEpoch)
+	wantCode(t, "b's partition from b's epoch 2", commit("b", 2, theirs), 0)
 }

@@ -38,8 +38,15 @@ func (c *Coordinator) CommitOffsets(req CommitRequest, nowMs int64) {
 	}
 	defer c.maybeForget(g, nowMs)
 	validate := g.validateOffsetCommit
+	// partitionCode, for a KIP-848 member committing from an older
+	// epoch, decides partition by partition (KIP-1251).
+	var partitionCode func(TopicPartition) int16
 	if g.isConsumer() {
-		validate = g.validateConsumerOffsetCommit
+		validate = func(req CommitRequest) int16 {
+			code, perPartition := c.validateConsumerOffsetCommit(g, req)
+			partitionCode = perPartition
+			return code
+		}
 	}
 	if code := validate(req); code != 0 {
 		fail(code)
@@ -66,6 +73,12 @@ func (c *Coordinator) CommitOffsets(req CommitRequest, nowMs int64) {
 		if o.Topic == "" || o.Partition < 0 {
 			resp.Partitions[i].ErrorCode = errUnknownTopicOrPartition
 			continue
+		}
+		if partitionCode != nil {
+			if code := partitionCode(TopicPartition{Topic: o.Topic, Partition: o.Partition}); code != 0 {
+				resp.Partitions[i].ErrorCode = code
+				continue
+			}
 		}
 		v := OffsetAndMetadata{
 			Offset:            o.Offset,
