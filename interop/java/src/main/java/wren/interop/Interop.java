@@ -192,19 +192,17 @@ public final class Interop {
                 @Override
                 public void onPartitionsAssigned(java.util.Collection<TopicPartition> parts) {}
             });
-            // Stop once nothing came for idle, but only after the group gave us
-            // partitions (or the deadline).
-            long idle = TimeUnit.SECONDS.toNanos(6);
+            // Stop once nothing came for 6 s after the last record, or for 20 s when
+            // nothing came at all (records may be produced after the members join).
             long last = System.nanoTime();
             while (System.nanoTime() < deadline) {
                 int got = consumer.poll(Duration.ofMillis(300)).count();
                 n += got;
-                if (got > 0 || consumer.assignment().isEmpty() && n == 0 && System.nanoTime() - last < TimeUnit.SECONDS.toNanos(20)) {
-                    if (got > 0) {
-                        last = System.nanoTime();
-                    }
+                if (got > 0) {
+                    last = System.nanoTime();
                     continue;
                 }
+                long idle = TimeUnit.SECONDS.toNanos(n == 0 ? 20 : 6);
                 if (System.nanoTime() - last > idle) {
                     break;
                 }
