@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,9 +21,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/wren-broker/wren/broker"
-	"github.com/wren-broker/wren/config"
 )
 
 // groupBrokers is the bootstrap address of a wren broker for the group
@@ -37,34 +33,12 @@ func groupBrokers(t *testing.T) string {
 	if b := os.Getenv("WREN_TEST_BROKERS"); b != "" {
 		return b
 	}
-	toml := fmt.Sprintf(`
-[broker]
-node.id = 1
-log.dirs = [%q]
-listeners = ["PLAINTEXT://127.0.0.1:0", "CONTROLLER://127.0.0.1:0"]
-
-[cluster]
-controller.quorum.voters = ["1@127.0.0.1:9093"]
-
+	return wrenBroker(t, `
 [groups]
 group.initial.rebalance.delay.ms = 0
 group.consumer.heartbeat.interval.ms = 500
 group.consumer.min.heartbeat.interval.ms = 500
-`, t.TempDir())
-	cfg, err := config.Parse("test.toml", []byte(toml))
-	if err != nil {
-		t.Fatalf("broker config: %v", err)
-	}
-	b, err := broker.Start(cfg, broker.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
-			t.Errorf("close broker: %v", err)
-		}
-	})
-	return b.Addr().String()
+`)
 }
 
 // testAdmin is a kadm client for checking what the commands did by a

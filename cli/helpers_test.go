@@ -36,13 +36,20 @@ func testBrokers(t *testing.T) string {
 // producerStateBrokers returns the bootstrap address of a broker that
 // tracks idempotent producers, which kfake does not (its DescribeProducers
 // lists transactional producers only): WREN_TEST_BROKERS when set, else a
-// one-node wren broker with its data in a temporary directory, closed when
-// the test ends.
+// one-node wren broker (wrenBroker).
 func producerStateBrokers(t *testing.T) string {
 	t.Helper()
 	if b := os.Getenv("WREN_TEST_BROKERS"); b != "" {
 		return b
 	}
+	return wrenBroker(t, "")
+}
+
+// wrenBroker starts a one-node wren broker with its data in a temporary
+// directory and the TOML extra appended to its config, closed when the
+// test ends, and returns its address.
+func wrenBroker(t *testing.T, extra string) string {
+	t.Helper()
 	toml := fmt.Sprintf(`
 [broker]
 node.id = 1
@@ -51,7 +58,7 @@ listeners = ["PLAINTEXT://127.0.0.1:0", "CONTROLLER://127.0.0.1:0"]
 
 [cluster]
 controller.quorum.voters = ["1@127.0.0.1:9093"]
-`, t.TempDir())
+%s`, t.TempDir(), extra)
 	cfg, err := config.Parse("test.toml", []byte(toml))
 	if err != nil {
 		t.Fatalf("broker config: %v", err)
