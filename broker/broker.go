@@ -78,6 +78,7 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		ClusterID: cfg.ClusterID,
 		NodeID:    cfg.NodeID,
 		Defaults:  defaults,
+		Logger:    o.Logger,
 		TopicOptions: func(string) engine.Options {
 			return defaults
 		},

@@ -184,7 +184,9 @@ func (p *cleanPlan) release() {
 // the effective first dirty offset. Called under l.mu.
 func (l *Log) cleanableRangeLocked(firstDirty, upperBound, nowMs int64) (n int, firstUncleanable, dirty int64) {
 	lag := l.opts.MinCompactionLagMs
-	for n < len(l.segments)-1 {
+	// A damaged log is left as it is until repaired: nothing in it is
+	// cleanable (Damage).
+	for n < len(l.segments)-1 && len(l.damage) == 0 {
 		s := l.segments[n]
 		if s.nextOffset > upperBound {
 			break

@@ -60,10 +60,14 @@ type Log struct {
 	// segments are sorted by base offset; the last is the active segment.
 	// Invariant: len(segments) >= 1.
 	segments []*segment
-	// Invariant: logStartOffset <= logEndOffset.
+	// Invariant: logStartOffset <= logEndOffset. Set only through
+	// setLogStartOffsetLocked, which keeps logStartOffsetView equal to it.
 	logStartOffset int64
-	logEndOffset   int64
-	epochs         *epochCache
+	// logStartOffsetView is logStartOffset for checkpoint writers, which
+	// must never take mu (a truncation checkpoints while holding it).
+	logStartOffsetView atomic.Int64
+	logEndOffset       int64
+	epochs             *epochCache
 	// producers is the idempotent producers' state as of logEndOffset.
 	producers *producer.State
 	// unflushedMessages counts records appended since the last sync, for
@@ -71,6 +75,20 @@ type Log struct {
 	unflushedMessages int64
 	lastFlushMs       int64
 	closed            bool
+	// damage lists media damage found in the log, sorted by offset. While
+	// it is not empty the log takes no appends and no other change, and
+	// reads stop before damage[0] (damage.go).
+	damage []Damage
+	// heldRecoveryPoint is the recovery point a damaged log was opened
+	// with: its checkpoint never moves below it (RecoveryPoint). Atomic,
+	// so checkpoint writers never take mu.
+	heldRecoveryPoint atomic.Int64
+	// afterTruncate, set by the Manager, makes the lowered recovery point
+	// durable before a truncation returns (Manager.Checkpoint). Called
+	// under mu. Without it, a crash after a truncation and a new unsynced
+	// append could leave new bytes below a stale recovery point, which
+	// recovery would take for media damage instead of a torn tail.
+	afterTruncate func() error
 }
 
 // AppendInfo describes a completed append.
@@ -216,6 +234,9 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 		return AppendInfo{}, ErrClosed
 	}
 	if err := l.health.check(); err != nil {
+		return AppendInfo{}, err
+	}
+	if err := l.damagedLocked(); err != nil {
 		return AppendInfo{}, err
 	}
 	now := l.nowMs()
@@ -464,6 +485,11 @@ func (l *Log) LogEndOffset() int64 {
 	return l.logEndOffset
 }
 
+func (l *Log) setLogStartOffsetLocked(offset int64) {
+	l.logStartOffset = offset
+	l.logStartOffsetView.Store(offset)
+}
+
 // LogStartOffset is the first offset a reader may fetch.
 func (l *Log) LogStartOffset() int64 {
 	l.mu.Lock()
@@ -474,8 +500,11 @@ func (l *Log) LogStartOffset() int64 {
 // DurableOffset is the offset below which every appended byte is on disk.
 func (l *Log) DurableOffset() int64 { return l.commit.Durable() }
 
-// RecoveryPoint is the offset below which recovery need not scan.
-func (l *Log) RecoveryPoint() int64 { return l.commit.Durable() }
+// RecoveryPoint is the offset below which recovery need not scan. A
+// damaged log keeps the one it was opened with, if that was higher.
+func (l *Log) RecoveryPoint() int64 {
+	return max(l.commit.Durable(), l.heldRecoveryPoint.Load())
+}
 
 // TopicPartition names the log.
 func (l *Log) TopicPartition() TopicPartition { return l.tp }
@@ -529,6 +558,11 @@ func (l *Log) AssignLeaderEpoch(epoch int32) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if len(l.damage) > 0 {
+		// A damaged log takes no appends, so no epoch starts in it; the
+		// epoch is assigned when the repaired log next becomes leader.
+		return nil
+	}
 	if !l.epochs.assign(epoch, l.logEndOffset) {
 		return nil
 	}
@@ -571,9 +605,13 @@ func (l *Log) Close() error {
 			errs = append(errs, err)
 		} else {
 			l.commit.Advance(l.logEndOffset)
-			if err := l.writeProducerSnapshot(); err != nil {
-				l.fail(err)
-				errs = append(errs, err)
+			// A damaged log's producer state skips the damaged batches:
+			// no snapshot vouches for it.
+			if len(l.damage) == 0 {
+				if err := l.writeProducerSnapshot(); err != nil {
+					l.fail(err)
+					errs = append(errs, err)
+				}
 			}
 		}
 	}

@@ -61,6 +61,15 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 		l.mu.Unlock()
 		return nil, ErrClosed
 	}
+	// A damaged log serves what lies below its first damage and refuses the
+	// rest: an offset past the damage is not out of range (a consumer
+	// would reset), it is unreadable until the log is repaired.
+	damagedFrom, damagedSegment, damagedPosition, damaged := l.readableEndLocked()
+	if damaged && offset >= damagedFrom && offset >= l.logStartOffset {
+		err := l.damagedLocked()
+		l.mu.Unlock()
+		return nil, err
+	}
 	if offset < l.logStartOffset || offset > l.logEndOffset {
 		lso, leo := l.logStartOffset, l.logEndOffset
 		l.mu.Unlock()
@@ -68,6 +77,9 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 	}
 	if maxOffset > l.logEndOffset {
 		maxOffset = l.logEndOffset
+	}
+	if damaged && maxOffset > damagedFrom {
+		maxOffset = damagedFrom
 	}
 	if offset >= maxOffset {
 		l.mu.Unlock()
@@ -82,8 +94,13 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 	var cands []candidate
 	for i := l.segmentFor(offset); i < len(l.segments); i++ {
 		s := l.segments[i]
+		end := s.size.Load()
+		if damaged && s.baseOffset == damagedSegment {
+			// Never scan into the damaged bytes, not even for a header.
+			end = min(end, damagedPosition)
+		}
 		s.acquire()
-		cands = append(cands, candidate{s, s.size.Load(), s.nextOffset})
+		cands = append(cands, candidate{s, end, s.nextOffset})
 	}
 	l.mu.Unlock()
 
@@ -220,6 +237,10 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, leaderEpoch
 		l.mu.Unlock()
 		return lso, -1, e, true, nil
 	case MaxTimestamp:
+		if err := l.damagedLocked(); err != nil {
+			l.mu.Unlock()
+			return 0, 0, 0, false, err
+		}
 		var best *segment
 		for _, s := range l.segments {
 			if s.maxTimestamp != noTimestamp && (best == nil || s.maxTimestamp > best.maxTimestamp) {
@@ -247,6 +268,11 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, leaderEpoch
 	if ts < 0 {
 		l.mu.Unlock()
 		return 0, 0, 0, false, fmt.Errorf("engine: invalid timestamp %d", ts)
+	}
+	if err := l.damagedLocked(); err != nil {
+		// A search by time could walk into the damaged bytes.
+		l.mu.Unlock()
+		return 0, 0, 0, false, err
 	}
 	var cands []*segment
 	for _, s := range l.segments {
