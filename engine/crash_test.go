@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	randv2 "math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/wren-broker/wren/engine/batch"
@@ -336,15 +337,15 @@ func checkIndexesAgree(t *testing.T, l *Log) {
 		}
 	}
 	leo := l.logEndOffset
-	damagedFrom, _, _, damaged := l.readableEndLocked()
+	damage := slices.Clone(l.damage)
 	l.mu.Unlock()
 	defer l.mu.Lock()
 	for _, rg := range ranges {
 		for _, off := range []int64{rg[0], rg[0] + (rg[1]-rg[0])/2, rg[1]} {
 			r, err := l.Read(off, 1, leo, true)
-			if damaged && off >= damagedFrom {
+			if damagedAt(damage, off) {
 				if !errors.Is(err, ErrPartitionDamaged) {
-					t.Fatalf("read %d past the damage at %d: %v", off, damagedFrom, err)
+					t.Fatalf("read %d in the damage %v: %v", off, damage, err)
 				}
 				continue
 			}
@@ -500,4 +501,14 @@ func checkProducerStateMatchesReplay(t *testing.T, l *Log) {
 				w.ProducerID, g.ProducerEpoch, gb.LastSequence, gb.LastOffset, w.ProducerEpoch, wb.LastSequence, wb.LastOffset)
 		}
 	}
+}
+
+// damagedAt says whether off lies in one of the damaged ranges.
+func damagedAt(damage []Damage, off int64) bool {
+	for _, d := range damage {
+		if off >= d.FirstOffset && (d.LastOffset < 0 || off <= d.LastOffset) {
+			return true
+		}
+	}
+	return false
 }

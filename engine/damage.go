@@ -88,17 +88,6 @@ func (l *Log) damagedLocked() error {
 	return l.damage[0].errorf()
 }
 
-// readableEndLocked caps reads of a damaged log: offsets at and above the
-// first damage are refused, and reads of the damaged segment stop at the
-// damaged bytes. ok is false for a healthy log.
-func (l *Log) readableEndLocked() (firstOffset, segment, position int64, ok bool) {
-	if len(l.damage) == 0 {
-		return 0, 0, 0, false
-	}
-	d := l.damage[0]
-	return d.FirstOffset, d.Segment, d.Position, true
-}
-
 // skipDamage returns the position to continue a scan of s at: pos itself,
 // or the end of the damaged range that starts at pos.
 func (l *Log) skipDamage(s *segment, pos int64) int64 {

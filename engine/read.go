@@ -61,14 +61,17 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 		l.mu.Unlock()
 		return nil, ErrClosed
 	}
-	// A damaged log serves what lies below its first damage and refuses the
-	// rest: an offset past the damage is not out of range (a consumer
-	// would reset), it is unreadable until the log is repaired.
-	damagedFrom, damagedSegment, damagedPosition, damaged := l.readableEndLocked()
-	if damaged && offset >= damagedFrom && offset >= l.logStartOffset {
-		err := l.damagedLocked()
-		l.mu.Unlock()
-		return nil, err
+	// A damaged log refuses reads of the offsets its damaged ranges held
+	// (not out of range: a consumer would reset), serves the rest, and
+	// never returns bytes across a damaged range.
+	for _, d := range l.damage {
+		if offset >= d.FirstOffset && (d.LastOffset < 0 || offset <= d.LastOffset) && offset >= l.logStartOffset {
+			l.mu.Unlock()
+			return nil, d.errorf()
+		}
+		if d.FirstOffset > offset && maxOffset > d.FirstOffset {
+			maxOffset = d.FirstOffset
+		}
 	}
 	if offset < l.logStartOffset || offset > l.logEndOffset {
 		lso, leo := l.logStartOffset, l.logEndOffset
@@ -77,9 +80,6 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 	}
 	if maxOffset > l.logEndOffset {
 		maxOffset = l.logEndOffset
-	}
-	if damaged && maxOffset > damagedFrom {
-		maxOffset = damagedFrom
 	}
 	if offset >= maxOffset {
 		l.mu.Unlock()
@@ -90,17 +90,21 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 	type candidate struct {
 		seg       *segment
 		end, next int64
+		// skips are the segment's damaged byte ranges: never read, not
+		// even for a header.
+		skips [][2]int64
 	}
 	var cands []candidate
 	for i := l.segmentFor(offset); i < len(l.segments); i++ {
 		s := l.segments[i]
-		end := s.size.Load()
-		if damaged && s.baseOffset == damagedSegment {
-			// Never scan into the damaged bytes, not even for a header.
-			end = min(end, damagedPosition)
+		c := candidate{seg: s, end: s.size.Load(), next: s.nextOffset}
+		for _, d := range l.damage {
+			if d.Segment == s.baseOffset {
+				c.skips = append(c.skips, [2]int64{d.Position, d.End})
+			}
 		}
 		s.acquire()
-		cands = append(cands, candidate{s, end, s.nextOffset})
+		cands = append(cands, c)
 	}
 	l.mu.Unlock()
 
@@ -111,7 +115,7 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 			c.seg.release()
 			continue
 		}
-		result, err = readSegment(c.seg, c.end, c.next, offset, maxBytes, maxOffset, minOneMessage)
+		result, err = readSegment(c.seg, c.end, c.next, offset, maxBytes, maxOffset, minOneMessage, c.skips)
 		if result == nil {
 			c.seg.release()
 		}
@@ -132,8 +136,8 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 
 // readSegment reads from one segment; nil when no batch in it qualifies.
 // On success the result owns the caller's reference to seg.
-func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, minOneMessage bool) (*ReadResult, error) {
-	start, ok, err := seg.lookupPosition(offset, end)
+func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, minOneMessage bool, skips [][2]int64) (*ReadResult, error) {
+	start, ok, err := seg.lookupPositionSkipping(offset, end, skips)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -141,8 +145,13 @@ func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, min
 		return nil, nil
 	}
 	maxPos := end
+	for _, r := range skips {
+		if r[0] > start.Position && r[0] < maxPos {
+			maxPos = r[0]
+		}
+	}
 	if maxOffset < next {
-		bp, ok, err := seg.translateOffset(maxOffset, start.Position, end)
+		bp, ok, err := seg.translateOffsetSkipping(maxOffset, start.Position, maxPos, skips)
 		if err != nil {
 			return nil, err
 		}

@@ -269,8 +269,7 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 			stats.SegmentsScanned++
 			// Only the last segment can have an unsynced tail: a roll
 			// syncs the segment it closes before the next one exists.
-			tornTailPossible := i == len(bases)-1 && !forced
-			if err := l.recoverSegment(seg, stats, tornTailPossible, recoveryPoint); err != nil {
+			if err := l.recoverSegment(seg, stats, i == len(bases)-1, forced, recoveryPoint); err != nil {
 				return err
 			}
 		}
@@ -411,12 +410,13 @@ func (s *segment) checkIndexes(logSize int64) error {
 
 // recoverSegment rebuilds a segment's indexes by scanning its batches with
 // CRC checks. A bad batch is a torn tail, cut with everything after it,
-// only when tornTailPossible (the last segment, not listed as damaged),
-// it holds offsets at or above the recovery point, and either it runs past
-// the end of the file or no valid batch follows it. Anything else is
+// only in the last segment, when not listed as damaged,
+// it holds offsets at or above the recovery point, and no valid batch
+// follows it. Anything else is
 // damage: recorded in l.damage and left on disk, and the scan goes on at
 // the next valid batch.
-func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, tornTailPossible bool, recoveryPoint int64) error {
+func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, last, listed bool, recoveryPoint int64) error {
+	tornTailPossible := last && !listed
 	size, err := s.log.Size()
 	if err != nil {
 		return err
@@ -444,12 +444,10 @@ func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, tornTailPossible 
 		}
 		if err != nil {
 			unsynced := tornTailPossible && s.nextOffset >= recoveryPoint
-			if unsynced && errors.Is(err, batch.ErrIncomplete) {
-				torn = err
-				break
-			}
 			// A read error while looking further counts as "nothing valid
-			// follows": the damage then runs to the end of the file.
+			// follows": the damage then runs to the end of the file. Even
+			// a batch that runs past the end of the file may be a damaged
+			// length field with valid batches after it.
 			q, nh, found, _ := nextValidBatch(s.log, pos, size, s.nextOffset)
 			if unsynced && !found {
 				torn = err
@@ -462,7 +460,7 @@ func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, tornTailPossible 
 			}
 			if found {
 				d.End, d.LastOffset = q, nh.BaseOffset-1
-			} else if tornTailPossible && recoveryPoint > s.nextOffset {
+			} else if last && recoveryPoint > s.nextOffset {
 				// The last segment: the recovery point says how far the
 				// damaged range reached.
 				d.LastOffset = recoveryPoint - 1
