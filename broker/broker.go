@@ -188,6 +188,13 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 			},
 		})
 	}()
+	if cfg.LogScrubberEnable {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.runScrubber(ctx)
+		}()
+	}
 	o.Logger.Info("wren started", "node.id", cfg.NodeID, "cluster.id", b.controller.ClusterID(), "listener", ln.Addr().String(), "log.dir", dir, "log.flush.policy", cfg.LogFlushPolicy)
 	return b, nil
 }
@@ -275,6 +282,32 @@ func advertised(cfg *config.Config, l listenerAddr, bound net.Addr) (string, int
 }
 
 // cleanerInterval is log.cleaner.backoff.ms, or zero with the cleaner off.
+// runScrubber re-reads the data directory's segments at the configured
+// rate, pass after pass, and says what it found.
+func (b *Broker) runScrubber(ctx context.Context) {
+	lg := b.logger
+	b.logs.RunScrubber(ctx, engine.ScrubConfig{
+		BytesPerSecond: b.cfg.LogScrubberIOMaxBytesPerSecond,
+		Interval:       time.Duration(b.cfg.LogScrubberIntervalMs) * time.Millisecond,
+		OnDamage: func(d engine.Damage) {
+			lg.Error("scrubber found damaged data; partition offline for those offsets, nothing was deleted",
+				"partition", d.TopicPartition.String(), "file", d.File, "position", d.Position, "bytes", d.End-d.Position,
+				"first_offset", d.FirstOffset, "last_offset", d.LastOffset, "reason", d.Reason,
+				"inspect", "wren storage check --dir "+b.logs.Dir(),
+				"repair", fmt.Sprintf("wren storage repair --dir %s %s --skip|--truncate (with the broker stopped)", b.logs.Dir(), d.TopicPartition))
+		},
+		OnIndexRebuilt: func(tp engine.TopicPartition, segment int64, reason error) {
+			lg.Warn("scrubber rebuilt a segment's indexes", "partition", tp.String(), "segment", segment, "reason", reason)
+		},
+	}, func(st engine.ScrubStats, err error) {
+		if err != nil {
+			lg.Error("scrubber pass failed", "err", err)
+		}
+		lg.Info("scrubber pass done", "partitions", st.Partitions, "segments", st.Segments, "batches", st.Batches,
+			"bytes", st.BytesRead, "damage_found", st.DamageFound, "indexes_rebuilt", st.IndexesRebuilt, "took", st.Duration.Round(time.Millisecond).String())
+	})
+}
+
 func cleanerInterval(cfg *config.Config) time.Duration {
 	if !cfg.LogCleanerEnable {
 		return 0

@@ -70,8 +70,9 @@
 //     small host.
 //
 // wren's own settings (Entry.Wren): cluster.id, controller.heartbeat.interval.ms,
-// controller.lease.ms, log.flush.policy, max.decompressed.batch.bytes,
-// http.listen, logging.level, logging.format.
+// controller.lease.ms, log.flush.policy, log.scrubber.enable,
+// log.scrubber.io.max.bytes.per.second, log.scrubber.interval.ms,
+// max.decompressed.batch.bytes, http.listen, logging.level, logging.format.
 //
 // Kafka names deliberately absent: process.roles (every wren node is broker
 // and voter), listener.security.protocol.map (every listener speaks

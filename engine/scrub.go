@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-		"slices"
+	"slices"
 	"time"
 
 	"github.com/wren-broker/wren/engine/batch"
