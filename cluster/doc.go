@@ -12,6 +12,6 @@
 // up to Image.Offset; replaying the log at start rebuilds it.
 //
 // Today the controller is the single voter of a one-node cluster: a change
-// commits when it is durable here. The quorum of DESIGN.md section 5 (Bully
+// commits when it is durable here. The quorum of docs/ARCHITECTURE.md (Bully
 // election with epochs, the log replicated to a majority) extends this path.
 package cluster

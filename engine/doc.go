@@ -43,9 +43,16 @@
 //
 // Segments below the recovery point were synced with their indexes at roll
 // and are trusted after an index sanity check. The segment holding the
-// recovery point and every later one are scanned batch by batch with CRC
-// checks; a torn tail is cut, a corrupt batch cuts the log there and every
-// later segment goes (Kafka's rule), indexes are rebuilt.
+// recovery point, every later one, and any listed in damaged-segments are
+// scanned batch by batch with CRC checks, and their indexes rebuilt.
+// Only a torn tail is cut: bad bytes at the end of the last segment, at or
+// above the recovery point, with no valid batch after them. Anything else
+// is media damage (damage.go): left on disk as it is, listed in
+// damaged-segments, and the partition refuses appends and the damaged
+// offsets' reads (ErrPartitionDamaged) until `wren storage repair`. The
+// scrubber (scrub.go) finds damage in trusted segments the same way, at a
+// capped read rate. docs/ARCHITECTURE.md explains the rules and their
+// known limit.
 //
 // Crash safety of metadata: new segment files count only after an fsync of
 // the directory; segment removal is made durable before any later change
