@@ -200,7 +200,7 @@ func CheckPartition(fsys vfs.FS, dir string, tp TopicPartition) (PartitionReport
 		}
 		r.Segments++
 		r.segments = append(r.segments, seg)
-		r.IndexProblems = append(r.IndexProblems, checkSegmentIndexes(fsys, dir, seg, i == len(bases)-1)...)
+		r.IndexProblems = append(r.IndexProblems, checkSegmentIndexes(fsys, dir, seg, r.Damage, i == len(bases)-1)...)
 		next = seg.base
 		if n := len(seg.batches); n > 0 {
 			next = seg.batches[n-1].lastOffset + 1
@@ -355,7 +355,15 @@ func (c *partitionChecker) lastOffsetEvidence(f vfs.File, pos, size, firstOffset
 // order and names offsets of the segment. In the last segment, entries
 // past the scanned bytes are left alone: a running broker may have
 // written them after the scan read the log.
-func checkSegmentIndexes(fsys vfs.FS, dir string, seg scannedSegment, last bool) []IndexProblem {
+func checkSegmentIndexes(fsys vfs.FS, dir string, seg scannedSegment, damage []DamageReport, last bool) []IndexProblem {
+	inDamage := func(pos int64) bool {
+		for _, d := range damage {
+			if d.Segment == seg.base && pos >= d.Position && pos < d.End {
+				return true
+			}
+		}
+		return false
+	}
 	var out []IndexProblem
 	scannedEnd := int64(0)
 	segNext := seg.base
@@ -406,6 +414,8 @@ func checkSegmentIndexes(fsys vfs.FS, dir string, seg scannedSegment, last bool)
 			}
 			j, found := slices.BinarySearchFunc(seg.batches, pos, func(b scannedBatch, p int64) int { return cmp.Compare(b.position, p) })
 			switch {
+			case !found && inDamage(pos):
+				addFor(name, &bad, i, fmt.Sprintf("offset %d at position %d: inside the damaged range", seg.base+rel, pos))
 			case !found:
 				addFor(name, &bad, i, fmt.Sprintf("offset %d at position %d: no valid batch starts there", seg.base+rel, pos))
 			case seg.batches[j].lastOffset != seg.base+rel:
