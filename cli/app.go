@@ -59,6 +59,7 @@ func App(env Env) *ucli.App {
 			groupCommand(env),
 			clusterCommand(env),
 			dumpLogCommand(env),
+			storageCommand(env),
 			perfCommand(env),
 			versionCommand(env),
 		},

@@ -79,7 +79,9 @@
 // # Exit status
 //
 // 0 on success; 1 on any error, printed as "wren: ..." on stderr. config
-// check prints each problem itself and exits 1. A cancelled context
+// check prints each problem itself and exits 1. storage check exits 2
+// when it finds damaged data, so a monitor tells damage from a failed
+// check. A cancelled context
 // (SIGINT, SIGTERM) ends consume and perf normally, with their summaries.
 //
 // # Not done here
