@@ -49,7 +49,10 @@
 // above the recovery point, with no valid batch after them. Anything else
 // is media damage (damage.go): left on disk as it is, listed in
 // damaged-segments, and the partition refuses appends and the damaged
-// offsets' reads (ErrPartitionDamaged) until `wren storage repair`. The
+// offsets' reads (ErrPartitionDamaged) until `wren storage repair`
+// (repair.go: CheckPartition reads every batch without writing; a
+// RepairPlan skips the damaged ranges, leaving an offset gap, or truncates
+// at the first, on an operator's word and under the directory's lock). The
 // scrubber (scrub.go) finds damage in trusted segments the same way, at a
 // capped read rate. docs/ARCHITECTURE.md explains the rules and their
 // known limit.

@@ -80,7 +80,7 @@ func locateBatches(t *testing.T, fsys vfs.FS) []repairBatch {
 // Where a flipped byte lands in a batch: each class fails a different
 // check (the CRC over the body, the CRC field, the length field, the
 // header fields in front of the CRC's range).
-var flipClasses = map[string]func(size int) int{
+var repairFlipClasses = map[string]func(size int) int{
 	"record body":  func(size int) int { return size - 5 },
 	"crc field":    func(int) int { return batch.CRCOffset + 1 },
 	"length field": func(int) int { return batch.LengthOffset + 1 },
@@ -131,13 +131,13 @@ var repairCases = []repairCase{
 	{"two ranges", func(s [][]int) []int { return []int{s[1][1], s[6][len(s[6])-1]} }},
 }
 
-// damageFixture flips a byte of each picked batch, and lists the damaged
+// damageRepairFixture flips a byte of each picked batch, and lists the damaged
 // segments as the scrubber or recovery would, so the broker keeps the
 // partition offline. It returns the damaged ranges as batch index runs.
-func damageFixture(t *testing.T, fsys vfs.FS, bs []repairBatch, picked []int, class string) [][]int {
+func damageRepairFixture(t *testing.T, fsys vfs.FS, bs []repairBatch, picked []int, class string) [][]int {
 	t.Helper()
 	for _, i := range picked {
-		flipByte(t, fsys, bs[i].file, bs[i].position+int64(flipClasses[class](len(bs[i].bytes))))
+		flipByte(t, fsys, bs[i].file, bs[i].position+int64(repairFlipClasses[class](len(bs[i].bytes))))
 	}
 	// Adjacent damaged batches in one segment make one range.
 	var runs [][]int
@@ -291,11 +291,11 @@ func expectRepair(bs []repairBatch, runs [][]int, mode RepairMode) (map[int]bool
 func TestRepairModes(t *testing.T) {
 	for _, mode := range []RepairMode{RepairSkip, RepairTruncate} {
 		for _, tc := range repairCases {
-			for class := range flipClasses {
+			for class := range repairFlipClasses {
 				t.Run(fmt.Sprintf("%v/%s/%s", mode, tc.name, class), func(t *testing.T) {
 					fsys := vfs.NewMem()
 					bs := buildRepairFixture(t, fsys)
-					runs := damageFixture(t, fsys, bs, tc.pick(segmentsOf(bs)), class)
+					runs := damageRepairFixture(t, fsys, bs, tc.pick(segmentsOf(bs)), class)
 					checkReportMatches(t, fsys, bs, runs)
 
 					plan, err := PlanRepair(fsys, repairDataDir, repairTP, mode)
@@ -336,7 +336,7 @@ func TestRepairModes(t *testing.T) {
 func TestRepairRefusesWhileLocked(t *testing.T) {
 	fsys := vfs.NewMem()
 	bs := buildRepairFixture(t, fsys)
-	damageFixture(t, fsys, bs, []int{5}, "record body")
+	damageRepairFixture(t, fsys, bs, []int{5}, "record body")
 	plan, err := PlanRepair(fsys, repairDataDir, repairTP, RepairSkip)
 	mustNotErr(t, err)
 	m, err := OpenManager(fsys, repairDataDir, repairConfig())
@@ -358,7 +358,7 @@ func TestRepairRefusesAHealthyPartitionAndAStalePlan(t *testing.T) {
 	if _, err := PlanRepair(fsys, repairDataDir, repairTP, RepairTruncate); !errors.Is(err, ErrNoDamage) {
 		t.Fatalf("plan for a healthy partition: %v", err)
 	}
-	damageFixture(t, fsys, bs, []int{5}, "record body")
+	damageRepairFixture(t, fsys, bs, []int{5}, "record body")
 	plan, err := PlanRepair(fsys, repairDataDir, repairTP, RepairTruncate)
 	mustNotErr(t, err)
 	flipByte(t, fsys, bs[20].file, bs[20].position+30)
@@ -429,7 +429,7 @@ func TestRepairCrashSafety(t *testing.T) {
 				prepare := func() (*vfs.MemFS, []repairBatch, [][]int) {
 					fsys := vfs.NewMem()
 					bs := buildRepairFixture(t, fsys)
-					runs := damageFixture(t, fsys, bs, c.tc.pick(segmentsOf(bs)), c.class)
+					runs := damageRepairFixture(t, fsys, bs, c.tc.pick(segmentsOf(bs)), c.class)
 					return fsys, bs, runs
 				}
 				fsys, _, _ := prepare()
