@@ -28,16 +28,20 @@ type Node struct {
 	now int64
 	// quietLeft counts down the ticks during which this node considers a
 	// controller live: it neither votes nor runs while it is above zero.
-	// A heartbeat of the controller of its epoch sets it to ElectionTicks.
-	// Starting sets it to ElectionTicks+ElectionJitterTicks, for two
-	// reasons. Safety: a node that crashed right after acknowledging a
+	// A heartbeat of the controller of its epoch, or a vote it grants,
+	// sets it to ElectionTicks. Starting sets it to startQuietTicks, for
+	// two reasons. Safety: a node that crashed right after acknowledging a
 	// heartbeat must not vote sooner than it would have without the
 	// crash, or the old controller's lease would not hold. Stability: the
 	// peers of a node that restarts (F11: the controller, restarted in a
 	// loop) time out and probe within ElectionTicks+ElectionJitterTicks of
-	// its last heartbeat, and find it quiet, so they elect among
-	// themselves instead of deferring to it.
+	// its last heartbeat (plus message delays), and find it quiet, so they
+	// elect among themselves instead of deferring to it.
 	quietLeft int
+	// quietSource is the node that made this node quiet: the controller
+	// it heard, or the candidate it just voted for, which may still ask
+	// again. None after a start.
+	quietSource NodeID
 	// electionElapsed counts ticks since the election timer was reset;
 	// at randomizedElectionTicks a node without a controller probes.
 	electionElapsed         int
@@ -80,21 +84,27 @@ func NewNode(cfg Config, hs HardState) (*Node, error) {
 		return nil, fmt.Errorf("election: stored vote for %d, not a voter %v", hs.VotedFor, cfg.Voters)
 	}
 	n := &Node{
-		cfg:        cfg,
-		rand:       rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID))),
-		majority:   len(cfg.Voters)/2 + 1,
-		epoch:      hs.Epoch,
-		votedFor:   hs.VotedFor,
-		role:       Follower,
-		controller: None,
-		prevHard:   hs,
+		cfg:         cfg,
+		rand:        rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID))),
+		majority:    len(cfg.Voters)/2 + 1,
+		epoch:       hs.Epoch,
+		votedFor:    hs.VotedFor,
+		role:        Follower,
+		controller:  None,
+		quietSource: None,
+		prevHard:    hs,
 	}
-	n.quietLeft = cfg.ElectionTicks + cfg.ElectionJitterTicks
+	n.quietLeft = startQuietTicks(cfg)
 	n.resetElectionTimer()
-	n.randomizedElectionTicks += cfg.ElectionJitterTicks // the first run comes after the quiet start
+	n.randomizedElectionTicks += n.quietLeft - cfg.ElectionTicks // the first run comes after the quiet start
 	n.prevSoft = n.softState()
 	return n, nil
 }
+
+// startQuietTicks is how long a node stays quiet after it starts: the
+// window in which its peers may still time out on its previous
+// incarnation, plus one more jitter for the messages in flight.
+func startQuietTicks(cfg Config) int { return cfg.ElectionTicks + 2*cfg.ElectionJitterTicks }
 
 // SetLogPosition tells the node where its metadata log ends. Votes and the
 // Bully order compare it with the peers'.
@@ -184,7 +194,7 @@ func (n *Node) Step(m Message) error {
 		return nil
 	}
 	if m.Epoch > n.epoch {
-		if m.Type == MsgVote && n.quiet() {
+		if m.Type == MsgVote && n.refuses(m.From) {
 			// No preemption: a voter that hears a live controller neither
 			// votes nor adopts the candidate's epoch, which would make it
 			// reject the live controller's heartbeats.
@@ -231,17 +241,29 @@ func (n *Node) Step(m Message) error {
 	return nil
 }
 
-// quiet: this node hears a live controller (maybe itself), or started
-// recently. A quiet node neither votes nor runs.
+// quiet: this node hears a live controller (maybe itself), voted a moment
+// ago, or started recently. A quiet node does not run, and a prober must
+// not defer to it.
 func (n *Node) quiet() bool {
 	return n.role == Controller || n.quietLeft > 0
+}
+
+// refuses reports whether this node will not vote for from, whatever the
+// logs. Quiet refuses, except for the node it is quiet for: the candidate
+// it voted for may need to ask again. Staying quiet after a vote keeps a
+// third node from deposing a controller elected a moment ago, before its
+// first heartbeat arrives. A candidate refuses too: it may win in a
+// moment, and a grant to a probe for the next epoch would let the prober
+// run and, at the higher epoch, reject the new controller's heartbeats.
+func (n *Node) refuses(from NodeID) bool {
+	return n.role == Controller || n.role == Candidate || n.quietLeft > 0 && from != n.quietSource
 }
 
 // mayVote reports whether this node would vote for from in epoch, whose log
 // ends at log. The same rule answers probes and votes, so a probe predicts
 // the vote.
 func (n *Node) mayVote(from NodeID, epoch int32, log LogPosition) bool {
-	if n.quiet() || log.Less(n.log) {
+	if n.refuses(from) || log.Less(n.log) {
 		return false
 	}
 	return epoch > n.epoch || (epoch == n.epoch && (n.votedFor == None || n.votedFor == from))
@@ -265,7 +287,7 @@ func (n *Node) handleHeartbeat(m Message) {
 	n.role = Follower
 	n.controller = m.From
 	n.probes, n.votes = nil, nil
-	n.quietLeft = n.cfg.ElectionTicks
+	n.quietLeft, n.quietSource = n.cfg.ElectionTicks, m.From
 	n.resetElectionTimer()
 	n.send(Message{Type: MsgHeartbeatResp, To: m.From, Epoch: n.epoch, LeaseTick: m.LeaseTick})
 }
@@ -274,6 +296,7 @@ func (n *Node) handleVote(m Message) {
 	grant := n.mayVote(m.From, m.Epoch, m.Log)
 	if grant {
 		n.votedFor = m.From
+		n.quietLeft, n.quietSource = n.cfg.ElectionTicks, m.From
 		n.resetElectionTimer()
 	}
 	n.send(Message{Type: MsgVoteResp, To: m.From, Epoch: n.epoch, Reject: !grant})

@@ -60,7 +60,7 @@ func TestReadyCarriesVoteWithHardState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 15 { // the quiet start
+	for range startQuietTicks(testConfig(1)) {
 		n.Tick()
 	}
 	if n.HasReady() {
