@@ -150,11 +150,13 @@ func topicListCommand(env Env) *ucli.Command {
 		Name:    "list",
 		Aliases: []string{"ls"},
 		Usage:   "list topic names",
-		Flags: clientFlags(timeoutFlag(),
-			&ucli.BoolFlag{Name: "exclude-internal", Usage: "leave out internal topics"},
-		),
+		Flags: clientFlags(append([]ucli.Flag{timeoutFlag()}, internalFlags()...)...),
 		Action: func(c *ucli.Context) error {
 			format, err := argsFormat(c, 0, 0, "no arguments")
+			if err != nil {
+				return err
+			}
+			includeInternal, err := includeInternalOf(c)
 			if err != nil {
 				return err
 			}
@@ -163,13 +165,31 @@ func topicListCommand(env Env) *ucli.Command {
 				if err != nil {
 					return fmt.Errorf("cli: list topics: %w", err)
 				}
-				if c.Bool("exclude-internal") {
+				if !includeInternal {
 					details.FilterInternal()
 				}
 				return printTopicList(env.Stdout, format, details)
 			})
 		},
 	}
+}
+
+// internalFlags choose whether listing all topics shows the internal ones
+// (__consumer_offsets), which the broker lists flagged is_internal. They
+// are hidden by default, as rpk hides them, so that a new user sees their
+// own topics; --exclude-internal is kafka-topics' spelling of the default.
+func internalFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.BoolFlag{Name: "include-internal", Aliases: []string{"i"}, Usage: "also show internal topics (__consumer_offsets)"},
+		&ucli.BoolFlag{Name: "exclude-internal", Usage: "leave out internal topics (the default; kafka-topics' flag)"},
+	}
+}
+
+func includeInternalOf(c *ucli.Context) (bool, error) {
+	if c.Bool("include-internal") && c.Bool("exclude-internal") {
+		return false, fmt.Errorf("%w: --include-internal and --exclude-internal contradict each other", ErrUsage)
+	}
+	return c.Bool("include-internal"), nil
 }
 
 type listedTopic struct {
@@ -210,12 +230,15 @@ func topicDescribeCommand(env Env) *ucli.Command {
 		Name:      "describe",
 		Usage:     "describe topics as kafka-topics --describe does (all topics when none is named)",
 		ArgsUsage: "[TOPIC...]",
-		Flags: clientFlags(timeoutFlag(),
-			&ucli.BoolFlag{Name: "exclude-internal", Usage: "leave out internal topics when describing all"},
+		Flags: clientFlags(append([]ucli.Flag{timeoutFlag(),
 			&ucli.BoolFlag{Name: "producers", Usage: "also list each partition's idempotent producers (kafka-transactions describe-producers)"},
-		),
+		}, internalFlags()...)...),
 		Action: func(c *ucli.Context) error {
 			format, err := formatOf(c)
+			if err != nil {
+				return err
+			}
+			includeInternal, err := includeInternalOf(c)
 			if err != nil {
 				return err
 			}
@@ -226,7 +249,7 @@ func topicDescribeCommand(env Env) *ucli.Command {
 					if err != nil {
 						return fmt.Errorf("cli: list topics: %w", err)
 					}
-					if c.Bool("exclude-internal") {
+					if !includeInternal {
 						details.FilterInternal()
 					}
 					topics = details.Names()

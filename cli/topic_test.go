@@ -274,3 +274,46 @@ func TestTopicDescribeMetadataFallback(t *testing.T) {
 	}
 	mustFail(t, "", "topic", "describe", "missing", "-b", b)
 }
+
+// The broker lists __consumer_offsets flagged internal; topic list and
+// describe hide it unless --include-internal, and refuse both flags.
+func TestTopicListInternal(t *testing.T) {
+	b := wrenBroker(t, "")
+	topic := uniqueTopic(t)
+	mustRun(t, "", "topic", "create", topic, "-p", "1", "-r", "1", "-b", b)
+
+	for _, args := range [][]string{{"topic", "list"}, {"topic", "list", "--exclude-internal"}} {
+		out := mustRun(t, "", append(args, "-b", b)...).stdout
+		if !containsLine(out, topic) || containsLine(out, "__consumer_offsets") {
+			t.Errorf("wren %s: want %s and no __consumer_offsets:\n%s", strings.Join(args, " "), topic, out)
+		}
+	}
+	for _, flag := range []string{"--include-internal", "-i"} {
+		out := mustRun(t, "", "topic", "list", flag, "-b", b).stdout
+		if !containsLine(out, topic) || !containsLine(out, "__consumer_offsets") {
+			t.Errorf("wren topic list %s: want %s and __consumer_offsets:\n%s", flag, topic, out)
+		}
+	}
+	var listed []listedTopic
+	decodeJSON(t, mustRun(t, "", "topic", "list", "-i", "--format", "json", "-b", b).stdout, &listed)
+	internal := map[string]bool{}
+	for _, l := range listed {
+		internal[l.Topic] = l.Internal
+	}
+	if !internal["__consumer_offsets"] || internal[topic] {
+		t.Errorf("topic list -i --format json: internal flags %v", internal)
+	}
+
+	desc := mustRun(t, "", "topic", "describe", "-b", b).stdout
+	if strings.Contains(desc, "__consumer_offsets") || !strings.Contains(desc, "Topic: "+topic+"\t") {
+		t.Errorf("topic describe (all): want %s without __consumer_offsets:\n%s", topic, desc)
+	}
+	desc = mustRun(t, "", "topic", "describe", "--include-internal", "-b", b).stdout
+	if !strings.Contains(desc, "Topic: __consumer_offsets\t") {
+		t.Errorf("topic describe --include-internal: no __consumer_offsets:\n%s", desc)
+	}
+	r := mustFail(t, "", "topic", "list", "--include-internal", "--exclude-internal", "-b", b)
+	if !strings.Contains(r.stderr, "contradict") {
+		t.Errorf("both flags: stderr %q", r.stderr)
+	}
+}
