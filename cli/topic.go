@@ -150,7 +150,7 @@ func topicListCommand(env Env) *ucli.Command {
 		Name:    "list",
 		Aliases: []string{"ls"},
 		Usage:   "list topic names",
-		Flags: clientFlags(append([]ucli.Flag{timeoutFlag()}, internalFlags()...)...),
+		Flags:   clientFlags(append([]ucli.Flag{timeoutFlag()}, internalFlags()...)...),
 		Action: func(c *ucli.Context) error {
 			format, err := argsFormat(c, 0, 0, "no arguments")
 			if err != nil {
