@@ -39,15 +39,20 @@ func topicCommand(env Env) *ucli.Command {
 	}
 }
 
-// kafkaErr joins a response's error code with its message, if any.
+// kafkaErr joins a response's error code with its message, if any, saying
+// each thing once.
 func kafkaErr(what string, err error, msg string) error {
 	if err == nil {
 		return nil
 	}
-	if msg != "" {
-		return fmt.Errorf("cli: %s: %w: %s", what, err, msg)
+	// The message adds what the code's own text does not say. Some
+	// brokers repeat the code's text in it, which would print it twice.
+	text := err.Error()
+	msg = strings.TrimPrefix(strings.TrimPrefix(msg, text), ": ")
+	if msg == "" || strings.Contains(text, msg) {
+		return fmt.Errorf("cli: %s: %w", what, err)
 	}
-	return fmt.Errorf("cli: %s: %w", what, err)
+	return fmt.Errorf("cli: %s: %w: %s", what, err, msg)
 }
 
 // ---- create ----
