@@ -629,24 +629,46 @@ func nonNilStrings(s []string) []string {
 
 func topicAddPartitionsCommand(env Env) *ucli.Command {
 	return &ucli.Command{
-		Name:      "add-partitions",
-		Usage:     "raise a topic's partition count to a new total (kafka-topics --alter --partitions)",
+		Name: "add-partitions",
+		Usage: "add partitions to a topic: --total N makes N in all (kafka-topics --alter --partitions N), " +
+			"--add N adds N more (rpk topic add-partitions -n N)",
 		ArgsUsage: "TOPIC",
 		Flags: clientFlags(timeoutFlag(),
-			&ucli.IntFlag{Name: "num", Aliases: []string{"n"}, Required: true, Usage: "the new total number of partitions"},
+			&ucli.IntFlag{Name: "total", Aliases: []string{"partitions"}, Usage: "the new total number of partitions"},
+			&ucli.IntFlag{Name: "add", Usage: "how many partitions to add to those the topic has"},
+			// -n means "add" to rpk users and "total" to those who used
+			// this command before: refused with a pointer to the two
+			// explicit forms rather than guessed.
+			&ucli.IntFlag{Name: "num", Aliases: []string{"n"}, Hidden: true},
 		),
 		Action: func(c *ucli.Context) error {
 			format, err := argsFormat(c, 1, 1, "one TOPIC")
 			if err != nil {
 				return err
 			}
-			n := c.Int("num")
+			if c.IsSet("num") {
+				return fmt.Errorf("%w: -n/--num is ambiguous (rpk adds that many, kafka-topics --partitions sets the total): use --total N or --add N", ErrUsage)
+			}
+			total, add := c.IsSet("total"), c.IsSet("add")
+			if total == add {
+				return fmt.Errorf("%w: give one of --total N (the new partition count) or --add N (partitions to add)", ErrUsage)
+			}
+			n := c.Int("total")
+			if add {
+				n = c.Int("add")
+			}
 			if n < 1 || n > math.MaxInt32 {
-				return fmt.Errorf("%w: --num %d: want 1..%d", ErrUsage, n, math.MaxInt32)
+				return fmt.Errorf("%w: %d partitions: want 1..%d", ErrUsage, n, math.MaxInt32)
 			}
 			topic := c.Args().First()
 			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
-				resps, err := adm.UpdatePartitions(ctx, n, topic)
+				var resps kadm.CreatePartitionsResponses
+				var err error
+				if add {
+					resps, err = adm.CreatePartitions(ctx, n, topic)
+				} else {
+					resps, err = adm.UpdatePartitions(ctx, n, topic)
+				}
 				if err != nil {
 					return fmt.Errorf("cli: add partitions: %w", err)
 				}
@@ -654,8 +676,14 @@ func topicAddPartitionsCommand(env Env) *ucli.Command {
 				if err := cmpErr(err, kafkaErr("add partitions to "+topic, r.Err, r.ErrMessage)); err != nil {
 					return err
 				}
-				return printResult(env.Stdout, format, map[string]any{"topic": topic, "partitions": n}, func(w io.Writer) {
-					fmt.Fprintf(w, "Topic %s now has %d partitions.\n", topic, n)
+				// The total, as the broker's metadata now has it.
+				md, err := adm.Metadata(ctx, topic)
+				if err != nil {
+					return fmt.Errorf("cli: metadata: %w", err)
+				}
+				count := len(md.Topics[topic].Partitions)
+				return printResult(env.Stdout, format, map[string]any{"topic": topic, "partitions": count}, func(w io.Writer) {
+					fmt.Fprintf(w, "Topic %s now has %d partitions.\n", topic, count)
 				})
 			})
 		},
