@@ -44,7 +44,7 @@ func TestConfigCheckValid(t *testing.T) {
 // the file is still valid (exit 0).
 func TestConfigCheckWarnsNotInEffect(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "w.toml")
-	if err := os.WriteFile(path, []byte("[broker]\nmax.connections = 10\n\n[http]\nlisten = \"\"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("[broker]\nmax.connections = 10\n\n[http]\nlisten = \"0.0.0.0:9644\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := mustRun(t, "", "config", "check", path)

@@ -66,6 +66,13 @@ var notInEffect = map[string]string{
 	"http.listen": "the HTTP server is not running yet",
 }
 
+// offValues are values of ignored settings that ask for what wren does
+// anyway (http.listen = "": no HTTP server), so setting them warns about
+// nothing.
+var offValues = map[string]any{
+	"http.listen": "",
+}
+
 // startOnly are settings Kafka can alter at run time that wren reads only
 // at start: a file may set them, but altering them at run time is refused
 // rather than stored without effect.
@@ -122,6 +129,9 @@ func (c *Config) Warnings() []Warning {
 	var out []Warning
 	for name, g := range c.given {
 		if g.source != SourceStaticBroker {
+			continue
+		}
+		if off, ok := offValues[name]; ok && g.value == off {
 			continue
 		}
 		if reason, ignored := NotInEffect(name); ignored {

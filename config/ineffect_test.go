@@ -79,6 +79,9 @@ func TestWarnings(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	if c, err := Parse("off.toml", []byte("[http]\nlisten = \"\"\n")); err != nil || len(c.Warnings()) != 0 {
+		t.Errorf("http.listen = \"\" (no HTTP server, as now): %v, warnings %v", err, c.Warnings())
+	}
 	if len(Default().Warnings()) != 0 {
 		t.Error("the defaults warn")
 	}
