@@ -59,12 +59,13 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		o.Logger = slog.Default()
 	}
 	if len(cfg.LogDirs) != 1 {
-		return nil, fmt.Errorf("broker: wren serves exactly one log dir for now; log.dirs has %d", len(cfg.LogDirs))
+		return nil, fmt.Errorf("broker: %s", config.LogDirsMessage(len(cfg.LogDirs)))
 	}
 	client, err := clientListener(cfg)
 	if err != nil {
 		return nil, err
 	}
+	logConfigWarnings(cfg, o.Logger)
 	dir := cfg.LogDirs[0]
 	b := &Broker{cfg: cfg, logger: o.Logger}
 	voters := make([]int32, len(cfg.Voters))
@@ -115,8 +116,8 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		b.logs.Close()
 		return nil, err
 	}
-	b.replicas = replication.NewManager(cfg.NodeID, b.logs, func(topic string, overrides map[string]string) engine.Options {
-		opts, err := topicOptions(cfg, overrides)
+	b.replicas = replication.NewManager(cfg.NodeID, b.logs, func(im *cluster.Image, topic string, overrides map[string]string) engine.Options {
+		opts, err := topicOptions(cfg, dynamicConfigs(cfg, im), overrides)
 		if err != nil {
 			o.Logger.Error("topic configs do not resolve; using the broker defaults", "topic", topic, "err", err)
 		}

@@ -56,15 +56,21 @@ func TestAutoCreateTopics(t *testing.T) {
 		if resp.Topics[2].ErrorCode != kerr.InvalidTopicException.Code {
 			t.Fatalf("path-like name: error %d", resp.Topics[2].ErrorCode)
 		}
-		// Listing all topics hides internal ones.
+		// Listing all topics lists internal ones as Kafka does, flagged,
+		// and only those.
 		all, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 		if err != nil {
 			t.Fatal(err)
 		}
+		internal := map[string]bool{}
 		for _, tp := range all.Topics {
-			if tp.IsInternal {
-				t.Fatalf("internal topic %s listed", *tp.Topic)
-			}
+			internal[*tp.Topic] = tp.IsInternal
+		}
+		if isInternal, listed := internal["__consumer_offsets"]; !listed || !isInternal {
+			t.Fatalf("all topics: __consumer_offsets listed %v, is_internal %v: %v", listed, isInternal, internal)
+		}
+		if enabled && internal["auto-made"] {
+			t.Fatalf("all topics: auto-made flagged internal")
 		}
 	}
 }

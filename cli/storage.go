@@ -17,9 +17,9 @@ import (
 )
 
 // exitDamaged is storage check's exit status when it finds damage, apart
-// from 1 (the check itself failed), so scripts and monitors can tell them
-// apart.
-const exitDamaged = 2
+// from 1 (the check itself failed) and 2 (a bad command line), so scripts
+// and monitors can tell them apart.
+const exitDamaged = 3
 
 func storageCommand(env Env) *ucli.Command {
 	return &ucli.Command{
@@ -64,7 +64,7 @@ func dataDirs(c *ucli.Context, env Env) ([]string, error) {
 func storageCheckCommand(env Env) *ucli.Command {
 	return &ucli.Command{
 		Name:  "check",
-		Usage: "read every record batch of every partition and check its CRC; exit 2 when damage is found",
+		Usage: "read every record batch of every partition and check its CRC; exit 3 when damage is found",
 		Description: "Reads every segment of every partition in the data directory with CRC-32C checks, by the\n" +
 			"rules recovery uses, and never writes: it is safe while the broker runs. Prints each damaged\n" +
 			"byte range (PARTITION FILE POSITION END OFFSETS RECORDS-AFTER LISTED REASON), where OFFSETS are\n" +
@@ -72,7 +72,7 @@ func storageCheckCommand(env Env) *ucli.Command {
 			"truncation there would drop on top of it), and LISTED whether the broker knows (it keeps\n" +
 			"the partition offline). Index problems and an incomplete write at the end of a log are\n" +
 			"reported as notes: recovery deals with both.\n" +
-			"Exit status: 0 when nothing is damaged, 2 when something is, 1 when the check failed.",
+			"Exit status: 0 when nothing is damaged, 3 when something is, 1 when the check failed, 2 for a bad command line.",
 		Flags: dataDirFlags(
 			&ucli.StringFlag{Name: "partition", Aliases: []string{"p"}, Usage: "check only TOPIC-PARTITION"},
 		),

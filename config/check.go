@@ -20,6 +20,7 @@ type checker struct {
 func check(c *Config, failed map[string]bool) []*Error {
 	k := &checker{c: c, failed: failed}
 	k.voters()
+	k.logDirs()
 	k.replication()
 	k.listeners()
 	k.orders()
@@ -59,6 +60,19 @@ func (k *checker) voters() {
 		k.fail([]string{"node.id", voters}, "node.id %d is not in %s (node ids %s): every node is a voter",
 			c.NodeID, voters, strings.Join(ids, ", "))
 	}
+}
+
+// LogDirsMessage is why a config with several log.dirs is refused; serve
+// and config check say the same.
+func LogDirsMessage(n int) string {
+	return fmt.Sprintf("log.dirs: wren serves exactly one log dir for now; log.dirs has %d", n)
+}
+
+func (k *checker) logDirs() {
+	if k.skip("log.dirs") || len(k.c.LogDirs) <= 1 {
+		return
+	}
+	k.fail([]string{"log.dirs"}, "%s", LogDirsMessage(len(k.c.LogDirs)))
 }
 
 func (k *checker) replication() {

@@ -70,7 +70,7 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 			info, wait, err := part.AppendAsLeader(p.Records, r.Acks)
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
-				rp.ErrorMessage = errorMessage(err)
+				rp.ErrorMessage = kafkaMessage(err)
 				// KIP-360: a producer told UNKNOWN_PRODUCER_ID compares this
 				// with its last acknowledged offset to decide how to recover.
 				rp.LogStartOffset = part.Log().LogStartOffset()
@@ -113,7 +113,7 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 		for i, err := range results {
 			if err != nil {
 				errs[i].ErrorCode = errorCode(err)
-				errs[i].ErrorMessage = errorMessage(err)
+				errs[i].ErrorMessage = kafkaMessage(err)
 				errs[i].BaseOffset = -1
 			}
 		}

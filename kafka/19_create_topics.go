@@ -54,7 +54,7 @@ func (s *Server) handleCreateTopics(req *Request) (Pending, error) {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = res.Name
 		rt.ErrorCode = errorCode(res.Err)
-		rt.ErrorMessage = errorMessage(res.Err)
+		rt.ErrorMessage = kafkaMessage(res.Err)
 		rt.NumPartitions, rt.ReplicationFactor = -1, -1
 		if res.Err == nil {
 			rt.TopicID = res.ID
