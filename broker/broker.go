@@ -61,6 +61,9 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	if len(cfg.LogDirs) != 1 {
 		return nil, fmt.Errorf("broker: %s", config.LogDirsMessage(len(cfg.LogDirs)))
 	}
+	if errs := cfg.ServeErrors(); len(errs) > 0 {
+		return nil, fmt.Errorf("broker: %w", errs)
+	}
 	client, err := clientListener(cfg)
 	if err != nil {
 		return nil, err

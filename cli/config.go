@@ -40,6 +40,11 @@ func configCommand(env Env) *ucli.Command {
 						return err
 					}
 					cfg, err := config.Load(path)
+					if err == nil {
+						if serveErrs := cfg.ServeErrors(); len(serveErrs) > 0 {
+							err = serveErrs
+						}
+					}
 					if format == formatJSON {
 						return printConfigCheckJSON(env.Stdout, path, cfg, err)
 					}
