@@ -83,12 +83,35 @@ type Log struct {
 	// with: its checkpoint never moves below it (RecoveryPoint). Atomic,
 	// so checkpoint writers never take mu.
 	heldRecoveryPoint atomic.Int64
+	// fence, when set, is the leadership appends with offsets assigned
+	// here must match (FenceLeaderAppends): checked where the append
+	// commits, under mu, so an append that raced a leadership change never
+	// lands as the old leader.
+	fence leaderFence
 	// afterTruncate, set by the Manager, makes the lowered recovery point
 	// durable before a truncation returns (Manager.Checkpoint). Called
 	// under mu. Without it, a crash after a truncation and a new unsynced
 	// append could leave new bytes below a stale recovery point, which
 	// recovery would take for media damage instead of a torn tail.
 	afterTruncate func() error
+}
+
+// leaderFence is the leadership a leader append must match.
+type leaderFence struct {
+	set     bool
+	leading bool
+	epoch   int32
+}
+
+// FenceLeaderAppends says whether this replica leads, and at which leader
+// epoch. From then on an append that assigns offsets (Append, AppendAsync)
+// is refused with ErrFencedLeaderEpoch unless the replica leads at exactly
+// the epoch it carries. Without a call, every epoch is accepted (tools and
+// tests that own the log outright).
+func (l *Log) FenceLeaderAppends(leading bool, epoch int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fence = leaderFence{set: true, leading: leading, epoch: epoch}
 }
 
 // AppendInfo describes a completed append.
@@ -238,6 +261,9 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	}
 	if err := l.damagedLocked(); err != nil {
 		return AppendInfo{}, err
+	}
+	if f := l.fence; assignOffsets && f.set && (!f.leading || f.epoch != leaderEpoch) {
+		return AppendInfo{}, fmt.Errorf("%w: %s: append at leader epoch %d, replica leads=%v at epoch %d", ErrFencedLeaderEpoch, l.tp, leaderEpoch, f.leading, f.epoch)
 	}
 	now := l.nowMs()
 	info := AppendInfo{FirstOffset: l.logEndOffset, LogAppendTime: -1, MaxTimestamp: noTimestamp}

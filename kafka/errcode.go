@@ -30,7 +30,7 @@ func errorCode(err error) int16 {
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, engine.ErrInvalidTopicPartition):
 		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, engine.ErrClosed):
+	case errors.Is(err, engine.ErrClosed), errors.Is(err, engine.ErrFencedLeaderEpoch):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, batch.ErrCorrupt), errors.Is(err, batch.ErrCRC), errors.Is(err, batch.ErrIncomplete):
 		return kerr.CorruptMessage.Code
