@@ -64,7 +64,7 @@ func (l *memLog) truncateAfter(i int64) {
 		panic(fmt.Sprintf("metalog: truncate after %d, below the snapshot %d", i, l.snap.Index))
 	}
 	if i < l.lastIndex() {
-		l.ents = l.ents[:i-l.snap.Index:i-l.snap.Index]
+		l.ents = l.ents[: i-l.snap.Index : i-l.snap.Index]
 	}
 }
 

@@ -50,7 +50,9 @@ type Snapshot struct {
 	Data  []byte
 }
 
-func (s Snapshot) String() string { return fmt.Sprintf("snapshot %d/%d (%d bytes)", s.Epoch, s.Index, len(s.Data)) }
+func (s Snapshot) String() string {
+	return fmt.Sprintf("snapshot %d/%d (%d bytes)", s.Epoch, s.Index, len(s.Data))
+}
 
 // HardState is what a node must persist (and fdatasync) before it sends
 // anything that depends on it: the election's epoch and vote, and the
