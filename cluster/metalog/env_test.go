@@ -33,7 +33,7 @@ import (
 //	status | log [ids...] | applied [ids...]
 func TestDataDriven(t *testing.T) {
 	datadriven.RunDir(t, "testdata", func(t *testing.T) func(*datadriven.Cmd) string {
-		e := &env{t: t, nodes: map[election.NodeID]*envNode{}, cuts: map[[2]election.NodeID]bool{},
+		e := &env{t: t, nodes: map[election.NodeID]*envNode{}, cuts: map[[2]election.NodeID]string{},
 			controllers: map[int32]election.NodeID{}}
 		return e.handle
 	})
@@ -54,7 +54,9 @@ type env struct {
 	nodes       map[election.NodeID]*envNode
 	ids         []election.NodeID
 	queue       []Message
-	cuts        map[[2]election.NodeID]bool // {from, to}: dropped
+	cuts        map[[2]election.NodeID]string // {from, to}: dropped; "" all messages, else only that kind
+	until       func() bool                   // run stops delivering as soon as it holds
+	stopped     bool
 	controllers map[int32]election.NodeID
 	committed   []Entry // the one committed sequence every node's applied entries must follow
 	out         strings.Builder
@@ -98,12 +100,17 @@ func (e *env) handle(c *datadriven.Cmd) string {
 	case "run":
 		e.quiet = !slices.Contains(c.Args, "verbose")
 		ticks, _ := strconv.Atoi(c.Args[0])
-		for range ticks {
+		e.until, e.stopped = e.parseUntil(c), false
+		for i := 0; i < ticks && !e.stopped; i++ {
 			for _, id := range e.ids {
 				e.tick(id)
 			}
 			e.stabilize()
 		}
+		if e.until != nil && !e.stopped {
+			e.t.Fatalf("%s: until=%s did not happen in %d rounds", c.Pos, c.Str("until", ""), ticks)
+		}
+		e.until, e.stopped = nil, false
 	case "propose":
 		v, err := strconv.Atoi(c.Args[0])
 		if err != nil {
@@ -121,14 +128,14 @@ func (e *env) handle(c *datadriven.Cmd) string {
 		}
 	case "partition":
 		a := e.pick(c.IntArgs(e.t))
-		e.cuts[[2]election.NodeID{a[0], a[1]}], e.cuts[[2]election.NodeID{a[1], a[0]}] = true, true
+		e.cuts[[2]election.NodeID{a[0], a[1]}], e.cuts[[2]election.NodeID{a[1], a[0]}] = "", ""
 	case "cut":
 		a := e.pick(c.IntArgs(e.t))
-		e.cuts[[2]election.NodeID{a[0], a[1]}] = true
+		e.cuts[[2]election.NodeID{a[0], a[1]}] = c.Str("only", "")
 	case "isolate":
 		a := e.pick(c.IntArgs(e.t))[0]
 		for _, b := range e.ids {
-			e.cuts[[2]election.NodeID{a, b}], e.cuts[[2]election.NodeID{b, a}] = true, true
+			e.cuts[[2]election.NodeID{a, b}], e.cuts[[2]election.NodeID{b, a}] = "", ""
 		}
 	case "heal":
 		clear(e.cuts)
@@ -303,7 +310,9 @@ func (e *env) deliver(ids []election.NodeID) int {
 		switch {
 		case !slices.Contains(ids, m.To) || en.held:
 			e.queue = append(e.queue, m)
-		case e.cuts[[2]election.NodeID{m.From, m.To}] || en.down:
+		case e.stopped:
+			e.queue = append(e.queue, m)
+		case e.dropped(m) || en.down:
 			if !e.quiet {
 				e.printf("drop %v", m)
 			}
@@ -316,9 +325,54 @@ func (e *env) deliver(ids []election.NodeID) int {
 				e.t.Fatal(err)
 			}
 			e.ready(m.To)
+			if e.until != nil && e.until() {
+				e.stopped = true
+			}
 		}
 	}
+	if e.stopped {
+		return 0
+	}
 	return delivered
+}
+
+func (e *env) dropped(m Message) bool {
+	only, ok := e.cuts[[2]election.NodeID{m.From, m.To}]
+	if !ok || only == "" {
+		return ok
+	}
+	kind := map[MsgType]string{MsgFetch: "Fetch", MsgFetchResp: "FetchResp"}[m.Type]
+	if m.Type == MsgElection {
+		kind = m.Election.Type.String()
+	}
+	return kind == only
+}
+
+// parseUntil reads until=ID:controller or until=ID:last=I, a condition
+// checked after every delivery.
+func (e *env) parseUntil(c *datadriven.Cmd) func() bool {
+	u := c.Str("until", "")
+	if u == "" {
+		return nil
+	}
+	ids, cond, _ := strings.Cut(u, ":")
+	v, err := strconv.Atoi(ids)
+	if err != nil || e.nodes[election.NodeID(v)] == nil {
+		e.t.Fatalf("%s: until=%q: no such node", c.Pos, u)
+	}
+	en := e.nodes[election.NodeID(v)]
+	switch {
+	case cond == "controller":
+		return func() bool { return !en.down && en.n.Acting() }
+	case strings.HasPrefix(cond, "last="):
+		want, err := strconv.ParseInt(strings.TrimPrefix(cond, "last="), 10, 64)
+		if err != nil {
+			e.t.Fatalf("%s: until=%q: %v", c.Pos, u, err)
+		}
+		return func() bool { return !en.down && en.n.Status().LastIndex == want }
+	}
+	e.t.Fatalf("%s: until=%q: want ID:controller or ID:last=N", c.Pos, u)
+	return nil
 }
 
 func (e *env) stabilize() {

@@ -104,8 +104,9 @@ func (n *Node) Tick() {
 	n.e.Tick()
 	n.sync()
 	if n.leaderEpoch != 0 {
-		for id, p := range n.parked {
-			if n.now-p.at >= int64(n.cfg.FetchWaitTicks) {
+		// In voter order, not map order, so that a run replays exactly.
+		for _, id := range n.voters {
+			if p, ok := n.parked[id]; ok && n.now-p.at >= int64(n.cfg.FetchWaitTicks) {
 				delete(n.parked, id)
 				n.answerFetch(p.m, false)
 			}
@@ -260,9 +261,11 @@ func (n *Node) maybeCommit() {
 }
 
 func (n *Node) answerParked() {
-	for id, p := range n.parked {
-		delete(n.parked, id)
-		n.answerFetch(p.m, false)
+	for _, id := range n.voters {
+		if p, ok := n.parked[id]; ok {
+			delete(n.parked, id)
+			n.answerFetch(p.m, false)
+		}
 	}
 }
 
@@ -343,7 +346,7 @@ func (n *Node) handleFetchResp(m Message) {
 		// Only if the log still ends where the fetch said: a late answer
 		// must not truncate entries fetched since.
 		if n.log.lastIndex() == m.LastIndex && n.log.lastEpoch() == m.LastEpoch {
-			n.truncateAfter(min(m.DivergingIndex, m.LastIndex))
+			n.truncateAfter(n.divergencePoint(m.DivergingIndex, m.DivergingEpoch))
 		}
 	default:
 		n.maybeAppend(m)
@@ -351,6 +354,20 @@ func (n *Node) handleFetchResp(m Message) {
 	if m.Seq == n.fetchSeq {
 		n.sendFetch()
 	}
+}
+
+// divergencePoint is where a follower truncates when the controller says
+// its log agrees at most up to index, whose epoch there is epoch: after
+// its own last entry of an epoch at most epoch, and at most index (as
+// Kafka's follower takes the lower of the two end offsets for the epoch).
+// The log then ends in an epoch no later than epoch, so the next fetch
+// either matches or names an earlier epoch: the exchange ends.
+func (n *Node) divergencePoint(index int64, epoch int32) int64 {
+	i := min(index, n.log.lastIndex())
+	for i > n.log.snap.Index && n.log.mustEpochAt(i) > epoch {
+		i--
+	}
+	return i
 }
 
 // maybeAppend appends the entries of a fetch answer if this log holds the
