@@ -19,11 +19,13 @@ import (
 //	timeout id                    tick one node until its election timer fires
 //	deliver-msgs [ids...]         deliver the messages queued for ids, once
 //	stabilize                     deliver until no message is left
-//	run N [verbose]               N rounds of (tick every node; stabilize),
+//	run N [verbose] [until=]      N rounds of (tick every node; stabilize),
 //	                              printing only role changes, truncations
-//	                              and snapshots
+//	                              and snapshots; until=ID:controller or
+//	                              until=ID:last=I stops delivering as soon
+//	                              as that holds (it must, within N)
 //	propose id data...            the controller appends one entry per word
-//	partition a b | cut a b | isolate a | heal
+//	partition a b | cut a b [only=Kind] | isolate a | heal
 //	hold a                        a's driver stops doing its Ready (a stall
 //	                              inside fdatasync): nothing persisted, sent
 //	crash a [keep=K]              kill a; with a held Ready, the first K of
