@@ -16,7 +16,9 @@ func testConfig(id election.NodeID) Config {
 	}
 }
 
-func stored() Stored { return Stored{Hard: HardState{Election: election.HardState{VotedFor: election.None}}} }
+func stored() Stored {
+	return Stored{Hard: HardState{Election: election.HardState{VotedFor: election.None}}}
+}
 
 func TestConfigValidate(t *testing.T) {
 	for _, tc := range []struct {
