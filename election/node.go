@@ -186,6 +186,12 @@ func (n *Node) Step(m Message) error {
 	}
 	// An answer to the current probe carries the probed epoch, not a new
 	// epoch to adopt.
+	if m.Type == MsgProbeResp && m.EpochTaken && m.Epoch > n.epoch && n.role == PreCandidate {
+		// The probed epoch is taken: adopt the responder's, ending the
+		// round; the next one asks for the epoch after it.
+		n.becomeFollower(m.Epoch, None)
+		return nil
+	}
 	if m.Type == MsgProbeResp && m.Epoch == n.epoch+1 {
 		if n.role == PreCandidate {
 			n.probes[m.From] = m
@@ -272,6 +278,7 @@ func (n *Node) mayVote(from NodeID, epoch int32, log LogPosition) bool {
 func (n *Node) handleProbe(m Message) {
 	resp := Message{Type: MsgProbeResp, To: m.From, Epoch: max(m.Epoch, n.epoch), Log: n.log, Quiet: n.quiet()}
 	resp.Reject = !n.mayVote(m.From, m.Epoch, m.Log)
+	resp.EpochTaken = n.epoch > m.Epoch || n.epoch == m.Epoch && n.votedFor != None && n.votedFor != m.From
 	n.send(resp)
 }
 

@@ -94,6 +94,14 @@ type Message struct {
 	// the election timeout, or started less than one election timeout
 	// ago, so it will not run itself and must not be deferred to.
 	Quiet bool
+	// EpochTaken (ProbeResp): the responder already voted for another
+	// node in the probed epoch, or is past it (Epoch says where it is).
+	// The prober adopts Epoch so that its next probe asks for a later
+	// one: without it, a prober behind in epochs whose log is ahead of
+	// the responder's asks for an epoch nobody will grant, while the
+	// responder cannot win its own runs (its log is behind), and the two
+	// survivors of a three-node cluster never elect.
+	EpochTaken bool
 	// LeaseTick (Heartbeat, HeartbeatResp) is the controller's tick when
 	// it sent the heartbeat, echoed in the ack. The lease counts from the
 	// send, not the arrival of the ack, so a slow ack never extends it.
@@ -109,6 +117,9 @@ func (m Message) String() string {
 		s += " log=" + m.Log.String()
 		if m.Quiet {
 			s += " quiet"
+		}
+		if m.EpochTaken {
+			s += " epoch-taken"
 		}
 	case MsgHeartbeat, MsgHeartbeatResp:
 		s += fmt.Sprintf(" lease-tick=%d", m.LeaseTick)

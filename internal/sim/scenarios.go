@@ -14,6 +14,10 @@ type Scenario struct {
 	// won during the fault phase, counting the one in force at its start
 	// (the "no election storm" scenarios).
 	MaxEpochs int
+	// StayDown, if not zero, is a node that crashes when the faults stop
+	// and stays down: the others must elect and commit without it. 0 is
+	// not a node here; -2 means the node acting as controller then.
+	StayDown int
 }
 
 // Faults are the random faults. Rates are per mille, per node and tick.
@@ -66,6 +70,10 @@ var Scenarios = []Scenario{
 	{Name: "pauses-5", Nodes: 5, Ticks: 1500, Faults: Faults{DelayMin: 1, DelayMax: 4, PausePerMille: 3}},
 	{Name: "chaos-3", Nodes: 3, Ticks: 2000, Faults: Faults{LossPct: 15, DupPct: 10, DelayMin: 1, DelayMax: 10, PartitionPerMille: 8, PausePerMille: 2, CrashPerMille: 2}},
 	{Name: "chaos-5", Nodes: 5, Ticks: 2000, Faults: Faults{LossPct: 15, DupPct: 10, DelayMin: 1, DelayMax: 10, PartitionPerMille: 8, PausePerMille: 2, CrashPerMille: 2}},
+	// A minority stays down once the faults stop: the survivors must
+	// elect and commit, whatever epochs and logs the faults left them.
+	{Name: "chaos-3-one-down", Nodes: 3, Ticks: 1500, StayDown: -2, Faults: Faults{LossPct: 15, DupPct: 10, DelayMin: 1, DelayMax: 10, PartitionPerMille: 8, PausePerMille: 2, CrashPerMille: 3}},
+	{Name: "chaos-5-two-down", Nodes: 5, Ticks: 1500, StayDown: -2, Faults: Faults{LossPct: 15, DupPct: 10, DelayMin: 1, DelayMax: 10, PartitionPerMille: 8, PausePerMille: 2, CrashPerMille: 3}},
 	// F03: the controller killed, restarted after 20 s: one new controller.
 	{Name: "F03", Nodes: 3, Ticks: 600, Faults: calm, MaxEpochs: 2,
 		Events: []Event{{At: 10, Kind: Crash, Node: 0, For: 200}}},
