@@ -226,6 +226,26 @@ level = "info"
 	unix.Statfs(mnt, &st)
 	t.Logf("free at the refusal: %d bytes of %d", int64(st.Bavail)*st.Bsize, int64(st.Blocks)*st.Bsize)
 
+	// Records produced now stay in flight: the producer retries them.
+	inflightAtRefusal := inflight.Load()
+	for j := 0; j < 8; j++ {
+		record(int32(j%partitions), value(i))
+		i++
+	}
+	for j := 0; j < 5; j++ {
+		if p := rawProduce(t, ctx, probe, topic); p.ErrorCode != kerr.KafkaStorageError.Code {
+			t.Fatalf("probe %d while the disk is full: error %d", j, p.ErrorCode)
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+	}
+	if n := inflight.Load(); n < 8 {
+		t.Fatalf("%d records in flight while the disk is full, want at least the 8 sent after the refusal (%d were in flight at it)", n, inflightAtRefusal)
+	}
+
 	// Reads keep working while writes are refused.
 	mu.Lock()
 	ackedBefore := len(acked)
@@ -267,11 +287,16 @@ level = "info"
 	}
 	t.Logf("the broker took a write %v after space returned", time.Since(time.Unix(0, spaceBack.Load())))
 	for firstAfter.Load() == 0 {
+		mu.Lock()
+		if len(failed) > 0 {
+			t.Fatalf("%d records failed, first: %v", len(failed), failed[0])
+		}
+		mu.Unlock()
 		select {
 		case <-ackedSignal:
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
-			t.Fatal("no write was accepted after space came back")
+			t.Fatalf("the producer's records were not acknowledged after space came back (%d in flight)", inflight.Load())
 		}
 	}
 	resume := time.Duration(firstAfter.Load() - spaceBack.Load())

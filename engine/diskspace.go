@@ -177,10 +177,13 @@ func newDiskSpace(fsys vfs.FS, dir string, floor FreeSpaceFloor, now func() time
 func (d *diskSpace) sample() (DiskSpace, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.sampleLocked()
+	return d.sampleLocked(true)
 }
 
-func (d *diskSpace) sampleLocked() (DiskSpace, error) {
+// sampleLocked samples; with mayRecover it also runs the in-place
+// recovery when due, which takes every log's lock: callers that may hold
+// one pass false.
+func (d *diskSpace) sampleLocked(mayRecover bool) (DiskSpace, error) {
 	st, err := vfs.StatFS(d.fs, d.dir)
 	if errors.Is(err, vfs.ErrStatFSUnsupported) {
 		d.unsupported.Store(true)
@@ -212,7 +215,9 @@ func (d *diskSpace) sampleLocked() (DiskSpace, error) {
 	}
 	if s.FreeBytes >= s.ResumeBytes {
 		d.noSpaceTold.Store(false)
-		if d.health != nil && d.health.recoverable.Load() && d.health.check() != nil && d.recover != nil {
+		// With the floor off, "space is back" still needs some space.
+		enough := s.FreeBytes >= max(s.ResumeBytes, writeBudgetMinBytes)
+		if mayRecover && enough && d.health != nil && d.health.recoverable.Load() && d.health.check() != nil && d.recover != nil {
 			d.recover(s)
 		}
 	}
@@ -220,9 +225,9 @@ func (d *diskSpace) sampleLocked() (DiskSpace, error) {
 }
 
 // trySample samples unless another sample is running.
-func (d *diskSpace) trySample() {
+func (d *diskSpace) trySample(mayRecover bool) {
 	if d.mu.TryLock() {
-		d.sampleLocked()
+		d.sampleLocked(mayRecover)
 		d.mu.Unlock()
 	}
 }
@@ -234,7 +239,7 @@ func (d *diskSpace) noteWritten(n int64) {
 		return
 	}
 	if d.written.Add(n) >= d.budget.Load() {
-		d.trySample()
+		d.trySample(false) // under the log's lock
 	}
 }
 
@@ -244,9 +249,9 @@ func (d *diskSpace) afterNoSpace(err error) {
 	if d == nil {
 		return
 	}
-	// Never wait for a sample in progress: the caller may hold a log's
-	// lock, which an in-place recovery inside that sample takes.
-	d.trySample()
+	// Never wait for a sample in progress, nor recover: the caller may
+	// hold a log's lock, which an in-place recovery takes.
+	d.trySample(false)
 	s := DiskSpace{Dir: d.dir}
 	if last := d.last.Load(); last != nil {
 		s = *last
@@ -268,7 +273,7 @@ func (d *diskSpace) check() error {
 		return nil
 	}
 	if last := d.last.Load(); last == nil || d.now().Sub(last.SampledAt) >= refusedResampleInterval {
-		d.trySample()
+		d.trySample(true) // callers hold no log lock
 	}
 	if !d.below.Load() {
 		return nil
@@ -520,7 +525,7 @@ func (m *Manager) newDiskSpace() *diskSpace {
 	d := newDiskSpace(m.fs, m.dir, m.cfg.FreeSpaceFloor, m.cfg.Defaults.Now, m.cfg.OnDiskSpace)
 	d.health = m.health
 	d.recover = m.recoverNoSpace
-	d.sample()
+	d.sample() // before any log opens: nothing to recover
 	return d
 }
 
