@@ -440,6 +440,12 @@ func (l *Log) recoverAfterNoSpace(cause error) (logRecovery, error) {
 		return logRecovery{}, fmt.Errorf("engine: %s: durable offset %d outside the active segment [%d, %d]", l.tp, durable, seg.baseOffset, l.logEndOffset)
 	}
 	r := logRecovery{recordsDropped: l.logEndOffset - durable}
+	if len(l.damage) > 0 && r.recordsDropped == 0 {
+		// A damaged log takes no appends: nothing unsynced to cut, and a
+		// rebuild would read into the damaged bytes.
+		l.commit.Recover(durable, cause)
+		return r, nil
+	}
 	sizeBefore := seg.size.Load()
 	if err := rebuildSegmentTo(seg, durable, &l.opts); err != nil {
 		return r, err
