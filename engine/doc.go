@@ -13,6 +13,15 @@
 // meta.properties, recovery-point-offset-checkpoint and
 // log-start-offset-checkpoint, and a .lock.
 //
+// Index files reserve no disk: they start empty and grow by one entry per
+// append, up to segment.index.bytes, which is a cap that rolls the segment,
+// not a reservation. Kafka sizes a new index file to segment.index.bytes
+// with a sparse setLength and trims it at roll; wren's files always have
+// the trimmed shape, an index file's size is its entries, so Kafka's tools
+// read them as they read a rolled Kafka segment. An idle partition costs a
+// few directory entries, not 20 MiB, and an index append can meet a full
+// disk mid-segment, which fails that append like a log write would.
+//
 // # Appends and durability
 //
 // Log.Append validates each batch (engine/batch: magic, CRC-32C, lengths,
