@@ -17,6 +17,8 @@
 #   WREN_TOPICS      topics to create (default 16)
 #   WREN_PARTITIONS  partitions per topic (default 10)
 #   WREN_DATA_MB     MiB of 1 KiB records produced across the topics (default 16)
+#   WREN_OFFSETS_PARTITIONS  offsets.topic.num.partitions (default: the broker's), to compare
+#                    binaries whose defaults differ at the same partition count
 #   WREN_KILL=1      stop the broker with SIGKILL before each restart instead of SIGTERM,
 #                    so each start recovers the active segments
 #   WREN_KEEP=1      keep the data directory
@@ -57,6 +59,9 @@ controller.quorum.voters = ["1@127.0.0.1:$cport"]
 [logging]
 level = "warn"
 TOML
+if [[ -n "${WREN_OFFSETS_PARTITIONS:-}" ]]; then
+	printf '[groups]\noffsets.topic.num.partitions = %d\n' "$WREN_OFFSETS_PARTITIONS" >>"$work/wren.toml"
+fi
 
 # start_broker starts wren in the background and sets pid and ms: the
 # milliseconds from just before the fork to the first accepted connection.
