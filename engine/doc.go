@@ -90,6 +90,15 @@
 // that depends on it; checkpoints are written to a temporary file, synced
 // and renamed.
 //
+// A log that a clean stop left at its recovery point reopens without a
+// write, sync, rename or truncation: an empty active segment at the
+// recovery point passes the clean-load check, a log that needed no scan
+// skips the fdatasync (everything below the recovery point was synced
+// before the checkpoint naming it was written), and a leader epoch that
+// starts exactly at the log end is kept rather than dropped and written
+// back when the replica leads again. On an SD card each avoided sync is a
+// disk cache flush, times every partition, at every start.
+//
 // All file access goes through internal/vfs, so tests crash the engine at
 // any write and lose exactly what was not synced.
 package engine

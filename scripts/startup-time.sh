@@ -133,8 +133,10 @@ for t in $(seq 1 "$topics"); do
 	fi
 done
 disk "with $topics x $parts more partitions, ${data_mb} MiB:"
+how="clean stop"
+[[ "${WREN_KILL:-}" == 1 ]] && how="SIGKILL"
 stop_broker
-disk "after a clean stop:"
+disk "after a $how:"
 
 times=()
 for _ in $(seq 1 "$runs"); do
@@ -142,7 +144,5 @@ for _ in $(seq 1 "$runs"); do
 	times+=("$ms")
 	stop_broker
 done
-how="clean stop"
-[[ "${WREN_KILL:-}" == 1 ]] && how="SIGKILL"
 echo "restart ($((topics * parts)) partitions + __consumer_offsets, after $how), ms to first connection: ${times[*]}"
 printf '%s\n' "${times[@]}" | sort -n | awk '{ a[NR] = $1 } END { printf "median %s ms over %d runs (min %s, max %s)\n", a[int((NR + 1) / 2)], NR, a[1], a[NR] }'
