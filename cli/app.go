@@ -10,6 +10,8 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wren-broker/wren/internal/buildinfo"
 )
 
 var (
@@ -40,7 +42,7 @@ func App(env Env) *ucli.App {
 	app := &ucli.App{
 		Name:      "wren",
 		Usage:     "a Kafka-compatible message broker and its admin tools",
-		Version:   Version,
+		Version:   buildinfo.Get().Version,
 		Reader:    env.Stdin,
 		Writer:    env.Stdout,
 		ErrWriter: env.Stderr,

@@ -44,6 +44,9 @@ type ManagerConfig struct {
 	TopicOptions func(topic string) Options
 	// OnDirFailure is told once when the directory fails.
 	OnDirFailure func(error)
+	// OnSync, if set, is told about every fdatasync of a partition log's
+	// active segment, for metrics (see SyncObserver).
+	OnSync SyncObserver
 }
 
 // Manager owns one data directory (Kafka's log.dirs entry): its lock,
@@ -83,7 +86,7 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{
 		fs: fsys, dir: dir, cfg: cfg, lock: lock,
-		health: &dirHealth{onFail: cfg.OnDirFailure},
+		health: &dirHealth{onFail: cfg.OnDirFailure, onSync: cfg.OnSync},
 		logs:   map[TopicPartition]*Log{},
 	}
 	if err := m.open(); err != nil {

@@ -79,6 +79,9 @@ type ServerConfig struct {
 
 	// Logger receives connection-level events. Nil discards them.
 	Logger *slog.Logger
+	// Observer is told about every request and connection, for metrics.
+	// Nil observes nothing.
+	Observer Observer
 }
 
 func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
@@ -105,6 +108,9 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
 	}
 	switch {
 	case cfg.MaxRequestBytes < minFrameBytes:
@@ -263,6 +269,7 @@ func (s *Server) startConn(nc net.Conn) {
 		return
 	}
 	if len(s.conns) >= s.cfg.MaxConnections {
+		s.cfg.Observer.ConnectionRefused()
 		s.log.Warn("connection refused: MaxConnections reached",
 			"remote", nc.RemoteAddr().String(), "max", s.cfg.MaxConnections)
 		nc.Close()
