@@ -176,9 +176,9 @@ func TestOpsEndpoints(t *testing.T) {
 		}
 	}
 	want := map[string]float64{
-		`wren_kafka_records_produced_total{topic="m"}`:     records,
-		`wren_kafka_consumer_group_lag_sum{group="g"}`:     records - 100,
-		`wren_kafka_consumer_group_lag_max{group="g"}`:     records - 100,
+		`wren_kafka_records_produced_total{topic="m"}`:       records,
+		`wren_kafka_consumer_group_lag_sum{group="g"}`:       records - 100,
+		`wren_kafka_consumer_group_lag_max{group="g"}`:       records - 100,
 		`wren_storage_log_dir_failed{log_dir="` + dir + `"}`: 0,
 		`wren_cluster_brokers`:                               1,
 		`wren_cluster_unavailable_partitions`:                0,
