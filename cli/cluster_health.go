@@ -118,4 +118,3 @@ func printHealth(w io.Writer, h ops.ClusterHealth) {
 	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Under-replicated partitions (%d):", len(h.UnderReplicatedPartitions)), h.UnderReplicatedPartitions)
 	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Offline log dirs (%d):", len(h.OfflineLogDirs)), h.OfflineLogDirs)
 }
-
