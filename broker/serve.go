@@ -18,7 +18,9 @@ import (
 // systemd (Type=notify) it sends READY=1 once /readyz would pass,
 // WATCHDOG=1 keep-alives when WatchdogSec asks for them, and STOPPING=1
 // when the shutdown begins.
-func ServeFile(ctx context.Context, configPath string) error {
+// logLevel, when not empty, overrides logging.level (`wren serve
+// --log-level`, WREN_LOG_LEVEL).
+func ServeFile(ctx context.Context, configPath, logLevel string) error {
 	cfg := config.Default()
 	if configPath != "" {
 		var err error
@@ -26,7 +28,11 @@ func ServeFile(ctx context.Context, configPath string) error {
 			return err
 		}
 	}
-	logger, err := newLogger(os.Stderr, cfg.LoggingLevel, cfg.LoggingFormat)
+	level := cfg.LoggingLevel
+	if logLevel != "" {
+		level = logLevel
+	}
+	logger, err := newLogger(os.Stderr, level, cfg.LoggingFormat)
 	if err != nil {
 		return err
 	}

@@ -111,10 +111,17 @@ func (c *conn) close(reason error) {
 		c.cancel()
 		c.nc.Close()
 		switch {
-		case reason == nil, errors.Is(reason, io.EOF), errors.Is(reason, net.ErrClosed), errors.Is(reason, ErrIdle):
+		case isDisconnect(reason), errors.Is(reason, ErrIdle):
 			c.log.Debug("connection closed", "reason", reason)
 		default:
-			c.log.Info("closing connection", "err", reason)
+			// A bad connection: logged, but at a bounded rate.
+			if ok, suppressed := c.s.connLog.allow(); ok {
+				if suppressed > 0 {
+					c.log.Info("closing connection", "err", reason, "suppressed", suppressed)
+				} else {
+					c.log.Info("closing connection", "err", reason)
+				}
+			}
 		}
 	})
 }
