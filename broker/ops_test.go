@@ -279,3 +279,39 @@ func TestHTTPListenTaken(t *testing.T) {
 		t.Fatalf("error does not name http.listen: %v", err)
 	}
 }
+
+// TestReadyzWhileStartingAndStopping: the HTTP server opens before the log
+// dirs are recovered; until Start finishes /livez is 200 and /readyz and
+// /v1/cluster/health are 503 with the reason, and so is /readyz once the
+// shutdown began.
+func TestReadyzWhileStartingAndStopping(t *testing.T) {
+	cfg := testConfig(t, t.TempDir(), "")
+	s, err := startOps(cfg, Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + s.http.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get("/livez"); code != http.StatusOK {
+		t.Fatalf("/livez while starting: %d %s", code, body)
+	}
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "starting") {
+		t.Fatalf("/readyz while starting: %d %s", code, body)
+	}
+	if code, body := get("/v1/cluster/health"); code != http.StatusServiceUnavailable {
+		t.Fatalf("/v1/cluster/health while starting: %d %s", code, body)
+	}
+	s.phase.Store(phaseStopping)
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "shutting down") {
+		t.Fatalf("/readyz while stopping: %d %s", code, body)
+	}
+}
