@@ -942,7 +942,10 @@ func TestAdminFindCoordinator(t *testing.T) {
 		if v == 3 {
 			req.CoordinatorType = 1
 			r = direct[*kmsg.FindCoordinatorResponse](t, cl, req)
-			wantCode(t, "transaction coordinator", r.ErrorCode, kerr.CoordinatorNotAvailable)
+			wantCode(t, "transaction coordinator", r.ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+			if r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "transactions are not supported by wren") {
+				t.Fatalf("transaction coordinator: message %v", r.ErrorMessage)
+			}
 			req.CoordinatorType = 2
 			r = direct[*kmsg.FindCoordinatorResponse](t, cl, req)
 			wantCode(t, "share coordinator before v6", r.ErrorCode, kerr.InvalidRequest)

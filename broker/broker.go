@@ -60,12 +60,16 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		o.Logger = slog.Default()
 	}
 	if len(cfg.LogDirs) != 1 {
-		return nil, fmt.Errorf("broker: wren serves exactly one log dir for now; log.dirs has %d", len(cfg.LogDirs))
+		return nil, fmt.Errorf("broker: %s", config.LogDirsMessage(len(cfg.LogDirs)))
+	}
+	if errs := cfg.ServeErrors(); len(errs) > 0 {
+		return nil, fmt.Errorf("broker: %w", errs)
 	}
 	client, err := clientListener(cfg)
 	if err != nil {
 		return nil, err
 	}
+	logConfigWarnings(cfg, o.Logger)
 	dir := cfg.LogDirs[0]
 	b := &Broker{cfg: cfg, logger: o.Logger}
 	if b.ops, err = startOps(cfg, o); err != nil {
@@ -83,13 +87,16 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		ClusterID: cfg.ClusterID,
 		NodeID:    cfg.NodeID,
 		Defaults:  defaults,
+		Logger:    o.Logger,
 		TopicOptions: func(string) engine.Options {
 			return defaults
 		},
 		OnDirFailure: func(err error) {
 			o.Logger.Error("log directory failed; nothing in it is acknowledged any more", "dir", dir, "err", err)
 		},
-		OnSync: b.ops.metrics.ObserveSync,
+		OnSync:         b.ops.metrics.ObserveSync,
+		FreeSpaceFloor: freeSpaceFloor(cfg),
+		OnDiskSpace:    b.onDiskSpace,
 	})
 	if err != nil {
 		return nil, err
@@ -120,8 +127,8 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		b.logs.Close()
 		return nil, err
 	}
-	b.replicas = replication.NewManager(cfg.NodeID, b.logs, func(topic string, overrides map[string]string) engine.Options {
-		opts, err := topicOptions(cfg, overrides)
+	b.replicas = replication.NewManager(cfg.NodeID, b.logs, func(im *cluster.Image, topic string, overrides map[string]string) engine.Options {
+		opts, err := topicOptions(cfg, dynamicConfigs(cfg, im), overrides)
 		if err != nil {
 			o.Logger.Error("topic configs do not resolve; using the broker defaults", "topic", topic, "err", err)
 		}
@@ -169,10 +176,14 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
-	b.wg.Add(3)
+	b.wg.Add(4)
 	go func() {
 		defer b.wg.Done()
 		b.groups.Run(ctx)
+	}()
+	go func() {
+		defer b.wg.Done()
+		b.watchDiskSpace(ctx)
 	}()
 	go func() {
 		defer b.wg.Done()
@@ -194,6 +205,13 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 			},
 		})
 	}()
+	if cfg.LogScrubberEnable {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.runScrubber(ctx)
+		}()
+	}
 	b.ops.serving(b)
 	o.Logger.Info("wren started", "node.id", cfg.NodeID, "cluster.id", b.controller.ClusterID(), "listener", ln.Addr().String(), "log.dir", dir, "log.flush.policy", cfg.LogFlushPolicy)
 	return b, nil
@@ -283,6 +301,32 @@ func advertised(cfg *config.Config, l listenerAddr, bound net.Addr) (string, int
 }
 
 // cleanerInterval is log.cleaner.backoff.ms, or zero with the cleaner off.
+// runScrubber re-reads the data directory's segments at the configured
+// rate, pass after pass, and says what it found.
+func (b *Broker) runScrubber(ctx context.Context) {
+	lg := b.logger
+	b.logs.RunScrubber(ctx, engine.ScrubConfig{
+		BytesPerSecond: b.cfg.LogScrubberIOMaxBytesPerSecond,
+		Interval:       time.Duration(b.cfg.LogScrubberIntervalMs) * time.Millisecond,
+		OnDamage: func(d engine.Damage) {
+			lg.Error("scrubber found damaged data; partition offline for those offsets, nothing was deleted",
+				"partition", d.TopicPartition.String(), "file", d.File, "position", d.Position, "bytes", d.End-d.Position,
+				"first_offset", d.FirstOffset, "last_offset", d.LastOffset, "reason", d.Reason,
+				"inspect", "wren storage check --dir "+b.logs.Dir(),
+				"repair", fmt.Sprintf("wren storage repair --dir %s %s --skip|--truncate (with the broker stopped)", b.logs.Dir(), d.TopicPartition))
+		},
+		OnIndexRebuilt: func(tp engine.TopicPartition, segment int64, reason error) {
+			lg.Warn("scrubber rebuilt a segment's indexes", "partition", tp.String(), "segment", segment, "reason", reason)
+		},
+	}, func(st engine.ScrubStats, err error) {
+		if err != nil {
+			lg.Error("scrubber pass failed", "err", err)
+		}
+		lg.Info("scrubber pass done", "partitions", st.Partitions, "segments", st.Segments, "batches", st.Batches,
+			"bytes", st.BytesRead, "damage_found", st.DamageFound, "indexes_rebuilt", st.IndexesRebuilt, "took", st.Duration.Round(time.Millisecond).String())
+	})
+}
+
 func cleanerInterval(cfg *config.Config) time.Duration {
 	if !cfg.LogCleanerEnable {
 		return 0

@@ -4,8 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/internal/vfs"
 )
 
@@ -56,15 +60,21 @@ func TestAutoCreateTopics(t *testing.T) {
 		if resp.Topics[2].ErrorCode != kerr.InvalidTopicException.Code {
 			t.Fatalf("path-like name: error %d", resp.Topics[2].ErrorCode)
 		}
-		// Listing all topics hides internal ones.
+		// Listing all topics lists internal ones as Kafka does, flagged,
+		// and only those.
 		all, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 		if err != nil {
 			t.Fatal(err)
 		}
+		internal := map[string]bool{}
 		for _, tp := range all.Topics {
-			if tp.IsInternal {
-				t.Fatalf("internal topic %s listed", *tp.Topic)
-			}
+			internal[*tp.Topic] = tp.IsInternal
+		}
+		if isInternal, listed := internal["__consumer_offsets"]; !listed || !isInternal {
+			t.Fatalf("all topics: __consumer_offsets listed %v, is_internal %v: %v", listed, isInternal, internal)
+		}
+		if enabled && internal["auto-made"] {
+			t.Fatalf("all topics: auto-made flagged internal")
 		}
 	}
 }
@@ -143,5 +153,32 @@ func rawRoundTrip(t *testing.T, b *Broker, req kmsg.Request, resp kmsg.Response)
 	}
 	if err := resp.ReadFrom(buf); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A config with several voters is refused before the data directory is
+// touched: until the replicated control plane lands, a node started alone
+// would acknowledge acks=all with one copy.
+func TestStartRefusesSeveralVoters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	cfg, err := config.Parse("three.toml", []byte(fmt.Sprintf(`
+[broker]
+node.id = 1
+log.dirs = [%q]
+listeners = ["PLAINTEXT://127.0.0.1:0", "CONTROLLER://127.0.0.1:0"]
+[http]
+listen = "127.0.0.1:0"
+[cluster]
+controller.quorum.voters = ["1@127.0.0.1:9093", "2@127.0.0.2:9093", "3@127.0.0.3:9093"]
+`, dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(cfg, Options{Logger: testLogger(t)})
+	if err == nil || !strings.Contains(err.Error(), "runs single-node only") {
+		t.Fatalf("Start with three voters: %v", err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatalf("the data directory was created before the refusal")
 	}
 }

@@ -2,7 +2,10 @@ package broker
 
 import (
 	"fmt"
+	"log/slog"
+	"strconv"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/engine"
 )
@@ -37,13 +40,37 @@ func logOptions(cfg *config.Config, tc config.TopicConfig) engine.Options {
 	return o
 }
 
-// topicOptions resolves a topic's options from its overrides, falling back
-// to the broker defaults if the overrides do not resolve (they were
-// validated when set, so that is a bug worth a log line, not a crash).
-func topicOptions(cfg *config.Config, overrides map[string]string) (engine.Options, error) {
-	tc, err := cfg.Topic(overrides, nil)
+// topicOptions resolves a topic's options from its overrides over the
+// dynamic broker layers (Kafka's precedence: topic override, this
+// broker's dynamic value, the cluster-wide dynamic default, the file, the
+// built-in default), so that a broker setting altered at run time, such as
+// message.max.bytes, applies to every topic that does not override it. It
+// falls back to the broker defaults if the configs do not resolve (they
+// were validated when set, so that is a bug worth a log line, not a
+// crash).
+func topicOptions(cfg *config.Config, dyn *config.Dynamic, overrides map[string]string) (engine.Options, error) {
+	tc, err := cfg.Topic(overrides, dyn)
 	if err != nil {
 		return logOptions(cfg, cfg.TopicDefaults), fmt.Errorf("broker: topic configs %v: %w", overrides, err)
 	}
 	return logOptions(cfg, tc), nil
+}
+
+// dynamicConfigs is the image's run-time broker layers: this node's own
+// (resource name = its node id) and the cluster-wide default ("").
+func dynamicConfigs(cfg *config.Config, im *cluster.Image) *config.Dynamic {
+	return &config.Dynamic{
+		Broker:         im.BrokerConfigs(strconv.Itoa(int(cfg.NodeID))),
+		ClusterDefault: im.BrokerConfigs(""),
+	}
+}
+
+// logConfigWarnings names every setting the file set that wren does not
+// apply yet: it was accepted so that Kafka configs paste cleanly, and the
+// operator must not believe it is in effect.
+func logConfigWarnings(cfg *config.Config, logger *slog.Logger) {
+	for _, w := range cfg.Warnings() {
+		logger.Warn("config setting not in effect in wren yet; it is ignored",
+			"key", w.Key, "file", w.File, "line", w.Pos.Line, "reason", w.Reason)
+	}
 }

@@ -59,6 +59,9 @@ func App(env Env) *ucli.App {
 		// Errors are printed and turned into exit codes by Main, not by
 		// urfave's handler, which would call os.Exit inside tests.
 		ExitErrHandler: func(*ucli.Context, error) {},
+		// `wren completion bash|zsh` scripts ask the binary for the words
+		// that may follow (--generate-bash-completion).
+		EnableBashCompletion: true,
 		Commands: []*ucli.Command{
 			serveCommand(env),
 			configCommand(env),
@@ -69,10 +72,13 @@ func App(env Env) *ucli.App {
 			groupCommand(env),
 			clusterCommand(env),
 			dumpLogCommand(env),
+			storageCommand(env),
 			perfCommand(env),
 			versionCommand(env),
+			completionCommand(env),
 		},
 	}
+	installUsageHandlers(app)
 	return app
 }
 
@@ -82,19 +88,31 @@ func App(env Env) *ucli.App {
 func Main(ctx context.Context, env Env, args []string) int {
 	env = env.withDefaults()
 	app := App(env)
-	err := app.RunContext(ctx, Interspersed(app, args))
+	// urfave calls CommandNotFound, and then succeeds, for a word that
+	// names no command: remember it and fail.
+	var notFound error
+	app.CommandNotFound = func(c *ucli.Context, word string) {
+		helpName, cmds := app.Name, app.Commands
+		if c.Command != nil && c.Command.Name != "" && c.Command.HelpName != "" && c.Command.HelpName != app.Name {
+			helpName, cmds = c.Command.HelpName, c.Command.Subcommands
+		}
+		notFound = unknownCommand(helpName, cmds, word)
+	}
+	err := app.RunContext(ctx, completionArgs(app, args))
+	if err == nil {
+		err = notFound
+	}
 	if err == nil {
 		return 0
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(env.Stderr, "wren: %v\n", ee.err)
+			printError(env.Stderr, ee.err)
 		}
 		return ee.code
 	}
-	fmt.Fprintf(env.Stderr, "wren: %v\n", err)
-	return 1
+	return printError(env.Stderr, err)
 }
 
 func (env Env) withDefaults() Env {

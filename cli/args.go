@@ -23,6 +23,10 @@ func Interspersed(app *ucli.App, args []string) []string {
 	}
 	out := []string{args[0]}
 	flags, cmds := app.Flags, app.Commands
+	// carried are flags given before the command they belong to
+	// (`wren -b HOST topic list`): they move after the command path, where
+	// the command that defines them parses them.
+	var carried []string
 	i := 1
 	for i < len(args) {
 		a := args[i]
@@ -30,6 +34,12 @@ func Interspersed(app *ucli.App, args []string) []string {
 			break
 		}
 		if isFlag(a) {
+			if findFlag(flags, flagName(a)) == nil && len(cmds) > 0 {
+				n := flagWidth(anyCommandFlags(cmds, flagName(a)), args[i:])
+				carried = append(carried, args[i:i+n]...)
+				i += n
+				continue
+			}
 			n := flagWidth(flags, args[i:])
 			out = append(out, args[i:i+n]...)
 			i += n
@@ -44,7 +54,8 @@ func Interspersed(app *ucli.App, args []string) []string {
 		i++
 	}
 
-	var named, positional []string
+	named := carried
+	var positional []string
 	dashed := false
 	for i < len(args) {
 		a := args[i]
@@ -70,6 +81,29 @@ func Interspersed(app *ucli.App, args []string) []string {
 }
 
 func isFlag(a string) bool { return len(a) > 1 && a[0] == '-' }
+
+// flagName is a flag word's name: "-b" and "--bootstrap-server=x" give
+// "b" and "bootstrap-server".
+func flagName(a string) string {
+	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	return name
+}
+
+// anyCommandFlags finds the flag called name in cmds or their subcommands,
+// for a flag given before its command: every command that has a flag of
+// that name gives it the same kind (-b, --format, --timeout), so the first
+// one found tells whether it takes a value.
+func anyCommandFlags(cmds []*ucli.Command, name string) []ucli.Flag {
+	for _, c := range cmds {
+		if f := findFlag(c.Flags, name); f != nil {
+			return []ucli.Flag{f}
+		}
+		if fs := anyCommandFlags(c.Subcommands, name); fs != nil {
+			return fs
+		}
+	}
+	return nil
+}
 
 func anyDashed(args []string) bool {
 	for _, a := range args {

@@ -72,7 +72,18 @@ func runAdmin(c *ucli.Context, fn adminAction) error {
 	defer cl.Close()
 	ctx, cancel := withTimeout(c)
 	defer cancel()
-	return fn(ctx, adm, cl)
+	return noAnswer(c, fn(ctx, adm, cl))
+}
+
+// noAnswer says who did not answer and what was being done when err is a
+// timeout: a bare "context deadline exceeded" after --timeout names
+// neither the address nor the command.
+func noAnswer(c *ucli.Context, err error) error {
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || c.Context.Err() != nil {
+		return err
+	}
+	return fmt.Errorf("cli: %s: no answer from the broker at %s within --timeout %s (is it up, and is this its client listener?): %w",
+		c.Command.HelpName, c.String("bootstrap-server"), c.Duration("timeout"), err)
 }
 
 // topicIDString renders a topic id as Kafka's Uuid.toString does: URL-safe
@@ -90,7 +101,7 @@ func requireTopics(c *ucli.Context, cl *kgo.Client, topics ...string) error {
 	defer cancel()
 	md, err := kadm.NewClient(cl).Metadata(ctx, topics...)
 	if err != nil {
-		return fmt.Errorf("cli: metadata: %w", err)
+		return noAnswer(c, fmt.Errorf("cli: metadata: %w", err))
 	}
 	for _, t := range topics {
 		td, ok := md.Topics[t]
@@ -100,6 +111,22 @@ func requireTopics(c *ucli.Context, cl *kgo.Client, topics ...string) error {
 		case td.Err != nil:
 			return fmt.Errorf("cli: topic %s: %w", t, td.Err)
 		}
+	}
+	return nil
+}
+
+// requirePartition fails unless topic has partition: kgo would otherwise
+// wait for it silently (consume -p 7 on a topic of five partitions).
+func requirePartition(c *ucli.Context, cl *kgo.Client, topic string, partition int32) error {
+	ctx, cancel := withTimeout(c)
+	defer cancel()
+	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		return noAnswer(c, fmt.Errorf("cli: metadata: %w", err))
+	}
+	n := int32(len(md.Topics[topic].Partitions))
+	if partition >= n {
+		return fmt.Errorf("%w: --partition %d: topic %s has %d partitions (0 to %d)", ErrUsage, partition, topic, n, n-1)
 	}
 	return nil
 }

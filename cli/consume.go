@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -30,7 +31,7 @@ func consumeCommand(env Env) *ucli.Command {
 			&ucli.StringFlag{Name: "offset", Aliases: []string{"o"}, Value: "start",
 				Usage: "where to start: start, end, N (exact), -N (N before the end), +N (N after the start), @TS (first at or after unix ms TS)"},
 			&ucli.IntFlag{Name: "num", Aliases: []string{"n", "max-records", "max-messages"}, Usage: "exit after N records (0: never)"},
-			&ucli.DurationFlag{Name: "idle-timeout", Usage: "exit when no record has arrived for this long, counted from the start and from each record (0: never; kafka-console-consumer --timeout-ms)"},
+			&ucli.DurationFlag{Name: "idle-timeout", Usage: "exit when no record has arrived for this long, counted from the start (with --group: from the first assignment) and from each record (0: never; kafka-console-consumer --timeout-ms)"},
 			&ucli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "consume as a member of this group, committing as it goes and on exit (--offset applies where it has no committed offset)"},
 			&ucli.StringFlag{Name: "protocol", Value: protocolClassic,
 				Usage: "with --group: classic (JoinGroup/SyncGroup, the assignor runs in a member) or consumer (KIP-848, the assignor runs in the broker)"},
@@ -51,6 +52,17 @@ func consumeCommand(env Env) *ucli.Command {
 			if err != nil {
 				return err
 			}
+			// A group member's idle timer starts at its first assignment:
+			// joining waits for group.initial.rebalance.delay.ms (3 s by
+			// default), longer than a short --idle-timeout.
+			var assigned chan struct{}
+			if c.String("group") != "" {
+				assigned = make(chan struct{})
+				var once sync.Once
+				opts = append(opts, kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+					once.Do(func() { close(assigned) })
+				}))
+			}
 			cl, err := newClient(c, opts...)
 			if err != nil {
 				return err
@@ -59,12 +71,17 @@ func consumeCommand(env Env) *ucli.Command {
 			if err := requireTopics(c, cl, c.Args().Slice()...); err != nil {
 				return err
 			}
+			if p := c.Int("partition"); p >= 0 {
+				if err := requirePartition(c, cl, c.Args().First(), int32(p)); err != nil {
+					return err
+				}
+			}
 			if c.String("group") != "" && c.String("protocol") == protocolConsumer {
 				if err := requireConsumerProtocol(c, cl); err != nil {
 					return err
 				}
 			}
-			err = consumeRecords(c.Context, cl, c.Int("num"), c.Duration("idle-timeout"), printer)
+			err = consumeRecords(c.Context, cl, c.Int("num"), c.Duration("idle-timeout"), assigned, printer)
 			if c.String("group") != "" {
 				// Commit what was printed, also after SIGINT.
 				ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), 5*time.Second)
@@ -258,8 +275,16 @@ func (p *recordPrinter) flush() error {
 
 // consumeRecords prints records until limit (0: no limit), until no
 // record arrived for idle (0: no idle limit), or until ctx is cancelled;
-// each is a normal end.
-func consumeRecords(ctx context.Context, cl *kgo.Client, limit int, idle time.Duration, p *recordPrinter) error {
+// each is a normal end. When assigned is not nil (a group member), the
+// idle time counts from when it is closed, the first assignment.
+func consumeRecords(ctx context.Context, cl *kgo.Client, limit int, idle time.Duration, assigned <-chan struct{}, p *recordPrinter) error {
+	if assigned != nil && idle > 0 {
+		select {
+		case <-assigned:
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	count := 0
 	for limit == 0 || count < limit {
 		max := 0

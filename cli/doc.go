@@ -28,9 +28,20 @@
 // columns (--describe, --members, --state, --reset-offsets).
 // Every client command takes -b/--bootstrap-server (alias --brokers, env
 // WREN_BROKERS) and --format text|json. Flags may follow positional
-// arguments (`wren topic create T -p 3`), as with Kafka's tools and rpk;
-// urfave/cli v2 stops at the first positional, so Main reorders the
-// arguments first (args.go).
+// arguments (`wren topic create T -p 3`), as with Kafka's tools and rpk,
+// and a command's flags may come before its name (`wren -b HOST topic
+// list`); urfave/cli v2 stops at the first positional and knows a flag
+// only at its own command, so Main reorders the arguments first (args.go).
+//
+// Errors read as a user needs them (usage.go): said once, without the
+// package prefixes that wrap them; an unknown command gets the closest
+// command as a suggestion; a bad flag gets one usage line and a pointer
+// to --help on stderr, never the whole help on stdout. A timeout names
+// the broker's address and the command. `wren completion bash|zsh|fish`
+// prints a completion script (completion.go): bash and zsh ask the binary
+// (urfave's --generate-bash-completion), fish gets a script generated from
+// the command tree, since urfave's fish generator is not in release
+// builds (the urfave_cli_no_docs tag).
 //
 // # Limits
 //
@@ -78,8 +89,12 @@
 //
 // # Exit status
 //
-// 0 on success; 1 on any error, printed as "wren: ..." on stderr. config
-// check prints each problem itself and exits 1. A cancelled context
+// 0 on success; 2 for a command line that cannot be understood (unknown
+// command or flag, wrong arguments), with a usage line; 1 on any other
+// error, printed as "wren: ..." on stderr. config check prints each
+// problem itself and exits 1; warnings (settings not in effect yet) leave
+// it at 0. storage check exits 3 when it finds damaged data, so a monitor
+// tells damage from a failed check. A cancelled context
 // (SIGINT, SIGTERM) ends consume and perf normally, with their summaries.
 //
 // # Not done here

@@ -68,7 +68,14 @@ func produceCommand(env Env) *ucli.Command {
 			runErr := p.run(c.Context, cl, env.Stdin)
 			bar.finish()
 			sum := p.summary(time.Since(start))
-			err = printResult(env.Stderr, format, sum, func(w io.Writer) {
+			// The JSON summary is the command's output (stdout, for
+			// scripts); the text line is a note beside the progress
+			// bar (stderr), as kafka-console-producer prints nothing.
+			out := env.Stderr
+			if format == formatJSON {
+				out = env.Stdout
+			}
+			err = printResult(out, format, sum, func(w io.Writer) {
 				fmt.Fprintf(w, "Produced %d records (%d bytes) to %s in %s.\n",
 					sum.Records, sum.Bytes, sum.Topic, sum.Elapsed)
 			})

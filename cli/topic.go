@@ -39,15 +39,20 @@ func topicCommand(env Env) *ucli.Command {
 	}
 }
 
-// kafkaErr joins a response's error code with its message, if any.
+// kafkaErr joins a response's error code with its message, if any, saying
+// each thing once.
 func kafkaErr(what string, err error, msg string) error {
 	if err == nil {
 		return nil
 	}
-	if msg != "" {
-		return fmt.Errorf("cli: %s: %w: %s", what, err, msg)
+	// The message adds what the code's own text does not say. Some
+	// brokers repeat the code's text in it, which would print it twice.
+	text := err.Error()
+	msg = strings.TrimPrefix(strings.TrimPrefix(msg, text), ": ")
+	if msg == "" || strings.Contains(text, msg) {
+		return fmt.Errorf("cli: %s: %w", what, err)
 	}
-	return fmt.Errorf("cli: %s: %w", what, err)
+	return fmt.Errorf("cli: %s: %w: %s", what, err, msg)
 }
 
 // ---- create ----
@@ -150,11 +155,13 @@ func topicListCommand(env Env) *ucli.Command {
 		Name:    "list",
 		Aliases: []string{"ls"},
 		Usage:   "list topic names",
-		Flags: clientFlags(timeoutFlag(),
-			&ucli.BoolFlag{Name: "exclude-internal", Usage: "leave out internal topics"},
-		),
+		Flags:   clientFlags(append([]ucli.Flag{timeoutFlag()}, internalFlags()...)...),
 		Action: func(c *ucli.Context) error {
 			format, err := argsFormat(c, 0, 0, "no arguments")
+			if err != nil {
+				return err
+			}
+			includeInternal, err := includeInternalOf(c)
 			if err != nil {
 				return err
 			}
@@ -163,13 +170,31 @@ func topicListCommand(env Env) *ucli.Command {
 				if err != nil {
 					return fmt.Errorf("cli: list topics: %w", err)
 				}
-				if c.Bool("exclude-internal") {
+				if !includeInternal {
 					details.FilterInternal()
 				}
 				return printTopicList(env.Stdout, format, details)
 			})
 		},
 	}
+}
+
+// internalFlags choose whether listing all topics shows the internal ones
+// (__consumer_offsets), which the broker lists flagged is_internal. They
+// are hidden by default, as rpk hides them, so that a new user sees their
+// own topics; --exclude-internal is kafka-topics' spelling of the default.
+func internalFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.BoolFlag{Name: "include-internal", Aliases: []string{"i"}, Usage: "also show internal topics (__consumer_offsets)"},
+		&ucli.BoolFlag{Name: "exclude-internal", Usage: "leave out internal topics (the default; kafka-topics' flag)"},
+	}
+}
+
+func includeInternalOf(c *ucli.Context) (bool, error) {
+	if c.Bool("include-internal") && c.Bool("exclude-internal") {
+		return false, fmt.Errorf("%w: --include-internal and --exclude-internal contradict each other", ErrUsage)
+	}
+	return c.Bool("include-internal"), nil
 }
 
 type listedTopic struct {
@@ -210,12 +235,15 @@ func topicDescribeCommand(env Env) *ucli.Command {
 		Name:      "describe",
 		Usage:     "describe topics as kafka-topics --describe does (all topics when none is named)",
 		ArgsUsage: "[TOPIC...]",
-		Flags: clientFlags(timeoutFlag(),
-			&ucli.BoolFlag{Name: "exclude-internal", Usage: "leave out internal topics when describing all"},
+		Flags: clientFlags(append([]ucli.Flag{timeoutFlag(),
 			&ucli.BoolFlag{Name: "producers", Usage: "also list each partition's idempotent producers (kafka-transactions describe-producers)"},
-		),
+		}, internalFlags()...)...),
 		Action: func(c *ucli.Context) error {
 			format, err := formatOf(c)
+			if err != nil {
+				return err
+			}
+			includeInternal, err := includeInternalOf(c)
 			if err != nil {
 				return err
 			}
@@ -226,7 +254,7 @@ func topicDescribeCommand(env Env) *ucli.Command {
 					if err != nil {
 						return fmt.Errorf("cli: list topics: %w", err)
 					}
-					if c.Bool("exclude-internal") {
+					if !includeInternal {
 						details.FilterInternal()
 					}
 					topics = details.Names()
@@ -601,24 +629,46 @@ func nonNilStrings(s []string) []string {
 
 func topicAddPartitionsCommand(env Env) *ucli.Command {
 	return &ucli.Command{
-		Name:      "add-partitions",
-		Usage:     "raise a topic's partition count to a new total (kafka-topics --alter --partitions)",
+		Name: "add-partitions",
+		Usage: "add partitions to a topic: --total N makes N in all (kafka-topics --alter --partitions N), " +
+			"--add N adds N more (rpk topic add-partitions -n N)",
 		ArgsUsage: "TOPIC",
 		Flags: clientFlags(timeoutFlag(),
-			&ucli.IntFlag{Name: "num", Aliases: []string{"n"}, Required: true, Usage: "the new total number of partitions"},
+			&ucli.IntFlag{Name: "total", Aliases: []string{"partitions"}, Usage: "the new total number of partitions"},
+			&ucli.IntFlag{Name: "add", Usage: "how many partitions to add to those the topic has"},
+			// -n means "add" to rpk users and "total" to those who used
+			// this command before: refused with a pointer to the two
+			// explicit forms rather than guessed.
+			&ucli.IntFlag{Name: "num", Aliases: []string{"n"}, Hidden: true},
 		),
 		Action: func(c *ucli.Context) error {
 			format, err := argsFormat(c, 1, 1, "one TOPIC")
 			if err != nil {
 				return err
 			}
-			n := c.Int("num")
+			if c.IsSet("num") {
+				return fmt.Errorf("%w: -n/--num is ambiguous (rpk adds that many, kafka-topics --partitions sets the total): use --total N or --add N", ErrUsage)
+			}
+			total, add := c.IsSet("total"), c.IsSet("add")
+			if total == add {
+				return fmt.Errorf("%w: give one of --total N (the new partition count) or --add N (partitions to add)", ErrUsage)
+			}
+			n := c.Int("total")
+			if add {
+				n = c.Int("add")
+			}
 			if n < 1 || n > math.MaxInt32 {
-				return fmt.Errorf("%w: --num %d: want 1..%d", ErrUsage, n, math.MaxInt32)
+				return fmt.Errorf("%w: %d partitions: want 1..%d", ErrUsage, n, math.MaxInt32)
 			}
 			topic := c.Args().First()
 			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
-				resps, err := adm.UpdatePartitions(ctx, n, topic)
+				var resps kadm.CreatePartitionsResponses
+				var err error
+				if add {
+					resps, err = adm.CreatePartitions(ctx, n, topic)
+				} else {
+					resps, err = adm.UpdatePartitions(ctx, n, topic)
+				}
 				if err != nil {
 					return fmt.Errorf("cli: add partitions: %w", err)
 				}
@@ -626,8 +676,14 @@ func topicAddPartitionsCommand(env Env) *ucli.Command {
 				if err := cmpErr(err, kafkaErr("add partitions to "+topic, r.Err, r.ErrMessage)); err != nil {
 					return err
 				}
-				return printResult(env.Stdout, format, map[string]any{"topic": topic, "partitions": n}, func(w io.Writer) {
-					fmt.Fprintf(w, "Topic %s now has %d partitions.\n", topic, n)
+				// The total, as the broker's metadata now has it.
+				md, err := adm.Metadata(ctx, topic)
+				if err != nil {
+					return fmt.Errorf("cli: metadata: %w", err)
+				}
+				count := len(md.Topics[topic].Partitions)
+				return printResult(env.Stdout, format, map[string]any{"topic": topic, "partitions": count}, func(w io.Writer) {
+					fmt.Fprintf(w, "Topic %s now has %d partitions.\n", topic, count)
 				})
 			})
 		},

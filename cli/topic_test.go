@@ -92,13 +92,33 @@ func TestTopicLifecycle(t *testing.T) {
 		t.Errorf("after alter-config, summary %q: want retention.ms=1000 and no cleanup.policy", summary)
 	}
 
-	mustRun(t, "", "topic", "add-partitions", topic, "-n", "5", "-b", b)
+	before := len(parts)
+	r = mustRun(t, "", "topic", "add-partitions", topic, "--total", "5", "-b", b)
 	summary, parts = describeLines(t, b, topic)
 	if m := describeSummaryRE.FindStringSubmatch(summary); m == nil || m[2] != "5" || len(parts) != 5 {
-		t.Errorf("after add-partitions -n 5: summary %q with %d partition lines", summary, len(parts))
+		t.Errorf("after add-partitions --total 5 (from %d): summary %q with %d partition lines", before, summary, len(parts))
+	}
+	if want := "Topic " + topic + " now has 5 partitions.\n"; r.stdout != want {
+		t.Errorf("add-partitions --total printed %q, want %q", r.stdout, want)
+	}
+	// --add counts from what the topic has, as rpk's -n does.
+	r = mustRun(t, "", "topic", "add-partitions", topic, "--add", "2", "-b", b)
+	if want := "Topic " + topic + " now has 7 partitions.\n"; r.stdout != want {
+		t.Errorf("add-partitions --add 2 printed %q, want %q", r.stdout, want)
 	}
 	// Fewer partitions than now is refused by the broker.
-	mustFail(t, "", "topic", "add-partitions", topic, "-n", "2", "-b", b)
+	mustFail(t, "", "topic", "add-partitions", topic, "--total", "2", "-b", b)
+	// The ambiguous -n, both flags, and neither are refused before any
+	// request, with exit status 2.
+	for _, args := range [][]string{{"-n", "9"}, {"--total", "9", "--add", "1"}, {}} {
+		r := run(t, "", append([]string{"topic", "add-partitions", topic, "-b", b}, args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--total N") {
+			t.Errorf("add-partitions %v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	if summary, _ := describeLines(t, b, topic); !strings.Contains(summary, "PartitionCount: 7\t") {
+		t.Errorf("a refused add-partitions changed the topic: %q", summary)
+	}
 
 	r = mustRun(t, "", "topic", "delete", topic, "-b", b)
 	if want := "Deleted topic " + topic + ".\n"; r.stdout != want {
@@ -149,7 +169,7 @@ func TestTopicUsageErrors(t *testing.T) {
 		{"topic", "create", "t", "-c", "novalue"}, // config without =
 		{"topic", "alter-config", "t"},            // nothing to alter
 		{"topic", "list", "--format", "yaml"},     // unknown format
-		{"topic", "add-partitions", "t"},          // -n is required
+		{"topic", "add-partitions", "t"},          // --total or --add is required
 	} {
 		r := mustFail(t, "", append(args, "-b", "127.0.0.1:1")...)
 		if r.stderr == "" {
@@ -273,4 +293,47 @@ func TestTopicDescribeMetadataFallback(t *testing.T) {
 		}
 	}
 	mustFail(t, "", "topic", "describe", "missing", "-b", b)
+}
+
+// The broker lists __consumer_offsets flagged internal; topic list and
+// describe hide it unless --include-internal, and refuse both flags.
+func TestTopicListInternal(t *testing.T) {
+	b := wrenBroker(t, "")
+	topic := uniqueTopic(t)
+	mustRun(t, "", "topic", "create", topic, "-p", "1", "-r", "1", "-b", b)
+
+	for _, args := range [][]string{{"topic", "list"}, {"topic", "list", "--exclude-internal"}} {
+		out := mustRun(t, "", append(args, "-b", b)...).stdout
+		if !containsLine(out, topic) || containsLine(out, "__consumer_offsets") {
+			t.Errorf("wren %s: want %s and no __consumer_offsets:\n%s", strings.Join(args, " "), topic, out)
+		}
+	}
+	for _, flag := range []string{"--include-internal", "-i"} {
+		out := mustRun(t, "", "topic", "list", flag, "-b", b).stdout
+		if !containsLine(out, topic) || !containsLine(out, "__consumer_offsets") {
+			t.Errorf("wren topic list %s: want %s and __consumer_offsets:\n%s", flag, topic, out)
+		}
+	}
+	var listed []listedTopic
+	decodeJSON(t, mustRun(t, "", "topic", "list", "-i", "--format", "json", "-b", b).stdout, &listed)
+	internal := map[string]bool{}
+	for _, l := range listed {
+		internal[l.Topic] = l.Internal
+	}
+	if !internal["__consumer_offsets"] || internal[topic] {
+		t.Errorf("topic list -i --format json: internal flags %v", internal)
+	}
+
+	desc := mustRun(t, "", "topic", "describe", "-b", b).stdout
+	if strings.Contains(desc, "__consumer_offsets") || !strings.Contains(desc, "Topic: "+topic+"\t") {
+		t.Errorf("topic describe (all): want %s without __consumer_offsets:\n%s", topic, desc)
+	}
+	desc = mustRun(t, "", "topic", "describe", "--include-internal", "-b", b).stdout
+	if !strings.Contains(desc, "Topic: __consumer_offsets\t") {
+		t.Errorf("topic describe --include-internal: no __consumer_offsets:\n%s", desc)
+	}
+	r := mustFail(t, "", "topic", "list", "--include-internal", "--exclude-internal", "-b", b)
+	if !strings.Contains(r.stderr, "contradict") {
+		t.Errorf("both flags: stderr %q", r.stderr)
+	}
 }

@@ -33,6 +33,20 @@ type ControllerConfig struct {
 	ValidateTopicConfig func(key string, value *string) error
 	// ValidateBrokerConfig checks one dynamic broker config.
 	ValidateBrokerConfig func(key string, value *string) error
+	// Rack (broker.rack) and Listeners of this node's broker registration,
+	// which the controller writes at start.
+	Rack      string
+	Listeners []BrokerListener
+	// MinInsyncReplicas and UncleanLeaderElectionEnable are the broker
+	// defaults of min.insync.replicas and unclean.leader.election.enable
+	// for the leader rules, under the topic's and the cluster-wide
+	// dynamic configs. Zero MinInsyncReplicas reads as 1.
+	MinInsyncReplicas           int
+	UncleanLeaderElectionEnable bool
+	// PartitionOffsets, if set, returns the offsets last reported for a
+	// partition, so an unclean election records which offsets it may have
+	// lost; nil records the range as unknown.
+	PartitionOffsets func(topic UUID, partition int32) *PartitionOffsets
 }
 
 // Controller owns the metadata log. Every change goes through its single
@@ -103,6 +117,16 @@ func OpenController(fsys vfs.FS, dir string, cfg ControllerConfig) (*Controller,
 	} else if cfg.ClusterID != "" && cfg.ClusterID != im.ClusterID {
 		l.Close()
 		return nil, fmt.Errorf("cluster: the metadata log belongs to cluster %s, the config names %s", im.ClusterID, cfg.ClusterID)
+	}
+	// This node's broker registers itself, so placement has a broker list
+	// in a one-node cluster too. A registration that did not change is not
+	// written again.
+	reg := &BrokerRegistrationRecord{BrokerID: cfg.NodeID, Rack: cfg.Rack, Listeners: cfg.Listeners}
+	if b, ok := c.Image().Broker(cfg.NodeID); !ok || !sameRegistration(b, reg) {
+		if err := c.commit([]Record{{Kind: KindBrokerRegistration, BrokerRegistration: reg}}); err != nil {
+			l.Close()
+			return nil, err
+		}
 	}
 	c.wg.Add(1)
 	go c.loop()

@@ -11,7 +11,49 @@
 // Invariant: the published Image is exactly the replay of the metadata log
 // up to Image.Offset; replaying the log at start rebuilds it.
 //
+// Brokers register in the metadata log (BrokerRegistrationRecord; the
+// controller registers its own node at start) and are fenced and unfenced
+// by BrokerFenceRecord. Only registered, unfenced brokers get new replicas
+// or lead.
+//
+// Placement (placement.go, pure): a replication factor above the number
+// of unfenced brokers is INVALID_REPLICATION_FACTOR; never two replicas of
+// a partition on one broker; replicas and preferred leaders (the first
+// replica) balanced across brokers counting every existing partition, so
+// adding topics or partitions keeps the balance; each partition spread
+// over min(RF, racks) racks when broker.rack is set; ties broken by id, so
+// the result depends only on the input. Manual assignments are checked
+// with INVALID_REPLICA_ASSIGNMENT.
+//
+// Partition leaders (leader.go and leadership.go, pure; the controller
+// commits what they return). Invariants of every partition: the leader is
+// -1 or in the ISR; ISR and ELR are disjoint sets of replicas; the ELR is
+// empty while |ISR| >= min.insync.replicas; a last known leader is kept
+// only while there is no leader; the leader epoch bumps exactly when the
+// leader changes (to -1 included), the partition epoch on every change.
+// The rules, in Kafka's PartitionChangeBuilder order:
+//   - ELR (KIP-966): when the ISR shrinks below min.insync.replicas the
+//     high watermark stops, so the replicas that leave it keep every
+//     committed record and become eligible leader replicas, until they
+//     come back from an unclean shutdown (they may have lost acknowledged
+//     records) or the ISR is back at min.insync.replicas.
+//   - Election: the current leader while it is live and in the ISR; else
+//     the first live replica in assignment order in the ISR; with the ISR
+//     empty, the first live one in the ELR (it becomes the ISR).
+//   - Unclean, only where unclean.leader.election.enable is set (topic,
+//     then cluster-wide dynamic config, then the broker default) or an
+//     operator asks (ElectLeaders UNCLEAN): the last known leader if the
+//     ISR and ELR are empty, else the first live replica. The ISR becomes
+//     the new leader alone, and a DataLossRecord enters the data-loss
+//     ledger (Image.DataLossLedger) with the offsets that may be lost.
+//     Kafka elects the last known leader without the setting; wren does
+//     not, since that replica came back from an unclean shutdown.
+//   - Preferred: the first replica, when it is live and in the ISR.
+//   - Fencing and controlled shutdown take the broker out of every ISR
+//     (electing elsewhere where it led); AlterISR is the leader's own ISR
+//     change, checked against the leader and partition epochs.
+//
 // Today the controller is the single voter of a one-node cluster: a change
-// commits when it is durable here. The quorum of DESIGN.md section 5 (Bully
+// commits when it is durable here. The quorum of docs/ARCHITECTURE.md (Bully
 // election with epochs, the log replicated to a majority) extends this path.
 package cluster

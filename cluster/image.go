@@ -22,6 +22,10 @@ type Image struct {
 	brokerConfigs map[string]map[string]string
 	// NextProducerID is the first producer id never handed out.
 	NextProducerID int64
+	// brokers are the registered brokers by id.
+	brokers map[int32]*BrokerImage
+	// ledger is the data-loss ledger, oldest first.
+	ledger []DataLossEntry
 }
 
 // TopicImage is one topic.
@@ -34,17 +38,32 @@ type TopicImage struct {
 }
 
 // PartitionImage is one partition's assignment, leader and ISR.
+//
+// Invariants (kept by the rules of leader.go): Leader is -1 or a member of
+// ISR; ISR and ELR are disjoint subsets of Replicas; ELR is empty while
+// |ISR| >= min.insync.replicas; LastKnownELR is empty while there is a
+// leader.
 type PartitionImage struct {
-	Partition      int32
-	Replicas       []int32
-	ISR            []int32
-	Leader         int32
+	Partition int32
+	// Replicas in assignment order; the first is the preferred leader.
+	Replicas []int32
+	ISR      []int32
+	// ELR are the eligible leader replicas (KIP-966): out of the ISR, but
+	// holding every committed record, since the high watermark stopped
+	// when the ISR shrank below min.insync.replicas.
+	ELR []int32
+	// LastKnownELR holds the last leader once the ISR became empty.
+	LastKnownELR []int32
+	Leader       int32
+	// LeaderEpoch bumps on every leader change; PartitionEpoch on every
+	// change of this partition's state.
 	LeaderEpoch    int32
 	PartitionEpoch int32
 }
 
 func emptyImage() *Image {
-	return &Image{topics: map[string]*TopicImage{}, byID: map[UUID]*TopicImage{}, brokerConfigs: map[string]map[string]string{}}
+	return &Image{topics: map[string]*TopicImage{}, byID: map[UUID]*TopicImage{}, brokerConfigs: map[string]map[string]string{},
+		brokers: map[int32]*BrokerImage{}}
 }
 
 // Topic returns a topic by name, or nil.
@@ -89,7 +108,8 @@ func (im *Image) apply(offset uint64, r Record) (*Image, error) {
 		}
 		t := *old
 		t.Partitions = slices.Clone(old.Partitions)
-		pi := PartitionImage{Partition: p.Partition, Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}
+		pi := PartitionImage{Partition: p.Partition, Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR, LastKnownELR: p.LastKnownELR,
+			Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}
 		switch {
 		case int(p.Partition) < len(t.Partitions):
 			t.Partitions[p.Partition] = pi
@@ -130,6 +150,14 @@ func (im *Image) apply(offset uint64, r Record) (*Image, error) {
 			return nil, fmt.Errorf("cluster: metadata record %d moves the next producer id back to %d", offset, r.ProducerIDs.NextBlockStart)
 		}
 		next.NextProducerID = r.ProducerIDs.NextBlockStart
+	case KindBrokerRegistration:
+		next.applyBrokerRegistration(im, offset, r.BrokerRegistration)
+	case KindBrokerFence:
+		if err := next.applyBrokerFence(im, offset, r.BrokerFence); err != nil {
+			return nil, err
+		}
+	case KindDataLoss:
+		next.applyDataLoss(im, offset, r.DataLoss)
 	default:
 		return nil, fmt.Errorf("cluster: metadata record %d of unknown kind %q", offset, r.Kind)
 	}

@@ -16,6 +16,14 @@ const (
 	KindRemoveTopic RecordKind = "remove_topic"
 	KindConfig      RecordKind = "config"
 	KindProducerIDs RecordKind = "producer_ids"
+	// KindBrokerRegistration registers a broker or replaces its
+	// registration (rack, listeners, fencing).
+	KindBrokerRegistration RecordKind = "broker_registration"
+	// KindBrokerFence fences or unfences a registered broker.
+	KindBrokerFence RecordKind = "broker_fence"
+	// KindDataLoss is an entry of the data-loss ledger: an election that
+	// may have lost acknowledged records.
+	KindDataLoss RecordKind = "data_loss"
 )
 
 // Record is one entry of the metadata log: a change to the cluster's
@@ -30,6 +38,10 @@ type Record struct {
 	RemoveTopic *RemoveTopicRecord `json:"remove_topic,omitempty"`
 	Config      *ConfigRecord      `json:"config,omitempty"`
 	ProducerIDs *ProducerIDsRecord `json:"producer_ids,omitempty"`
+
+	BrokerRegistration *BrokerRegistrationRecord `json:"broker_registration,omitempty"`
+	BrokerFence        *BrokerFenceRecord        `json:"broker_fence,omitempty"`
+	DataLoss           *DataLossRecord           `json:"data_loss,omitempty"`
 }
 
 // ProducerIDsRecord hands a block of producer ids to a broker: ids
@@ -64,6 +76,13 @@ type PartitionRecord struct {
 	// PartitionEpoch bumps on every change of the record (ISR included);
 	// LeaderEpoch only when the leader changes.
 	PartitionEpoch int32 `json:"partition_epoch"`
+	// ELR are the eligible leader replicas of KIP-966: replicas out of
+	// the ISR that still hold every committed record. Absent in records
+	// written before ELR existed, which reads as empty.
+	ELR []int32 `json:"elr,omitempty"`
+	// LastKnownELR holds the last leader (at most one id) once the ISR
+	// became empty, as Kafka's PartitionRecord.LastKnownElr does.
+	LastKnownELR []int32 `json:"last_known_elr,omitempty"`
 }
 
 // RemoveTopicRecord deletes a topic and its partitions.
@@ -96,7 +115,8 @@ func decodeRecord(b []byte) (Record, error) {
 		return r, fmt.Errorf("cluster: bad metadata record: %w", err)
 	}
 	set := 0
-	for _, p := range []bool{r.Cluster != nil, r.Topic != nil, r.Partition != nil, r.RemoveTopic != nil, r.Config != nil, r.ProducerIDs != nil} {
+	for _, p := range []bool{r.Cluster != nil, r.Topic != nil, r.Partition != nil, r.RemoveTopic != nil, r.Config != nil, r.ProducerIDs != nil,
+		r.BrokerRegistration != nil, r.BrokerFence != nil, r.DataLoss != nil} {
 		if p {
 			set++
 		}

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -131,16 +130,21 @@ func (c *Controller) createTopic(t CreateTopic, validateOnly bool) TopicResult {
 	return res
 }
 
-// assignReplicas spreads replicas over the brokers as Kafka's rack-unaware
-// assignment does: partition p's first replica is broker (start+p) mod n,
-// the rest follow, so leaders spread evenly.
+// assignReplicas returns the topic's replica assignment: the manual one,
+// validated, or one placed over the registered brokers (placement.go).
 func (c *Controller) assignReplicas(t CreateTopic) ([][]int32, error) {
-	brokers := c.Brokers()
+	im := c.Image()
 	if len(t.Assignment) > 0 {
 		if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
 			return nil, fmt.Errorf("%w: both a replica assignment and a partition count or replication factor were given", kerr.InvalidRequest)
 		}
-		return c.checkAssignment(t.Assignment, len(t.Assignment[0]))
+		if len(t.Assignment) > maxPartitionsPerRequest {
+			return nil, fmt.Errorf("%w: %d partitions is over wren's limit of %d per topic", kerr.InvalidPartitions, len(t.Assignment), maxPartitionsPerRequest)
+		}
+		if err := ValidateAssignment(im.placementBrokers(), t.Assignment, -1); err != nil {
+			return nil, err
+		}
+		return t.Assignment, nil
 	}
 	n, rf := t.NumPartitions, t.ReplicationFactor
 	if n == -1 {
@@ -149,54 +153,15 @@ func (c *Controller) assignReplicas(t CreateTopic) ([][]int32, error) {
 	if rf == -1 {
 		rf = c.cfg.DefaultReplicationFactor
 	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%w: number of partitions must be larger than 0", kerr.InvalidPartitions)
-	}
 	if n > maxPartitionsPerRequest {
 		return nil, fmt.Errorf("%w: %d partitions is over wren's limit of %d per topic", kerr.InvalidPartitions, n, maxPartitionsPerRequest)
 	}
-	if rf <= 0 {
-		return nil, fmt.Errorf("%w: replication factor must be larger than 0", kerr.InvalidReplicationFactor)
-	}
-	if int(rf) > len(brokers) {
-		return nil, fmt.Errorf("%w: replication factor: %d larger than available brokers: %d", kerr.InvalidReplicationFactor, rf, len(brokers))
-	}
-	start := rand.IntN(len(brokers))
-	out := make([][]int32, n)
-	for p := range out {
-		for j := 0; j < int(rf); j++ {
-			out[p] = append(out[p], brokers[(start+p+j)%len(brokers)])
-		}
-	}
-	return out, nil
+	return PlaceReplicas(im.placementBrokers(), im.assignments(), int(n), int(rf))
 }
 
 // maxPartitionsPerRequest bounds what one request can make a node create
 // (each partition is a directory and three files).
 const maxPartitionsPerRequest = 10000
-
-func (c *Controller) checkAssignment(assignment [][]int32, rf int) ([][]int32, error) {
-	known := map[int32]bool{}
-	for _, b := range c.Brokers() {
-		known[b] = true
-	}
-	for p, replicas := range assignment {
-		if len(replicas) == 0 || len(replicas) != rf {
-			return nil, fmt.Errorf("%w: partition %d has %d replicas, others %d", kerr.InvalidReplicaAssignment, p, len(replicas), rf)
-		}
-		seen := map[int32]bool{}
-		for _, r := range replicas {
-			if !known[r] {
-				return nil, fmt.Errorf("%w: partition %d names unknown broker %d", kerr.InvalidReplicaAssignment, p, r)
-			}
-			if seen[r] {
-				return nil, fmt.Errorf("%w: partition %d names broker %d twice", kerr.InvalidReplicaAssignment, p, r)
-			}
-			seen[r] = true
-		}
-	}
-	return assignment, nil
-}
 
 // DeleteTopics deletes topics by name.
 func (c *Controller) DeleteTopics(ctx context.Context, names []string) ([]TopicResult, error) {
@@ -241,16 +206,17 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, count in
 				res = fmt.Errorf("%w: %d assignments for %d new partitions", kerr.InvalidReplicaAssignment, len(assignment), count-have)
 				return
 			}
-			if add, res = c.checkAssignment(assignment, rf); res != nil {
+			if res = ValidateAssignment(c.Image().placementBrokers(), assignment, rf); res != nil {
 				return
 			}
+			add = assignment
 		} else {
-			more, err := c.assignReplicas(CreateTopic{NumPartitions: count - have, ReplicationFactor: int16(rf)})
-			if err != nil {
-				res = err
+			// Placement counts every existing partition, this topic's too,
+			// so the new ones even out the brokers' load.
+			im := c.Image()
+			if add, res = PlaceReplicas(im.placementBrokers(), im.assignments(), int(count-have), rf); res != nil {
 				return
 			}
-			add = more
 		}
 		if validateOnly {
 			return

@@ -20,6 +20,7 @@ type checker struct {
 func check(c *Config, failed map[string]bool) []*Error {
 	k := &checker{c: c, failed: failed}
 	k.voters()
+	k.logDirs()
 	k.replication()
 	k.listeners()
 	k.orders()
@@ -59,6 +60,19 @@ func (k *checker) voters() {
 		k.fail([]string{"node.id", voters}, "node.id %d is not in %s (node ids %s): every node is a voter",
 			c.NodeID, voters, strings.Join(ids, ", "))
 	}
+}
+
+// LogDirsMessage is why a config with several log.dirs is refused; serve
+// and config check say the same.
+func LogDirsMessage(n int) string {
+	return fmt.Sprintf("log.dirs: wren serves exactly one log dir for now; log.dirs has %d", n)
+}
+
+func (k *checker) logDirs() {
+	if k.skip("log.dirs") || len(k.c.LogDirs) <= 1 {
+		return
+	}
+	k.fail([]string{"log.dirs"}, "%s", LogDirsMessage(len(k.c.LogDirs)))
 }
 
 func (k *checker) replication() {
@@ -185,4 +199,22 @@ func (k *checker) orders() {
 		}
 		k.fail(keys, "%s (%d) must be %s %s (%d): %s", o.lo, lo, rel, o.hi, hi, o.why)
 	}
+}
+
+// ServeErrors are what `wren serve` refuses in a config that is otherwise
+// valid, because this build cannot do it yet; config check reports the
+// same, so a file it accepts starts.
+func (c *Config) ServeErrors() Errors {
+	if len(c.Voters) <= 1 {
+		return nil
+	}
+	const key = "controller.quorum.voters"
+	e := &Error{File: c.file, Key: key, Msg: fmt.Sprintf(
+		"%s lists %d voters, but this build of wren runs single-node only: the replicated control plane and "+
+			"replication across nodes are not there yet, and a node started alone would acknowledge acks=all "+
+			"with one copy. List only this node (node.id %d) to run it alone", key, len(c.Voters), c.NodeID)}
+	if g, ok := c.given[key]; ok {
+		e.Pos = g.pos
+	}
+	return Errors{e}
 }

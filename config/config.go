@@ -47,12 +47,19 @@ type Config struct {
 	LogRetentionCheckIntervalMs        int64  `config:"log.retention.check.interval.ms"`
 	LogFlushPolicy                     string `config:"log.flush.policy"` // FlushPolicyAck or FlushPolicyInterval
 	LogFlushOffsetCheckpointIntervalMs int32  `config:"log.flush.offset.checkpoint.interval.ms"`
+	LogScrubberEnable                  bool   `config:"log.scrubber.enable"`
+	LogScrubberIOMaxBytesPerSecond     int64  `config:"log.scrubber.io.max.bytes.per.second"`
+	LogScrubberIntervalMs              int64  `config:"log.scrubber.interval.ms"`
 	LogCleanerEnable                   bool   `config:"log.cleaner.enable"`
 	LogCleanerThreads                  int32  `config:"log.cleaner.threads"`
 	LogCleanerBackoffMs                int64  `config:"log.cleaner.backoff.ms"`
 	LogCleanerDedupeBufferSize         int64  `config:"log.cleaner.dedupe.buffer.size"`
 	LogDirFailureTimeoutMs             int64  `config:"log.dir.failure.timeout.ms"`
 	MaxDecompressedBatchBytes          int32  `config:"max.decompressed.batch.bytes"`
+
+	// The free-space floor of each log dir.
+	LogDirMinFreeBytes   int64   `config:"log.dir.min.free.bytes"`
+	LogDirMinFreePercent float64 `config:"log.dir.min.free.percent"`
 
 	// [replication]
 	ReplicaLagTimeMaxMs                 int64 `config:"replica.lag.time.max.ms"`

@@ -43,6 +43,37 @@ func (c *Config) Dump(all bool) string {
 	return b.String()
 }
 
+// Setting is one effective setting, as Settings lists it.
+type Setting struct {
+	Name    string `json:"name"`
+	Section string `json:"section"`
+	// Value is bool, int64, float64, string or []string; nil when unset.
+	Value any `json:"value"`
+	// Default reports whether the value is the setting's default.
+	Default bool `json:"default"`
+}
+
+// Settings lists the effective settings in file order, as Dump prints
+// them: with all, every setting; without, those that differ from their
+// defaults.
+func (c *Config) Settings(all bool) []Setting {
+	var out []Setting
+	for _, s := range sections {
+		for _, e := range registry {
+			if e.Section != s.Name {
+				continue
+			}
+			v := c.values[e.Name]
+			isDefault := reflect.DeepEqual(v, c.defaults[e.Name])
+			if !all && isDefault {
+				continue
+			}
+			out = append(out, Setting{Name: e.Name, Section: e.Section, Value: cloneValue(v), Default: isDefault})
+		}
+	}
+	return out
+}
+
 // tomlValue renders a value as a TOML literal.
 func tomlValue(v any) string {
 	switch x := v.(type) {
@@ -110,6 +141,9 @@ func ExampleFile() string {
 # name, so settings pasted from Kafka work unchanged. A line "#key = value"
 # shows the default; uncomment it to change it. "dynamic" settings can also be
 # altered at run time (IncrementalAlterConfigs); the others take a restart.
+# Settings marked "NOT IN EFFECT YET" are accepted so that Kafka configs paste
+# cleanly, but wren ignores them for now: wren config check and the broker's
+# start-up log warn about each one set, and they cannot be altered at run time.
 `)
 	for _, s := range sections {
 		fmt.Fprintf(&b, "\n[%s]\n", s.Name)
@@ -123,9 +157,12 @@ func ExampleFile() string {
 			if v := e.Validator.String(); v != "" {
 				attrs = append(attrs, v)
 			}
-			if e.Mode == ReadOnly {
+			switch {
+			case e.Mode == ReadOnly:
 				attrs = append(attrs, "read-only")
-			} else {
+			case startOnly[e.Name]:
+				attrs = append(attrs, "read-only in wren (dynamic in Kafka)")
+			default:
 				attrs = append(attrs, "dynamic: "+e.Mode.String())
 			}
 			if e.Topic != "" {
@@ -135,6 +172,9 @@ func ExampleFile() string {
 				attrs = append(attrs, "wren's own")
 			}
 			fmt.Fprintf(&b, "# %s (%s)\n", e.Key(), strings.Join(attrs, "; "))
+			if reason, ignored := NotInEffect(e.Name); ignored {
+				wrapComment(&b, "NOT IN EFFECT YET: "+reason+".")
+			}
 			wrapComment(&b, e.Doc)
 			def := "unset"
 			if v := d.defaults[e.Name]; v != nil {

@@ -244,12 +244,12 @@ func TestFlattening(t *testing.T) {
 }
 
 func TestListForms(t *testing.T) {
-	c, err := Parse("config.toml", []byte("[broker]\nlog.dirs = \"/data/a, /data/b\"\n"))
+	c, err := Parse("config.toml", []byte("[groups]\ngroup.consumer.assignors = \"range, uniform\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(c.LogDirs, "|") != "/data/a|/data/b" {
-		t.Errorf("comma-separated string: %q", c.LogDirs)
+	if strings.Join(c.GroupConsumerAssignors, "|") != "range|uniform" {
+		t.Errorf("comma-separated string: %q", c.GroupConsumerAssignors)
 	}
 }
 

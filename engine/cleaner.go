@@ -184,7 +184,9 @@ func (p *cleanPlan) release() {
 // the effective first dirty offset. Called under l.mu.
 func (l *Log) cleanableRangeLocked(firstDirty, upperBound, nowMs int64) (n int, firstUncleanable, dirty int64) {
 	lag := l.opts.MinCompactionLagMs
-	for n < len(l.segments)-1 {
+	// A damaged log is left as it is until repaired: nothing in it is
+	// cleanable (Damage).
+	for n < len(l.segments)-1 && len(l.damage) == 0 {
 		s := l.segments[n]
 		if s.nextOffset > upperBound {
 			break
@@ -462,6 +464,7 @@ func (c *cleaner) cleanGroup(g []cleanSeg) error {
 	}
 	out, err := createCleanedSegment(l.fs, l.dir, base, &c.plan.opts)
 	if err != nil {
+		removeCleanedFiles(l.fs, l.dir, base)
 		return c.writeError(err)
 	}
 	w := &cleanedWriter{seg: out, opts: &c.plan.opts, bufferBytes: c.cfg.IOBufferBytes, throttle: c.throttle}
@@ -523,6 +526,13 @@ var errWrite = errors.New("engine: log cleaner write")
 // partition's directory is gone, for one).
 func (c *cleaner) writeError(err error) error {
 	if c.changedUnder() {
+		return errCleaningAborted
+	}
+	if isNoSpace(err) {
+		// Only the pass's own .cleaned files, removed by the caller, saw
+		// the error, a failed sync included: the log is untouched. The
+		// pass is tried again later, when retention may have freed space.
+		c.log.health.space.afterNoSpace(err)
 		return errCleaningAborted
 	}
 	c.log.fail(err)

@@ -24,9 +24,28 @@
 // FlushInterval it returns after the write and syncs by flush.messages and
 // flush.ms, Kafka's page-cache behaviour.
 //
-// A write or fdatasync error fails the whole log directory: nothing in it is
-// acknowledged again and the error is never retried, because after a failed
-// fdatasync the kernel may have dropped the dirty pages.
+// A failed fdatasync, and any write error but a full disk, fails the whole
+// log directory: nothing in it is acknowledged again and the error is never
+// retried, because after a failed fdatasync the kernel may have dropped the
+// dirty pages.
+//
+// # Disk pressure
+//
+// Each directory keeps a free-space floor (FreeSpaceFloor), sampled with
+// statfs through the vfs seam: periodically by the owner, by appends as they
+// use up the headroom, by refused appends every 100 ms, and right after a
+// write meets ENOSPC. Below the floor CheckWritable returns ErrLogDirFull
+// (the wire layer refuses Produce, CreateTopics and CreatePartitions with a
+// retriable error) while retention, the cleaner and internal appends go on;
+// above the floor plus an eighth, writes resume. A write that meets ENOSPC or
+// EDQUOT anyway (log, index, producer snapshot, new segment at roll) is undone
+// to the size before it and fails that append alone with ErrNoSpace; a
+// cleaner pass that meets it removes its .cleaned files and aborts; a
+// checkpoint that meets it keeps the old file. An fdatasync that fails for
+// lack of space still fails the directory, but once space is back every log
+// is cut to its durable offset (nothing above it was acknowledged under
+// FlushAck), the active segment's indexes are rebuilt, everything is synced,
+// and the directory is healthy again without a restart (diskspace.go).
 //
 // Invariant: LogStartOffset <= DurableOffset <= LogEndOffset, and every
 // offset below DurableOffset reads back after any crash.
@@ -43,9 +62,19 @@
 //
 // Segments below the recovery point were synced with their indexes at roll
 // and are trusted after an index sanity check. The segment holding the
-// recovery point and every later one are scanned batch by batch with CRC
-// checks; a torn tail is cut, a corrupt batch cuts the log there and every
-// later segment goes (Kafka's rule), indexes are rebuilt.
+// recovery point, every later one, and any listed in damaged-segments are
+// scanned batch by batch with CRC checks, and their indexes rebuilt.
+// Only a torn tail is cut: bad bytes at the end of the last segment, at or
+// above the recovery point, with no valid batch after them. Anything else
+// is media damage (damage.go): left on disk as it is, listed in
+// damaged-segments, and the partition refuses appends and the damaged
+// offsets' reads (ErrPartitionDamaged) until `wren storage repair`
+// (repair.go: CheckPartition reads every batch without writing; a
+// RepairPlan skips the damaged ranges, leaving an offset gap, or truncates
+// at the first, on an operator's word and under the directory's lock). The
+// scrubber (scrub.go) finds damage in trusted segments the same way, at a
+// capped read rate. docs/ARCHITECTURE.md explains the rules and their
+// known limit.
 //
 // Crash safety of metadata: new segment files count only after an fsync of
 // the directory; segment removal is made durable before any later change

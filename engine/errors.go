@@ -7,6 +7,10 @@ var (
 	// ErrLogDirFailed: a write or fdatasync in this log directory failed.
 	// Nothing from the directory is acknowledged again (KAFKA_STORAGE_ERROR).
 	ErrLogDirFailed = errors.New("engine: log directory failed")
+	// ErrFencedLeaderEpoch: a leader append whose leader epoch is no longer
+	// this replica's, or made after it stopped leading
+	// (NOT_LEADER_OR_FOLLOWER: the client refreshes metadata and retries).
+	ErrFencedLeaderEpoch = errors.New("engine: append from a fenced leader epoch")
 	// ErrClosed: the log was closed.
 	ErrClosed = errors.New("engine: log closed")
 	// ErrRecordTooLarge: a batch exceeds max.message.bytes or the segment size

@@ -72,10 +72,16 @@ func openTestLog(t tb, fsys vfs.FS, opts Options, oo OpenOptions) *Log {
 // readAll reads every batch from the log start to the end.
 func readAll(t tb, l *Log) []byte {
 	t.Helper()
+	return readUpTo(t, l, l.LogEndOffset())
+}
+
+// readUpTo reads every batch from the log start offset up to end.
+func readUpTo(t tb, l *Log, end int64) []byte {
+	t.Helper()
 	var out []byte
 	off := l.LogStartOffset()
-	for off < l.LogEndOffset() {
-		b, err := l.ReadBatches(off, 1<<20, l.LogEndOffset())
+	for off < end {
+		b, err := l.ReadBatches(off, 1<<20, end)
 		if err != nil {
 			t.Fatalf("read at %d: %v", off, err)
 		}

@@ -22,6 +22,12 @@ type dirHealth struct {
 	onFail func(error)
 	// onSync observes the fdatasyncs of the directory's logs; nil for none.
 	onSync SyncObserver
+	// recoverable: the failure's cause was a lack of space, so the
+	// directory is recovered in place once space is back (diskspace.go).
+	recoverable atomic.Bool
+	// space samples the directory's free space; nil for a log opened
+	// outside a Manager.
+	space *diskSpace
 }
 
 // SyncObserver is told about one group-commit fdatasync: how long it took,
@@ -31,9 +37,18 @@ type SyncObserver func(took time.Duration, appends int, err error)
 
 func (d *dirHealth) fail(err error) {
 	e := fmt.Errorf("%w: %w", ErrLogDirFailed, err)
-	if d.err.CompareAndSwap(nil, &e) && d.onFail != nil {
-		d.onFail(e)
+	if d.err.CompareAndSwap(nil, &e) {
+		d.recoverable.Store(isNoSpace(err))
+		if d.onFail != nil {
+			d.onFail(e)
+		}
 	}
+}
+
+// recover marks the directory healthy again after an in-place recovery.
+func (d *dirHealth) recover() {
+	d.recoverable.Store(false)
+	d.err.Store(nil)
 }
 
 func (d *dirHealth) check() error {
@@ -67,10 +82,14 @@ type Log struct {
 	// segments are sorted by base offset; the last is the active segment.
 	// Invariant: len(segments) >= 1.
 	segments []*segment
-	// Invariant: logStartOffset <= logEndOffset.
+	// Invariant: logStartOffset <= logEndOffset. Set only through
+	// setLogStartOffsetLocked, which keeps logStartOffsetView equal to it.
 	logStartOffset int64
-	logEndOffset   int64
-	epochs         *epochCache
+	// logStartOffsetView is logStartOffset for checkpoint writers, which
+	// must never take mu (a truncation checkpoints while holding it).
+	logStartOffsetView atomic.Int64
+	logEndOffset       int64
+	epochs             *epochCache
 	// producers is the idempotent producers' state as of logEndOffset.
 	producers *producer.State
 	// unflushedMessages counts records appended since the last sync, for
@@ -78,6 +97,43 @@ type Log struct {
 	unflushedMessages int64
 	lastFlushMs       int64
 	closed            bool
+	// damage lists media damage found in the log, sorted by offset. While
+	// it is not empty the log takes no appends and no other change, and
+	// reads stop before damage[0] (damage.go).
+	damage []Damage
+	// heldRecoveryPoint is the recovery point a damaged log was opened
+	// with: its checkpoint never moves below it (RecoveryPoint). Atomic,
+	// so checkpoint writers never take mu.
+	heldRecoveryPoint atomic.Int64
+	// fence, when set, is the leadership appends with offsets assigned
+	// here must match (FenceLeaderAppends): checked where the append
+	// commits, under mu, so an append that raced a leadership change never
+	// lands as the old leader.
+	fence leaderFence
+	// afterTruncate, set by the Manager, makes the lowered recovery point
+	// durable before a truncation returns (Manager.Checkpoint). Called
+	// under mu. Without it, a crash after a truncation and a new unsynced
+	// append could leave new bytes below a stale recovery point, which
+	// recovery would take for media damage instead of a torn tail.
+	afterTruncate func() error
+}
+
+// leaderFence is the leadership a leader append must match.
+type leaderFence struct {
+	set     bool
+	leading bool
+	epoch   int32
+}
+
+// FenceLeaderAppends says whether this replica leads, and at which leader
+// epoch. From then on an append that assigns offsets (Append, AppendAsync)
+// is refused with ErrFencedLeaderEpoch unless the replica leads at exactly
+// the epoch it carries. Without a call, every epoch is accepted (tools and
+// tests that own the log outright).
+func (l *Log) FenceLeaderAppends(leading bool, epoch int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fence = leaderFence{set: true, leading: leading, epoch: epoch}
 }
 
 // AppendInfo describes a completed append.
@@ -225,6 +281,12 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	if err := l.health.check(); err != nil {
 		return AppendInfo{}, err
 	}
+	if err := l.damagedLocked(); err != nil {
+		return AppendInfo{}, err
+	}
+	if f := l.fence; assignOffsets && f.set && (!f.leading || f.epoch != leaderEpoch) {
+		return AppendInfo{}, fmt.Errorf("%w: %s: append at leader epoch %d, replica leads=%v at epoch %d", ErrFencedLeaderEpoch, l.tp, leaderEpoch, f.leading, f.epoch)
+	}
 	now := l.nowMs()
 	info := AppendInfo{FirstOffset: l.logEndOffset, LogAppendTime: -1, MaxTimestamp: noTimestamp}
 	next := l.logEndOffset
@@ -283,24 +345,25 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	// A write that runs out of space is undone back to the mark.
+	mark := markSegment(seg)
 	pos := seg.size.Load()
 	if _, err := seg.log.WriteAt(records, pos); err != nil {
-		l.fail(err)
-		return AppendInfo{}, l.health.check()
+		return AppendInfo{}, l.appendFailed(mark, err)
 	}
 	if err := seg.indexBatches(hs, pos, &l.opts); err != nil {
-		l.fail(err)
-		return AppendInfo{}, l.health.check()
+		return AppendInfo{}, l.appendFailed(mark, err)
 	}
 	seg.size.Store(pos + int64(len(records)))
 	for _, h := range hs {
 		if l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) {
 			if err := l.epochs.flush(); err != nil {
-				l.fail(err)
-				return AppendInfo{}, l.health.check()
+				l.epochs.truncateFromEnd(l.logEndOffset)
+				return AppendInfo{}, l.appendFailed(mark, err)
 			}
 		}
 	}
+	l.health.space.noteWritten(int64(len(records)))
 	l.logEndOffset = next
 	if assignOffsets {
 		l.applyProducerPlan(plan)
@@ -343,17 +406,14 @@ func (l *Log) maybeRoll(size, maxTimestamp, lastOffset, now int64) (*segment, er
 func (l *Log) roll() (*segment, error) {
 	old := l.active()
 	if err := old.onBecomeInactive(); err != nil {
-		l.fail(err)
-		return nil, l.health.check()
+		return nil, l.rollFailed(old, err)
 	}
 	if err := l.writeProducerSnapshot(); err != nil {
-		l.fail(err)
-		return nil, l.health.check()
+		return nil, l.rollFailed(old, err)
 	}
 	seg, err := createSegment(l.fs, l.dir, l.logEndOffset, &l.opts)
 	if err != nil {
-		l.fail(err)
-		return nil, l.health.check()
+		return nil, l.rollFailed(old, err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		seg.closeFiles()
@@ -482,6 +542,11 @@ func (l *Log) LogEndOffset() int64 {
 	return l.logEndOffset
 }
 
+func (l *Log) setLogStartOffsetLocked(offset int64) {
+	l.logStartOffset = offset
+	l.logStartOffsetView.Store(offset)
+}
+
 // LogStartOffset is the first offset a reader may fetch.
 func (l *Log) LogStartOffset() int64 {
 	l.mu.Lock()
@@ -492,8 +557,11 @@ func (l *Log) LogStartOffset() int64 {
 // DurableOffset is the offset below which every appended byte is on disk.
 func (l *Log) DurableOffset() int64 { return l.commit.Durable() }
 
-// RecoveryPoint is the offset below which recovery need not scan.
-func (l *Log) RecoveryPoint() int64 { return l.commit.Durable() }
+// RecoveryPoint is the offset below which recovery need not scan. A
+// damaged log keeps the one it was opened with, if that was higher.
+func (l *Log) RecoveryPoint() int64 {
+	return max(l.commit.Durable(), l.heldRecoveryPoint.Load())
+}
 
 // TopicPartition names the log.
 func (l *Log) TopicPartition() TopicPartition { return l.tp }
@@ -547,6 +615,11 @@ func (l *Log) AssignLeaderEpoch(epoch int32) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if len(l.damage) > 0 {
+		// A damaged log takes no appends, so no epoch starts in it; the
+		// epoch is assigned when the repaired log next becomes leader.
+		return nil
+	}
 	if !l.epochs.assign(epoch, l.logEndOffset) {
 		return nil
 	}
@@ -589,9 +662,13 @@ func (l *Log) Close() error {
 			errs = append(errs, err)
 		} else {
 			l.commit.Advance(l.logEndOffset)
-			if err := l.writeProducerSnapshot(); err != nil {
-				l.fail(err)
-				errs = append(errs, err)
+			// A damaged log's producer state skips the damaged batches:
+			// no snapshot vouches for it.
+			if len(l.damage) == 0 {
+				if err := l.writeProducerSnapshot(); err != nil {
+					l.fail(err)
+					errs = append(errs, err)
+				}
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -47,6 +48,14 @@ type ManagerConfig struct {
 	// OnSync, if set, is told about every fdatasync of a partition log's
 	// active segment, for metrics (see SyncObserver).
 	OnSync SyncObserver
+	// Logger receives what recovery did, per partition; nil discards it.
+	Logger *slog.Logger
+	// FreeSpaceFloor is the free space below which client appends are
+	// refused (diskspace.go); the zero value turns it off.
+	FreeSpaceFloor FreeSpaceFloor
+	// OnDiskSpace, if set, is told when the directory crosses its floor,
+	// runs out of space, or recovers from a failure for lack of space.
+	OnDiskSpace func(DiskSpaceEvent)
 }
 
 // Manager owns one data directory (Kafka's log.dirs entry): its lock,
@@ -89,6 +98,7 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 		health: &dirHealth{onFail: cfg.OnDirFailure, onSync: cfg.OnSync},
 		logs:   map[TopicPartition]*Log{},
 	}
+	m.health.space = m.newDiskSpace()
 	if err := m.open(); err != nil {
 		for _, l := range m.logs {
 			l.Close()
@@ -137,13 +147,54 @@ func (m *Manager) open() error {
 		if !ok {
 			rp = 0
 		}
-		l, _, err := Open(m.fs, path, tp, m.optionsFor(tp.Topic), OpenOptions{RecoveryPoint: rp, LogStartOffset: lsos[tp], health: m.health})
+		l, stats, err := Open(m.fs, path, tp, m.optionsFor(tp.Topic), OpenOptions{RecoveryPoint: rp, LogStartOffset: lsos[tp], health: m.health})
 		if err != nil {
 			return fmt.Errorf("engine: recovering %s: %w", tp, err)
 		}
+		m.logRecovery(l, stats)
+		l.afterTruncate = m.Checkpoint
 		m.logs[tp] = l
 	}
 	return m.SyncDirAndCheckpoint()
+}
+
+// logRecovery tells the operator what recovering one partition did, with
+// its figures: damage at ERROR (the partition is offline until repaired),
+// a torn tail cut at WARN, rebuilt indexes at INFO. A partition that
+// needed nothing says nothing.
+func (m *Manager) logRecovery(l *Log, st *RecoveryStats) {
+	lg := m.cfg.Logger
+	if lg == nil || !st.Changed() {
+		return
+	}
+	for _, d := range st.Damage {
+		lg.Error("partition offline: damaged data on disk; nothing was truncated or deleted",
+			"partition", l.tp.String(), "file", d.File, "position", d.Position, "bytes", d.End-d.Position,
+			"first_offset", d.FirstOffset, "last_offset", d.LastOffset, "reason", d.Reason,
+			"inspect", "wren storage check --dir "+m.dir,
+			"repair", fmt.Sprintf("wren storage repair --dir %s %s --skip|--truncate (with the broker stopped)", m.dir, l.tp))
+	}
+	args := []any{"partition", l.tp.String(), "segments_scanned", st.SegmentsScanned, "indexes_rebuilt", st.IndexesRebuilt,
+		"batches_scanned", st.BatchesRecovered, "bytes_truncated", st.TruncatedBytes, "segments_deleted", st.SegmentsDeleted,
+		"producer_snapshot_offset", st.ProducerSnapshotOffset, "producer_batches_replayed", st.ProducerBatchesReplayed,
+		"log_end_offset", l.LogEndOffset(), "took", st.Duration.Round(time.Microsecond).String()}
+	switch {
+	case st.TruncatedBytes > 0:
+		lg.Warn("recovery cut a torn tail (bytes never synced, so never acknowledged)", append(args, "at", st.FirstCorruptError.Error())...)
+	case st.SegmentsDeleted > 0:
+		lg.Warn("recovery removed segments left by an interrupted operation", args...)
+	default:
+		lg.Info("recovery rebuilt indexes", args...)
+	}
+}
+
+// Damaged lists the damage known in every partition of the directory.
+func (m *Manager) Damaged() []Damage {
+	var out []Damage
+	for _, l := range m.Logs() {
+		out = append(out, l.Damage()...)
+	}
+	return out
 }
 
 // SyncDirAndCheckpoint makes removals durable and writes fresh checkpoints.
@@ -281,6 +332,7 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.afterTruncate = m.Checkpoint
 	m.logs[tp] = l
 	return l, nil
 }
@@ -323,19 +375,19 @@ func (m *Manager) Checkpoint() error {
 	if err := m.health.check(); err != nil {
 		return err
 	}
+	// Neither value takes a log's lock: a truncation checkpoints while it
+	// holds its log's lock (Log.afterTruncate).
 	rps := map[TopicPartition]int64{}
 	lsos := map[TopicPartition]int64{}
 	for _, l := range m.Logs() {
 		rps[l.tp] = l.RecoveryPoint()
-		lsos[l.tp] = l.LogStartOffset()
+		lsos[l.tp] = l.logStartOffsetView.Load()
 	}
 	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+RecoveryPointCheckpointFile, rps); err != nil {
-		m.health.fail(err)
-		return m.health.check()
+		return m.checkpointFailed(err)
 	}
 	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+LogStartOffsetCheckpointFile, lsos); err != nil {
-		m.health.fail(err)
-		return m.health.check()
+		return m.checkpointFailed(err)
 	}
 	return nil
 }

@@ -41,7 +41,11 @@ func snapshotOffsets(fsys vfs.FS, dir string) ([]int64, error) {
 // first segment, whose batches replay must be able to read), plus a replay
 // of every batch after it. Snapshots above the log end offset (left by a
 // truncation) are deleted.
-func (l *Log) loadProducerState() error {
+func (l *Log) loadProducerState() error { return l.loadProducerStateStats(nil) }
+
+// loadProducerStateStats is loadProducerState reporting to stats (nil
+// for none) which snapshot it started from and how much it replayed.
+func (l *Log) loadProducerStateStats(stats *RecoveryStats) error {
 	opts := producer.Options{}
 	offsets, err := snapshotOffsets(l.fs, l.dir)
 	if err != nil {
@@ -75,19 +79,30 @@ func (l *Log) loadProducerState() error {
 			return err
 		}
 	}
+	snapshotUsed := st != nil
 	if st == nil {
 		st = producer.New(opts)
 		st.OnLogStartOffsetIncremented(l.segments[0].baseOffset)
 	}
-	if err := l.replayProducerState(st, st.MapEndOffset()); err != nil {
+	from := st.MapEndOffset()
+	replayed, err := l.replayProducerState(st, from)
+	if err != nil {
 		return err
+	}
+	if stats != nil {
+		stats.ProducerBatchesReplayed = replayed
+		if snapshotUsed {
+			stats.ProducerSnapshotOffset = from
+		}
 	}
 	l.producers = st
 	return nil
 }
 
-// replayProducerState applies every batch at or after from to st.
-func (l *Log) replayProducerState(st *producer.State, from int64) error {
+// replayProducerState applies every batch at or after from to st, and
+// says how many it read. Damaged ranges are stepped over.
+func (l *Log) replayProducerState(st *producer.State, from int64) (int64, error) {
+	var replayed int64
 	hdr := make([]byte, batch.RecordBatchOverhead)
 	for i := l.segmentFor(from); i < len(l.segments); i++ {
 		s := l.segments[i]
@@ -98,23 +113,28 @@ func (l *Log) replayProducerState(st *producer.State, from int64) error {
 		if from > s.baseOffset {
 			ip, err := s.offsetIndex.lookup(from)
 			if err != nil {
-				return err
+				return replayed, err
 			}
 			pos = ip.Position
 		}
 		end := s.size.Load()
 		for pos < end {
+			if next := l.skipDamage(s, pos); next != pos {
+				pos = next
+				continue
+			}
 			h, err := s.readHeader(pos, hdr)
 			if err != nil {
-				return fmt.Errorf("engine: replaying producer state from %s at %d: %w", s.log.Name(), pos, err)
+				return replayed, fmt.Errorf("engine: replaying producer state from %s at %d: %w", s.log.Name(), pos, err)
 			}
 			if h.BaseOffset >= from && h.BaseOffset >= st.MapEndOffset() {
 				st.Apply(h)
+				replayed++
 			}
 			pos += int64(h.Size())
 		}
 	}
-	return nil
+	return replayed, nil
 }
 
 // writeProducerSnapshot writes the state as of the log end offset and

@@ -61,6 +61,18 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 		l.mu.Unlock()
 		return nil, ErrClosed
 	}
+	// A damaged log refuses reads of the offsets its damaged ranges held
+	// (not out of range: a consumer would reset), serves the rest, and
+	// never returns bytes across a damaged range.
+	for _, d := range l.damage {
+		if offset >= d.FirstOffset && (d.LastOffset < 0 || offset <= d.LastOffset) && offset >= l.logStartOffset {
+			l.mu.Unlock()
+			return nil, d.errorf()
+		}
+		if d.FirstOffset > offset && maxOffset > d.FirstOffset {
+			maxOffset = d.FirstOffset
+		}
+	}
 	if offset < l.logStartOffset || offset > l.logEndOffset {
 		lso, leo := l.logStartOffset, l.logEndOffset
 		l.mu.Unlock()
@@ -78,12 +90,21 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 	type candidate struct {
 		seg       *segment
 		end, next int64
+		// skips are the segment's damaged byte ranges: never read, not
+		// even for a header.
+		skips [][2]int64
 	}
 	var cands []candidate
 	for i := l.segmentFor(offset); i < len(l.segments); i++ {
 		s := l.segments[i]
+		c := candidate{seg: s, end: s.size.Load(), next: s.nextOffset}
+		for _, d := range l.damage {
+			if d.Segment == s.baseOffset {
+				c.skips = append(c.skips, [2]int64{d.Position, d.End})
+			}
+		}
 		s.acquire()
-		cands = append(cands, candidate{s, s.size.Load(), s.nextOffset})
+		cands = append(cands, c)
 	}
 	l.mu.Unlock()
 
@@ -94,7 +115,7 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 			c.seg.release()
 			continue
 		}
-		result, err = readSegment(c.seg, c.end, c.next, offset, maxBytes, maxOffset, minOneMessage)
+		result, err = readSegment(c.seg, c.end, c.next, offset, maxBytes, maxOffset, minOneMessage, c.skips)
 		if result == nil {
 			c.seg.release()
 		}
@@ -115,8 +136,8 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 
 // readSegment reads from one segment; nil when no batch in it qualifies.
 // On success the result owns the caller's reference to seg.
-func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, minOneMessage bool) (*ReadResult, error) {
-	start, ok, err := seg.lookupPosition(offset, end)
+func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, minOneMessage bool, skips [][2]int64) (*ReadResult, error) {
+	start, ok, err := seg.lookupPositionSkipping(offset, end, skips)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -124,8 +145,13 @@ func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, min
 		return nil, nil
 	}
 	maxPos := end
+	for _, r := range skips {
+		if r[0] > start.Position && r[0] < maxPos {
+			maxPos = r[0]
+		}
+	}
 	if maxOffset < next {
-		bp, ok, err := seg.translateOffset(maxOffset, start.Position, end)
+		bp, ok, err := seg.translateOffsetSkipping(maxOffset, start.Position, maxPos, skips)
 		if err != nil {
 			return nil, err
 		}
@@ -220,6 +246,10 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, leaderEpoch
 		l.mu.Unlock()
 		return lso, -1, e, true, nil
 	case MaxTimestamp:
+		if err := l.damagedLocked(); err != nil {
+			l.mu.Unlock()
+			return 0, 0, 0, false, err
+		}
 		var best *segment
 		for _, s := range l.segments {
 			if s.maxTimestamp != noTimestamp && (best == nil || s.maxTimestamp > best.maxTimestamp) {
@@ -247,6 +277,11 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, leaderEpoch
 	if ts < 0 {
 		l.mu.Unlock()
 		return 0, 0, 0, false, fmt.Errorf("engine: invalid timestamp %d", ts)
+	}
+	if err := l.damagedLocked(); err != nil {
+		// A search by time could walk into the damaged bytes.
+		l.mu.Unlock()
+		return 0, 0, 0, false, err
 	}
 	var cands []*segment
 	for _, s := range l.segments {

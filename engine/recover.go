@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wren-broker/wren/engine/batch"
 	"github.com/wren-broker/wren/internal/vfs"
@@ -27,20 +28,41 @@ type OpenOptions struct {
 
 // RecoveryStats say what Open found and repaired.
 type RecoveryStats struct {
-	SegmentsScanned   int
-	IndexesRebuilt    int
-	TruncatedBytes    int64
-	SegmentsDeleted   int
-	BatchesRecovered  int64
+	SegmentsScanned  int
+	IndexesRebuilt   int
+	TruncatedBytes   int64
+	SegmentsDeleted  int
+	BatchesRecovered int64
+	// FirstCorruptError is the first torn tail cut (with its file and
+	// position), if any.
 	FirstCorruptError error
+	// Damage lists media damage found: ranges left in place, that take the
+	// partition offline until repaired.
+	Damage []Damage
+	// ProducerBatchesReplayed counts the batches replayed on top of the
+	// newest producer snapshot (or from the start, with none).
+	ProducerBatchesReplayed int64
+	// ProducerSnapshotOffset is the snapshot the producer state started
+	// from, or -1 when it was rebuilt from the log alone.
+	ProducerSnapshotOffset int64
+	// Duration is the time Open took.
+	Duration time.Duration
+}
+
+// Changed says whether recovery did anything worth an operator's notice.
+func (s *RecoveryStats) Changed() bool {
+	return s.IndexesRebuilt > 0 || s.TruncatedBytes > 0 || s.SegmentsDeleted > 0 || len(s.Damage) > 0
 }
 
 // Open opens (or creates) the log in dir and recovers it: segments at and
-// after the recovery point are scanned batch by batch with CRC checks; a
-// torn or corrupt tail is truncated, later segments after a corrupt one are
-// deleted, and missing or inconsistent indexes are rebuilt. Everything the
-// recovered log holds is fdatasynced before Open returns, so the log end
-// offset it reports is durable.
+// after the recovery point (and any listed in DamagedSegmentsFile) are
+// scanned batch by batch with CRC checks, and missing or inconsistent
+// indexes are rebuilt. Only a torn tail is cut: bad bytes at the end of the
+// last segment, above the recovery point, with no valid batch after them.
+// Any other bad batch is media damage: it stays on disk as it is, the log
+// opens with it listed in Damage, refuses appends and serves reads only
+// below it. Everything the recovered log holds is fdatasynced before Open
+// returns, so the log end offset it reports is durable.
 func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptions) (*Log, *RecoveryStats, error) {
 	if err := opts.validate(); err != nil {
 		return nil, nil, err
@@ -52,8 +74,9 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 	if err := ensureDir(fsys, dir); err != nil {
 		return nil, nil, err
 	}
+	started := time.Now()
 	l := &Log{fs: fsys, dir: dir, tp: tp, opts: opts, clock: opts.Now, health: health}
-	stats := &RecoveryStats{}
+	stats := &RecoveryStats{ProducerSnapshotOffset: -1}
 	epochs, err := loadEpochCache(fsys, dir)
 	if err != nil {
 		// The epoch cache can be rebuilt from the batches' stamped epochs.
@@ -65,14 +88,20 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 		l.closeAll()
 		return nil, nil, err
 	}
-	l.logStartOffset = max(oo.LogStartOffset, l.segments[0].baseOffset)
-	if l.logStartOffset > l.logEndOffset {
+	l.setLogStartOffsetLocked(max(oo.LogStartOffset, l.segments[0].baseOffset))
+	if len(l.damage) > 0 {
+		// The checkpoint keeps vouching for what it vouched for: a damaged
+		// log's recovery point never moves down to the damage, where a
+		// later recovery could take the damage for a torn tail.
+		l.heldRecoveryPoint.Store(oo.RecoveryPoint)
+	}
+	if l.logStartOffset > l.logEndOffset && len(l.damage) == 0 {
 		if err := l.truncateFullyAndStartAtLocked(l.logStartOffset); err != nil {
 			l.closeAll()
 			return nil, nil, err
 		}
 	}
-	if err := l.loadProducerState(); err != nil {
+	if err := l.loadProducerStateStats(stats); err != nil {
 		l.closeAll()
 		return nil, nil, err
 	}
@@ -92,6 +121,8 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 	}
 	l.lastFlushMs = l.nowMs()
 	l.commit = wal.NewGroupCommitter(l.logEndOffset, l.syncActive)
+	stats.Damage = slices.Clone(l.damage)
+	stats.Duration = time.Since(started)
 	return l, stats, nil
 }
 
@@ -195,6 +226,9 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 
+	// Segments where damage was seen before are scanned whatever the
+	// recovery point says, and damage in them is never a torn tail.
+	listed, listedAll := readDamagedSegments(l.fs, l.dir)
 	// The first segment to scan is the one holding the recovery point.
 	firstUnflushed := 0
 	for i, b := range bases {
@@ -222,8 +256,9 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		// A missing index file is rebuilt by a scan.
 		present := slices.Contains(names, fmt.Sprintf("%020d%s", base, indexSuffix)) &&
 			slices.Contains(names, fmt.Sprintf("%020d%s", base, timeIndexSuffix))
+		forced := listedAll || listed[base]
 		clean := false
-		if !present {
+		if !present || forced {
 			clean = false
 		} else if i < firstUnflushed {
 			clean = seg.loadClean(&l.opts, -1) == nil
@@ -232,26 +267,19 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		}
 		if !clean {
 			stats.SegmentsScanned++
-			corrupt, err := l.recoverSegment(seg, stats)
-			if err != nil {
+			// Only the last segment can have an unsynced tail: a roll
+			// syncs the segment it closes before the next one exists.
+			if err := l.recoverSegment(seg, stats, i == len(bases)-1, forced, recoveryPoint); err != nil {
 				return err
 			}
-			if corrupt {
-				// Nothing after a corrupt batch can be trusted to follow
-				// on: delete every later segment, as Kafka does.
-				for _, b := range bases[i+1:] {
-					if b < next {
-						continue
-					}
-					if err := (&segment{baseOffset: b}).removeFiles(l.fs, l.dir); err != nil {
-						return err
-					}
-					stats.SegmentsDeleted++
+		}
+		// Damage that runs to the end of a segment held offsets up to the
+		// next segment's base offset.
+		if i+1 < len(bases) {
+			for j := range l.damage {
+				if d := &l.damage[j]; d.Segment == base && d.LastOffset < 0 && bases[i+1] > d.FirstOffset {
+					d.LastOffset = bases[i+1] - 1
 				}
-				if err := l.fs.SyncDir(l.dir); err != nil {
-					return err
-				}
-				break
 			}
 		}
 		next = seg.nextOffset
@@ -268,6 +296,15 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		l.segments = []*segment{seg}
 	}
 	l.logEndOffset = l.active().nextOffset
+	if len(l.damage) > 0 {
+		if err := writeDamagedSegments(l.fs, l.dir, l.damage); err != nil {
+			return err
+		}
+	} else if listedAll || len(listed) > 0 {
+		if err := clearDamagedSegments(l.fs, l.dir); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -372,16 +409,21 @@ func (s *segment) checkIndexes(logSize int64) error {
 }
 
 // recoverSegment rebuilds a segment's indexes by scanning its batches with
-// CRC checks, and truncates the file at the first torn or corrupt batch.
-// corrupt reports a truncation that was not just a torn tail at the end.
-func (l *Log) recoverSegment(s *segment, stats *RecoveryStats) (corrupt bool, err error) {
+// CRC checks. A bad batch is a torn tail, cut with everything after it,
+// only in the last segment, when not listed as damaged,
+// it holds offsets at or above the recovery point, and no valid batch
+// follows it. Anything else is
+// damage: recorded in l.damage and left on disk, and the scan goes on at
+// the next valid batch.
+func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, last, listed bool, recoveryPoint int64) error {
+	tornTailPossible := last && !listed
 	size, err := s.log.Size()
 	if err != nil {
-		return false, err
+		return err
 	}
 	for _, x := range []*index{&s.offsetIndex.index, &s.timeIndex.index} {
 		if err := x.truncateEntries(0); err != nil {
-			return false, err
+			return err
 		}
 	}
 	stats.IndexesRebuilt++
@@ -394,20 +436,44 @@ func (l *Log) recoverSegment(s *segment, stats *RecoveryStats) (corrupt bool, er
 	const chunk = 1 << 20
 	buf := make([]byte, 0, chunk)
 	var pos int64
-	var bad error
+	var torn error
 	for pos < size {
-		h, b, err := readBatchAt(s.log, pos, size, &buf)
+		h, _, err := readBatchAt(s.log, pos, size, &buf)
+		if err == nil && (h.BaseOffset < s.nextOffset || (pos == 0 && h.BaseOffset < s.baseOffset) || h.LastOffset()-s.baseOffset > 1<<31-1) {
+			err = fmt.Errorf("%w: batch at %d has offset %d, expected at least %d", batch.ErrCorrupt, pos, h.BaseOffset, s.nextOffset)
+		}
 		if err != nil {
-			bad = err
-			break
+			unsynced := tornTailPossible && s.nextOffset >= recoveryPoint
+			// A read error while looking further counts as "nothing valid
+			// follows": the damage then runs to the end of the file. Even
+			// a batch that runs past the end of the file may be a damaged
+			// length field with valid batches after it.
+			q, nh, found, _ := nextValidBatch(s.log, pos, size, s.nextOffset)
+			if unsynced && !found {
+				torn = err
+				break
+			}
+			d := Damage{
+				TopicPartition: l.tp, Segment: s.baseOffset, File: s.log.Name(),
+				Position: pos, End: size, FirstOffset: s.nextOffset, LastOffset: -1,
+				Reason: err.Error(), FoundBy: "recovery",
+			}
+			if found {
+				d.End, d.LastOffset = q, nh.BaseOffset-1
+			} else if last && recoveryPoint > s.nextOffset {
+				// The last segment: the recovery point says how far the
+				// damaged range reached.
+				d.LastOffset = recoveryPoint - 1
+			}
+			l.damage = append(l.damage, d)
+			if !found {
+				break
+			}
+			pos = q
+			continue
 		}
-		if h.BaseOffset < s.nextOffset || (pos == 0 && h.BaseOffset < s.baseOffset) || h.LastOffset()-s.baseOffset > 1<<31-1 {
-			bad = fmt.Errorf("%w: batch at %d has offset %d, expected at least %d", batch.ErrCorrupt, pos, h.BaseOffset, s.nextOffset)
-			break
-		}
-		_ = b
 		if err := s.indexBatches([]batch.Header{h}, pos, &l.opts); err != nil {
-			return false, err
+			return err
 		}
 		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
 		pos += int64(h.Size())
@@ -417,25 +483,24 @@ func (l *Log) recoverSegment(s *segment, stats *RecoveryStats) (corrupt bool, er
 	// The rebuilt indexes are durable before any truncation of the log is,
 	// so no crash leaves them naming batches the log no longer has.
 	if err := s.offsetIndex.f.Sync(); err != nil {
-		return false, err
+		return err
 	}
 	if err := s.timeIndex.f.Sync(); err != nil {
-		return false, err
+		return err
 	}
-	if bad != nil || pos < size {
+	if torn != nil {
 		stats.TruncatedBytes += size - pos
 		if stats.FirstCorruptError == nil {
-			stats.FirstCorruptError = fmt.Errorf("%s at %d: %w", s.log.Name(), pos, bad)
+			stats.FirstCorruptError = fmt.Errorf("%s at %d: %w", s.log.Name(), pos, torn)
 		}
 		if err := s.log.Truncate(pos); err != nil {
-			return false, err
+			return err
 		}
 		if err := s.log.SyncData(); err != nil {
-			return false, err
+			return err
 		}
-		corrupt = !errors.Is(bad, batch.ErrIncomplete)
 	}
-	return corrupt, nil
+	return nil
 }
 
 // readBatchAt reads and CRC-checks the batch at pos without decompressing

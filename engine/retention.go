@@ -21,6 +21,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err := l.health.check(); err != nil {
 		return err
 	}
+	if err := l.damagedLocked(); err != nil {
+		return err
+	}
 	if offset >= l.logEndOffset {
 		return nil
 	}
@@ -62,6 +65,19 @@ func (l *Log) TruncateTo(offset int64) error {
 		}
 	}
 	l.commit.Reset(l.logEndOffset)
+	return l.checkpointAfterTruncateLocked()
+}
+
+// checkpointAfterTruncateLocked makes the lowered recovery point durable
+// (Log.afterTruncate).
+func (l *Log) checkpointAfterTruncateLocked() error {
+	if l.afterTruncate == nil {
+		return nil
+	}
+	if err := l.afterTruncate(); err != nil {
+		l.fail(err)
+		return l.health.check()
+	}
 	return nil
 }
 
@@ -162,6 +178,9 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if err := l.health.check(); err != nil {
 		return err
 	}
+	if err := l.damagedLocked(); err != nil {
+		return err
+	}
 	return l.truncateFullyAndStartAtLocked(offset)
 }
 
@@ -194,7 +213,8 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 		return l.health.check()
 	}
 	l.segments = []*segment{seg}
-	l.logStartOffset, l.logEndOffset = offset, offset
+	l.setLogStartOffsetLocked(offset)
+	l.logEndOffset = offset
 	if err := l.loadProducerState(); err != nil {
 		l.fail(err)
 		return l.health.check()
@@ -205,7 +225,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 		return l.health.check()
 	}
 	l.commit.Reset(offset)
-	return nil
+	return l.checkpointAfterTruncateLocked()
 }
 
 // AdvanceLogStartOffset moves the log start offset up to offset
@@ -222,10 +242,13 @@ func (l *Log) AdvanceLogStartOffset(offset int64) error {
 	if offset > l.logEndOffset {
 		return fmt.Errorf("%w: log start offset %d beyond log end offset %d", ErrOffsetOutOfRange, offset, l.logEndOffset)
 	}
+	if err := l.damagedLocked(); err != nil {
+		return err
+	}
 	if offset <= l.logStartOffset {
 		return nil
 	}
-	l.logStartOffset = offset
+	l.setLogStartOffsetLocked(offset)
 	l.producers.OnLogStartOffsetIncremented(offset)
 	if l.epochs.truncateFromStart(offset) {
 		if err := l.epochs.flush(); err != nil {
@@ -250,6 +273,11 @@ func (l *Log) DeleteOldSegments(highWatermark int64) (int, error) {
 	}
 	if err := l.health.check(); err != nil {
 		return 0, err
+	}
+	if len(l.damage) > 0 {
+		// A damaged log changes only by an operator's repair: retention
+		// could delete the evidence, or the only good copy before it.
+		return 0, nil
 	}
 	now := l.nowMs()
 	var total int64
@@ -311,7 +339,7 @@ func (l *Log) deleteSegmentsLocked(shouldDelete func(s, next *segment) bool, upp
 	doomed := l.segments[:n]
 	l.segments = append([]*segment(nil), l.segments[n:]...)
 	if first := l.segments[0].baseOffset; first > l.logStartOffset {
-		l.logStartOffset = first
+		l.setLogStartOffsetLocked(first)
 		l.producers.OnLogStartOffsetIncremented(first)
 		if l.epochs.truncateFromStart(first) {
 			if err := l.epochs.flush(); err != nil {

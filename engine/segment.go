@@ -249,9 +249,19 @@ type batchPosition struct {
 // whose last offset is >= offset (Kafka's LogSegment.translateOffset). ok
 // is false when no batch below end qualifies.
 func (s *segment) translateOffset(offset, startPos, end int64) (bp batchPosition, ok bool, err error) {
+	return s.translateOffsetSkipping(offset, startPos, end, nil)
+}
+
+// translateOffsetSkipping is translateOffset stepping over damaged byte
+// ranges ({start, end} pairs, sorted): a scan never reads a header there.
+func (s *segment) translateOffsetSkipping(offset, startPos, end int64, skips [][2]int64) (bp batchPosition, ok bool, err error) {
 	buf := make([]byte, batch.RecordBatchOverhead)
 	pos := startPos
 	for pos < end {
+		if next := skipPast(skips, pos); next != pos {
+			pos = next
+			continue
+		}
 		h, err := s.readHeader(pos, buf)
 		if err != nil {
 			return batchPosition{}, false, fmt.Errorf("engine: %s at %d: %w", s.log.Name(), pos, err)
@@ -267,9 +277,24 @@ func (s *segment) translateOffset(offset, startPos, end int64) (bp batchPosition
 
 // lookupPosition is translateOffset from the index's starting point.
 func (s *segment) lookupPosition(offset, end int64) (batchPosition, bool, error) {
+	return s.lookupPositionSkipping(offset, end, nil)
+}
+
+func (s *segment) lookupPositionSkipping(offset, end int64, skips [][2]int64) (batchPosition, bool, error) {
 	ip, err := s.offsetIndex.lookup(offset)
 	if err != nil {
 		return batchPosition{}, false, err
 	}
-	return s.translateOffset(offset, ip.Position, end)
+	return s.translateOffsetSkipping(offset, ip.Position, end, skips)
+}
+
+// skipPast returns the end of the skipped range that starts at or covers
+// pos, or pos.
+func skipPast(skips [][2]int64, pos int64) int64 {
+	for _, r := range skips {
+		if pos >= r[0] && pos < r[1] {
+			return r[1]
+		}
+	}
+	return pos
 }

@@ -26,6 +26,13 @@ import (
 //   INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE, MESSAGE_TOO_LARGE.
 // * A failed log directory answers KAFKA_STORAGE_ERROR and acknowledges
 //   nothing.
+// * A log directory below its free-space floor (log.dir.min.free.bytes,
+//   log.dir.min.free.percent) answers KAFKA_STORAGE_ERROR, which clients
+//   retry, with a message naming the directory and the figures; so does an
+//   append that met ENOSPC (undone, nothing acknowledged). Writes resume by
+//   themselves once space is back. Kafka answers a full disk with the same
+//   code (its log dir goes offline); Redpanda's BROKER_NOT_AVAILABLE is
+//   fatal to the Java producer.
 //
 // Not implemented:
 // * Transactions: a request with a transactional id gets
@@ -68,10 +75,15 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
+			if err := part.Log().CheckWritable(); err != nil {
+				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			info, wait, err := part.AppendAsLeader(p.Records, r.Acks)
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
-				rp.ErrorMessage = errorMessage(err)
+				rp.ErrorMessage = kafkaMessage(err)
 				// KIP-360: a producer told UNKNOWN_PRODUCER_ID compares this
 				// with its last acknowledged offset to decide how to recover.
 				rp.LogStartOffset = part.Log().LogStartOffset()
@@ -120,7 +132,7 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 		for i, err := range results {
 			if err != nil {
 				errs[i].ErrorCode = errorCode(err)
-				errs[i].ErrorMessage = errorMessage(err)
+				errs[i].ErrorMessage = kafkaMessage(err)
 				errs[i].BaseOffset = -1
 			}
 		}

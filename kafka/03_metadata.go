@@ -14,8 +14,12 @@ import (
 // Behavior:
 // * Brokers: every node, with the advertised host and port of this
 //   listener; the controller is the active controller.
-// * All topics when Topics is null (or, in v0, empty); internal topics
-//   (__consumer_offsets, __transaction_state) only when named.
+// * All topics when Topics is null (or, in v0, empty), internal ones
+//   (__consumer_offsets) included with is_internal set, as Kafka lists
+//   them: clients and tools filter on the flag (kafka-topics
+//   --exclude-internal, franz-go's and the Java client's regex
+//   subscriptions, kadm.ListTopics), so hiding them here made those
+//   filters mean nothing.
 // * A named topic that does not exist is created when the request allows
 //   auto-creation (v4+, always before) and auto.create.topics.enable is
 //   on, with the broker's defaults; otherwise UNKNOWN_TOPIC_OR_PARTITION.
@@ -47,9 +51,7 @@ func (s *Server) handleMetadata(req *Request) (Pending, error) {
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
 	if all {
 		for _, name := range im.TopicNames() {
-			if !cluster.IsInternalTopic(name) {
-				resp.Topics = append(resp.Topics, metadataTopic(im.Topic(name)))
-			}
+			resp.Topics = append(resp.Topics, metadataTopic(im.Topic(name)))
 		}
 		return Respond(resp), nil
 	}

@@ -18,8 +18,14 @@ import (
 //   COORDINATOR_NOT_AVAILABLE, node -1, which is retriable, so clients
 //   keep asking while the topic is created or its leader elected. An
 //   empty group id is INVALID_REQUEST, as in Kafka.
-// * Transactional ids (type 1) are answered COORDINATOR_NOT_AVAILABLE:
-//   wren has no transaction coordinator yet.
+// * Transactional ids (type 1) are answered
+//   TRANSACTIONAL_ID_AUTHORIZATION_FAILED with the message "transactions
+//   are not supported by wren": wren has no transaction coordinator, and
+//   that code is fatal in franz-go, librdkafka and the Java client, so
+//   init_transactions fails at once. COORDINATOR_NOT_AVAILABLE (retriable)
+//   made them retry until their timeout. librdkafka shows the message;
+//   franz-go and the Java client show only the code's own text, so the
+//   broker also logs the refusal with the client's id.
 // * Share group keys (type 2) the same from v6; below v6, and for unknown
 //   types, INVALID_REQUEST.
 // * v4+: the batched form, one result per key, in request order, with no
@@ -39,6 +45,9 @@ const (
 func (s *Server) handleFindCoordinator(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
 	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if r.CoordinatorType == coordinatorTransaction {
+		s.logTransactionsRefused(req)
+	}
 	if r.Version < 4 {
 		err := s.findCoordinator(r.Version, r.CoordinatorType, r.CoordinatorKey)
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), kafkaMessage(err)
@@ -53,9 +62,14 @@ func (s *Server) handleFindCoordinator(req *Request) (Pending, error) {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
 		// No message per key, as Kafka: it would be most of the
-		// response, many times the size of the key that asked.
+		// response, many times the size of the key that asked. The
+		// one exception is short and tells a user why their
+		// transactional producer stopped.
 		err := s.findCoordinator(r.Version, r.CoordinatorType, key)
 		c.ErrorCode = errorCode(err)
+		if err == errTransactionsUnsupported {
+			c.ErrorMessage = kafkaMessage(err)
+		}
 		c.NodeID, c.Host, c.Port = -1, "", -1
 		if err == nil {
 			n := s.node()
@@ -78,9 +92,25 @@ func (s *Server) findCoordinator(version int16, coordinatorType int8, key string
 		}
 		return nil
 	case coordinatorType == coordinatorTransaction:
-		return fmt.Errorf("%w: transactions are not served by this broker yet", kerr.CoordinatorNotAvailable)
+		return errTransactionsUnsupported
 	case coordinatorType == coordinatorShare && version >= 6:
 		return fmt.Errorf("%w: share groups are not served by this broker", kerr.CoordinatorNotAvailable)
 	}
 	return fmt.Errorf("%w: unknown coordinator type %d in FindCoordinator v%d", kerr.InvalidRequest, coordinatorType, version)
+}
+
+// errTransactionsUnsupported answers every transactional request: see the
+// header.
+var errTransactionsUnsupported = fmt.Errorf("%w: transactions are not supported by wren", kerr.TransactionalIDAuthorizationFailed)
+
+// logTransactionsRefused tells the operator why a transactional producer
+// failed, since most clients do not show the broker's message. A refused
+// client stops (the error is fatal), so this is one line per producer.
+func (s *Server) logTransactionsRefused(req *Request) {
+	remote := ""
+	if req.Session != nil && req.Session.RemoteAddr != nil {
+		remote = req.Session.RemoteAddr.String()
+	}
+	s.log.Info("transactional producer refused: transactions are not supported by wren",
+		"client.id", req.Header.ClientID, "remote", remote)
 }

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -17,15 +16,17 @@ import (
 //
 // Not implemented:
 // * Transactions: a transactional id gets
-//   TRANSACTIONAL_ID_AUTHORIZATION_FAILED (there is no transaction
-//   coordinator yet).
+//   TRANSACTIONAL_ID_AUTHORIZATION_FAILED, fatal in clients, as
+//   FindCoordinator answers for transactional ids (there is no transaction
+//   coordinator). The response has no message field: the log says why.
 
 func (s *Server) handleInitProducerID(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.InitProducerIDRequest)
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if r.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		s.logTransactionsRefused(req)
+		resp.ErrorCode = errorCode(errTransactionsUnsupported)
 		return Respond(resp), nil
 	}
 	id, err := s.node().ProducerIDs.Next(req.Session.Context())

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
+	"github.com/wren-broker/wren/config"
 )
 
 // AlterConfigs: v0-2
@@ -33,14 +34,16 @@ import (
 // * A resource given twice (every copy), a key given twice in a resource,
 //   a null value and an unknown resource type are INVALID_REQUEST, with
 //   Kafka's messages.
+// * Setting a key wren does not apply yet (config.NotInEffect), or, on a
+//   BROKER resource, one wren reads only at start, is INVALID_CONFIG with
+//   a message that says so: a stored value that changes nothing would
+//   mislead. Deleting such a key is allowed.
 // * ValidateOnly checks everything and writes nothing.
 // * A change is durable in the metadata log before the response, so it
 //   survives a restart; resources are applied one by one, in order.
-//
-// Not implemented:
-// * Altered broker settings are recorded and described, but the running
-//   broker does not reload them yet: they take effect only where a reader
-//   of the metadata image applies them.
+// * Altered broker settings take effect at once: the broker layers
+//   (cluster-wide default, then this node's) feed every topic's effective
+//   configs when the next metadata image is applied.
 
 func (s *Server) handleAlterConfigs(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.AlterConfigsRequest)
@@ -170,6 +173,17 @@ func (s *Server) configResource(im *cluster.Image, rt kmsg.ConfigResourceType, n
 // be after it, and commits it unless validateOnly.
 func (s *Server) alterConfigs(ctx context.Context, im *cluster.Image, a configAlter, validateOnly bool) error {
 	n := s.node()
+	// A setting wren ignores, or reads only at start, is refused rather
+	// than stored without effect. Deletes pass: they let an operator
+	// remove a value stored before wren refused it.
+	for _, op := range a.ops {
+		if op.Value == nil {
+			continue
+		}
+		if err := config.CheckAlter(op.Key, a.resourceType == cluster.ResourceBroker); err != nil {
+			return fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+		}
+	}
 	final := make(map[string]string, len(a.current)+len(a.ops))
 	if !a.replace {
 		maps.Copy(final, a.current)

@@ -40,14 +40,15 @@ import (
 // * A resource given twice (every copy), a key given twice in a resource,
 //   a null value for an op other than DELETE, an unknown op and an
 //   unknown resource type are INVALID_REQUEST, with Kafka's messages.
+// * Keys wren does not apply yet, or reads only at start, are refused as
+//   in AlterConfigs (INVALID_CONFIG with the reason).
 // * ValidateOnly checks everything and writes nothing.
 // * A change is durable in the metadata log before the response, so it
 //   survives a restart; resources are applied one by one, in order.
+//   Altered broker settings take effect at once (see AlterConfigs).
 //
 // Not implemented:
 // * BROKER_LOGGER, CLIENT_METRICS and GROUP resources.
-// * Altered broker settings are recorded and described, but the running
-//   broker does not reload them yet (see AlterConfigs).
 
 func (s *Server) handleIncrementalAlterConfigs(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)

@@ -22,7 +22,8 @@ func errorCode(err error) int16 {
 		return ke.Code
 	}
 	switch {
-	case errors.Is(err, engine.ErrLogDirFailed):
+	case errors.Is(err, engine.ErrLogDirFailed), errors.Is(err, engine.ErrPartitionDamaged),
+		errors.Is(err, engine.ErrLogDirFull), errors.Is(err, engine.ErrNoSpace):
 		return kerr.KafkaStorageError.Code
 	case errors.Is(err, engine.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
@@ -30,7 +31,7 @@ func errorCode(err error) int16 {
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, engine.ErrInvalidTopicPartition):
 		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, engine.ErrClosed):
+	case errors.Is(err, engine.ErrClosed), errors.Is(err, engine.ErrFencedLeaderEpoch):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, batch.ErrCorrupt), errors.Is(err, batch.ErrCRC), errors.Is(err, batch.ErrIncomplete):
 		return kerr.CorruptMessage.Code

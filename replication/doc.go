@@ -7,8 +7,8 @@
 // leads. Leadership moves only forward in leader epoch: a change at an
 // epoch older than the replica's (a late image) is stale and ignored.
 //
-// Today a partition has one replica. DESIGN.md section 5's follower fetch,
-// ISR and leader-epoch truncation will grow here as a pure state machine
+// Today a partition has one replica. The follower fetch,
+// ISR and leader-epoch truncation of docs/ARCHITECTURE.md will grow here as a pure state machine
 // (inputs: fetches, acks, ticks; outputs: what to persist and send), with
 // the Manager as its driver.
 package replication

@@ -20,7 +20,9 @@ type Manager struct {
 	nodeID int32
 	logs   *engine.Manager
 	// TopicOptions turns a topic's configs into log options.
-	topicOptions func(topic string, configs map[string]string) engine.Options
+	// The image is the one being applied: its broker configs are the
+	// dynamic defaults under the topic's own overrides.
+	topicOptions func(im *cluster.Image, topic string, configs map[string]string) engine.Options
 	logger       *slog.Logger
 
 	mu         sync.RWMutex
@@ -29,7 +31,7 @@ type Manager struct {
 }
 
 // NewManager returns a manager over the data directory's logs.
-func NewManager(nodeID int32, logs *engine.Manager, topicOptions func(topic string, configs map[string]string) engine.Options, logger *slog.Logger) *Manager {
+func NewManager(nodeID int32, logs *engine.Manager, topicOptions func(im *cluster.Image, topic string, configs map[string]string) engine.Options, logger *slog.Logger) *Manager {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -75,7 +77,7 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 	for _, name := range im.TopicNames() {
 		t := im.Topic(name)
 		m.topicIDs[name] = t.ID
-		opts := m.topicOptions(name, t.Configs)
+		opts := m.topicOptions(im, name, t.Configs)
 		for _, pi := range t.Partitions {
 			if !contains(pi.Replicas, m.nodeID) {
 				continue
@@ -231,6 +233,16 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 				p.Log().RemoveExpiredProducers(iv.ProducerIDExpirationMs)
 			}
 		}
+	}
+}
+
+// ClampHighWatermarks keeps every partition's high watermark inside its
+// log after logs were cut back: a log dir that failed for lack of space
+// and recovered in place cut its logs to their durable offsets, below a
+// high watermark that flush policy interval let run ahead.
+func (m *Manager) ClampHighWatermarks() {
+	for _, p := range m.Partitions() {
+		p.clampHighWatermark()
 	}
 }
 

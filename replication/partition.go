@@ -63,6 +63,10 @@ func (p *Partition) becomeLeaderOrFollower(lead bool, epoch int32) error {
 		return fmt.Errorf("%w: %s at epoch %d, replica at %d", ErrStaleLeaderEpoch, p.tp, epoch, current)
 	}
 	p.isLeader, p.leaderEpoch = lead, epoch
+	// The log checks the same leadership where each append commits: an
+	// append that read the old leadership before this change is refused
+	// there rather than landing as the old leader.
+	p.log.FenceLeaderAppends(lead, epoch)
 	p.mu.Unlock()
 	if !lead {
 		return nil

@@ -130,3 +130,95 @@ func TestLeadershipMoves(t *testing.T) {
 		t.Fatalf("epochs %v, want %v", ep, want)
 	}
 }
+
+// An append that read the leadership just before it changed is refused
+// where it commits: it never lands as the old leader (the old code read
+// leader and epoch, then appended outside the lock).
+func TestNoAppendAsDeposedLeader(t *testing.T) {
+	opts := engine.DefaultOptions()
+	opts.FlushPolicy = engine.FlushInterval
+	l, _, err := engine.Open(vfs.NewMem(), "/d/t-0", engine.TopicPartition{Topic: "t"}, opts, engine.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPartition(engine.TopicPartition{Topic: "t"}, l)
+	if err := p.becomeLeader(1); err != nil {
+		t.Fatal(err)
+	}
+	// The race, step by step: leadership read at epoch 1, then the change
+	// to a follower at epoch 2, then the append at epoch 1.
+	_, epoch := p.Leader()
+	if err := p.becomeLeaderOrFollower(false, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(oneRecord(t), epoch); !errors.Is(err, engine.ErrFencedLeaderEpoch) {
+		t.Fatalf("append as the deposed leader: %v", err)
+	}
+	// And as a new leader at a newer epoch: the old epoch is fenced too.
+	if err := p.becomeLeader(3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(oneRecord(t), 2); !errors.Is(err, engine.ErrFencedLeaderEpoch) {
+		t.Fatalf("append at a stale epoch: %v", err)
+	}
+	if _, _, err := p.AppendAsLeader(oneRecord(t), 1); err != nil {
+		t.Fatalf("append as the leader: %v", err)
+	}
+
+	// Under concurrency: appenders race leadership changes; every batch
+	// in the log carries the epoch that led when it committed, so epochs
+	// never go back along the log, and nothing lands while not leading.
+	const changes = 200
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	for a := 0; a < 4; a++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p.AppendAsLeader(oneRecord(t), 1)
+			}
+		}()
+	}
+	epoch = 3
+	for i := 0; i < changes; i++ {
+		epoch++
+		lead := i%2 == 0
+		if err := p.becomeLeaderOrFollower(lead, epoch); err != nil {
+			t.Fatal(err)
+		}
+		if !lead {
+			leo := l.LogEndOffset()
+			if _, _, err := p.AppendAsLeader(oneRecord(t), 1); err == nil {
+				t.Fatalf("append accepted while not leading at epoch %d", epoch)
+			}
+			if l.LogEndOffset() != leo {
+				t.Fatalf("the log grew from %d to %d while not leading", leo, l.LogEndOffset())
+			}
+		}
+	}
+	close(stop)
+	for a := 0; a < 4; a++ {
+		<-done
+	}
+	raw, err := l.ReadBatches(0, 1<<30, l.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := int32(-1)
+	for len(raw) > 0 {
+		h, err := batch.ParseHeader(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.PartitionLeaderEpoch < last || h.PartitionLeaderEpoch%2 == 1 && h.PartitionLeaderEpoch > 3 {
+			t.Fatalf("batch at %d carries epoch %d after %d (odd epochs above 3 never led)", h.BaseOffset, h.PartitionLeaderEpoch, last)
+		}
+		last = h.PartitionLeaderEpoch
+		raw = raw[h.Size():]
+	}
+}

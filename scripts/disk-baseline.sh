@@ -7,7 +7,8 @@
 #
 # Measures, in a temporary file inside DIR (removed afterwards):
 #   1. sequential write bandwidth, 1 MiB blocks: O_DIRECT (dd oflag=direct), and through the page
-#      cache with one fdatasync at the end (dd conv=fdatasync)
+#      cache with one fdatasync at the end (dd conv=fdatasync); sequential read bandwidth with
+#      O_DIRECT (dd iflag=direct)
 #   2. fdatasync rate: sequential appends of 1 KiB, 4 KiB and 16 KiB, each followed by fdatasync
 #      (fio --fdatasync=1 when fio is installed; otherwise dd oflag=dsync, i.e. O_DSYNC writes)
 #
@@ -49,6 +50,9 @@ dd_rate() {
 }
 
 direct="$(dd_rate if=/dev/zero of="$tmp/seq" bs=1M count="$mb" oflag=direct)"
+# Reading the same file back with O_DIRECT bypasses the page cache: the disk's own read
+# bandwidth, the yardstick for the scrubber's rate cap (log.scrubber.io.max.bytes.per.second).
+readdirect="$(dd_rate if="$tmp/seq" of=/dev/null bs=1M iflag=direct)"
 rm -f "$tmp/seq"
 sync
 fdsync="$(dd_rate if=/dev/zero of="$tmp/seq" bs=1M count="$mb" conv=fdatasync)"
@@ -84,6 +88,8 @@ s4k="$(sync_rate 4096)"
 s16k="$(sync_rate 16384)"
 
 cat <<OUT
+sequential read, 1 MiB blocks, $mb MiB:
+  O_DIRECT                         $readdirect MB/s
 sequential write, 1 MiB blocks, $mb MiB:
   O_DIRECT                         $direct MB/s
   page cache + final fdatasync     $fdsync MB/s

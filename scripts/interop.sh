@@ -331,6 +331,15 @@ for codec in "${codecs[@]}"; do
 	roundtrip confluent "$codec"
 done
 
+# A transactional producer must fail at once with a fatal error that says why: wren has no
+# transaction coordinator.
+log="$work/logs/confluent-transactions.log"
+if tmo $py "$pydir/confluent_client.py" transactions "$bootstrap" >"$log" 2>&1; then
+	ok "confluent init_transactions refused at once ($(grep -m1 '^init_transactions' "$log"))"
+else
+	fail "confluent init_transactions is not refused at once with 'transactions are not supported by wren'" "$log"
+fi
+
 # ---- kafka-python --------------------------------------------------------------------------
 
 kp_codecs="$work/logs/kafka-python-codecs.log"

@@ -77,6 +77,10 @@ type Driver struct {
 
 	// Owned by the Run goroutine.
 	loaded map[int32]*loadedPartition
+	// loadErr is the last load failure per partition, so a partition that
+	// cannot load (a damaged log stays so until repaired) is reported
+	// once, not on every tick.
+	loadErr map[int32]string
 	// topics as of metadata version topicsVersion (haveTopics).
 	topics        []groups.TopicMeta
 	topicsVersion uint64
@@ -230,18 +234,33 @@ func (d *Driver) load(i int32, p *replication.Partition, epoch int32) {
 		panic(fmt.Sprintf("coordinator: config validated in New was refused: %v", err))
 	}
 	if err := replay(c, p.Log(), p.HighWatermark()); err != nil {
-		d.cfg.Logger.Error("cannot load group coordinator; will retry", "partition", i, "err", err)
+		d.loadFailed(i, "cannot load group coordinator; will retry", err)
 		return
 	}
 	if err := c.CompleteLoad(d.nowMs()); err != nil {
-		d.cfg.Logger.Error("cannot complete group coordinator load; will retry", "partition", i, "err", err)
+		d.loadFailed(i, "cannot complete group coordinator load; will retry", err)
 		return
 	}
+	delete(d.loadErr, i)
 	c.UpdateTopics(d.topics, d.nowMs())
 	lp := &loadedPartition{c: c, epoch: epoch, p: p, fifo: make(chan delivery, deliveryQueueLen), fifoDone: make(chan struct{})}
 	go d.deliverLoop(i, lp)
 	d.loaded[i] = lp
 	d.cfg.Logger.Debug("group coordinator loaded", "partition", i, "epoch", epoch)
+}
+
+// loadFailed logs a load failure at ERROR the first time it is seen, and
+// at DEBUG while it repeats.
+func (d *Driver) loadFailed(i int32, msg string, err error) {
+	if d.loadErr == nil {
+		d.loadErr = map[int32]string{}
+	}
+	if d.loadErr[i] == err.Error() {
+		d.cfg.Logger.Debug(msg, "partition", i, "err", err)
+		return
+	}
+	d.loadErr[i] = err.Error()
+	d.cfg.Logger.Error(msg, "partition", i, "err", err)
 }
 
 // replay feeds the records of the log below end to c. end is the high

@@ -3,12 +3,17 @@
 Usage:
   confluent_client.py produce BOOTSTRAP TOPIC CODEC EXPECTED
   confluent_client.py consume BOOTSTRAP TOPIC DUMP [--timeout S]
+  confluent_client.py transactions BOOTSTRAP [--timeout S]
 
 produce sends every record of EXPECTED (records.py gen) with its key and
 headers, compressed with CODEC (none, gzip, snappy, lz4, zstd: librdkafka's
 own codecs), and exits non-zero if any delivery failed. consume reads every
 partition of TOPIC from the start up to the high watermark it finds at
 start (so duplicates in the log show up too) and writes the dump format.
+transactions calls init_transactions, which wren must refuse at once with
+a fatal error that says transactions are not supported: it prints the
+error and how long it took, and exits non-zero if the call succeeded,
+timed out, or failed with anything else.
 """
 
 import argparse
@@ -19,7 +24,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import records  # noqa: E402
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 
 
 def produce(args):
@@ -96,6 +101,27 @@ def consume(args):
         c.close()
 
 
+def transactions(args):
+    p = Producer({"bootstrap.servers": args.bootstrap, "transactional.id": "wren-interop-txn"})
+    started = time.monotonic()
+    try:
+        p.init_transactions(args.timeout)
+    except KafkaException as e:
+        err = e.args[0]
+        took = time.monotonic() - started
+        print("init_transactions failed after %.1f s: %s" % (took, err.str()))
+        if err.code() != KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED or not err.fatal():
+            sys.exit("confluent transactions: want a fatal TRANSACTIONAL_ID_AUTHORIZATION_FAILED, got %s" % err)
+        if "transactions are not supported by wren" not in err.str():
+            sys.exit("confluent transactions: the error does not say transactions are not supported")
+        # Failing fast means well before any client timeout: librdkafka
+        # retries a retriable answer for the whole call's timeout.
+        if took > 10:
+            sys.exit("confluent transactions: took %.1f s, want an immediate error" % took)
+        return
+    sys.exit("confluent transactions: init_transactions succeeded against a broker without transactions")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -112,6 +138,10 @@ def main():
     c.add_argument("dump")
     c.add_argument("--timeout", type=float, default=120)
     c.set_defaults(func=consume)
+    t = sub.add_parser("transactions")
+    t.add_argument("bootstrap")
+    t.add_argument("--timeout", type=float, default=60)
+    t.set_defaults(func=transactions)
     args = ap.parse_args()
     args.func(args)
 

@@ -1,0 +1,161 @@
+package broker
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A cluster-wide message.max.bytes altered at run time applies at once to
+// every topic without its own max.message.bytes, and deleting it restores
+// the file's value.
+func TestDynamicMessageMaxBytes(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir(), ""))
+	cl, adm := newClient(t, b, kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
+	ctx := testContext(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": kmsg.StringPtr("5000")}, "own"); err != nil {
+		t.Fatal(err)
+	}
+	// Random-looking bytes would do too: franz-go does not compress here.
+	value := bytes.Repeat([]byte("x"), 1000)
+	produce := func(topic string) error {
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: value}).FirstErr()
+	}
+	if err := produce("plain"); err != nil {
+		t.Fatalf("before the change: %v", err)
+	}
+
+	alter := func(op kadm.IncrementalOp, value string) {
+		t.Helper()
+		rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: op, Name: "message.max.bytes", Value: kmsg.StringPtr(value)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rs[0].Err; err != nil {
+			t.Fatalf("alter message.max.bytes: %v (%s)", err, rs[0].ErrMessage)
+		}
+	}
+	alter(kadm.SetConfig, "100")
+	if err := produce("plain"); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("1000-byte record under a cluster-wide message.max.bytes=100: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	if err := produce("own"); err != nil {
+		t.Fatalf("topic with its own max.message.bytes: %v", err)
+	}
+	// Described as the cluster default.
+	rcs, err := adm.DescribeBrokerConfigs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rcs.On("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, cfg := range c.Configs {
+		found = found || (cfg.Key == "message.max.bytes" && cfg.MaybeValue() == "100")
+	}
+	if !found {
+		t.Errorf("message.max.bytes=100 not described: %+v", c.Configs)
+	}
+
+	alter(kadm.DeleteConfig, "")
+	if err := produce("plain"); err != nil {
+		t.Fatalf("after deleting the dynamic value: %v", err)
+	}
+}
+
+// Settings wren does not apply, or reads only at start, are refused at
+// run time with INVALID_CONFIG and a message naming the key.
+func TestAlterConfigsRefusesIneffectiveKeys(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir(), ""))
+	_, adm := newClient(t, b)
+	ctx := testContext(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		broker     bool
+		key, value string
+		text       string
+	}{
+		{true, "max.connections", "10", "max.connections is not in effect in wren yet"},
+		{true, "log.cleaner.backoff.ms", "1000", "only at start"},
+		{false, "min.insync.replicas", "1", "min.insync.replicas is not in effect in wren yet"},
+	} {
+		set := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: tc.key, Value: kmsg.StringPtr(tc.value)}}
+		var rs kadm.AlterConfigsResponses
+		var err error
+		if tc.broker {
+			rs, err = adm.AlterBrokerConfigs(ctx, set)
+		} else {
+			rs, err = adm.AlterTopicConfigs(ctx, set, "t")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(rs[0].Err, kerr.InvalidConfig) || !strings.Contains(rs[0].ErrMessage, tc.text) {
+			t.Errorf("incremental %s=%s: %v %q, want INVALID_CONFIG saying %q", tc.key, tc.value, rs[0].Err, rs[0].ErrMessage, tc.text)
+		}
+		// The legacy AlterConfigs the same.
+		var legacy kadm.AlterConfigsResponses
+		if tc.broker {
+			legacy, err = adm.AlterBrokerConfigsState(ctx, set)
+		} else {
+			legacy, err = adm.AlterTopicConfigsState(ctx, set, "t")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(legacy[0].Err, kerr.InvalidConfig) || !strings.Contains(legacy[0].ErrMessage, tc.text) {
+			t.Errorf("legacy %s=%s: %v %q, want INVALID_CONFIG saying %q", tc.key, tc.value, legacy[0].Err, legacy[0].ErrMessage, tc.text)
+		}
+	}
+}
+
+// lockedBuffer is a log destination that goroutines may share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// The start-up log names each setting the file set that wren ignores.
+func TestStartLogsIneffectiveSettings(t *testing.T) {
+	var logs lockedBuffer
+	cfg := testConfig(t, t.TempDir(), "[storage]\nlog.roll.jitter.hours = 1\n")
+	b, err := Start(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	out := logs.String()
+	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "key=log.roll.jitter.hours") {
+		t.Errorf("start-up log does not warn about log.roll.jitter.hours:\n%s", out)
+	}
+	if strings.Contains(out, "key=node.id") {
+		t.Errorf("start-up log warns about node.id:\n%s", out)
+	}
+}

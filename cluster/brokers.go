@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// BrokerRegistrationRecord registers a broker, or replaces the
+// registration of a broker that registers again (a restart, a new rack or
+// listener). Placement reads the registered brokers; leader election reads
+// which of them are fenced.
+type BrokerRegistrationRecord struct {
+	BrokerID  int32            `json:"broker_id"`
+	Rack      string           `json:"rack,omitempty"`
+	Listeners []BrokerListener `json:"listeners,omitempty"`
+	// Fenced brokers hold no leadership and get no new replicas.
+	Fenced bool `json:"fenced"`
+}
+
+// BrokerListener is one advertised listener of a broker.
+type BrokerListener struct {
+	Name             string `json:"name"`
+	Host             string `json:"host"`
+	Port             int32  `json:"port"`
+	SecurityProtocol string `json:"security_protocol,omitempty"`
+}
+
+// BrokerFenceRecord fences (Fenced) or unfences a registered broker.
+type BrokerFenceRecord struct {
+	BrokerID int32 `json:"broker_id"`
+	Fenced   bool  `json:"fenced"`
+}
+
+// BrokerImage is one registered broker.
+type BrokerImage struct {
+	ID        int32
+	Rack      string
+	Listeners []BrokerListener
+	Fenced    bool
+	// Epoch is the metadata log offset of the broker's latest
+	// registration (Kafka's broker epoch): it changes every time the
+	// broker registers again.
+	Epoch uint64
+}
+
+// Brokers lists the registered brokers, by id. The slice is new; the
+// listeners in it must not be modified.
+func (im *Image) Brokers() []BrokerImage {
+	out := make([]BrokerImage, 0, len(im.brokers))
+	for _, b := range im.brokers {
+		out = append(out, *b)
+	}
+	slices.SortFunc(out, func(a, b BrokerImage) int { return int(a.ID) - int(b.ID) })
+	return out
+}
+
+// Broker returns a registered broker, or false.
+func (im *Image) Broker(id int32) (BrokerImage, bool) {
+	b := im.brokers[id]
+	if b == nil {
+		return BrokerImage{}, false
+	}
+	return *b, true
+}
+
+// BrokerUnfenced reports whether id is registered and not fenced: the
+// brokers that may lead and that placement puts new replicas on.
+func (im *Image) BrokerUnfenced(id int32) bool {
+	b := im.brokers[id]
+	return b != nil && !b.Fenced
+}
+
+func (next *Image) applyBrokerRegistration(im *Image, offset uint64, r *BrokerRegistrationRecord) {
+	next.brokers = maps.Clone(im.brokers)
+	if next.brokers == nil {
+		next.brokers = map[int32]*BrokerImage{}
+	}
+	next.brokers[r.BrokerID] = &BrokerImage{
+		ID: r.BrokerID, Rack: r.Rack, Listeners: slices.Clone(r.Listeners), Fenced: r.Fenced, Epoch: offset,
+	}
+}
+
+func (next *Image) applyBrokerFence(im *Image, offset uint64, r *BrokerFenceRecord) error {
+	old := im.brokers[r.BrokerID]
+	if old == nil {
+		return fmt.Errorf("cluster: metadata record %d fences unregistered broker %d", offset, r.BrokerID)
+	}
+	b := *old
+	b.Fenced = r.Fenced
+	next.brokers = maps.Clone(im.brokers)
+	next.brokers[r.BrokerID] = &b
+	return nil
+}
+
+// sameRegistration reports whether registering r changes nothing.
+func sameRegistration(b BrokerImage, r *BrokerRegistrationRecord) bool {
+	return b.Rack == r.Rack && b.Fenced == r.Fenced && slices.Equal(b.Listeners, r.Listeners)
+}

@@ -1,0 +1,178 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// The controller's hooks for broker liveness and partition leadership:
+// each computes its changes with the pure rules of leader.go and
+// leadership.go against the current image, and commits them with the
+// broker's own record as one metadata entry, so a crash never leaves a
+// broker fenced with its partitions still led by it.
+
+func (c *Controller) leaderConfig() LeaderConfig {
+	return LeaderConfig{
+		MinInsyncReplicas:           c.cfg.MinInsyncReplicas,
+		UncleanLeaderElectionEnable: c.cfg.UncleanLeaderElectionEnable,
+		Offsets:                     c.cfg.PartitionOffsets,
+	}
+}
+
+func changeRecords(recs []Record, changes []PartitionChange) []Record {
+	for _, ch := range changes {
+		recs = append(recs, ch.Records()...)
+	}
+	return recs
+}
+
+func unknownBroker(id int32) error {
+	return fmt.Errorf("%w: broker %d is not registered", kerr.BrokerIDNotRegistered, id)
+}
+
+// RegisterBroker records a broker's registration (a start, or a new rack
+// or listener). cleanShutdown says whether the broker shut down cleanly
+// last time; if not, its log may lack records it acknowledged, so it
+// leaves every ISR and ELR (KIP-966). reg.Fenced registers it fenced, as
+// a starting broker is until it has caught up (UnfenceBroker).
+func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistrationRecord, cleanShutdown bool) error {
+	var res error
+	err := c.run(ctx, func() {
+		im := c.Image()
+		var changes []PartitionChange
+		if !cleanShutdown {
+			changes = UncleanShutdownChanges(im, reg.BrokerID, c.leaderConfig())
+		} else if b, ok := im.Broker(reg.BrokerID); ok && sameRegistration(b, &reg) {
+			return
+		}
+		r := reg
+		res = c.commit(changeRecords([]Record{{Kind: KindBrokerRegistration, BrokerRegistration: &r}}, changes))
+	})
+	return errors.Join(err, res)
+}
+
+// FenceBroker fences a broker whose session expired (or that crashed): it
+// gets no new replicas, leaves every ISR, and the partitions it led elect
+// a new leader.
+func (c *Controller) FenceBroker(ctx context.Context, id int32) error {
+	return c.setFenced(ctx, id, true, BrokerFencedChanges)
+}
+
+// UnfenceBroker unfences a broker that is back and caught up; partitions
+// without a leader that it may lead elect one.
+func (c *Controller) UnfenceBroker(ctx context.Context, id int32) error {
+	return c.setFenced(ctx, id, false, BrokerUnfencedChanges)
+}
+
+// ControlledShutdown moves leadership off a broker before it exits
+// (SIGTERM): it leaves every ISR, its partitions elect new leaders, and it
+// is fenced, so it gets no new replicas while it is gone.
+func (c *Controller) ControlledShutdown(ctx context.Context, id int32) error {
+	return c.setFenced(ctx, id, true, ControlledShutdownChanges)
+}
+
+func (c *Controller) setFenced(ctx context.Context, id int32, fenced bool, rule func(*Image, int32, LeaderConfig) []PartitionChange) error {
+	var res error
+	err := c.run(ctx, func() {
+		im := c.Image()
+		b, ok := im.Broker(id)
+		if !ok {
+			res = unknownBroker(id)
+			return
+		}
+		changes := rule(im, id, c.leaderConfig())
+		var recs []Record
+		if b.Fenced != fenced {
+			recs = append(recs, Record{Kind: KindBrokerFence, BrokerFence: &BrokerFenceRecord{BrokerID: id, Fenced: fenced}})
+		}
+		if recs = changeRecords(recs, changes); len(recs) > 0 {
+			res = c.commit(recs)
+		}
+	})
+	return errors.Join(err, res)
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// ElectLeadersResult is the outcome for one partition: its leader after
+// the election, or Err with Kafka's error code.
+type ElectLeadersResult struct {
+	TopicPartition
+	Leader int32
+	Err    error
+}
+
+// ElectLeaders runs ElectPreferred or ElectUnclean elections (Kafka's
+// ElectLeaders). With partitions nil it tries every partition and reports
+// only those where an election was needed.
+func (c *Controller) ElectLeaders(ctx context.Context, el Election, partitions []TopicPartition) ([]ElectLeadersResult, error) {
+	var results []ElectLeadersResult
+	err := c.run(ctx, func() {
+		im := c.Image()
+		all := partitions == nil
+		if all {
+			for _, name := range im.TopicNames() {
+				for _, p := range im.Topic(name).Partitions {
+					partitions = append(partitions, TopicPartition{name, p.Partition})
+				}
+			}
+		}
+		var recs []Record
+		for _, tp := range partitions {
+			ch, err := ElectLeadersChange(im, tp.Topic, tp.Partition, el, c.leaderConfig())
+			if all && errors.Is(err, kerr.ElectionNotNeeded) {
+				continue
+			}
+			r := ElectLeadersResult{TopicPartition: tp, Leader: ch.After.Leader, Err: err}
+			if err != nil {
+				r.Leader = NoLeader
+			}
+			results = append(results, r)
+			recs = append(recs, ch.Records()...)
+		}
+		if len(recs) == 0 {
+			return
+		}
+		if err := c.commit(recs); err != nil {
+			for i := range results {
+				if results[i].Err == nil {
+					results[i].Err, results[i].Leader = err, NoLeader
+				}
+			}
+		}
+	})
+	return results, err
+}
+
+// AlterISR applies an ISR change a partition's leader asks for (Kafka's
+// AlterPartition) and returns the partition's new state.
+func (c *Controller) AlterISR(ctx context.Context, topicID UUID, partition, leader, leaderEpoch, partitionEpoch int32, isr []int32) (PartitionImage, error) {
+	var out PartitionImage
+	var res error
+	err := c.run(ctx, func() {
+		im := c.Image()
+		t := im.TopicByID(topicID)
+		if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
+			res = fmt.Errorf("%w: topic %s partition %d", kerr.UnknownTopicOrPartition, topicID, partition)
+			return
+		}
+		ch, err := AlterISR(t.Partitions[partition], leader, leaderEpoch, partitionEpoch, isr, im.ElectionContext(t, partition, c.leaderConfig(), nil))
+		if err != nil {
+			res = err
+			return
+		}
+		ch.TopicID, ch.Topic = t.ID, t.Name
+		out = ch.After
+		if ch.Changed() {
+			res = c.commit(ch.Records())
+		}
+	})
+	return out, errors.Join(err, res)
+}

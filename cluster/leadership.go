@@ -1,0 +1,155 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// LeaderConfig are the broker-wide settings the leader rules fall back to
+// when neither the topic nor the cluster-wide dynamic config sets them.
+type LeaderConfig struct {
+	// MinInsyncReplicas is min.insync.replicas (below 1 reads as 1).
+	MinInsyncReplicas int
+	// UncleanLeaderElectionEnable is unclean.leader.election.enable.
+	UncleanLeaderElectionEnable bool
+	// Offsets, if set, returns what the controller last heard of a
+	// partition's offsets, for the data-loss ledger; nil: unknown.
+	Offsets func(topic UUID, partition int32) *PartitionOffsets
+}
+
+// topicSetting returns a topic config: the topic's override, else the
+// cluster-wide dynamic default.
+func (im *Image) topicSetting(t *TopicImage, key string) (string, bool) {
+	if v, ok := t.Configs[key]; ok {
+		return v, true
+	}
+	v, ok := im.brokerConfigs[""][key]
+	return v, ok
+}
+
+// ElectionContext returns the context of the rules for a topic's
+// partitions: live brokers are the registered unfenced ones, with the
+// overrides of live (a broker about to be fenced or unfenced in the same
+// change); min.insync.replicas and unclean.leader.election.enable come
+// from the topic, the cluster-wide dynamic configs, then cfg.
+func (im *Image) ElectionContext(t *TopicImage, partition int32, cfg LeaderConfig, live map[int32]bool) ElectionContext {
+	ctx := ElectionContext{MinISR: max(cfg.MinInsyncReplicas, 1), Unclean: cfg.UncleanLeaderElectionEnable}
+	if v, ok := im.topicSetting(t, "min.insync.replicas"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 {
+			ctx.MinISR = n
+		}
+	}
+	if v, ok := im.topicSetting(t, "unclean.leader.election.enable"); ok {
+		if b, err := strconv.ParseBool(v); err == nil {
+			ctx.Unclean = b
+		}
+	}
+	ctx.Live = func(b int32) bool {
+		if l, ok := live[b]; ok {
+			return l
+		}
+		return im.BrokerUnfenced(b)
+	}
+	if cfg.Offsets != nil {
+		ctx.Offsets = cfg.Offsets(t.ID, partition)
+	}
+	return ctx
+}
+
+// eachPartition runs rule on every partition of every topic (in name
+// order) and returns the changes that changed something.
+func (im *Image) eachPartition(cfg LeaderConfig, live map[int32]bool, rule func(p PartitionImage, ctx ElectionContext) PartitionChange) []PartitionChange {
+	var out []PartitionChange
+	for _, name := range im.TopicNames() {
+		t := im.topics[name]
+		for _, p := range t.Partitions {
+			c := rule(p, im.ElectionContext(t, p.Partition, cfg, live))
+			if c.Changed() {
+				c.TopicID, c.Topic = t.ID, t.Name
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// BrokerFencedChanges are the partition changes when broker is fenced (its
+// session expired, or it crashed): it leaves every ISR, and partitions it
+// led elect a new leader.
+func BrokerFencedChanges(im *Image, broker int32, cfg LeaderConfig) []PartitionChange {
+	return im.eachPartition(cfg, map[int32]bool{broker: false}, func(p PartitionImage, ctx ElectionContext) PartitionChange {
+		if p.Leader != broker && !slices.Contains(p.ISR, broker) {
+			return PartitionChange{Before: p, After: p}
+		}
+		return RemoveFromISR(p, broker, ctx)
+	})
+}
+
+// ControlledShutdownChanges move leadership off broker before it exits
+// (Kafka's controlled shutdown): it leaves every ISR, so partitions it led
+// get a new leader from the ISR (or the ELR) while it still serves, and
+// the next registration finds it a clean ELR member wherever the ISR
+// shrank below min.insync.replicas.
+func ControlledShutdownChanges(im *Image, broker int32, cfg LeaderConfig) []PartitionChange {
+	return BrokerFencedChanges(im, broker, cfg)
+}
+
+// BrokerUnfencedChanges elect leaders, now that broker may lead, for the
+// partitions without one that it could lead.
+func BrokerUnfencedChanges(im *Image, broker int32, cfg LeaderConfig) []PartitionChange {
+	return im.eachPartition(cfg, map[int32]bool{broker: true}, func(p PartitionImage, ctx ElectionContext) PartitionChange {
+		if p.Leader != NoLeader || !slices.Contains(p.Replicas, broker) {
+			return PartitionChange{Before: p, After: p}
+		}
+		return ElectLeader(p, ElectOnline, ctx)
+	})
+}
+
+// UncleanShutdownChanges apply the registration of a broker that did not
+// shut down cleanly (it may have lost records it acknowledged): it leaves
+// every ISR and ELR. It is not live until unfenced.
+func UncleanShutdownChanges(im *Image, broker int32, cfg LeaderConfig) []PartitionChange {
+	return im.eachPartition(cfg, map[int32]bool{broker: false}, func(p PartitionImage, ctx ElectionContext) PartitionChange {
+		if p.Leader != broker && !slices.Contains(p.ISR, broker) && !slices.Contains(p.ELR, broker) {
+			return PartitionChange{Before: p, After: p}
+		}
+		return UncleanShutdown(p, broker, ctx)
+	})
+}
+
+// ElectLeadersChange is one partition of ElectLeaders, with Kafka's
+// errors: PREFERRED gets ELECTION_NOT_NEEDED when the preferred replica
+// leads and PREFERRED_LEADER_NOT_AVAILABLE when it may not; UNCLEAN gets
+// ELECTION_NOT_NEEDED when the partition has a leader and
+// ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is live.
+func ElectLeadersChange(im *Image, topic string, partition int32, el Election, cfg LeaderConfig) (PartitionChange, error) {
+	t := im.Topic(topic)
+	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
+		return PartitionChange{}, fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, partition)
+	}
+	p := t.Partitions[partition]
+	switch el {
+	case ElectPreferred:
+		if p.Leader == p.Replicas[0] {
+			return PartitionChange{}, fmt.Errorf("%w: the preferred replica %d leads %s-%d", kerr.ElectionNotNeeded, p.Leader, topic, partition)
+		}
+	case ElectUnclean:
+		if p.Leader != NoLeader {
+			return PartitionChange{}, fmt.Errorf("%w: %s-%d has leader %d", kerr.ElectionNotNeeded, topic, partition, p.Leader)
+		}
+	default:
+		return PartitionChange{}, fmt.Errorf("%w: election type %d", kerr.InvalidRequest, el)
+	}
+	c := ElectLeader(p, el, im.ElectionContext(t, partition, cfg, nil))
+	c.TopicID, c.Topic = t.ID, t.Name
+	switch {
+	case el == ElectPreferred && c.After.Leader != p.Replicas[0]:
+		return PartitionChange{}, fmt.Errorf("%w: the preferred replica %d of %s-%d is not live or not in the ISR %v", kerr.PreferredLeaderNotAvailable, p.Replicas[0], topic, partition, p.ISR)
+	case c.After.Leader == NoLeader:
+		return PartitionChange{}, fmt.Errorf("%w: no replica of %s-%d (%v) is live", kerr.EligibleLeadersNotAvailable, topic, partition, p.Replicas)
+	}
+	return c, nil
+}

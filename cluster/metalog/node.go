@@ -1,0 +1,555 @@
+package metalog
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/wren-broker/wren/election"
+)
+
+// Node is one voter's metadata log replica, with the election that picks
+// the controller inside it. It is not safe for concurrent use: one
+// goroutine (the driver) feeds it ticks, messages and proposals and drains
+// its Ready.
+type Node struct {
+	cfg      Config
+	id       election.NodeID
+	voters   []election.NodeID
+	majority int
+	e        *election.Node
+	erd      election.Ready // the election's part of the Ready in flight
+
+	log memLog
+	// Invariant: snap.Index <= applied <= commit <= log.lastIndex().
+	commit  int64
+	applied int64 // handed out in CommittedEntries (or restored from a snapshot)
+	// stable is the end of the log as the driver was last told to write
+	// it: entries after it go out in the next Ready.
+	stable int64
+	// Persistence steps not yet handed out.
+	pendingSnap     *Snapshot
+	truncateAll     bool
+	restoreSnapshot bool
+	pendingTruncate *int64
+
+	now int64
+
+	// Controller: the epoch it leads, where its leader-change entry sits,
+	// the log end each follower proved it holds, and the fetches it holds
+	// back until something new arrives.
+	leaderEpoch       int32
+	leaderChangeIndex int64
+	match             map[election.NodeID]int64
+	parked            map[election.NodeID]parkedFetch
+
+	// Follower: the controller it fetches from, in which epoch, and its
+	// one fetch in flight.
+	fetchFrom    election.NodeID
+	fetchEpoch   int32
+	fetchSeq     uint64
+	fetchElapsed int
+
+	msgs     []Message
+	ownMsgs  int // how many of msgs the Ready in flight handed out
+	prevHard HardState
+}
+
+type parkedFetch struct {
+	m  Message
+	at int64
+}
+
+// NewNode starts a node from what its disk holds. The driver restores its
+// applied state from st.Snapshot itself; the first Ready hands out the
+// committed entries after it.
+func NewNode(cfg Config, st Stored) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e, err := election.NewNode(cfg.Election, st.Hard.Election)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, id: cfg.Election.ID, e: e, fetchFrom: election.None, prevHard: st.Hard}
+	n.voters = slices.Sorted(slices.Values(cfg.Election.Voters))
+	n.majority = len(n.voters)/2 + 1
+	if st.Snapshot.Index < 0 || st.Snapshot.Index == 0 && st.Snapshot.Epoch != 0 {
+		return nil, fmt.Errorf("metalog: stored snapshot %v is not valid", st.Snapshot)
+	}
+	n.log.snap = st.Snapshot
+	for _, ent := range st.Entries {
+		if ent.Index != n.log.lastIndex()+1 || ent.Epoch < n.log.lastEpoch() {
+			return nil, fmt.Errorf("metalog: stored entry %v does not follow %d/%d", ent, n.log.lastEpoch(), n.log.lastIndex())
+		}
+		n.log.ents = append(n.log.ents, ent)
+	}
+	if c := st.Hard.Commit; c > n.log.lastIndex() {
+		return nil, fmt.Errorf("metalog: stored commit index %d is beyond the stored log end %d", c, n.log.lastIndex())
+	}
+	n.commit = max(st.Hard.Commit, st.Snapshot.Index)
+	n.applied = st.Snapshot.Index
+	n.stable = n.log.lastIndex()
+	n.e.SetLogPosition(n.position())
+	return n, nil
+}
+
+func (n *Node) position() election.LogPosition {
+	return election.LogPosition{Epoch: n.log.lastEpoch(), Offset: n.log.lastIndex()}
+}
+
+// Tick advances the node's clock by one tick; see election.Node.Tick for
+// why a driver must catch up the ticks it missed.
+func (n *Node) Tick() {
+	n.now++
+	n.e.Tick()
+	n.sync()
+	if n.leaderEpoch != 0 {
+		// In voter order, not map order, so that a run replays exactly.
+		for _, id := range n.voters {
+			if p, ok := n.parked[id]; ok && n.now-p.at >= int64(n.cfg.FetchWaitTicks) {
+				delete(n.parked, id)
+				n.answerFetch(p.m, false)
+			}
+		}
+	}
+	if n.fetchFrom != election.None {
+		n.fetchElapsed++
+		if n.fetchElapsed >= n.cfg.FetchTimeoutTicks {
+			n.sendFetch()
+		}
+	}
+}
+
+// Step feeds the node one message from a peer. A message that is not for
+// this node, not from a peer voter, or malformed is refused with an error
+// and changes nothing.
+func (n *Node) Step(m Message) error {
+	if m.To != n.id {
+		return fmt.Errorf("metalog: message %v is for %d, this is %d", m, m.To, n.id)
+	}
+	if m.From == n.id || !slices.Contains(n.voters, m.From) {
+		return fmt.Errorf("metalog: message %v is not from a peer voter %v", m, n.voters)
+	}
+	switch m.Type {
+	case MsgElection:
+		if m.Election.From != m.From || m.Election.To != m.To {
+			return fmt.Errorf("metalog: election message %v inside %d->%d", m.Election, m.From, m.To)
+		}
+		if err := n.e.Step(m.Election); err != nil {
+			return err
+		}
+		n.sync()
+	case MsgFetch:
+		if m.LastIndex < 0 || m.Commit > m.LastIndex {
+			return fmt.Errorf("metalog: fetch %v has a bad position", m)
+		}
+		n.handleFetch(m)
+	case MsgFetchResp:
+		if err := n.checkFetchResp(m); err != nil {
+			return err
+		}
+		n.handleFetchResp(m)
+	default:
+		return fmt.Errorf("metalog: message %v has an unknown type", m)
+	}
+	return nil
+}
+
+// checkFetchResp refuses an answer that could not have come from a
+// correct controller, so a bad peer cannot break the log's invariants.
+func (n *Node) checkFetchResp(m Message) error {
+	if len(m.Entries) > n.cfg.MaxFetchEntries {
+		return fmt.Errorf("metalog: fetch answer from %d carries %d entries, at most %d", m.From, len(m.Entries), n.cfg.MaxFetchEntries)
+	}
+	prevIndex, prevEpoch := m.PrevIndex, m.PrevEpoch
+	for _, ent := range m.Entries {
+		if ent.Index != prevIndex+1 || ent.Epoch < prevEpoch || ent.Epoch > m.Epoch {
+			return fmt.Errorf("metalog: fetch answer from %d: entry %v does not follow %d/%d in epoch %d", m.From, ent, prevEpoch, prevIndex, m.Epoch)
+		}
+		prevIndex, prevEpoch = ent.Index, ent.Epoch
+	}
+	if s := m.Snapshot; s != nil && (s.Index < 1 || s.Epoch > m.Epoch || m.Commit < s.Index) {
+		return fmt.Errorf("metalog: fetch answer from %d: bad %v (commit %d)", m.From, *s, m.Commit)
+	}
+	if m.Commit < 0 || m.PrevIndex < 0 || m.DivergingIndex < 0 {
+		return fmt.Errorf("metalog: fetch answer %v has a negative index", m)
+	}
+	return nil
+}
+
+// sync reacts to the election: a node that just won its epoch takes
+// office; a follower that learned of a controller starts fetching from it.
+func (n *Node) sync() {
+	st := n.e.Status().Soft
+	switch {
+	case st.Role == election.Controller && n.leaderEpoch != st.Epoch:
+		n.becomeLeader(st.Epoch)
+	case st.Role != election.Controller && n.leaderEpoch != 0:
+		n.leaderEpoch, n.match, n.parked = 0, nil, nil
+	}
+	switch {
+	case st.Role == election.Follower && st.Controller != election.None:
+		if n.fetchFrom != st.Controller || n.fetchEpoch != st.Epoch {
+			n.fetchFrom, n.fetchEpoch = st.Controller, st.Epoch
+			n.sendFetch()
+		}
+	default:
+		n.fetchFrom, n.fetchEpoch = election.None, 0
+	}
+}
+
+// becomeLeader takes office. The election's up-to-date rule made this
+// log at least as up to date as that of every voter that elected it, so
+// it holds every committed entry (see doc.go); it keeps them all, and
+// appends a leader-change entry whose commit commits them.
+func (n *Node) becomeLeader(epoch int32) {
+	n.leaderEpoch = epoch
+	n.match = map[election.NodeID]int64{}
+	n.parked = map[election.NodeID]parkedFetch{}
+	n.appendEntry(Entry{Index: n.log.lastIndex() + 1, Epoch: epoch, Type: EntryLeaderChange})
+	n.leaderChangeIndex = n.log.lastIndex()
+	n.maybeCommit()
+}
+
+// Propose appends data as a new entry of the controller's epoch and
+// returns its index. Only the acting controller proposes, and only once
+// its leader-change entry is committed and applied: before that, its
+// applied state may lack committed records, so the changes it would
+// validate against it could be wrong.
+func (n *Node) Propose(data []byte) (int64, error) {
+	if !n.e.Acting() || n.leaderEpoch == 0 {
+		return 0, ErrNotController
+	}
+	if n.applied < n.leaderChangeIndex {
+		return 0, ErrNotCaughtUp
+	}
+	if n.log.lastIndex()-n.commit >= int64(n.cfg.MaxUncommittedEntries) {
+		return 0, ErrTooManyUncommitted
+	}
+	n.appendEntry(Entry{Index: n.log.lastIndex() + 1, Epoch: n.leaderEpoch, Type: EntryRecords, Data: slices.Clone(data)})
+	n.maybeCommit()
+	return n.log.lastIndex(), nil
+}
+
+func (n *Node) appendEntry(ent Entry) {
+	n.log.append(ent)
+	n.e.SetLogPosition(n.position())
+	n.answerParked()
+}
+
+// maybeCommit moves the controller's commit index to the highest entry
+// a majority holds, if that entry is of its own epoch (raft's rule: an
+// inherited entry stored on a majority can still be overwritten by a
+// controller whose log ends in a later epoch, unless an entry of the
+// current epoch is committed after it). The controller counts its own
+// log end: nothing it sends or applies leaves before that end is durable.
+func (n *Node) maybeCommit() {
+	ends := make([]int64, 0, len(n.voters))
+	for _, v := range n.voters {
+		if v == n.id {
+			ends = append(ends, n.log.lastIndex())
+		} else {
+			ends = append(ends, n.match[v])
+		}
+	}
+	slices.Sort(ends)
+	c := ends[len(ends)-n.majority]
+	if c > n.commit && n.log.mustEpochAt(c) == n.leaderEpoch {
+		n.commit = c
+		n.answerParked()
+	}
+}
+
+func (n *Node) answerParked() {
+	for _, id := range n.voters {
+		if p, ok := n.parked[id]; ok {
+			delete(n.parked, id)
+			n.answerFetch(p.m, false)
+		}
+	}
+}
+
+func (n *Node) handleFetch(m Message) {
+	if n.leaderEpoch == 0 || m.Epoch != n.leaderEpoch {
+		// Not this epoch's controller: the election's epoch fence tells
+		// the sender about newer epochs, and stale fetches are dropped.
+		return
+	}
+	n.answerFetch(m, true)
+}
+
+// answerFetch is the controller's side of the pull. The follower's log
+// ends at (LastIndex, LastEpoch). If this log holds that entry, the
+// follower's log equals this one up to it (one controller per epoch, and
+// each only appends), so that is its proven end, and it gets the entries
+// after it. If not, the logs diverge: the answer names the last entry at
+// or below the follower's end whose epoch is at most the follower's last
+// epoch, and the follower truncates after it (KIP-279's end offset for
+// the epoch). Below the log start, it gets the snapshot.
+func (n *Node) answerFetch(m Message, mayPark bool) {
+	resp := Message{Type: MsgFetchResp, To: m.From, Epoch: n.leaderEpoch, Seq: m.Seq,
+		LastIndex: m.LastIndex, LastEpoch: m.LastEpoch}
+	snap := n.log.snap
+	if m.LastIndex < snap.Index || m.LastIndex == snap.Index && m.LastEpoch != snap.Epoch {
+		s := snap
+		s.Data = slices.Clone(snap.Data)
+		resp.Snapshot, resp.Commit = &s, n.commit
+		n.send(resp)
+		return
+	}
+	if ep, ok := n.log.epochAt(m.LastIndex); ok && ep == m.LastEpoch {
+		if m.LastIndex > n.match[m.From] {
+			n.match[m.From] = m.LastIndex
+			n.maybeCommit()
+		}
+		last := n.log.lastIndex()
+		if mayPark && m.LastIndex == last && m.Commit == n.commit {
+			n.parked[m.From] = parkedFetch{m: m, at: n.now}
+			return
+		}
+		to := min(last, m.LastIndex+int64(n.cfg.MaxFetchEntries))
+		resp.PrevIndex, resp.PrevEpoch = m.LastIndex, m.LastEpoch
+		resp.Entries = n.log.slice(m.LastIndex, to)
+		resp.Commit = n.commit
+		n.send(resp)
+		return
+	}
+	i := min(m.LastIndex, n.log.lastIndex())
+	for i > snap.Index && n.log.mustEpochAt(i) > m.LastEpoch {
+		i--
+	}
+	resp.Diverging, resp.DivergingIndex, resp.DivergingEpoch = true, i, n.log.mustEpochAt(i)
+	resp.Commit = n.commit
+	n.send(resp)
+}
+
+func (n *Node) sendFetch() {
+	n.fetchSeq++
+	n.fetchElapsed = 0
+	n.send(Message{Type: MsgFetch, To: n.fetchFrom, Epoch: n.fetchEpoch, Seq: n.fetchSeq,
+		LastIndex: n.log.lastIndex(), LastEpoch: n.log.lastEpoch(), Commit: n.commit})
+}
+
+// handleFetchResp is the follower's side. An answer counts only from the
+// controller it follows, in that epoch; answers to earlier fetches of
+// that epoch still apply when they fit the log (a duplicate or a late one
+// changes nothing), but only the answer to the fetch in flight sends the
+// next one.
+func (n *Node) handleFetchResp(m Message) {
+	if n.fetchFrom != m.From || n.fetchEpoch != m.Epoch {
+		return
+	}
+	switch {
+	case m.Snapshot != nil:
+		n.installSnapshot(*m.Snapshot)
+	case m.Diverging:
+		// Only if the log still ends where the fetch said: a late answer
+		// must not truncate entries fetched since.
+		if n.log.lastIndex() == m.LastIndex && n.log.lastEpoch() == m.LastEpoch {
+			n.truncateAfter(n.divergencePoint(m.DivergingIndex, m.DivergingEpoch))
+		}
+	default:
+		n.maybeAppend(m)
+	}
+	if m.Seq == n.fetchSeq {
+		n.sendFetch()
+	}
+}
+
+// divergencePoint is where a follower truncates when the controller says
+// its log agrees at most up to index, whose epoch there is epoch: after
+// its own last entry of an epoch at most epoch, and at most index (as
+// Kafka's follower takes the lower of the two end offsets for the epoch).
+// The log then ends in an epoch no later than epoch, so the next fetch
+// either matches or names an earlier epoch: the exchange ends.
+func (n *Node) divergencePoint(index int64, epoch int32) int64 {
+	i := min(index, n.log.lastIndex())
+	for i > n.log.snap.Index && n.log.mustEpochAt(i) > epoch {
+		i--
+	}
+	return i
+}
+
+// maybeAppend appends the entries of a fetch answer if this log holds the
+// entry they follow, truncating first at the first entry whose epoch
+// differs (raft's rule), and learns the commit index for the part of the
+// log now known to equal the controller's.
+func (n *Node) maybeAppend(m Message) {
+	if ep, ok := n.log.epochAt(m.PrevIndex); !ok || ep != m.PrevEpoch {
+		return
+	}
+	for _, ent := range m.Entries {
+		if ep, ok := n.log.epochAt(ent.Index); ok {
+			if ep == ent.Epoch {
+				continue
+			}
+			n.truncateAfter(ent.Index - 1)
+		}
+		n.log.append(ent)
+	}
+	n.e.SetLogPosition(n.position())
+	if c := min(m.Commit, m.PrevIndex+int64(len(m.Entries))); c > n.commit {
+		n.commit = c
+	}
+}
+
+// truncateAfter drops a divergent suffix. A committed entry is never
+// divergent: the controller holds every committed entry, so a divergence
+// always lies above this node's commit index.
+func (n *Node) truncateAfter(i int64) {
+	if i < n.commit {
+		panic(fmt.Sprintf("metalog: node %d truncating after %d, below its commit index %d", n.id, i, n.commit))
+	}
+	if i >= n.log.lastIndex() {
+		return
+	}
+	n.log.truncateAfter(i)
+	if i < n.stable {
+		if n.pendingTruncate == nil || i < *n.pendingTruncate {
+			n.pendingTruncate = &i
+		}
+		n.stable = i
+	}
+	n.e.SetLogPosition(n.position())
+}
+
+// installSnapshot takes the controller's snapshot when it is ahead of this
+// node's commit index. If this log holds the snapshot's last entry, the
+// entries after it stay; otherwise the log becomes the snapshot alone.
+func (n *Node) installSnapshot(s Snapshot) {
+	if s.Index <= n.commit {
+		return
+	}
+	ep, ok := n.log.epochAt(s.Index)
+	keep := ok && ep == s.Epoch
+	n.log.compact(s, keep)
+	if keep {
+		n.stable = max(n.stable, s.Index)
+	} else {
+		n.stable = s.Index
+		n.truncateAll, n.pendingTruncate = true, nil
+	}
+	n.pendingSnap = &s
+	n.restoreSnapshot = true
+	n.commit, n.applied = s.Index, s.Index
+	n.e.SetLogPosition(n.position())
+}
+
+// Compact folds the log up to index into a snapshot whose Data is the
+// applied state as of index, so the log can drop those entries. index must
+// be applied (handed out and Advanced) and above the current snapshot.
+func (n *Node) Compact(index int64, data []byte) error {
+	if index <= n.log.snap.Index || index > n.applied {
+		return fmt.Errorf("metalog: compact to %d: must be above the snapshot %d and at most the applied index %d",
+			index, n.log.snap.Index, n.applied)
+	}
+	s := Snapshot{Index: index, Epoch: n.log.mustEpochAt(index), Data: slices.Clone(data)}
+	n.log.compact(s, true)
+	n.stable = max(n.stable, index)
+	n.pendingSnap = &s
+	return nil
+}
+
+func (n *Node) send(m Message) {
+	m.From = n.id
+	n.msgs = append(n.msgs, m)
+}
+
+func (n *Node) hardState() HardState {
+	return HardState{Election: n.e.Status().Hard, Commit: n.commit}
+}
+
+// HasReady reports whether Ready has anything to do.
+func (n *Node) HasReady() bool {
+	return n.e.HasReady() || len(n.msgs) > 0 || n.pendingSnap != nil || n.pendingTruncate != nil ||
+		n.log.lastIndex() > n.stable || n.commit > n.applied || n.hardState() != n.prevHard
+}
+
+// Ready returns what the driver must do now, in the order Ready documents.
+// The driver calls Advance with it once done, before any other call.
+func (n *Node) Ready() Ready {
+	n.erd = n.e.Ready()
+	rd := Ready{Snapshot: n.pendingSnap, TruncateAll: n.truncateAll, RestoreSnapshot: n.restoreSnapshot,
+		Truncate: n.pendingTruncate, SoftState: n.erd.SoftState}
+	if n.log.lastIndex() > n.stable {
+		rd.Entries = n.log.slice(n.stable, n.log.lastIndex())
+	}
+	if hs := n.hardState(); hs != n.prevHard {
+		rd.HardState = &hs
+	}
+	for _, em := range n.erd.Messages {
+		rd.Messages = append(rd.Messages, Message{Type: MsgElection, From: em.From, To: em.To, Epoch: em.Epoch, Election: em})
+	}
+	rd.Messages = append(rd.Messages, n.msgs...)
+	n.ownMsgs = len(n.msgs)
+	if n.commit > n.applied {
+		rd.CommittedEntries = n.log.slice(n.applied, n.commit)
+	}
+	return rd
+}
+
+// Advance tells the node that rd was done: its log and hard state are
+// durable, its messages handed to the transport, its entries applied.
+func (n *Node) Advance(rd Ready) {
+	n.e.Advance(n.erd)
+	n.erd = election.Ready{}
+	n.pendingSnap, n.truncateAll, n.restoreSnapshot, n.pendingTruncate = nil, false, false, nil
+	if len(rd.Entries) > 0 {
+		n.stable = rd.Entries[len(rd.Entries)-1].Index
+	}
+	if len(rd.CommittedEntries) > 0 {
+		n.applied = rd.CommittedEntries[len(rd.CommittedEntries)-1].Index
+	}
+	if rd.HardState != nil {
+		n.prevHard = *rd.HardState
+	}
+	n.msgs = slices.Clone(n.msgs[n.ownMsgs:])
+	n.ownMsgs = 0
+}
+
+// Acting reports whether this node is the acting controller (see
+// election.Node.Acting).
+func (n *Node) Acting() bool { return n.e.Acting() }
+
+// CanPropose reports whether Propose would take an entry now.
+func (n *Node) CanPropose() bool {
+	return n.e.Acting() && n.leaderEpoch != 0 && n.applied >= n.leaderChangeIndex &&
+		n.log.lastIndex()-n.commit < int64(n.cfg.MaxUncommittedEntries)
+}
+
+// Status is a snapshot of a node for tests, logs and the operations
+// endpoints.
+type Status struct {
+	Election      election.Status
+	SnapshotIndex int64
+	LastIndex     int64
+	LastEpoch     int32
+	Commit        int64
+	Applied       int64
+	// Match is, on the controller, the log end each follower proved it
+	// holds (nil elsewhere).
+	Match map[election.NodeID]int64
+}
+
+// Status returns the node's current state, persisted or not.
+func (n *Node) Status() Status {
+	st := Status{Election: n.e.Status(), SnapshotIndex: n.log.snap.Index, LastIndex: n.log.lastIndex(),
+		LastEpoch: n.log.lastEpoch(), Commit: n.commit, Applied: n.applied}
+	if n.match != nil {
+		st.Match = make(map[election.NodeID]int64, len(n.match))
+		for k, v := range n.match {
+			st.Match[k] = v
+		}
+	}
+	return st
+}
+
+// Entries returns a copy of the entries in the log after index from (not
+// yet compacted), durable or not. For tests and tools.
+func (n *Node) Entries(from int64) []Entry {
+	from = max(from, n.log.snap.Index)
+	if from >= n.log.lastIndex() {
+		return nil
+	}
+	return n.log.slice(from, n.log.lastIndex())
+}

@@ -1,0 +1,148 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Settings the registry documents (so that Kafka configs paste cleanly and
+// `config dump --all` is complete) but wren does not apply yet. A file may
+// set them: loading accepts them, and `wren config check` and the broker's
+// start-up log warn about each one set, by name. AlterConfigs and
+// IncrementalAlterConfigs refuse to set them (INVALID_CONFIG with the
+// reason), because a stored value that changes nothing would lie to the
+// operator.
+//
+// Keys are flattened broker names and topic config names. A broker
+// setting that is the default of a topic config is listed under the topic
+// name (segment.jitter.ms covers log.roll.jitter.ms and
+// log.roll.jitter.hours). When a setting is implemented, remove it here
+// and regenerate config.example.toml (TestExampleFile).
+var notInEffect = map[string]string{
+	// [broker]
+	"queued.max.requests": "the request queue is not bounded by it yet",
+	"max.connections":     "connection limits are not applied yet",
+	// [cluster]: the controller runs on one node; election and broker
+	// heartbeats are not wired to these yet.
+	"controller.quorum.fetch.timeout.ms":        "multi-node controller election is not running yet",
+	"controller.quorum.election.timeout.ms":     "multi-node controller election is not running yet",
+	"controller.quorum.election.backoff.max.ms": "multi-node controller election is not running yet",
+	"controller.quorum.request.timeout.ms":      "multi-node controller election is not running yet",
+	"controller.heartbeat.interval.ms":          "multi-node controller election is not running yet",
+	"controller.lease.ms":                       "multi-node controller election is not running yet",
+	"broker.heartbeat.interval.ms":              "broker heartbeats are not running yet",
+	"broker.session.timeout.ms":                 "broker heartbeats are not running yet",
+	// Topic configs (and their broker defaults).
+	"min.insync.replicas":             "replication is not running yet, so acks=all waits for the leader only",
+	"compression.type":                "batches are stored as the producer compressed them",
+	"segment.jitter.ms":               "segments roll at segment.ms exactly",
+	"message.timestamp.before.max.ms": "record timestamps are not checked against it yet",
+	"message.timestamp.after.max.ms":  "record timestamps are not checked against it yet",
+	"unclean.leader.election.enable":  "leader election is not running yet",
+	"file.delete.delay.ms":            "segments removed by retention are deleted at once",
+	// [storage]
+	"log.cleaner.threads":        "the cleaner runs one pass at a time",
+	"log.dir.failure.timeout.ms": "a failed log dir is reported in the log only",
+	// [replication]: followers do not fetch yet.
+	"replica.lag.time.max.ms":                 "replication is not running yet",
+	"auto.leader.rebalance.enable":            "leader rebalancing is not running yet",
+	"leader.imbalance.check.interval.seconds": "leader rebalancing is not running yet",
+	"leader.imbalance.per.broker.percentage":  "leader rebalancing is not running yet",
+	"replica.fetch.max.bytes":                 "replication is not running yet",
+	"replica.fetch.min.bytes":                 "replication is not running yet",
+	"replica.fetch.wait.max.ms":               "replication is not running yet",
+	"replica.fetch.response.max.bytes":        "replication is not running yet",
+	"replica.fetch.backoff.ms":                "replication is not running yet",
+	// [groups]: KIP-848 members get group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms; what a member may ask for is
+	// not bounded yet.
+	"group.consumer.min.session.timeout.ms":    "members cannot choose their session timeout yet",
+	"group.consumer.max.session.timeout.ms":    "members cannot choose their session timeout yet",
+	"group.consumer.min.heartbeat.interval.ms": "members cannot choose their heartbeat interval yet",
+	"group.consumer.max.heartbeat.interval.ms": "members cannot choose their heartbeat interval yet",
+	// [producers]
+	"transactional.id.expiration.ms": "wren does not support transactions",
+	// [http]
+	"http.listen": "the HTTP server is not running yet",
+}
+
+// offValues are values of ignored settings that ask for what wren does
+// anyway (http.listen = "": no HTTP server), so setting them warns about
+// nothing.
+var offValues = map[string]any{
+	"http.listen": "",
+}
+
+// startOnly are settings Kafka can alter at run time that wren reads only
+// at start: a file may set them, but altering them at run time is refused
+// rather than stored without effect.
+var startOnly = map[string]bool{
+	"log.cleaner.backoff.ms":         true,
+	"log.cleaner.dedupe.buffer.size": true,
+	"producer.id.expiration.ms":      true,
+}
+
+// NotInEffect reports whether wren ignores the setting named (a flattened
+// broker name or a topic config name) and, if so, why.
+func NotInEffect(name string) (reason string, ignored bool) {
+	if reason, ok := notInEffect[name]; ok {
+		return reason, true
+	}
+	if e, ok := byName[name]; ok && e.Topic != "" {
+		reason, ok := notInEffect[e.Topic]
+		return reason, ok
+	}
+	return "", false
+}
+
+// CheckAlter refuses, with the message AlterConfigs gives, to set at run
+// time a setting that would have no effect: one wren does not implement,
+// or (for a broker resource) one wren reads only at start.
+func CheckAlter(name string, broker bool) error {
+	if reason, ignored := NotInEffect(name); ignored {
+		return &AlterError{Err: ErrInvalidValue, Message: fmt.Sprintf(
+			"%s is not in effect in wren yet (%s): it is accepted in a config file for compatibility but cannot be set at run time", name, reason)}
+	}
+	if broker && startOnly[name] {
+		return &AlterError{Err: ErrNotDynamic, Message: fmt.Sprintf(
+			"wren reads %s only at start: set it in the config file and restart the broker", name)}
+	}
+	return nil
+}
+
+// Warning is a setting the file set that has no effect.
+type Warning struct {
+	File   string
+	Pos    Position
+	Key    string
+	Reason string
+}
+
+func (w Warning) String() string {
+	return fmt.Sprintf("%s:%d:%d: warning: %s is not in effect in wren yet (%s)", w.File, w.Pos.Line, w.Pos.Column, w.Key, w.Reason)
+}
+
+// Warnings lists, in file order, the settings the file set that wren does
+// not apply yet: `wren config check` prints them and `wren serve` logs
+// them at start.
+func (c *Config) Warnings() []Warning {
+	var out []Warning
+	for name, g := range c.given {
+		if g.source != SourceStaticBroker {
+			continue
+		}
+		if off, ok := offValues[name]; ok && g.value == off {
+			continue
+		}
+		if reason, ignored := NotInEffect(name); ignored {
+			out = append(out, Warning{File: c.file, Pos: g.pos, Key: name, Reason: reason})
+		}
+	}
+	slices.SortFunc(out, func(a, b Warning) int {
+		if a.Pos.Line != b.Pos.Line {
+			return a.Pos.Line - b.Pos.Line
+		}
+		return a.Pos.Column - b.Pos.Column
+	})
+	return out
+}
