@@ -17,7 +17,10 @@ func main() {
 	// SIGINT and SIGTERM cancel the context: `wren serve` shuts down in
 	// order, consume and produce stop and print their summaries.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Serve: broker.ServeFile}, os.Args)
+	serve := func(ctx context.Context, o cli.ServeOptions) error {
+		return broker.ServeFile(ctx, o.ConfigPath, o.LogLevel)
+	}
+	code := cli.Main(ctx, cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Serve: serve}, os.Args)
 	stop()
 	os.Exit(code)
 }

@@ -34,6 +34,7 @@ type Broker struct {
 	groups     *coordinator.Driver
 	server     *kafka.Server
 	listener   net.Listener
+	ops        *opsState
 
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -71,6 +72,10 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	logConfigWarnings(cfg, o.Logger)
 	dir := cfg.LogDirs[0]
 	b := &Broker{cfg: cfg, logger: o.Logger}
+	if b.ops, err = startOps(cfg, o); err != nil {
+		return nil, err
+	}
+	defer b.ops.closeUnlessServing()
 	voters := make([]int32, len(cfg.Voters))
 	for i, v := range cfg.Voters {
 		voters[i] = v.ID
@@ -89,6 +94,7 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		OnDirFailure: func(err error) {
 			o.Logger.Error("log directory failed; nothing in it is acknowledged any more", "dir", dir, "err", err)
 		},
+		OnSync:         b.ops.metrics.ObserveSync,
 		FreeSpaceFloor: freeSpaceFloor(cfg),
 		OnDiskSpace:    b.onDiskSpace,
 		MetadataLogDir: metadataDirName,
@@ -164,6 +170,7 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		ListenerName:    client.name,
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
 		Logger:          o.Logger,
+		Observer:        b.ops.metrics,
 	}, &kafka.Node{Config: cfg, Controller: b.controller, Replicas: b.replicas, Host: host, Port: port,
 		ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID), Groups: b.groups})
 	if err != nil {
@@ -209,6 +216,7 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 			b.runScrubber(ctx)
 		}()
 	}
+	b.ops.serving(b)
 	o.Logger.Info("wren started", "node.id", cfg.NodeID, "cluster.id", b.controller.ClusterID(), "listener", ln.Addr().String(), "log.dir", dir, "log.flush.policy", cfg.LogFlushPolicy)
 	return b, nil
 }
@@ -226,10 +234,11 @@ func (b *Broker) Replicas() *replication.Manager { return b.replicas }
 // cleanly (checkpoints written, indexes trimmed). Safe to call twice.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		b.ops.phase.Store(phaseStopping)
 		errs := []error{b.server.Close()}
 		b.cancel()
 		b.wg.Wait()
-		errs = append(errs, b.closeStores())
+		errs = append(errs, b.closeStores(), b.ops.close())
 		b.closeErr = errors.Join(errs...)
 	})
 	return b.closeErr

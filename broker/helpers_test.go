@@ -24,6 +24,9 @@ node.id = 1
 log.dirs = [%q]
 listeners = ["PLAINTEXT://127.0.0.1:0", "CONTROLLER://127.0.0.1:0"]
 
+[http]
+listen = "127.0.0.1:0"
+
 [cluster]
 controller.quorum.voters = ["1@127.0.0.1:9093"]
 %s`, dir, extra)

@@ -43,6 +43,8 @@ log.dirs = [%q]
 listeners = ["PLAINTEXT://%s", "CONTROLLER://127.0.0.1:%d"]
 [cluster]
 controller.quorum.voters = ["1@127.0.0.1:%d"]
+[http]
+listen = "127.0.0.1:0"
 [storage]
 log.flush.policy = "ack"
 [logging]

@@ -166,6 +166,8 @@ func TestStartRefusesSeveralVoters(t *testing.T) {
 node.id = 1
 log.dirs = [%q]
 listeners = ["PLAINTEXT://127.0.0.1:0", "CONTROLLER://127.0.0.1:0"]
+[http]
+listen = "127.0.0.1:0"
 [cluster]
 controller.quorum.voters = ["1@127.0.0.1:9093", "2@127.0.0.2:9093", "3@127.0.0.3:9093"]
 `, dir)))

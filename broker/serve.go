@@ -9,12 +9,18 @@ import (
 	"strings"
 
 	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/internal/sdnotify"
 )
 
 // ServeFile is `wren serve`: load the config file (or, with no path, the
 // built-in single-node defaults), set up logging as it says, and serve
-// until ctx ends (SIGINT or SIGTERM), then shut down cleanly.
-func ServeFile(ctx context.Context, configPath string) error {
+// until ctx ends (SIGINT or SIGTERM), then shut down cleanly. Under
+// systemd (Type=notify) it sends READY=1 once /readyz would pass,
+// WATCHDOG=1 keep-alives when WatchdogSec asks for them, and STOPPING=1
+// when the shutdown begins.
+// logLevel, when not empty, overrides logging.level (`wren serve
+// --log-level`, WREN_LOG_LEVEL).
+func ServeFile(ctx context.Context, configPath, logLevel string) error {
 	cfg := config.Default()
 	if configPath != "" {
 		var err error
@@ -22,11 +28,32 @@ func ServeFile(ctx context.Context, configPath string) error {
 			return err
 		}
 	}
-	logger, err := newLogger(os.Stderr, cfg.LoggingLevel, cfg.LoggingFormat)
+	level := cfg.LoggingLevel
+	if logLevel != "" {
+		level = logLevel
+	}
+	logger, err := newLogger(os.Stderr, level, cfg.LoggingFormat)
 	if err != nil {
 		return err
 	}
-	return Run(ctx, cfg, Options{Logger: logger})
+	b, err := Start(cfg, Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	notified := make(chan struct{})
+	nctx, stopNotify := context.WithCancel(ctx)
+	go func() {
+		defer close(notified)
+		notifySystemd(nctx, b, logger)
+	}()
+	<-ctx.Done()
+	logger.Info("shutting down")
+	if err := sdnotify.Notify(sdnotify.Stopping); err != nil {
+		logger.Warn("could not tell systemd STOPPING=1", "err", err)
+	}
+	stopNotify()
+	<-notified
+	return b.Close()
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wren-broker/wren/internal/buildinfo"
 )
 
 var (
@@ -26,11 +28,19 @@ type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
-	// Serve runs the broker with the config file at configPath ("" means
-	// the built-in defaults) until ctx is cancelled, then shuts down and
-	// returns. Nil until the broker is wired in: `wren serve` then fails
-	// with ErrServeNotBuilt.
-	Serve func(ctx context.Context, configPath string) error
+	// Serve runs the broker as o says until ctx is cancelled, then shuts
+	// down and returns. Nil until the broker is wired in: `wren serve` then
+	// fails with ErrServeNotBuilt.
+	Serve func(ctx context.Context, o ServeOptions) error
+}
+
+// ServeOptions are `wren serve`'s flags.
+type ServeOptions struct {
+	// ConfigPath is the TOML config file; "" means the built-in defaults.
+	ConfigPath string
+	// LogLevel, when not empty, overrides the config's logging.level
+	// (--log-level, WREN_LOG_LEVEL).
+	LogLevel string
 }
 
 // App builds the wren command tree over env. It never calls os.Exit: run it
@@ -40,7 +50,7 @@ func App(env Env) *ucli.App {
 	app := &ucli.App{
 		Name:      "wren",
 		Usage:     "a Kafka-compatible message broker and its admin tools",
-		Version:   Version,
+		Version:   buildinfo.Get().Version,
 		Reader:    env.Stdin,
 		Writer:    env.Stdout,
 		ErrWriter: env.Stderr,
@@ -142,6 +152,8 @@ func serveCommand(env Env) *ucli.Command {
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"WREN_CONFIG"},
 				Usage: "TOML config file (default: built-in single-node defaults)"},
+			&ucli.StringFlag{Name: "log-level", EnvVars: []string{"WREN_LOG_LEVEL"},
+				Usage: "debug, info, warn or error; overrides the config's logging.level"},
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
@@ -150,7 +162,13 @@ func serveCommand(env Env) *ucli.Command {
 			if env.Serve == nil {
 				return ErrServeNotBuilt
 			}
-			return env.Serve(c.Context, c.String("config"))
+			level := c.String("log-level")
+			switch level {
+			case "", "debug", "info", "warn", "error":
+			default:
+				return fmt.Errorf("%w: --log-level (or WREN_LOG_LEVEL) %q: want debug, info, warn or error", ErrUsage, level)
+			}
+			return env.Serve(c.Context, ServeOptions{ConfigPath: c.String("config"), LogLevel: level})
 		},
 	}
 }

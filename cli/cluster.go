@@ -35,6 +35,7 @@ func clusterCommand(env Env) *ucli.Command {
 					})
 				},
 			},
+			clusterHealthCommand(env),
 		},
 	}
 }

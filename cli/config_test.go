@@ -86,8 +86,8 @@ func TestConfigCheckLogDirs(t *testing.T) {
 	}
 	// serve refuses the same file with the same words.
 	served := errors.New("not run")
-	env := Env{Serve: func(_ context.Context, p string) error {
-		_, err := config.Load(p)
+	env := Env{Serve: func(_ context.Context, o ServeOptions) error {
+		_, err := config.Load(o.ConfigPath)
 		served = err
 		return err
 	}}

@@ -94,8 +94,8 @@ func TestServe(t *testing.T) {
 	}
 	var gotPath string
 	var gotCtx context.Context
-	env := Env{Serve: func(ctx context.Context, path string) error {
-		gotPath, gotCtx = path, ctx
+	env := Env{Serve: func(ctx context.Context, o ServeOptions) error {
+		gotPath, gotCtx = o.ConfigPath, ctx
 		return nil
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,7 +114,7 @@ func TestServe(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("cancelling Main's context did not reach the serve hook")
 	}
-	fail := Env{Serve: func(context.Context, string) error { return errors.New("boom") }}
+	fail := Env{Serve: func(context.Context, ServeOptions) error { return errors.New("boom") }}
 	var stderr strings.Builder
 	fail.Stderr = &stderr
 	if code := Main(context.Background(), fail, []string{"wren", "serve"}); code != 1 || stderr.String() != "wren: boom\n" {
@@ -157,5 +157,44 @@ func TestNoBrokerTimesOut(t *testing.T) {
 	}
 	if r.stderr == "" {
 		t.Error("no error message")
+	}
+}
+
+// TestServeLogLevel: --log-level, else WREN_LOG_LEVEL, reaches the serve
+// hook; a level slog does not know is refused before serving.
+func TestServeLogLevel(t *testing.T) {
+	var got ServeOptions
+	env := Env{Serve: func(_ context.Context, o ServeOptions) error {
+		got = o
+		return nil
+	}}
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", nil, ""},
+		{"", []string{"--log-level", "debug"}, "debug"},
+		{"warn", nil, "warn"},
+		{"warn", []string{"--log-level", "error"}, "error"},
+	} {
+		t.Setenv("WREN_LOG_LEVEL", tc.env)
+		got = ServeOptions{LogLevel: "unset"}
+		if code := Main(context.Background(), env, append([]string{"wren", "serve"}, tc.args...)); code != 0 {
+			t.Fatalf("WREN_LOG_LEVEL=%q %v: exit %d", tc.env, tc.args, code)
+		}
+		if got.LogLevel != tc.want {
+			t.Errorf("WREN_LOG_LEVEL=%q %v: log level %q, want %q", tc.env, tc.args, got.LogLevel, tc.want)
+		}
+	}
+	t.Setenv("WREN_LOG_LEVEL", "")
+	var stderr strings.Builder
+	env.Stderr = &stderr
+	got = ServeOptions{LogLevel: "unset"}
+	if code := Main(context.Background(), env, []string{"wren", "serve", "--log-level", "verbose"}); code == 0 || got.LogLevel != "unset" {
+		t.Fatalf("--log-level verbose: exit %d, served with %+v", code, got)
+	}
+	if !strings.Contains(stderr.String(), "--log-level") || !strings.Contains(stderr.String(), `"verbose"`) {
+		t.Fatalf("--log-level verbose: stderr %q does not name the flag and value", stderr.String())
 	}
 }

@@ -4,17 +4,10 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/debug"
 
 	ucli "github.com/urfave/cli/v2"
-)
 
-// Version and Commit are set at link time:
-//
-//	-ldflags "-X github.com/wren-broker/wren/cli.Version=v0.1.0 -X github.com/wren-broker/wren/cli.Commit=abc1234"
-var (
-	Version = "dev"
-	Commit  = ""
+	"github.com/wren-broker/wren/internal/buildinfo"
 )
 
 type versionInfo struct {
@@ -26,20 +19,8 @@ type versionInfo struct {
 }
 
 func currentVersion() versionInfo {
-	commit := Commit
-	if commit == "" {
-		commit = "unknown"
-		// A build with VCS stamping (not the release build, which uses
-		// -buildvcs=false for reproducibility) knows its revision.
-		if bi, ok := debug.ReadBuildInfo(); ok {
-			for _, s := range bi.Settings {
-				if s.Key == "vcs.revision" && s.Value != "" {
-					commit = s.Value
-				}
-			}
-		}
-	}
-	return versionInfo{Version: Version, Commit: commit, GoVersion: runtime.Version(),
+	b := buildinfo.Get()
+	return versionInfo{Version: b.Version, Commit: b.Commit, GoVersion: runtime.Version(),
 		OS: runtime.GOOS, Arch: runtime.GOARCH}
 }
 

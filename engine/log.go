@@ -20,6 +20,8 @@ import (
 type dirHealth struct {
 	err    atomic.Pointer[error]
 	onFail func(error)
+	// onSync observes the fdatasyncs of the directory's logs; nil for none.
+	onSync SyncObserver
 	// recoverable: the failure's cause was a lack of space, so the
 	// directory is recovered in place once space is back (diskspace.go).
 	recoverable atomic.Bool
@@ -27,6 +29,11 @@ type dirHealth struct {
 	// outside a Manager.
 	space *diskSpace
 }
+
+// SyncObserver is told about one group-commit fdatasync: how long it took,
+// how many appends were waiting for it (the group-commit batch), and its
+// error. It runs on the appender that ran the sync, so it must be cheap.
+type SyncObserver func(took time.Duration, appends int, err error)
 
 func (d *dirHealth) fail(err error) {
 	e := fmt.Errorf("%w: %w", ErrLogDirFailed, err)
@@ -450,9 +457,20 @@ func (l *Log) syncActive() (int64, error) {
 	}
 	seg, leo := l.active(), l.logEndOffset
 	seg.acquire()
+	// Every append registers its waiter under mu right after writing, so
+	// the waiters now are the appends this sync covers.
+	appends := 0
+	if l.health.onSync != nil {
+		appends = l.commit.Waiting()
+	}
 	l.mu.Unlock()
 	defer seg.release()
-	if err := seg.log.SyncData(); err != nil {
+	start := time.Now()
+	err := seg.log.SyncData()
+	if l.health.onSync != nil {
+		l.health.onSync(time.Since(start), appends, err)
+	}
+	if err != nil {
 		l.fail(err)
 		return 0, err
 	}

@@ -45,6 +45,9 @@ type ManagerConfig struct {
 	TopicOptions func(topic string) Options
 	// OnDirFailure is told once when the directory fails.
 	OnDirFailure func(error)
+	// OnSync, if set, is told about every fdatasync of a partition log's
+	// active segment, for metrics (see SyncObserver).
+	OnSync SyncObserver
 	// Logger receives what recovery did, per partition; nil discards it.
 	Logger *slog.Logger
 	// FreeSpaceFloor is the free space below which client appends are
@@ -106,7 +109,7 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{
 		fs: fsys, dir: dir, cfg: cfg, lock: lock,
-		health: &dirHealth{onFail: cfg.OnDirFailure},
+		health: &dirHealth{onFail: cfg.OnDirFailure, onSync: cfg.OnSync},
 		logs:   map[TopicPartition]*Log{},
 	}
 	m.health.space = m.newDiskSpace()

@@ -59,6 +59,7 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
+		var records, bytes int64
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -89,8 +90,14 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 			} else {
 				rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
 				waits = append(waits, wait)
+				if !info.Duplicate {
+					records, bytes = records+info.RecordCount, bytes+info.Bytes
+				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
+		}
+		if records > 0 {
+			s.cfg.Observer.Produced(t.Topic, records, bytes)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

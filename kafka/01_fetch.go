@@ -65,6 +65,7 @@ func (s *Server) handleFetch(req *Request) (Pending, error) {
 			wake := plan.watch()
 			topics, size, release := plan.read(r)
 			if size >= int64(r.MinBytes) || wait == 0 || !time.Now().Before(deadline) || len(wake) == 0 {
+				observeFetched(s.cfg.Observer, topics)
 				return Response{Spliced: &SplicedResponse{Chunks: encodeFetchResponse(version, 0, 0, 0, topics), Release: release}}, nil
 			}
 			release()
@@ -75,6 +76,19 @@ func (s *Server) handleFetch(req *Request) (Pending, error) {
 			}
 		}
 	}, nil
+}
+
+// observeFetched tells o the record bytes of the response, per topic.
+func observeFetched(o Observer, topics []fetchTopic) {
+	for _, t := range topics {
+		var bytes int64
+		for _, p := range t.Partitions {
+			bytes += p.Records.Size
+		}
+		if bytes > 0 {
+			o.Fetched(t.Topic, bytes)
+		}
+	}
 }
 
 // fetchPlan is a Fetch request resolved to partitions once.

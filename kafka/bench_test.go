@@ -7,14 +7,17 @@ import (
 	"log/slog"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/ops"
 )
 
 // benchServer serves an empty Metadata response: the cost measured is the
 // server's framing, dispatch, decode and encode over loopback TCP.
-func benchServer(b *testing.B) string {
-	s, err := newServer(ServerConfig{Logger: slog.New(slog.DiscardHandler)}, nil, testTable(metadataRow(
+func benchServer(b *testing.B, o Observer) string {
+	s, err := newServer(ServerConfig{Logger: slog.New(slog.DiscardHandler), Observer: o}, nil, testTable(metadataRow(
 		func(s *Server, req *Request) (Pending, error) { return Respond(metadataResponse(req)), nil })))
 	if err != nil {
 		b.Fatal(err)
@@ -28,8 +31,8 @@ func benchServer(b *testing.B) string {
 	return ln.Addr().String()
 }
 
-func benchRoundTrips(b *testing.B, inFlight int) {
-	nc, err := net.Dial("tcp", benchServer(b))
+func benchRoundTrips(b *testing.B, inFlight int, o Observer) {
+	nc, err := net.Dial("tcp", benchServer(b, o))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +67,24 @@ func benchRoundTrips(b *testing.B, inFlight int) {
 }
 
 // BenchmarkRoundTrip: one request at a time.
-func BenchmarkRoundTrip(b *testing.B) { benchRoundTrips(b, 1) }
+func BenchmarkRoundTrip(b *testing.B) { benchRoundTrips(b, 1, nil) }
 
 // BenchmarkPipelined: 32 requests in flight on one connection.
-func BenchmarkPipelined(b *testing.B) { benchRoundTrips(b, 32) }
+func BenchmarkPipelined(b *testing.B) { benchRoundTrips(b, 32, nil) }
+
+// BenchmarkPipelinedMetrics is BenchmarkPipelined with the broker's
+// metrics observing every request: the difference is what metrics cost on
+// the request path.
+func BenchmarkPipelinedMetrics(b *testing.B) { benchRoundTrips(b, 32, ops.NewMetrics()) }
+
+// BenchmarkObserverRequestDone is the metrics' share of one request alone:
+// a counter, two byte counters and a latency histogram.
+func BenchmarkObserverRequestDone(b *testing.B) {
+	m := ops.NewMetrics()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.RequestDone(int16(kmsg.Produce), 1000, 100, time.Millisecond)
+		}
+	})
+}

@@ -60,6 +60,9 @@ type conn struct {
 
 	// Owned by the writer goroutine.
 	wbuf []byte
+	// respBytes is the size of the response just written, for the
+	// Observer.
+	respBytes int64
 }
 
 // queued is a handled request waiting for its response.
@@ -69,6 +72,10 @@ type queued struct {
 	// except the v0 answer to an ApiVersions version we do not serve.
 	key, version int16
 	pending      Pending
+	// read is when the request's frame was read whole and size its bytes
+	// with the prefix, for the Observer.
+	read time.Time
+	size int64
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -104,10 +111,17 @@ func (c *conn) close(reason error) {
 		c.cancel()
 		c.nc.Close()
 		switch {
-		case reason == nil, errors.Is(reason, io.EOF), errors.Is(reason, net.ErrClosed), errors.Is(reason, ErrIdle):
+		case isDisconnect(reason), errors.Is(reason, ErrIdle):
 			c.log.Debug("connection closed", "reason", reason)
 		default:
-			c.log.Info("closing connection", "err", reason)
+			// A bad connection: logged, but at a bounded rate.
+			if ok, suppressed := c.s.connLog.allow(); ok {
+				if suppressed > 0 {
+					c.log.Info("closing connection", "err", reason, "suppressed", suppressed)
+				} else {
+					c.log.Info("closing connection", "err", reason)
+				}
+			}
 		}
 	})
 }
@@ -121,6 +135,7 @@ func (c *conn) readLoop() {
 			c.close(err)
 			return
 		}
+		read := time.Now()
 		item, err := c.dispatchSafely(frame)
 		if err != nil {
 			c.close(err)
@@ -129,6 +144,7 @@ func (c *conn) readLoop() {
 		if item.pending == nil {
 			continue
 		}
+		item.read, item.size = read, int64(len(frame))+4
 		c.inflight.Add(1)
 		c.queue <- item
 	}
@@ -223,9 +239,11 @@ func (c *conn) writeLoop() {
 	defer c.s.wg.Done()
 	defer c.s.removeConn(c)
 	for item := range c.queue {
+		c.respBytes = 0
 		if err := c.complete(item); err != nil {
 			c.close(err)
 		}
+		c.s.cfg.Observer.RequestDone(item.key, item.size, c.respBytes, time.Since(item.read))
 		c.inflight.Add(-1)
 	}
 }
@@ -285,7 +303,8 @@ func (c *conn) writeMsg(item queued, msg kmsg.Response) error {
 	}
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-	_, err := c.nc.Write(b)
+	n, err := c.nc.Write(b)
+	c.respBytes = int64(n)
 	if cap(b) <= keptWriteBufferBytes {
 		c.wbuf = b
 	} else {
@@ -353,5 +372,6 @@ func (c *conn) writeSpliced(item queued, sr *SplicedResponse) error {
 	if err := flush(); err != nil {
 		return fmt.Errorf("kafka: writing %s response: %w", name, err)
 	}
+	c.respBytes = total + 4
 	return nil
 }

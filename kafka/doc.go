@@ -54,6 +54,16 @@
 //     ~8 MiB and its record bytes alias the frame.
 //   - Bytes after a decoded body are ignored, as kmsg does.
 //   - Connections: MaxConnections per Server.
+//   - Log lines about refused and bad connections: ConnLogLinesPerSecond;
+//     the rest are counted, and the count rides on the next line let
+//     through. A client that merely goes away (EOF, reset) is DEBUG.
+//
+// # Metrics
+//
+// ServerConfig.Observer is told about every request (key, bytes in and
+// out, latency), refused connection, and per-topic produced and fetched
+// bytes; it must be cheap, as it runs on the connection goroutines. The
+// kafka package never imports the metrics library or the HTTP server.
 //
 // # Error policy
 //

@@ -147,6 +147,10 @@ func startServer(t testing.TB, cfg ServerConfig, table []apiEntry) *testServer {
 	t.Helper()
 	logs := newLogRecorder(t)
 	cfg.Logger = slog.New(logs)
+	if cfg.ConnLogLinesPerSecond == 0 {
+		// Tests wait for the log line of each bad connection they make.
+		cfg.ConnLogLinesPerSecond = 1 << 20
+	}
 	s, err := newServer(cfg, nil, table)
 	if err != nil {
 		t.Fatal(err)

@@ -79,6 +79,13 @@ type ServerConfig struct {
 
 	// Logger receives connection-level events. Nil discards them.
 	Logger *slog.Logger
+	// ConnLogLinesPerSecond bounds the log lines about refused and bad
+	// connections (DefaultConnLogLinesPerSecond); the rest are counted and
+	// the count is logged with the next line let through.
+	ConnLogLinesPerSecond int
+	// Observer is told about every request and connection, for metrics.
+	// Nil observes nothing.
+	Observer Observer
 }
 
 func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
@@ -106,6 +113,12 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.ConnLogLinesPerSecond == 0 {
+		cfg.ConnLogLinesPerSecond = DefaultConnLogLinesPerSecond
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
 	switch {
 	case cfg.MaxRequestBytes < minFrameBytes:
 		return cfg, fmt.Errorf("%w: MaxRequestBytes %d < %d", ErrBadConfig, cfg.MaxRequestBytes, minFrameBytes)
@@ -114,6 +127,8 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 			ErrBadConfig, cfg.MaxRequestBytesBeforeAuth, minFrameBytes, cfg.MaxRequestBytes)
 	case cfg.MaxInFlightPerConn < 1:
 		return cfg, fmt.Errorf("%w: MaxInFlightPerConn %d < 1", ErrBadConfig, cfg.MaxInFlightPerConn)
+	case cfg.ConnLogLinesPerSecond < 1:
+		return cfg, fmt.Errorf("%w: ConnLogLinesPerSecond %d < 1", ErrBadConfig, cfg.ConnLogLinesPerSecond)
 	case cfg.MaxConnections < 1:
 		return cfg, fmt.Errorf("%w: MaxConnections %d < 1", ErrBadConfig, cfg.MaxConnections)
 	case cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.WriteTimeout < 0:
@@ -148,6 +163,8 @@ type Server struct {
 	addr      net.Addr
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	// connLog bounds the lines about refused and bad connections.
+	connLog *logLimiter
 	// wg counts Serve loops and connection goroutines.
 	wg sync.WaitGroup
 }
@@ -175,6 +192,7 @@ func newServer(cfg ServerConfig, broker Broker, table []apiEntry) (*Server, erro
 		cancel:    cancel,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
+		connLog:   newLogLimiter(cfg.ConnLogLinesPerSecond, time.Now),
 	}, nil
 }
 
@@ -263,8 +281,11 @@ func (s *Server) startConn(nc net.Conn) {
 		return
 	}
 	if len(s.conns) >= s.cfg.MaxConnections {
-		s.log.Warn("connection refused: MaxConnections reached",
-			"remote", nc.RemoteAddr().String(), "max", s.cfg.MaxConnections)
+		s.cfg.Observer.ConnectionRefused()
+		if ok, suppressed := s.connLog.allow(); ok {
+			s.log.Warn("connection refused: MaxConnections reached",
+				"remote", nc.RemoteAddr().String(), "max", s.cfg.MaxConnections, "suppressed", suppressed)
+		}
 		nc.Close()
 		return
 	}
@@ -299,5 +320,8 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	if n := s.connLog.flush(); n > 0 {
+		s.log.Info("log lines about refused or bad connections suppressed", "suppressed", n)
+	}
 	return nil
 }

@@ -212,6 +212,14 @@ func (g *GroupCommitter) Err() error {
 	return g.err
 }
 
+// Waiting is the number of writes registered and not yet returned from
+// Wait: the batch the next sync would release, for metrics.
+func (g *GroupCommitter) Waiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.waiters)
+}
+
 // Syncs counts completed sync calls, for tests and metrics.
 func (g *GroupCommitter) Syncs() int64 {
 	g.mu.Lock()

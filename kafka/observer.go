@@ -1,0 +1,48 @@
+package kafka
+
+import "time"
+
+// Observer is told about requests and connections, for metrics. The
+// Server calls it on connection goroutines, once per request or event, so
+// an implementation must be cheap and must never block: atomic counters,
+// or an index into per-key slots, not a lock held across I/O.
+type Observer interface {
+	// RequestDone: a request of key was answered (or, for acks=0 Produce,
+	// completed without an answer). took runs from the moment its frame
+	// was read whole until its response was written; the byte counts
+	// include the 4-byte size prefixes.
+	RequestDone(key int16, requestBytes, responseBytes int64, took time.Duration)
+	// ConnectionRefused: a connection was accepted and closed at once
+	// because MaxConnections was reached.
+	ConnectionRefused()
+	// Produced: records and bytes of one Produce request's batches that
+	// one topic's partitions appended (duplicates of idempotent producers
+	// excluded).
+	Produced(topic string, records, bytes int64)
+	// Fetched: record bytes one Fetch response carries for one topic.
+	Fetched(topic string, bytes int64)
+}
+
+// nopObserver is the Observer of a Server configured without one.
+type nopObserver struct{}
+
+func (nopObserver) RequestDone(int16, int64, int64, time.Duration) {}
+func (nopObserver) ConnectionRefused()                             {}
+func (nopObserver) Produced(string, int64, int64)                  {}
+func (nopObserver) Fetched(string, int64)                          {}
+
+// Connections is the number of open connections.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// Listening reports whether the Server is accepting connections on at
+// least one listener: false before Serve, after Close, and after an
+// accept loop stopped on an error.
+func (s *Server) Listening() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closed && len(s.listeners) > 0
+}

@@ -1,0 +1,355 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
+
+	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/groups"
+	"github.com/wren-broker/wren/groups/coordinator"
+	"github.com/wren-broker/wren/replication"
+)
+
+// Limits on series that grow from outside input.
+const (
+	// maxAPIKeys bounds the per-API-key slots; every key in the API table
+	// is below it.
+	maxAPIKeys = 128
+	// maxTopicSeries bounds the topics with series of their own; the
+	// records of any further topic count under topic="_other".
+	maxTopicSeries = 1000
+	// maxGroupSeries bounds the consumer groups whose lag one scrape
+	// reports.
+	maxGroupSeries = 1000
+	// groupLagTimeout bounds the time one scrape waits for the group
+	// coordinator.
+	groupLagTimeout = 2 * time.Second
+)
+
+// otherTopic is the label value for topics past maxTopicSeries.
+const otherTopic = "_other"
+
+// Histogram buckets, in the unit of the metric's name.
+var (
+	// requestLatencyBuckets span 100 µs to 13 s: a Produce waits for an
+	// fdatasync, a Fetch long poll for up to its MaxWaitMillis.
+	requestLatencyBuckets = metrics.ExponentialBuckets(0.0001, 2, 18)
+	// syncLatencyBuckets span 50 µs (NVMe with a write cache) to 1.6 s (an
+	// SD card).
+	syncLatencyBuckets = metrics.ExponentialBuckets(0.00005, 2, 16)
+	// batchBuckets span 1 to 1024 appends per fdatasync.
+	batchBuckets = metrics.ExponentialBuckets(1, 2, 11)
+)
+
+// Metrics is one broker's metrics: a metrics.Set of its own (so several
+// brokers in one process, as in tests, do not share series), the Observer
+// the Kafka server reports requests to, the SyncObserver the storage
+// engine reports fdatasyncs to, and gauges read from the broker's parts
+// at scrape time (Attach).
+//
+// The request path touches only atomics and a histogram's own mutex: the
+// series of an API key are made on its first request and found again by
+// indexing an array; a topic's series are found in a sync.Map by the
+// topic's name, which the request already holds.
+type Metrics struct {
+	set *metrics.Set
+
+	// mu serialises making series.
+	mu     sync.Mutex
+	apis   [maxAPIKeys]atomic.Pointer[apiMetrics]
+	topics sync.Map // topic name -> *topicMetrics
+	// topicSeries counts the topics in topics; guarded by mu.
+	topicSeries int
+
+	received, sent *metrics.Counter
+	refused        *metrics.Counter
+	syncLatency    *metrics.PrometheusHistogram
+	syncErrors     *metrics.Counter
+	commitBatch    *metrics.PrometheusHistogram
+
+	sources atomic.Pointer[Sources]
+}
+
+type apiMetrics struct {
+	requests *metrics.Counter
+	latency  *metrics.PrometheusHistogram
+}
+
+type topicMetrics struct {
+	recordsProduced *metrics.Counter
+	bytesProduced   *metrics.Counter
+	bytesFetched    *metrics.Counter
+}
+
+// Sources are the broker's parts that scrape-time gauges read. Any field
+// may be nil: its gauges are then left out.
+type Sources struct {
+	Logs     *engine.Manager
+	Replicas *replication.Manager
+	Groups   *coordinator.Driver
+	// Connections is the number of open client connections.
+	Connections func() int
+	// Health is the cluster as this node sees it.
+	Health func() ClusterHealth
+	// Version and Commit label wren_build_info.
+	Version, Commit string
+}
+
+// NewMetrics returns an empty Metrics. It turns on HELP and TYPE lines in
+// the metrics library, a process-wide switch that every Metrics wants on.
+func NewMetrics() *Metrics {
+	metrics.ExposeMetadata(true)
+	m := &Metrics{set: metrics.NewSet()}
+	m.received = m.set.NewCounter("wren_kafka_received_bytes_total")
+	m.sent = m.set.NewCounter("wren_kafka_sent_bytes_total")
+	m.refused = m.set.NewCounter("wren_kafka_connections_refused_total")
+	m.syncLatency = m.set.NewPrometheusHistogramExt("wren_storage_fdatasync_latency_seconds", syncLatencyBuckets)
+	m.syncErrors = m.set.NewCounter("wren_storage_fdatasync_errors_total")
+	m.commitBatch = m.set.NewPrometheusHistogramExt("wren_storage_group_commit_batch_appends", batchBuckets)
+	m.set.RegisterMetricsWriter(m.writeScraped)
+	return m
+}
+
+// Attach sets the parts that scrape-time gauges read, once the broker has
+// them.
+func (m *Metrics) Attach(src Sources) { m.sources.Store(&src) }
+
+// WritePrometheus writes every metric in Prometheus' text format, the Go
+// runtime's and the process's (RSS, goroutines, GC, file descriptors)
+// included.
+func (m *Metrics) WritePrometheus(w io.Writer) {
+	m.set.WritePrometheus(w)
+	metrics.WriteProcessMetrics(w)
+}
+
+// RequestDone implements kafka.Observer.
+func (m *Metrics) RequestDone(key int16, requestBytes, responseBytes int64, took time.Duration) {
+	m.received.AddInt64(requestBytes)
+	m.sent.AddInt64(responseBytes)
+	if key < 0 || int(key) >= maxAPIKeys {
+		return
+	}
+	a := m.apis[key].Load()
+	if a == nil {
+		a = m.makeAPI(key)
+	}
+	a.requests.Inc()
+	a.latency.Update(took.Seconds())
+}
+
+func (m *Metrics) makeAPI(key int16) *apiMetrics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a := m.apis[key].Load(); a != nil {
+		return a
+	}
+	label := quote(kmsg.NameForKey(key))
+	a := &apiMetrics{
+		requests: m.set.NewCounter("wren_kafka_requests_total{request=" + label + "}"),
+		latency:  m.set.NewPrometheusHistogramExt("wren_kafka_request_latency_seconds{request="+label+"}", requestLatencyBuckets),
+	}
+	m.apis[key].Store(a)
+	return a
+}
+
+// ConnectionRefused implements kafka.Observer.
+func (m *Metrics) ConnectionRefused() { m.refused.Inc() }
+
+// Produced implements kafka.Observer.
+func (m *Metrics) Produced(topic string, records, bytes int64) {
+	t := m.topic(topic)
+	t.recordsProduced.AddInt64(records)
+	t.bytesProduced.AddInt64(bytes)
+}
+
+// Fetched implements kafka.Observer.
+func (m *Metrics) Fetched(topic string, bytes int64) {
+	m.topic(topic).bytesFetched.AddInt64(bytes)
+}
+
+func (m *Metrics) topic(name string) *topicMetrics {
+	if t, ok := m.topics.Load(name); ok {
+		return t.(*topicMetrics)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t, ok := m.topics.Load(name); ok {
+		return t.(*topicMetrics)
+	}
+	label := name
+	if m.topicSeries >= maxTopicSeries {
+		label = otherTopic
+		if t, ok := m.topics.Load(otherTopic); ok {
+			return t.(*topicMetrics)
+		}
+	}
+	q := quote(label)
+	t := &topicMetrics{
+		recordsProduced: m.set.GetOrCreateCounter("wren_kafka_records_produced_total{topic=" + q + "}"),
+		bytesProduced:   m.set.GetOrCreateCounter(`wren_kafka_request_bytes_total{request="produce",topic=` + q + "}"),
+		bytesFetched:    m.set.GetOrCreateCounter(`wren_kafka_request_bytes_total{request="consume",topic=` + q + "}"),
+	}
+	m.topics.Store(label, t)
+	m.topicSeries++
+	return t
+}
+
+// ObserveSync is an engine.SyncObserver: one group-commit fdatasync.
+func (m *Metrics) ObserveSync(took time.Duration, appends int, err error) {
+	if err != nil {
+		m.syncErrors.Inc()
+		return
+	}
+	m.syncLatency.Update(took.Seconds())
+	m.commitBatch.Update(float64(appends))
+}
+
+// writeScraped writes the gauges read from the broker's parts at scrape
+// time.
+func (m *Metrics) writeScraped(w io.Writer) {
+	src := m.sources.Load()
+	if src == nil {
+		return
+	}
+	if src.Version != "" {
+		family(w, "wren_build_info", "gauge", "the running build: 1, labelled with its version and commit")
+		fmt.Fprintf(w, "wren_build_info{version=%s,commit=%s} 1\n", quote(src.Version), quote(src.Commit))
+	}
+	if src.Connections != nil {
+		family(w, "wren_kafka_connections_open", "gauge", "open client connections")
+		fmt.Fprintf(w, "wren_kafka_connections_open %d\n", src.Connections())
+	}
+	if src.Logs != nil {
+		writeLogDir(w, src.Logs)
+	}
+	if src.Health != nil {
+		h := src.Health()
+		family(w, "wren_cluster_brokers", "gauge", "brokers in the cluster")
+		fmt.Fprintf(w, "wren_cluster_brokers %d\n", len(h.Nodes))
+		family(w, "wren_cluster_brokers_down", "gauge", "brokers this node sees down")
+		fmt.Fprintf(w, "wren_cluster_brokers_down %d\n", len(h.DownNodes))
+		family(w, "wren_cluster_controller_id", "gauge", "node id of the controller, -1 when none is known")
+		fmt.Fprintf(w, "wren_cluster_controller_id %d\n", h.ControllerID)
+		family(w, "wren_cluster_unavailable_partitions", "gauge", "partitions without a leader")
+		fmt.Fprintf(w, "wren_cluster_unavailable_partitions %d\n", len(h.LeaderlessPartitions))
+		family(w, "wren_kafka_under_replicated_replicas", "gauge", "partitions whose ISR is smaller than their replica set")
+		fmt.Fprintf(w, "wren_kafka_under_replicated_replicas %d\n", len(h.UnderReplicatedPartitions))
+	}
+	if src.Groups != nil && src.Replicas != nil {
+		writeGroupLag(w, src.Groups, src.Replicas)
+	}
+}
+
+// quote is a Prometheus label value in its quotes: backslash, double
+// quote and newline escaped, everything else (UTF-8 included) as is.
+func quote(v string) string {
+	return `"` + labelEscaper.Replace(v) + `"`
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// family writes a metric family's HELP and TYPE lines.
+func family(w io.Writer, name, typ, help string) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+// writeLogDir writes the per-log-dir gauges: partitions, segments, bytes,
+// producer ids, whether the directory failed, and its file system's
+// free and total bytes.
+func writeLogDir(w io.Writer, logs *engine.Manager) {
+	var partitions, segments, bytes, producers int
+	for _, l := range logs.Logs() {
+		partitions++
+		ss := l.Segments()
+		segments += len(ss)
+		for _, s := range ss {
+			bytes += int(s.Size)
+		}
+		producers += len(l.ProducerStates())
+	}
+	dir := quote(logs.Dir())
+	failed := 0
+	if logs.Failed() != nil {
+		failed = 1
+	}
+	family(w, "wren_storage_log_partitions", "gauge", "partition logs in the log dir")
+	fmt.Fprintf(w, "wren_storage_log_partitions{log_dir=%s} %d\n", dir, partitions)
+	family(w, "wren_storage_log_segments", "gauge", "segments in the log dir")
+	fmt.Fprintf(w, "wren_storage_log_segments{log_dir=%s} %d\n", dir, segments)
+	family(w, "wren_storage_log_bytes", "gauge", "bytes of segment files in the log dir")
+	fmt.Fprintf(w, "wren_storage_log_bytes{log_dir=%s} %d\n", dir, bytes)
+	family(w, "wren_storage_log_dir_failed", "gauge", "1 once a write or fdatasync in the log dir failed")
+	fmt.Fprintf(w, "wren_storage_log_dir_failed{log_dir=%s} %d\n", dir, failed)
+	family(w, "wren_kafka_producer_ids_tracked", "gauge", "idempotent producers' states kept, summed over partitions")
+	fmt.Fprintf(w, "wren_kafka_producer_ids_tracked %d\n", producers)
+	var st unix.Statfs_t
+	if err := unix.Statfs(logs.Dir(), &st); err == nil {
+		// Field widths differ between architectures (int32 block size on
+		// armv7): widen before multiplying.
+		family(w, "wren_storage_disk_free_bytes", "gauge", "bytes an unprivileged writer may still use on the log dir's file system")
+		fmt.Fprintf(w, "wren_storage_disk_free_bytes{log_dir=%s} %d\n", dir, uint64(st.Bavail)*uint64(st.Bsize))
+		family(w, "wren_storage_disk_total_bytes", "gauge", "size of the log dir's file system")
+		fmt.Fprintf(w, "wren_storage_disk_total_bytes{log_dir=%s} %d\n", dir, uint64(st.Blocks)*uint64(st.Bsize))
+	}
+}
+
+// writeGroupLag writes each consumer group's lag: the sum (and maximum)
+// over its committed partitions of high watermark minus committed offset.
+// It asks the group coordinator, so a scrape waits at most
+// groupLagTimeout for it.
+func writeGroupLag(w io.Writer, d *coordinator.Driver, replicas *replication.Manager) {
+	ctx, cancel := context.WithTimeout(context.Background(), groupLagTimeout)
+	defer cancel()
+	listed, _, err := d.ListGroups(ctx)
+	if err != nil || len(listed) == 0 {
+		return
+	}
+	if len(listed) > maxGroupSeries {
+		listed = listed[:maxGroupSeries]
+	}
+	type lag struct {
+		group    string
+		sum, max int64
+	}
+	var lags []lag
+	for _, g := range listed {
+		group := g.Group
+		res, err := d.Submit(ctx, group, func(c *groups.Coordinator, id uint64, _ int64) {
+			c.FetchOffsets(groups.FetchOffsetsRequest{RequestID: id, Group: group})
+		}).Wait(ctx)
+		if err != nil || res.Fetch == nil {
+			continue
+		}
+		l := lag{group: group}
+		for _, o := range res.Fetch.Offsets {
+			p := replicas.Partition(engine.TopicPartition{Topic: o.Topic, Partition: o.Partition})
+			if p == nil || o.Offset < 0 {
+				continue
+			}
+			n := max(0, p.HighWatermark()-o.Offset)
+			l.sum += n
+			l.max = max(l.max, n)
+		}
+		lags = append(lags, l)
+	}
+	if len(lags) == 0 {
+		return
+	}
+	family(w, "wren_kafka_consumer_group_lag_sum", "gauge", "sum over the group's committed partitions of high watermark minus committed offset")
+	for _, l := range lags {
+		fmt.Fprintf(w, "wren_kafka_consumer_group_lag_sum{group=%s} %d\n", quote(l.group), l.sum)
+	}
+	family(w, "wren_kafka_consumer_group_lag_max", "gauge", "largest lag of one of the group's committed partitions")
+	for _, l := range lags {
+		fmt.Fprintf(w, "wren_kafka_consumer_group_lag_max{group=%s} %d\n", quote(l.group), l.max)
+	}
+}
