@@ -43,4 +43,28 @@
 // Transport carries messages; it may lose, duplicate and reorder them, and
 // never blocks the driver (a full queue drops). MemNetwork connects
 // in-process nodes for tests.
+//
+// TCPTransport runs on the CONTROLLER listener, at the address each voter
+// has in controller.quorum.voters. Frames are Kafka's: an int32 size, then
+// the request header v1 (api key, api version, correlation id, client id),
+// then the body. Two internal API keys, far above Kafka's own so that no
+// Kafka tool sends one (a client listener refuses them as unknown keys and
+// closes the connection):
+//
+//   - 32000 Handshake (v0), the first frame of every connection, both ways:
+//     cluster id, hash of the peer set (the voters as id@host:port, sorted
+//     by id), sender and intended receiver, and in the answer an error
+//     code (Kafka's INCONSISTENT_CLUSTER_ID 104, INCONSISTENT_VOTER_SET 94)
+//     and message. A mismatch is refused on both sides with a log line
+//     naming both nodes' cluster ids or peer sets. A node that has not
+//     learnt the cluster id yet (a first start) sends "" and accepts any.
+//   - 32001 Message (v0): one metalog message, one-way (no response, as a
+//     Produce with acks=0). Layout in wire.go.
+//
+// Each node dials every peer once and sends on that connection only,
+// reconnecting with exponential backoff (50 ms to 2 s, jittered); it
+// receives on the connections it accepted, one per peer (a reconnect
+// replaces the old one). Frames are bounded (16 MiB) either way, the
+// queue towards each peer (256 messages) and the driver's inbox
+// (InboxCapacity) drop on overflow, and every decoder has a fuzz target.
 package quorum
