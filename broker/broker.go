@@ -89,6 +89,8 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		OnDirFailure: func(err error) {
 			o.Logger.Error("log directory failed; nothing in it is acknowledged any more", "dir", dir, "err", err)
 		},
+		FreeSpaceFloor: freeSpaceFloor(cfg),
+		OnDiskSpace:    b.onDiskSpace,
 	})
 	if err != nil {
 		return nil, err
@@ -167,10 +169,14 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
-	b.wg.Add(3)
+	b.wg.Add(4)
 	go func() {
 		defer b.wg.Done()
 		b.groups.Run(ctx)
+	}()
+	go func() {
+		defer b.wg.Done()
+		b.watchDiskSpace(ctx)
 	}()
 	go func() {
 		defer b.wg.Done()

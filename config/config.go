@@ -57,6 +57,10 @@ type Config struct {
 	LogDirFailureTimeoutMs             int64  `config:"log.dir.failure.timeout.ms"`
 	MaxDecompressedBatchBytes          int32  `config:"max.decompressed.batch.bytes"`
 
+	// The free-space floor of each log dir.
+	LogDirMinFreeBytes   int64   `config:"log.dir.min.free.bytes"`
+	LogDirMinFreePercent float64 `config:"log.dir.min.free.percent"`
+
 	// [replication]
 	ReplicaLagTimeMaxMs                 int64 `config:"replica.lag.time.max.ms"`
 	AutoLeaderRebalanceEnable           bool  `config:"auto.leader.rebalance.enable"`

@@ -68,10 +68,14 @@
 //   - log.cleaner.dedupe.buffer.size 16 MiB instead of 128 MiB, and
 //     max.connections 1024 instead of unlimited: memory and descriptors of a
 //     small host.
+//   - log.dir.min.free.bytes 256 MiB and log.dir.min.free.percent 5 (wren's
+//     own; the smaller wins): a free-space floor below which Produce gets a
+//     retriable KAFKA_STORAGE_ERROR, so a full disk is met before ENOSPC.
 //
 // wren's own settings (Entry.Wren): cluster.id, controller.heartbeat.interval.ms,
 // controller.lease.ms, log.flush.policy, log.scrubber.enable,
 // log.scrubber.io.max.bytes.per.second, log.scrubber.interval.ms,
+// log.dir.min.free.bytes, log.dir.min.free.percent,
 // max.decompressed.batch.bytes, http.listen, logging.level, logging.format.
 //
 // Kafka names deliberately absent: process.roles (every wren node is broker

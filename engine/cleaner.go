@@ -464,6 +464,7 @@ func (c *cleaner) cleanGroup(g []cleanSeg) error {
 	}
 	out, err := createCleanedSegment(l.fs, l.dir, base, &c.plan.opts)
 	if err != nil {
+		removeCleanedFiles(l.fs, l.dir, base)
 		return c.writeError(err)
 	}
 	w := &cleanedWriter{seg: out, opts: &c.plan.opts, bufferBytes: c.cfg.IOBufferBytes, throttle: c.throttle}
@@ -525,6 +526,13 @@ var errWrite = errors.New("engine: log cleaner write")
 // partition's directory is gone, for one).
 func (c *cleaner) writeError(err error) error {
 	if c.changedUnder() {
+		return errCleaningAborted
+	}
+	if isNoSpace(err) {
+		// Only the pass's own .cleaned files, removed by the caller, saw
+		// the error, a failed sync included: the log is untouched. The
+		// pass is tried again later, when retention may have freed space.
+		c.log.health.space.afterNoSpace(err)
 		return errCleaningAborted
 	}
 	c.log.fail(err)

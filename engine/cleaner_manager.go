@@ -257,8 +257,7 @@ func (m *Manager) RunCleaner(ctx context.Context, cfg CleanerConfig, highWaterma
 // m.cleaner.mu.
 func (m *Manager) writeCleanerCheckpoint() error {
 	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+CleanerCheckpointFile, m.cleaner.checkpoints); err != nil {
-		m.health.fail(err)
-		return m.health.check()
+		return m.checkpointFailed(err)
 	}
 	return nil
 }

@@ -24,9 +24,28 @@
 // FlushInterval it returns after the write and syncs by flush.messages and
 // flush.ms, Kafka's page-cache behaviour.
 //
-// A write or fdatasync error fails the whole log directory: nothing in it is
-// acknowledged again and the error is never retried, because after a failed
-// fdatasync the kernel may have dropped the dirty pages.
+// A failed fdatasync, and any write error but a full disk, fails the whole
+// log directory: nothing in it is acknowledged again and the error is never
+// retried, because after a failed fdatasync the kernel may have dropped the
+// dirty pages.
+//
+// # Disk pressure
+//
+// Each directory keeps a free-space floor (FreeSpaceFloor), sampled with
+// statfs through the vfs seam: periodically by the owner, by appends as they
+// use up the headroom, by refused appends every 100 ms, and right after a
+// write meets ENOSPC. Below the floor CheckWritable returns ErrLogDirFull
+// (the wire layer refuses Produce, CreateTopics and CreatePartitions with a
+// retriable error) while retention, the cleaner and internal appends go on;
+// above the floor plus an eighth, writes resume. A write that meets ENOSPC or
+// EDQUOT anyway (log, index, producer snapshot, new segment at roll) is undone
+// to the size before it and fails that append alone with ErrNoSpace; a
+// cleaner pass that meets it removes its .cleaned files and aborts; a
+// checkpoint that meets it keeps the old file. An fdatasync that fails for
+// lack of space still fails the directory, but once space is back every log
+// is cut to its durable offset (nothing above it was acknowledged under
+// FlushAck), the active segment's indexes are rebuilt, everything is synced,
+// and the directory is healthy again without a restart (diskspace.go).
 //
 // Invariant: LogStartOffset <= DurableOffset <= LogEndOffset, and every
 // offset below DurableOffset reads back after any crash.

@@ -5,4 +5,5 @@ import "syscall"
 const (
 	errnoENOSPC = syscall.ENOSPC
 	errnoEIO    = syscall.EIO
+	errnoEDQUOT = syscall.EDQUOT
 )

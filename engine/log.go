@@ -20,13 +20,28 @@ import (
 type dirHealth struct {
 	err    atomic.Pointer[error]
 	onFail func(error)
+	// recoverable: the failure's cause was a lack of space, so the
+	// directory is recovered in place once space is back (diskspace.go).
+	recoverable atomic.Bool
+	// space samples the directory's free space; nil for a log opened
+	// outside a Manager.
+	space *diskSpace
 }
 
 func (d *dirHealth) fail(err error) {
 	e := fmt.Errorf("%w: %w", ErrLogDirFailed, err)
-	if d.err.CompareAndSwap(nil, &e) && d.onFail != nil {
-		d.onFail(e)
+	if d.err.CompareAndSwap(nil, &e) {
+		d.recoverable.Store(isNoSpace(err))
+		if d.onFail != nil {
+			d.onFail(e)
+		}
 	}
+}
+
+// recover marks the directory healthy again after an in-place recovery.
+func (d *dirHealth) recover() {
+	d.recoverable.Store(false)
+	d.err.Store(nil)
 }
 
 func (d *dirHealth) check() error {
@@ -323,24 +338,25 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	// A write that runs out of space is undone back to the mark.
+	mark := markSegment(seg)
 	pos := seg.size.Load()
 	if _, err := seg.log.WriteAt(records, pos); err != nil {
-		l.fail(err)
-		return AppendInfo{}, l.health.check()
+		return AppendInfo{}, l.appendFailed(mark, err)
 	}
 	if err := seg.indexBatches(hs, pos, &l.opts); err != nil {
-		l.fail(err)
-		return AppendInfo{}, l.health.check()
+		return AppendInfo{}, l.appendFailed(mark, err)
 	}
 	seg.size.Store(pos + int64(len(records)))
 	for _, h := range hs {
 		if l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) {
 			if err := l.epochs.flush(); err != nil {
-				l.fail(err)
-				return AppendInfo{}, l.health.check()
+				l.epochs.truncateFromEnd(l.logEndOffset)
+				return AppendInfo{}, l.appendFailed(mark, err)
 			}
 		}
 	}
+	l.health.space.noteWritten(int64(len(records)))
 	l.logEndOffset = next
 	if assignOffsets {
 		l.applyProducerPlan(plan)
@@ -383,17 +399,14 @@ func (l *Log) maybeRoll(size, maxTimestamp, lastOffset, now int64) (*segment, er
 func (l *Log) roll() (*segment, error) {
 	old := l.active()
 	if err := old.onBecomeInactive(); err != nil {
-		l.fail(err)
-		return nil, l.health.check()
+		return nil, l.rollFailed(old, err)
 	}
 	if err := l.writeProducerSnapshot(); err != nil {
-		l.fail(err)
-		return nil, l.health.check()
+		return nil, l.rollFailed(old, err)
 	}
 	seg, err := createSegment(l.fs, l.dir, l.logEndOffset, &l.opts)
 	if err != nil {
-		l.fail(err)
-		return nil, l.health.check()
+		return nil, l.rollFailed(old, err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		seg.closeFiles()

@@ -47,6 +47,12 @@ type ManagerConfig struct {
 	OnDirFailure func(error)
 	// Logger receives what recovery did, per partition; nil discards it.
 	Logger *slog.Logger
+	// FreeSpaceFloor is the free space below which client appends are
+	// refused (diskspace.go); the zero value turns it off.
+	FreeSpaceFloor FreeSpaceFloor
+	// OnDiskSpace, if set, is told when the directory crosses its floor,
+	// runs out of space, or recovers from a failure for lack of space.
+	OnDiskSpace func(DiskSpaceEvent)
 }
 
 // Manager owns one data directory (Kafka's log.dirs entry): its lock,
@@ -89,6 +95,7 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 		health: &dirHealth{onFail: cfg.OnDirFailure},
 		logs:   map[TopicPartition]*Log{},
 	}
+	m.health.space = m.newDiskSpace()
 	if err := m.open(); err != nil {
 		for _, l := range m.logs {
 			l.Close()
@@ -374,12 +381,10 @@ func (m *Manager) Checkpoint() error {
 		lsos[l.tp] = l.logStartOffsetView.Load()
 	}
 	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+RecoveryPointCheckpointFile, rps); err != nil {
-		m.health.fail(err)
-		return m.health.check()
+		return m.checkpointFailed(err)
 	}
 	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+LogStartOffsetCheckpointFile, lsos); err != nil {
-		m.health.fail(err)
-		return m.health.check()
+		return m.checkpointFailed(err)
 	}
 	return nil
 }

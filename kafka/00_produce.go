@@ -26,6 +26,13 @@ import (
 //   INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE, MESSAGE_TOO_LARGE.
 // * A failed log directory answers KAFKA_STORAGE_ERROR and acknowledges
 //   nothing.
+// * A log directory below its free-space floor (log.dir.min.free.bytes,
+//   log.dir.min.free.percent) answers KAFKA_STORAGE_ERROR, which clients
+//   retry, with a message naming the directory and the figures; so does an
+//   append that met ENOSPC (undone, nothing acknowledged). Writes resume by
+//   themselves once space is back. Kafka answers a full disk with the same
+//   code (its log dir goes offline); Redpanda's BROKER_NOT_AVAILABLE is
+//   fatal to the Java producer.
 //
 // Not implemented:
 // * Transactions: a request with a transactional id gets
@@ -64,6 +71,11 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 			part := replicas.Partition(engine.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 			if part == nil {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			if err := part.Log().CheckWritable(); err != nil {
+				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}

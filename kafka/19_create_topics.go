@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -24,6 +25,10 @@ import (
 //   the response; v7: the topic id.
 // * A topic is created when its records are durable in the metadata log;
 //   its partitions are ready when the response leaves.
+// * While the log dir is failed or below its free-space floor, every topic
+//   gets KAFKA_STORAGE_ERROR with the reason, and nothing is created: its
+//   partitions could not be opened, and would answer
+//   UNKNOWN_TOPIC_OR_PARTITION.
 //
 // Not implemented:
 // * TimeoutMillis is ignored: creation is synchronous.
@@ -45,6 +50,15 @@ func (s *Server) handleCreateTopics(req *Request) (Pending, error) {
 			spec.Configs[c.Name] = c.Value
 		}
 		specs[i] = spec
+	}
+	if err := logDirWritable(n); err != nil {
+		for _, t := range r.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Topic, -1, -1
+			rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return Respond(resp), nil
 	}
 	results, err := n.Controller.CreateTopics(context.Background(), specs, r.ValidateOnly)
 	if err != nil {
@@ -76,4 +90,16 @@ func (s *Server) handleCreateTopics(req *Request) (Pending, error) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return Respond(resp), nil
+}
+
+// logDirWritable is nil when this node's log dir can take new partitions:
+// healthy and above its free-space floor.
+func logDirWritable(n *Node) error {
+	if n.Replicas == nil {
+		return nil
+	}
+	if err := n.Replicas.Logs().CheckWritable(); err != nil {
+		return fmt.Errorf("cannot create partitions here: %w", err)
+	}
+	return nil
 }

@@ -28,6 +28,8 @@ import (
 //   coordinator partition. Kafka's tools refuse this; its broker leaves it
 //   to the authorizer, which wren does not have yet.
 // * ValidateOnly checks everything and writes nothing.
+// * While the log dir is failed or below its free-space floor, each topic
+//   gets KAFKA_STORAGE_ERROR with the reason.
 // * The new partitions are durable in the metadata log, and their logs
 //   open, before the response leaves.
 //
@@ -60,6 +62,9 @@ func (s *Server) handleCreatePartitions(req *Request) (Pending, error) {
 func (s *Server) createPartitions(ctx context.Context, t *kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
 	if cluster.IsInternalTopic(t.Topic) {
 		return fmt.Errorf("%w: the number of partitions of internal topic %s cannot be changed", kerr.TopicAuthorizationFailed, t.Topic)
+	}
+	if err := logDirWritable(s.node()); err != nil {
+		return err
 	}
 	var assignment [][]int32
 	if t.Assignment != nil {

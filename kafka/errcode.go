@@ -22,7 +22,8 @@ func errorCode(err error) int16 {
 		return ke.Code
 	}
 	switch {
-	case errors.Is(err, engine.ErrLogDirFailed), errors.Is(err, engine.ErrPartitionDamaged):
+	case errors.Is(err, engine.ErrLogDirFailed), errors.Is(err, engine.ErrPartitionDamaged),
+		errors.Is(err, engine.ErrLogDirFull), errors.Is(err, engine.ErrNoSpace):
 		return kerr.KafkaStorageError.Code
 	case errors.Is(err, engine.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code

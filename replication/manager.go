@@ -236,6 +236,16 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 	}
 }
 
+// ClampHighWatermarks keeps every partition's high watermark inside its
+// log after logs were cut back: a log dir that failed for lack of space
+// and recovered in place cut its logs to their durable offsets, below a
+// high watermark that flush policy interval let run ahead.
+func (m *Manager) ClampHighWatermarks() {
+	for _, p := range m.Partitions() {
+		p.clampHighWatermark()
+	}
+}
+
 // highWatermark bounds retention and cleaning: nothing at or above a
 // partition's high watermark is deleted or rewritten.
 func (m *Manager) highWatermark(l *engine.Log) int64 {

@@ -30,7 +30,9 @@
 // returns only once an fdatasync that started after its write has
 // completed. AppendNoSync skips the wait; Sync waits for everything written
 // before it. A write or fdatasync error is sticky: the log fails, nothing
-// further is acknowledged, and only reopening (recovery) resumes it.
+// further is acknowledged, and only reopening (recovery) resumes it. The
+// exception is a full disk (ENOSPC, EDQUOT) on the write of an append that
+// lies in one segment: the file is cut back and that append alone fails.
 // An Append that returns an error may or may not be present after
 // recovery, like a request that timed out.
 //

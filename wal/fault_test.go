@@ -11,18 +11,19 @@ import (
 	"github.com/wren-broker/wren/internal/vfs"
 )
 
-// TestFaultsFailTheLog: ENOSPC and EIO on write and on fdatasync never
-// acknowledge the append, and fail the log for good even once the disk
-// works again. Records acknowledged before the fault survive a reopen.
+// TestFaultsFailTheLog: EIO on write, and ENOSPC and EIO on fdatasync,
+// never acknowledge the append, and fail the log for good even once the
+// disk works again. Records acknowledged before the fault survive a reopen.
+// (ENOSPC on a write fails only the append: TestENOSPCOnWriteFailsOnlyTheAppend.)
 func TestFaultsFailTheLog(t *testing.T) {
 	type fault struct {
 		op         vfs.Op
 		err        syscall.Errno
 		shortWrite int
 	}
-	var cases []fault
-	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EIO} {
-		cases = append(cases, fault{vfs.OpWrite, errno, 0}, fault{vfs.OpWrite, errno, 13}, fault{vfs.OpSyncData, errno, 0})
+	cases := []fault{
+		{vfs.OpWrite, syscall.EIO, 0}, {vfs.OpWrite, syscall.EIO, 13},
+		{vfs.OpSyncData, syscall.EIO, 0}, {vfs.OpSyncData, syscall.ENOSPC, 0},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%v/%v/short%d", tc.op, tc.err, tc.shortWrite), func(t *testing.T) {
@@ -251,5 +252,35 @@ func TestAppendersShareSyncs(t *testing.T) {
 	}
 	if len(seen) != n || !strings.HasPrefix(seen[0], "appender ") {
 		t.Fatalf("read back %d records", len(seen))
+	}
+}
+
+// TestENOSPCOnWriteFailsOnlyTheAppend: a full disk on the write of an
+// append (whole or short) fails that append alone: the file is cut back,
+// the log stays healthy, the next append takes the same index, and after
+// a crash every acknowledged record is there and nothing of the refused one.
+func TestENOSPCOnWriteFailsOnlyTheAppend(t *testing.T) {
+	for _, short := range []int{0, 13} {
+		t.Run(fmt.Sprintf("short%d", short), func(t *testing.T) {
+			mem := vfs.NewMem()
+			faulty := vfs.NewFaultFS(mem)
+			l := mustOpen(t, faulty, "log", Options{})
+			appendRange(t, l, 1, 5)
+			faulty.Inject(vfs.Fault{Op: vfs.OpWrite, Err: syscall.ENOSPC, Count: 1, ShortWrite: short})
+			if idx, err := l.Append([]byte("refused")); !errors.Is(err, syscall.ENOSPC) || idx != 0 {
+				t.Fatalf("Append on a full disk = %d, %v; want 0, ENOSPC", idx, err)
+			}
+			if l.Err() != nil {
+				t.Fatalf("a full disk on a write failed the log: %v", l.Err())
+			}
+			appendRange(t, l, 6, 7)
+			after := mem.Crash(vfs.CrashOptions{})
+			l2 := mustOpen(t, after, "log", Options{})
+			defer l2.Close()
+			if l2.LastIndex() != 7 {
+				t.Fatalf("LastIndex after a crash = %d, want 7", l2.LastIndex())
+			}
+			checkRange(t, l2, 1, 7)
+		})
 	}
 }

@@ -54,6 +54,9 @@ type Waiter struct {
 	// sync of new bytes at the same positions must not release it.
 	// Guarded by g.mu.
 	truncated bool
+	// truncatedErr, if set, is what Wait returns for a truncation instead
+	// of ErrTruncated (Recover says why the write went).
+	truncatedErr error
 }
 
 // NewGroupCommitter returns a committer whose durable position starts at
@@ -100,6 +103,9 @@ func (w *Waiter) Wait() error {
 			return g.err
 		}
 		if w.truncated {
+			if w.truncatedErr != nil {
+				return w.truncatedErr
+			}
 			return ErrTruncated
 		}
 		if g.durable >= pos {
@@ -156,6 +162,26 @@ func (g *GroupCommitter) Reset(pos int64) {
 	for w := range g.waiters {
 		if w.pos > pos {
 			w.truncated = true
+		}
+	}
+	g.cond.Broadcast()
+	g.mu.Unlock()
+}
+
+// Recover clears the sticky error after the owner has cut the log back
+// to pos, the durable position, and synced what it kept: the one case in
+// which writing on after a failed fdatasync is sound, because every byte
+// the failed sync may have lost lay above pos and is gone. Waiters above
+// pos get why (err, or ErrTruncated if err is nil); those at or below are
+// released.
+func (g *GroupCommitter) Recover(pos int64, err error) {
+	g.mu.Lock()
+	g.err = nil
+	g.durable = pos
+	g.gen++
+	for w := range g.waiters {
+		if w.pos > pos {
+			w.truncated, w.truncatedErr = true, err
 		}
 	}
 	g.cond.Broadcast()

@@ -321,3 +321,44 @@ func TestGroupCommitRegisterSeesLaterReset(t *testing.T) {
 		t.Fatalf("waiter registered after the Reset: %v", err)
 	}
 }
+
+// TestGroupCommitRecover: after a failed sync, Recover (the owner cut the
+// log back to the durable position) clears the sticky error; a write
+// registered above that position gets the reason given, never a success,
+// and new writes become durable by syncs of their own.
+func TestGroupCommitRecover(t *testing.T) {
+	var mu sync.Mutex
+	written, fail := int64(5), true
+	g := NewGroupCommitter(5, func() (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return 0, syscall.ENOSPC
+		}
+		return written, nil
+	})
+	mu.Lock()
+	written = 9
+	mu.Unlock()
+	pending := g.Register(9)
+	if err := g.Wait(8); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Wait across the failed sync: %v", err)
+	}
+	why := errors.New("cut: out of space")
+	mu.Lock()
+	fail, written = false, 5
+	mu.Unlock()
+	g.Recover(5, why)
+	if err := pending.Wait(); err != why {
+		t.Fatalf("write registered above the recovery point: %v, want %v", err, why)
+	}
+	if g.Err() != nil || g.Durable() != 5 {
+		t.Fatalf("after Recover: Err %v Durable %d", g.Err(), g.Durable())
+	}
+	mu.Lock()
+	written = 7
+	mu.Unlock()
+	if err := g.Wait(7); err != nil || g.Durable() != 7 {
+		t.Fatalf("new write after Recover: %v, Durable %d", err, g.Durable())
+	}
+}

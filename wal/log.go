@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 
 	"github.com/wren-broker/wren/internal/vfs"
 )
@@ -217,7 +218,7 @@ func (l *Log) appendLocked(payloads [][]byte) (uint64, error) {
 		n := int64(recordHeaderBytes + len(p))
 		nonEmpty := len(seg.offsets)+len(offsets) > 0
 		if nonEmpty && seg.size+int64(len(buf))+n > l.opts.SegmentBytes {
-			if err := l.write(seg, buf, offsets); err != nil {
+			if err := l.write(seg, buf, offsets, false); err != nil {
 				return 0, err
 			}
 			buf, offsets = buf[:0], offsets[:0]
@@ -230,7 +231,9 @@ func (l *Log) appendLocked(payloads [][]byte) (uint64, error) {
 		offsets = append(offsets, uint32(seg.size+int64(len(buf))))
 		buf = appendRecord(buf, p)
 	}
-	if err := l.write(seg, buf, offsets); err != nil {
+	// Only a write that is the whole append can be undone: an earlier
+	// part may sit in a segment that a roll already synced.
+	if err := l.write(seg, buf, offsets, len(offsets) == len(payloads)); err != nil {
 		return 0, err
 	}
 	// Keep a modest buffer for the next append, not the largest batch ever.
@@ -244,13 +247,21 @@ func (l *Log) appendLocked(payloads [][]byte) (uint64, error) {
 
 // write pwrites encoded records at the tail of seg and indexes them. A
 // write error fails the log: the tail now holds bytes of unknown extent,
-// so nothing after them could be trusted either.
-func (l *Log) write(seg *segment, buf []byte, offsets []uint32) error {
+// so nothing after them could be trusted either. Except a full disk
+// (ENOSPC, EDQUOT) on a write that is a whole append (undoable): the file
+// is cut back to where the write began and only that append fails, since
+// nothing of it was synced or acknowledged.
+func (l *Log) write(seg *segment, buf []byte, offsets []uint32, undoable bool) error {
 	if len(buf) == 0 {
 		return nil
 	}
 	if _, err := seg.file.WriteAt(buf, seg.size); err != nil {
 		err = fmt.Errorf("wal: write %s at %d: %w", seg.path, seg.size, err)
+		if undoable && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
+			if terr := seg.file.Truncate(seg.size); terr == nil {
+				return err
+			}
+		}
 		l.commit.Fail(err)
 		return err
 	}

@@ -36,6 +36,15 @@
 //     torn, partly written, next write (TearLastWrite). Directory entries
 //     are never kept beyond their last SyncDir.
 //
+// # Free space
+//
+// StatFS reports the space of the file system holding a path, for the
+// implementations that have the optional StatFSer ability: the OS FS
+// (statfs(2)), a MemFS given a size with SetCapacity (writes past it land
+// what fits and fail with ENOSPC, so a test can fill a disk, then lower or
+// raise the capacity to simulate another program taking or giving back
+// space), and a FaultFS over either (OpStatFS faults apply).
+//
 // A crash (Crash, or SetCrashAfter at a chosen mutating operation) returns a
 // new MemFS holding what a machine finds after power loss; the old MemFS
 // and every handle on it fail all later operations with ErrCrashed, so a

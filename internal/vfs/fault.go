@@ -32,14 +32,15 @@ const (
 	OpList                       // FS.List
 	OpSyncDir                    // FS.SyncDir
 	OpLock                       // FS.Lock
+	OpStatFS                     // FaultFS.StatFS
 
 	// OpAll matches every operation.
-	OpAll = OpLock<<1 - 1
+	OpAll = OpStatFS<<1 - 1
 )
 
 var opNames = [...]string{
 	"create", "open", "read", "write", "syncdata", "sync", "truncate", "preallocate",
-	"close", "stat", "remove", "rename", "mkdir", "list", "syncdir", "lock",
+	"close", "stat", "remove", "rename", "mkdir", "list", "syncdir", "lock", "statfs",
 }
 
 func (o Op) String() string {

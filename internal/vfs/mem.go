@@ -44,6 +44,9 @@ type MemFS struct {
 	// crash; negative when no crash is scheduled.
 	crashAfter   int64
 	crashOptions CrashOptions
+	// capacity is the size SetCapacity gave, 0 for no limit; it survives a
+	// crash, as the disk does.
+	capacity int64
 	// crashState is nil while the FS is alive; afterwards it is what the
 	// machine finds after the power loss.
 	crashState *MemFS

@@ -40,6 +40,7 @@ func (m *MemFS) crashLocked(opts CrashOptions) {
 	next := NewMem()
 	c := crasher{opts: opts, seen: make(map[*memNode]*memNode)}
 	next.root = c.recover(m.root)
+	next.capacity = m.capacity
 	m.crashState = next
 	// Every later operation fails on crashState != nil; drop what the dead
 	// FS still references so a long test does not keep two copies alive.

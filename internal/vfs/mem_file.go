@@ -71,6 +71,12 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if off > memFileBytesMax-int64(len(p)) {
 		return 0, &fs.PathError{Op: "write", Path: f.name, Err: syscall.EFBIG}
 	}
+	if fits := f.fs.fitLocked(f.node, off, len(p)); fits < len(p) {
+		// A full disk takes what fits, then refuses the rest (write(2)
+		// returns the short count, and the retry of the rest ENOSPC).
+		f.node.write(p[:fits], off)
+		return fits, &fs.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
+	}
 	f.node.write(p, off)
 	return len(p), nil
 }

@@ -1,0 +1,68 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/engine"
+)
+
+// diskSpaceCheckInterval is how often the broker samples its log dir's
+// free space (one statfs). Appends resample by themselves as they use up
+// the headroom above the floor, and refused produce requests every 100 ms,
+// so this only catches other programs filling or freeing the disk.
+const diskSpaceCheckInterval = time.Second
+
+// freeSpaceFloor is the engine's floor from log.dir.min.free.bytes and
+// log.dir.min.free.percent.
+func freeSpaceFloor(cfg *config.Config) engine.FreeSpaceFloor {
+	return engine.FreeSpaceFloor{MinFreeBytes: cfg.LogDirMinFreeBytes, MinFreePercent: cfg.LogDirMinFreePercent}
+}
+
+// onDiskSpace logs what the log dir's free-space watch reports, and keeps
+// high watermarks inside logs that an in-place recovery cut back.
+func (b *Broker) onDiskSpace(ev engine.DiskSpaceEvent) {
+	s := ev.Space
+	figures := []any{"dir", s.Dir, "free.bytes", s.FreeBytes, "total.bytes", s.TotalBytes, "floor.bytes", s.FloorBytes, "resume.bytes", s.ResumeBytes}
+	switch ev.Kind {
+	case engine.DiskSpaceBelowFloor:
+		b.logger.Warn("log dir is below its free-space floor; produce is refused (KAFKA_STORAGE_ERROR, retriable) until space returns", figures...)
+	case engine.DiskSpaceAboveFloor:
+		b.logger.Info("log dir is back above its free-space floor; produce resumes", figures...)
+	case engine.DiskSpaceNoSpace:
+		b.logger.Warn("a write ran out of space and was undone; nothing of it was acknowledged", append(figures, "err", ev.Err)...)
+	case engine.DiskSpaceDirRecovered:
+		if b.replicas != nil {
+			b.replicas.ClampHighWatermarks()
+		}
+		attrs := append(figures, "logs", ev.Logs, "records.dropped", ev.RecordsDropped, "bytes.dropped", ev.BytesDropped, "took", ev.Took)
+		if ev.Err != nil {
+			attrs = append(attrs, "checkpoint.err", ev.Err)
+		}
+		b.logger.Warn("log dir failed for lack of space is recovered in place: each log cut to its durable offset (nothing above it was acknowledged under log.flush.policy ack); writes resume", attrs...)
+	case engine.DiskSpaceRecoveryFailed:
+		b.logger.Error("log dir failed for lack of space could not be recovered in place", append(figures, "err", ev.Err)...)
+	}
+}
+
+// watchDiskSpace samples the log dir's free space until ctx ends.
+func (b *Broker) watchDiskSpace(ctx context.Context) {
+	t := time.NewTicker(diskSpaceCheckInterval)
+	defer t.Stop()
+	warned := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := b.logs.SampleDiskSpace(); err != nil && !warned {
+				// Told once: a file system that cannot report free space
+				// runs without a floor, as one that fails statfs does.
+				warned = true
+				b.logger.Warn("cannot measure the log dir's free space; the free-space floor is off", slog.String("dir", b.logs.Dir()), slog.Any("err", err))
+			}
+		}
+	}
+}
