@@ -16,6 +16,7 @@ func TestClientListenerRefusesQuorumKeys(t *testing.T) {
 	bodies := map[int16][]byte{
 		quorum.APIKeyHandshake: quorum.AppendHandshake(nil, quorum.Handshake{ClusterID: "c", PeerSetHash: "h", From: 2, To: 1}),
 		quorum.APIKeyMessage:   quorum.AppendMessage(nil, metalog.Message{Type: metalog.MsgFetch, From: 2, To: 1, Epoch: 1}),
+		quorum.APIKeyApp:       []byte(`{"kind":"heartbeat"}`),
 	}
 	for key, body := range bodies {
 		s := startServer(t, ServerConfig{ListenerName: "PLAINTEXT"}, apiTable[:])

@@ -60,6 +60,9 @@
 //     learnt the cluster id yet (a first start) sends "" and accepts any.
 //   - 32001 Message (v0): one metalog message, one-way (no response, as a
 //     Produce with acks=0). Layout in wire.go.
+//   - 32002 App (v0): a body the transport does not read, one-way, for
+//     the cluster package (broker heartbeats, requests forwarded to the
+//     controller and their answers; cluster/forward.go).
 //
 // Each node dials every peer once and sends on that connection only,
 // reconnecting with exponential backoff (50 ms to 2 s, jittered); it

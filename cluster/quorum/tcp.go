@@ -37,6 +37,10 @@ type TCPConfig struct {
 	// QueueMessages bounds the messages waiting for one peer; beyond it
 	// new ones are dropped. 0 means 256.
 	QueueMessages int
+	// OnApp receives the bodies of APIKeyApp frames (the cluster's broker
+	// heartbeats and forwarded controller requests), on the connection's
+	// goroutine: it must not block. Nil drops them.
+	OnApp func(from election.NodeID, body []byte)
 	// DialTimeout bounds a dial and the handshake; 0 means 2 s.
 	DialTimeout time.Duration
 	// BackoffMin and BackoffMax bound the wait between reconnects, which
@@ -66,7 +70,13 @@ type TCPTransport struct {
 type peer struct {
 	id    election.NodeID
 	addr  string
-	queue chan metalog.Message
+	queue chan outFrame
+}
+
+// outFrame is a metalog message or, with app set, an APIKeyApp body.
+type outFrame struct {
+	m   metalog.Message
+	app []byte
 }
 
 // NewTCPTransport starts accepting on cfg.Listener and connecting to the
@@ -103,7 +113,7 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 		if id == cfg.ID {
 			continue
 		}
-		p := &peer{id: id, addr: addr, queue: make(chan metalog.Message, cfg.QueueMessages)}
+		p := &peer{id: id, addr: addr, queue: make(chan outFrame, cfg.QueueMessages)}
 		t.peers[id] = p
 		t.wg.Add(1)
 		go t.sendLoop(p)
@@ -120,7 +130,20 @@ func (t *TCPTransport) Send(m metalog.Message) {
 		return
 	}
 	select {
-	case p.queue <- m:
+	case p.queue <- outFrame{m: m}:
+	default:
+	}
+}
+
+// SendApp queues an APIKeyApp body for peer to, as Send does: it never
+// blocks and drops when the queue is full or the peer unknown.
+func (t *TCPTransport) SendApp(to election.NodeID, body []byte) {
+	p := t.peers[to]
+	if p == nil {
+		return
+	}
+	select {
+	case p.queue <- outFrame{app: body}:
 	default:
 	}
 }
@@ -250,7 +273,7 @@ func (t *TCPTransport) serveOutgoing(p *peer, connected func()) error {
 	w := bufio.NewWriter(c)
 	buf := make([]byte, 0, 4096)
 	for {
-		var m metalog.Message
+		var m outFrame
 		select {
 		case <-t.stop:
 			return net.ErrClosed
@@ -259,10 +282,15 @@ func (t *TCPTransport) serveOutgoing(p *peer, connected func()) error {
 		case m = <-p.queue:
 		}
 		for {
-			buf = appendRequestHeader(buf[:4], APIKeyMessage, 0, t.clientID())
-			buf = AppendMessage(buf, m)
+			if m.app != nil {
+				buf = appendRequestHeader(buf[:4], APIKeyApp, 0, t.clientID())
+				buf = append(buf, m.app...)
+			} else {
+				buf = appendRequestHeader(buf[:4], APIKeyMessage, 0, t.clientID())
+				buf = AppendMessage(buf, m.m)
+			}
 			if len(buf)-4 > t.cfg.MaxFrameBytes {
-				t.log.Warn("metadata quorum: message over the frame limit dropped", "peer", p.id, "msg", m.String(), "bytes", len(buf))
+				t.log.Warn("metadata quorum: message over the frame limit dropped", "peer", p.id, "bytes", len(buf))
 			} else {
 				binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 				c.SetWriteDeadline(time.Now().Add(t.cfg.DialTimeout))
@@ -395,6 +423,12 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 		h, body, err := parseRequestHeader(frame)
 		if err != nil {
 			return err
+		}
+		if h.Key == APIKeyApp {
+			if t.cfg.OnApp != nil {
+				t.cfg.OnApp(theirs.From, body)
+			}
+			continue
 		}
 		if h.Key != APIKeyMessage {
 			return fmt.Errorf("quorum: unexpected api key %d from node %d", h.Key, theirs.From)

@@ -25,6 +25,10 @@ const (
 	// APIKeyMessage carries one metalog message. It is one-way, like a
 	// Produce with acks=0: no response.
 	APIKeyMessage int16 = 32001
+	// APIKeyApp carries a body the transport does not read, for the
+	// cluster package: broker heartbeats to the controller and requests
+	// forwarded to it, and their answers. One-way, like APIKeyMessage.
+	APIKeyApp int16 = 32002
 )
 
 // DefaultMaxFrameBytes bounds one frame on a peer connection, either way.
