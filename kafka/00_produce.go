@@ -21,6 +21,9 @@ import (
 // * acks=0 gets no response; acks=1 and acks=-1 answer once the append is
 //   durable under flush policy ack (with one replica they are the same);
 //   any other acks value gets INVALID_REQUIRED_ACKS.
+// * acks=-1 where the topic's min.insync.replicas is above 1 gets
+//   NOT_ENOUGH_REPLICAS and nothing is appended: until replication runs,
+//   the ISR that really holds the data is the leader alone (isr.go).
 // * Every batch is validated (CRC, structure, decompression under a cap)
 //   before anything is written; errors map to CORRUPT_MESSAGE,
 //   INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE, MESSAGE_TOO_LARGE.
@@ -73,6 +76,13 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
+			}
+			if r.Acks == -1 {
+				if msg := s.notEnoughReplicas(t.Topic); msg != "" {
+					rp.ErrorCode, rp.ErrorMessage = kerr.NotEnoughReplicas.Code, &msg
+					rt.Partitions = append(rt.Partitions, rp)
+					continue
+				}
 			}
 			if err := part.Log().CheckWritable(); err != nil {
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)

@@ -59,6 +59,8 @@ func (s *Server) handleDescribeCluster(req *Request) (Pending, error) {
 		b.NodeID = id
 		if id == c.NodeID() {
 			b.Host, b.Port = n.Host, n.Port
+		} else if host, port, ok := c.BrokerAddr(id, s.cfg.ListenerName); ok {
+			b.Host, b.Port = host, port
 		}
 		resp.Brokers = append(resp.Brokers, b)
 	}
