@@ -151,4 +151,3 @@ func rawRoundTrip(t *testing.T, b *Broker, req kmsg.Request, resp kmsg.Response)
 		t.Fatal(err)
 	}
 }
-

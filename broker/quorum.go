@@ -45,7 +45,9 @@ func controllerListenerAddr(cfg *config.Config) (string, error) {
 	return "", fmt.Errorf("broker: node.id %d has no CONTROLLER listener and is not in controller.quorum.voters", cfg.NodeID)
 }
 
-func ticks(ms int32) int { return max(1, int((time.Duration(ms)*time.Millisecond+quorumTick-1)/quorumTick)) }
+func ticks(ms int32) int {
+	return max(1, int((time.Duration(ms)*time.Millisecond+quorumTick-1)/quorumTick))
+}
 
 // quorumConfig binds the CONTROLLER listener and builds the transport and
 // the controller's quorum settings. The controller is set in ctrl once
