@@ -260,6 +260,13 @@ func (c *Controller) Brokers() []int32 {
 	return b
 }
 
+// Voters are the node ids of controller.quorum.voters, sorted.
+func (c *Controller) Voters() []int32 {
+	v := append([]int32(nil), c.cfg.Voters...)
+	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	return v
+}
+
 // Subscribe registers fn to run, on the controller's loop, after each new
 // image, and runs it once now with (nil, current image) so the subscriber
 // starts from a complete view.

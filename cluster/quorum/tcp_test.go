@@ -36,7 +36,7 @@ func (s *syncBuffer) String() string {
 
 // listeners binds n loopback listeners on random ports and returns them
 // with the voters map built from the bound addresses.
-func listeners(t *testing.T, n int) ([]net.Listener, map[election.NodeID]string) {
+func listeners(t testing.TB, n int) ([]net.Listener, map[election.NodeID]string) {
 	t.Helper()
 	voters := map[election.NodeID]string{}
 	var lns []net.Listener
