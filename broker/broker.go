@@ -92,6 +92,10 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		},
 		FreeSpaceFloor: freeSpaceFloor(cfg),
 		OnDiskSpace:    b.onDiskSpace,
+		MetadataLogDir: metadataDirName,
+		ReadClusterID: func(path string) (string, error) {
+			return cluster.ReadClusterID(o.FS, path)
+		},
 	})
 	if err != nil {
 		return nil, err

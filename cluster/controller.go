@@ -130,7 +130,7 @@ func OpenController(fsys vfs.FS, dir string, cfg ControllerConfig) (*Controller,
 		}
 	} else if cfg.ClusterID != "" && cfg.ClusterID != im.ClusterID {
 		l.Close()
-		return nil, fmt.Errorf("cluster: the metadata log belongs to cluster %s, the config names %s", im.ClusterID, cfg.ClusterID)
+		return nil, fmt.Errorf("cluster: the metadata log in %s belongs to cluster %s, but this node was given cluster.id %s (by its config or meta.properties)", dir, im.ClusterID, cfg.ClusterID)
 	}
 	// This node's broker registers itself, so placement has a broker list
 	// in a one-node cluster too. A registration that did not change is not

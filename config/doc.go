@@ -71,6 +71,11 @@
 //   - log.dir.min.free.bytes 256 MiB and log.dir.min.free.percent 5 (wren's
 //     own; the smaller wins): a free-space floor below which Produce gets a
 //     retriable KAFKA_STORAGE_ERROR, so a full disk is met before ENOSPC.
+//   - offsets.topic.num.partitions 12 instead of 50: Kafka's 50 spreads group
+//     coordinators over large clusters; a cluster of a few nodes gains
+//     nothing and pays per partition in files, descriptors and start-up
+//     time. It applies only when __consumer_offsets is created; an existing
+//     topic keeps its partition count, which group placement follows.
 //
 // wren's own settings (Entry.Wren): cluster.id, controller.heartbeat.interval.ms,
 // controller.lease.ms, log.flush.policy, log.scrubber.enable,

@@ -13,6 +13,15 @@
 // meta.properties, recovery-point-offset-checkpoint and
 // log-start-offset-checkpoint, and a .lock.
 //
+// Index files reserve no disk: they start empty and grow by one entry per
+// append, up to segment.index.bytes, which is a cap that rolls the segment,
+// not a reservation. Kafka sizes a new index file to segment.index.bytes
+// with a sparse setLength and trims it at roll; wren's files always have
+// the trimmed shape, an index file's size is its entries, so Kafka's tools
+// read them as they read a rolled Kafka segment. An idle partition costs a
+// few directory entries, not 20 MiB, and an index append can meet a full
+// disk mid-segment, which fails that append like a log write would.
+//
 // # Appends and durability
 //
 // Log.Append validates each batch (engine/batch: magic, CRC-32C, lengths,
@@ -80,6 +89,15 @@
 // the directory; segment removal is made durable before any later change
 // that depends on it; checkpoints are written to a temporary file, synced
 // and renamed.
+//
+// A log that a clean stop left at its recovery point reopens without a
+// write, sync, rename or truncation: an empty active segment at the
+// recovery point passes the clean-load check, a log that needed no scan
+// skips the fdatasync (everything below the recovery point was synced
+// before the checkpoint naming it was written), and a leader epoch that
+// starts exactly at the log end is kept rather than dropped and written
+// back when the replica leads again. On an SD card each avoided sync is a
+// disk cache flush, times every partition, at every start.
 //
 // All file access goes through internal/vfs, so tests crash the engine at
 // any write and lose exactly what was not synced.

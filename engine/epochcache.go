@@ -75,9 +75,10 @@ func (c *epochCache) assign(epoch int32, offset int64) bool {
 		if epoch <= l.Epoch {
 			return false
 		}
-		if offset < l.StartOffset {
-			// A newer epoch cannot start before an older one; drop the
-			// entries it supersedes, as Kafka does.
+		if offset <= l.StartOffset {
+			// A newer epoch cannot start before an older one, and two
+			// cannot start at one offset (the invariant); drop the entries
+			// it supersedes, as Kafka does.
 			c.truncateFromEnd(offset)
 		}
 	}

@@ -61,7 +61,8 @@ func (x *index) truncateEntries(n int64) error {
 	return nil
 }
 
-// trim cuts the file to its entries, freeing preallocated space.
+// trim cuts the file to its entries: it drops a torn partial entry and any
+// space an older wren reserved past them with fallocate.
 func (x *index) trim() error { return x.f.Truncate(x.n.Load() * x.entrySize) }
 
 // search returns the largest i in [0,n) with key(i) <= target, or -1.

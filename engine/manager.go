@@ -53,6 +53,14 @@ type ManagerConfig struct {
 	// OnDiskSpace, if set, is told when the directory crosses its floor,
 	// runs out of space, or recovers from a failure for lack of space.
 	OnDiskSpace func(DiskSpaceEvent)
+	// MetadataLogDir, if set, names the subdirectory that holds the node's
+	// metadata log. Like partition directories, it shows that the
+	// directory already holds data, so a missing meta.properties beside it
+	// is refused rather than written anew.
+	MetadataLogDir string
+	// ReadClusterID, if set, reads the cluster id recorded in the metadata
+	// log at path, for the error that reports a missing meta.properties.
+	ReadClusterID func(path string) (string, error)
 }
 
 // Manager owns one data directory (Kafka's log.dirs entry): its lock,
@@ -84,11 +92,17 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 		return nil, err
 	}
 	if err := ensureDir(fsys, dir); err != nil {
+		if cerr, ok := classifyDirError(dir, err); ok {
+			return nil, cerr
+		}
 		return nil, fmt.Errorf("engine: data directory %s: %w", dir, err)
 	}
 	lock, err := fsys.Lock(dir + "/" + lockFile)
 	if err != nil {
-		return nil, fmt.Errorf("engine: data directory %s is in use by another process: %w", dir, err)
+		if cerr, ok := classifyDirError(dir, err); ok {
+			return nil, cerr
+		}
+		return nil, fmt.Errorf("engine: data directory %s: cannot take its lock: %w", dir, err)
 	}
 	m := &Manager{
 		fs: fsys, dir: dir, cfg: cfg, lock: lock,
@@ -101,6 +115,9 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 			l.Close()
 		}
 		lock.Close()
+		// A directory this user may read but not write passes the lock
+		// when .lock already exists; say so, not just "permission denied".
+		err, _ = classifyDirError(dir, err)
 		return nil, err
 	}
 	return m, nil
@@ -213,6 +230,13 @@ func (m *Manager) loadMeta() (MetaProperties, error) {
 	path := m.dir + "/" + MetaPropertiesFile
 	data, err := vfs.ReadFile(m.fs, path)
 	if errors.Is(err, fs.ErrNotExist) {
+		found, err := m.existingData()
+		if err != nil {
+			return MetaProperties{}, err
+		}
+		if len(found) > 0 {
+			return MetaProperties{}, m.missingMetaError(path, found)
+		}
 		meta := MetaProperties{ClusterID: m.cfg.ClusterID, NodeID: m.cfg.NodeID, DirectoryID: newDirectoryID()}
 		if meta.ClusterID == "" {
 			meta.ClusterID = newDirectoryID()

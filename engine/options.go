@@ -44,7 +44,8 @@ type Options struct {
 	// SegmentMs is segment.ms: roll when the segment's first batch is older.
 	SegmentMs int64
 	// SegmentIndexBytes is segment.index.bytes: the cap on each index file;
-	// a full index rolls the segment.
+	// a full index rolls the segment. It is a cap, not a reservation: index
+	// files take disk only for the entries written.
 	SegmentIndexBytes int64
 	// IndexIntervalBytes is index.interval.bytes.
 	IndexIntervalBytes int64
@@ -68,7 +69,7 @@ type Options struct {
 	// Preallocate is Kafka's preallocate: reserve segment.bytes of disk for
 	// each new segment file up front (fallocate, keeping the file size), so
 	// a full disk shows at roll rather than mid-segment. Index files are
-	// always preallocated to segment.index.bytes, as Kafka does.
+	// never preallocated: they grow with their entries (see createSegment).
 	Preallocate bool
 
 	// CompactionOptions: cleanup.policy and the log cleaner's topic

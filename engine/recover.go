@@ -105,7 +105,15 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 		l.closeAll()
 		return nil, nil, err
 	}
-	changed := l.epochs.truncateFromEnd(l.logEndOffset)
+	// Drop epochs whose first batch lies past the log end: a crash lost
+	// those batches. An epoch starting exactly at the log end stays, unlike
+	// Kafka's loader (which drops it, and re-adds it when the replica
+	// leads again): it says "epoch E leads from here and has written
+	// nothing", the state AssignLeaderEpoch leaves on every leader before
+	// its first append, so keeping it restores a state the running log was
+	// in, and spares an idle partition two checkpoint rewrites (four
+	// fsyncs) at every start.
+	changed := l.epochs.truncateFromEnd(l.logEndOffset + 1)
 	changed = l.epochs.truncateFromStart(l.logStartOffset) || changed
 	if changed {
 		if err := l.epochs.flush(); err != nil {
@@ -115,9 +123,15 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 	}
 	// Whatever is in the files now may be only in the page cache (a
 	// process crash, not a power loss): sync before calling it durable.
-	if err := l.active().log.SyncData(); err != nil {
-		l.closeAll()
-		return nil, nil, err
+	// A log that needed no scan ends at its recovery point, and everything
+	// below the recovery point was fdatasynced before the checkpoint
+	// naming it was written, so its sync is skipped: one fewer disk cache
+	// flush per partition at every start.
+	if stats.SegmentsScanned > 0 || l.logEndOffset != oo.RecoveryPoint {
+		if err := l.active().log.SyncData(); err != nil {
+			l.closeAll()
+			return nil, nil, err
+		}
 	}
 	l.lastFlushMs = l.nowMs()
 	l.commit = wal.NewGroupCommitter(l.logEndOffset, l.syncActive)
@@ -262,7 +276,11 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 			clean = false
 		} else if i < firstUnflushed {
 			clean = seg.loadClean(&l.opts, -1) == nil
-		} else if i == firstUnflushed && recoveryPoint > base {
+		} else if i == firstUnflushed && recoveryPoint >= base {
+			// With recoveryPoint == base (an empty active segment, as a
+			// clean stop leaves an idle partition) loadClean passes only
+			// if the segment and its indexes are empty; anything in it
+			// fails the end check and is scanned.
 			clean = seg.loadClean(&l.opts, recoveryPoint) == nil
 		}
 		if !clean {

@@ -1,0 +1,43 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/wal"
+)
+
+// errFound stops a scan at the first cluster record.
+var errFound = errors.New("cluster: found")
+
+// ReadClusterID returns the cluster id recorded in the metadata log in dir,
+// or "" if the log holds none. It opens the log as OpenController would
+// (recovering a torn tail), reads up to the first cluster record, and
+// closes it. The broker uses it to tell an operator which cluster id a
+// lost meta.properties held; the log must not be open elsewhere.
+func ReadClusterID(fsys vfs.FS, dir string) (string, error) {
+	l, err := wal.Open(fsys, dir, wal.Options{})
+	if err != nil {
+		return "", fmt.Errorf("cluster: metadata log: %w", err)
+	}
+	defer l.Close()
+	var id string
+	err = l.Scan(l.FirstIndex(), func(index uint64, payload []byte) error {
+		recs, err := decodeEntry(payload)
+		if err != nil {
+			return fmt.Errorf("metadata log entry %d: %w", index, err)
+		}
+		for _, r := range recs {
+			if r.Kind == KindCluster && r.Cluster != nil {
+				id = r.Cluster.ClusterID
+				return errFound
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return "", err
+	}
+	return id, nil
+}
