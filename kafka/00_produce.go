@@ -62,6 +62,12 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
+		// Once per topic, and only for acks=all: the path acks=1 and
+		// acks=0 take is unchanged.
+		var notEnough string
+		if r.Acks == -1 && topLevel == 0 {
+			notEnough = s.notEnoughReplicas(t.Topic)
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -77,12 +83,11 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			if r.Acks == -1 {
-				if msg := s.notEnoughReplicas(t.Topic); msg != "" {
-					rp.ErrorCode, rp.ErrorMessage = kerr.NotEnoughReplicas.Code, &msg
-					rt.Partitions = append(rt.Partitions, rp)
-					continue
-				}
+			if notEnough != "" {
+				msg := notEnough
+				rp.ErrorCode, rp.ErrorMessage = kerr.NotEnoughReplicas.Code, &msg
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
 			}
 			if err := part.Log().CheckWritable(); err != nil {
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
