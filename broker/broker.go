@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wren-broker/wren/cluster"
@@ -105,7 +106,18 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	// On a quorum the CONTROLLER listener and its transport come first:
+	// the controller's driver starts talking to its peers at once.
+	var quorumCfg *cluster.QuorumConfig
+	var ctrlRef atomic.Pointer[cluster.Controller]
+	if len(cfg.Voters) > 1 {
+		if quorumCfg, err = quorumConfig(cfg, dir, o.Logger, &ctrlRef); err != nil {
+			b.logs.Close()
+			return nil, err
+		}
+	}
 	b.controller, err = cluster.OpenController(o.FS, dir+"/"+metadataDirName, cluster.ControllerConfig{
+		Quorum:                   quorumCfg,
 		NodeID:                   cfg.NodeID,
 		Voters:                   voters,
 		ClusterID:                firstNonEmpty(cfg.ClusterID, b.logs.Meta().ClusterID),
@@ -128,9 +140,13 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		},
 	})
 	if err != nil {
+		if quorumCfg != nil {
+			quorumCfg.Transport.Close()
+		}
 		b.logs.Close()
 		return nil, err
 	}
+	ctrlRef.Store(b.controller)
 	b.replicas = replication.NewManager(cfg.NodeID, b.logs, func(im *cluster.Image, topic string, overrides map[string]string) engine.Options {
 		opts, err := topicOptions(cfg, dynamicConfigs(cfg, im), overrides)
 		if err != nil {
@@ -138,12 +154,19 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		}
 		return opts
 	}, o.Logger)
+	b.replicas.SetLeaderDefaults(cluster.LeaderConfig{
+		MinInsyncReplicas:           int(cfg.TopicDefaults.MinInsyncReplicas),
+		UncleanLeaderElectionEnable: cfg.TopicDefaults.UncleanLeaderElectionEnable,
+	})
 	if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
 		b.closeStores()
 		return nil, err
 	}
-	offsetsPartitions, err := ensureOffsetsTopic(context.Background(), cfg, b.controller)
-	if err != nil {
+	var offsetsPartitions int32
+	if quorumCfg != nil {
+		// Only the acting controller can create it, maybe later.
+		offsetsPartitions = offsetsTopicPartitions(cfg, b.controller)
+	} else if offsetsPartitions, err = ensureOffsetsTopic(context.Background(), cfg, b.controller); err != nil {
 		b.closeStores()
 		return nil, err
 	}
@@ -166,6 +189,11 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	}
 	b.listener = ln
 	host, port := advertised(cfg, client, ln.Addr())
+	if quorumCfg != nil {
+		// The heartbeats to the controller carry this registration.
+		b.controller.SetRegistration(context.Background(), "", []cluster.BrokerListener{
+			{Name: client.name, Host: host, Port: port, SecurityProtocol: "PLAINTEXT"}})
+	}
 	b.server, err = kafka.NewServer(kafka.ServerConfig{
 		ListenerName:    client.name,
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
@@ -209,6 +237,13 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 			},
 		})
 	}()
+	if quorumCfg != nil {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.ensureOffsetsTopicLater(ctx)
+		}()
+	}
 	if cfg.LogScrubberEnable {
 		b.wg.Add(1)
 		go func() {

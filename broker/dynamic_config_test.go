@@ -92,7 +92,7 @@ func TestAlterConfigsRefusesIneffectiveKeys(t *testing.T) {
 	}{
 		{true, "max.connections", "10", "max.connections is not in effect in wren yet"},
 		{true, "log.cleaner.backoff.ms", "1000", "only at start"},
-		{false, "min.insync.replicas", "1", "min.insync.replicas is not in effect in wren yet"},
+		{false, "segment.jitter.ms", "1000", "segment.jitter.ms is not in effect in wren yet"},
 	} {
 		set := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: tc.key, Value: kmsg.StringPtr(tc.value)}}
 		var rs kadm.AlterConfigsResponses

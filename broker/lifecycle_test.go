@@ -4,11 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/internal/vfs"
 )
 
@@ -153,32 +149,5 @@ func rawRoundTrip(t *testing.T, b *Broker, req kmsg.Request, resp kmsg.Response)
 	}
 	if err := resp.ReadFrom(buf); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// A config with several voters is refused before the data directory is
-// touched: until the replicated control plane lands, a node started alone
-// would acknowledge acks=all with one copy.
-func TestStartRefusesSeveralVoters(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	cfg, err := config.Parse("three.toml", []byte(fmt.Sprintf(`
-[broker]
-node.id = 1
-log.dirs = [%q]
-listeners = ["PLAINTEXT://127.0.0.1:0", "CONTROLLER://127.0.0.1:0"]
-[http]
-listen = "127.0.0.1:0"
-[cluster]
-controller.quorum.voters = ["1@127.0.0.1:9093", "2@127.0.0.2:9093", "3@127.0.0.3:9093"]
-`, dir)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Start(cfg, Options{Logger: testLogger(t)})
-	if err == nil || !strings.Contains(err.Error(), "runs single-node only") {
-		t.Fatalf("Start with three voters: %v", err)
-	}
-	if _, err := os.Stat(dir); err == nil {
-		t.Fatalf("the data directory was created before the refusal")
 	}
 }

@@ -17,6 +17,7 @@ func clusterCommand(env Env) *ucli.Command {
 		Name:  "cluster",
 		Usage: "inspect the cluster",
 		Subcommands: []*ucli.Command{
+			clusterQuorumCommand(env),
 			{
 				Name:  "info",
 				Usage: "print the cluster id, the controller and the brokers (rpk cluster info)",

@@ -47,6 +47,10 @@ type ControllerConfig struct {
 	// partition, so an unclean election records which offsets it may have
 	// lost; nil records the range as unknown.
 	PartitionOffsets func(topic UUID, partition int32) *PartitionOffsets
+	// Quorum, set when controller.quorum.voters lists several nodes, makes
+	// the controller a voter of the replicated metadata log; nil keeps the
+	// one-voter controller over the local log in dir.
+	Quorum *QuorumConfig
 }
 
 // Controller owns the metadata log. Every change goes through its single
@@ -60,7 +64,8 @@ type ControllerConfig struct {
 // to a majority) extends this path with the clustering work.
 type Controller struct {
 	cfg   ControllerConfig
-	log   *wal.Log
+	log   *wal.Log // the one-voter log; nil on a quorum
+	q     *quorumState
 	image atomic.Pointer[Image]
 
 	events chan func()
@@ -81,6 +86,15 @@ var ErrClosed = errors.New("cluster: controller closed")
 func OpenController(fsys vfs.FS, dir string, cfg ControllerConfig) (*Controller, error) {
 	if len(cfg.Voters) == 0 {
 		cfg.Voters = []int32{cfg.NodeID}
+	}
+	if cfg.Quorum != nil {
+		c := &Controller{cfg: cfg, events: make(chan func()), done: make(chan struct{})}
+		if err := c.openQuorum(fsys); err != nil {
+			return nil, err
+		}
+		c.wg.Add(1)
+		go c.loop()
+		return c, nil
 	}
 	l, err := wal.Open(fsys, dir, wal.Options{})
 	if err != nil {
@@ -179,6 +193,9 @@ func (c *Controller) run(ctx context.Context, fn func()) error {
 // the image. Only the event loop (or OpenController before it starts)
 // calls it.
 func (c *Controller) commit(recs []Record) error {
+	if c.q != nil {
+		return c.proposeRecords(recs)
+	}
 	payload, err := json.Marshal(recs)
 	if err != nil {
 		return err
@@ -215,20 +232,55 @@ func (c *Controller) ClusterID() string { return c.Image().ClusterID }
 // NodeID is this node's id.
 func (c *Controller) NodeID() int32 { return c.cfg.NodeID }
 
-// ControllerID is the id of the active controller.
-func (c *Controller) ControllerID() int32 { return c.cfg.NodeID }
+// ControllerID is the id of the active controller, -1 while none is
+// known.
+func (c *Controller) ControllerID() int32 {
+	if c.q != nil {
+		return int32(c.q.driver.SoftState().Controller)
+	}
+	return c.cfg.NodeID
+}
 
-// Brokers lists the node ids of the brokers, sorted.
+// Brokers lists the node ids of the brokers, sorted: on a quorum the
+// registered unfenced brokers and this node, as Kafka's Metadata lists
+// only live brokers; on one voter, the voters.
 func (c *Controller) Brokers() []int32 {
+	if c.q != nil {
+		b := []int32{c.cfg.NodeID}
+		for _, r := range c.Image().Brokers() {
+			if !r.Fenced && r.ID != c.cfg.NodeID {
+				b = append(b, r.ID)
+			}
+		}
+		sort.Slice(b, func(i, j int) bool { return b[i] < b[j] })
+		return b
+	}
 	b := append([]int32(nil), c.cfg.Voters...)
 	sort.Slice(b, func(i, j int) bool { return b[i] < b[j] })
 	return b
+}
+
+// Voters are the node ids of controller.quorum.voters, sorted.
+func (c *Controller) Voters() []int32 {
+	v := append([]int32(nil), c.cfg.Voters...)
+	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	return v
 }
 
 // Subscribe registers fn to run, on the controller's loop, after each new
 // image, and runs it once now with (nil, current image) so the subscriber
 // starts from a complete view.
 func (c *Controller) Subscribe(fn func(old, new *Image)) error {
+	if c.q != nil {
+		// Images are published by the quorum driver, under applyMu.
+		c.q.applyMu.Lock()
+		defer c.q.applyMu.Unlock()
+		c.subMu.Lock()
+		c.subscribers = append(c.subscribers, fn)
+		c.subMu.Unlock()
+		fn(nil, c.image.Load())
+		return nil
+	}
 	return c.run(context.Background(), func() {
 		c.subMu.Lock()
 		c.subscribers = append(c.subscribers, fn)
@@ -241,8 +293,18 @@ func (c *Controller) Subscribe(fn func(old, new *Image)) error {
 func (c *Controller) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
+		if c.q != nil {
+			// The housekeeping goroutines call into the loop: stop them
+			// first.
+			close(c.q.stop)
+			c.q.wg.Wait()
+		}
 		close(c.done)
 		c.wg.Wait()
+		if c.q != nil {
+			err = c.q.driver.Close()
+			return
+		}
 		err = c.log.Close()
 	})
 	return err

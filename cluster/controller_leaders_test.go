@@ -82,6 +82,20 @@ func TestControllerPlacementAndLeadership(t *testing.T) {
 	if err := c.CreatePartitions(ctx, "b", 5, [][]int32{{2, 9}}, false); !errors.Is(err, kerr.InvalidReplicaAssignment) {
 		t.Fatalf("manual assignment with an unknown broker: %v", err)
 	}
+	// A new partition's ISR is its leader alone, the one replica that holds
+	// its data; followers join it as they catch up (AlterISR, which
+	// replication sends): here all of them.
+	for _, name := range []string{"a", "b"} {
+		ti := c.Image().Topic(name)
+		for _, p := range ti.Partitions {
+			if len(p.ISR) != 1 || p.ISR[0] != p.Leader {
+				t.Fatalf("new partition %s-%d: ISR %v, leader %d", name, p.Partition, p.ISR, p.Leader)
+			}
+			if _, err := c.AlterISR(ctx, ti.ID, p.Partition, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.Replicas); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	// 3 + 4 partitions: 13 replicas, 7 leaders over 3 brokers.
 	replicas, leaders := map[int32]int{}, map[int32]int{}
 	for _, name := range []string{"a", "b"} {

@@ -53,7 +53,16 @@
 //     (electing elsewhere where it led); AlterISR is the leader's own ISR
 //     change, checked against the leader and partition epochs.
 //
-// Today the controller is the single voter of a one-node cluster: a change
-// commits when it is durable here. The quorum of docs/ARCHITECTURE.md (Bully
-// election with epochs, the log replicated to a majority) extends this path.
+// With one voter the controller commits a change once it is durable on
+// this node (the log in dir). With several (ControllerConfig.Quorum,
+// quorum_mode.go) the records of a change are one entry of the replicated
+// metadata log (cluster/metalog, driven by cluster/quorum): only the acting
+// controller proposes, a change returns once a majority holds it and it is
+// applied here, every node's image is the replay of the committed entries
+// only, and a change asked of another node is NOT_CONTROLLER. The acting
+// controller records the cluster id of a new cluster, registers the
+// brokers that heartbeat to it (their advertised listeners), fences a
+// broker silent for broker.session.timeout.ms and unfences it when heard
+// again; producer-id blocks are asked of it over the CONTROLLER listener.
+// See docs/ARCHITECTURE.md, "The cluster protocol".
 package cluster

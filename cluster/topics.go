@@ -119,7 +119,7 @@ func (c *Controller) createTopic(t CreateTopic, validateOnly bool) TopicResult {
 	}
 	for p, replicas := range assignment {
 		recs = append(recs, Record{Kind: KindPartition, Partition: &PartitionRecord{
-			TopicID: id, Partition: int32(p), Replicas: replicas, ISR: slices.Clone(replicas), Leader: replicas[0],
+			TopicID: id, Partition: int32(p), Replicas: replicas, ISR: initialISR(replicas), Leader: replicas[0],
 		}})
 	}
 	if err := c.commit(recs); err != nil {
@@ -224,7 +224,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, count in
 		var recs []Record
 		for i, replicas := range add {
 			recs = append(recs, Record{Kind: KindPartition, Partition: &PartitionRecord{
-				TopicID: t.ID, Partition: have + int32(i), Replicas: replicas, ISR: slices.Clone(replicas), Leader: replicas[0],
+				TopicID: t.ID, Partition: have + int32(i), Replicas: replicas, ISR: initialISR(replicas), Leader: replicas[0],
 			}})
 		}
 		res = c.commit(recs)
@@ -302,4 +302,13 @@ func (c *Controller) AlterConfigs(ctx context.Context, rt ResourceType, name str
 		return err
 	}
 	return res
+}
+
+// initialISR is a new partition's in-sync replicas: the replicas that will
+// really hold its data. Until followers replicate, only the leader does,
+// so that is the ISR: a leader election never picks a replica without the
+// data, and acks=all above one copy is refused (NOT_ENOUGH_REPLICAS)
+// rather than acknowledged with one.
+func initialISR(replicas []int32) []int32 {
+	return []int32{replicas[0]}
 }

@@ -22,18 +22,11 @@ var notInEffect = map[string]string{
 	// [broker]
 	"queued.max.requests": "the request queue is not bounded by it yet",
 	"max.connections":     "connection limits are not applied yet",
-	// [cluster]: the controller runs on one node; election and broker
-	// heartbeats are not wired to these yet.
-	"controller.quorum.fetch.timeout.ms":        "multi-node controller election is not running yet",
-	"controller.quorum.election.timeout.ms":     "multi-node controller election is not running yet",
-	"controller.quorum.election.backoff.max.ms": "multi-node controller election is not running yet",
-	"controller.quorum.request.timeout.ms":      "multi-node controller election is not running yet",
-	"controller.heartbeat.interval.ms":          "multi-node controller election is not running yet",
-	"controller.lease.ms":                       "multi-node controller election is not running yet",
-	"broker.heartbeat.interval.ms":              "broker heartbeats are not running yet",
-	"broker.session.timeout.ms":                 "broker heartbeats are not running yet",
+	// [cluster]: the election counts its timeout from
+	// controller.quorum.fetch.timeout.ms (KRaft's follower timeout), not
+	// from this one.
+	"controller.quorum.election.timeout.ms": "the election times out after controller.quorum.fetch.timeout.ms plus up to controller.quorum.election.backoff.max.ms",
 	// Topic configs (and their broker defaults).
-	"min.insync.replicas":             "replication is not running yet, so acks=all waits for the leader only",
 	"compression.type":                "batches are stored as the producer compressed them",
 	"segment.jitter.ms":               "segments roll at segment.ms exactly",
 	"message.timestamp.before.max.ms": "record timestamps are not checked against it yet",
@@ -62,16 +55,11 @@ var notInEffect = map[string]string{
 	"group.consumer.max.heartbeat.interval.ms": "members cannot choose their heartbeat interval yet",
 	// [producers]
 	"transactional.id.expiration.ms": "wren does not support transactions",
-	// [http]
-	"http.listen": "the HTTP server is not running yet",
 }
 
 // offValues are values of ignored settings that ask for what wren does
-// anyway (http.listen = "": no HTTP server), so setting them warns about
-// nothing.
-var offValues = map[string]any{
-	"http.listen": "",
-}
+// anyway, so setting them warns about nothing.
+var offValues = map[string]any{}
 
 // startOnly are settings Kafka can alter at run time that wren reads only
 // at start: a file may set them, but altering them at run time is refused

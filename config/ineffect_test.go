@@ -47,7 +47,7 @@ func TestCheckAlter(t *testing.T) {
 		text   string
 	}{
 		{"max.connections", true, ErrInvalidValue, "max.connections is not in effect in wren yet"},
-		{"min.insync.replicas", false, ErrInvalidValue, "min.insync.replicas is not in effect in wren yet"},
+		{"segment.jitter.ms", false, ErrInvalidValue, "segment.jitter.ms is not in effect in wren yet"},
 		{"log.roll.jitter.ms", true, ErrInvalidValue, "log.roll.jitter.ms is not in effect"},
 		{"log.cleaner.backoff.ms", true, ErrNotDynamic, "only at start"},
 		{"message.max.bytes", true, nil, ""},

@@ -21,6 +21,9 @@ import (
 // * acks=0 gets no response; acks=1 and acks=-1 answer once the append is
 //   durable under flush policy ack (with one replica they are the same);
 //   any other acks value gets INVALID_REQUIRED_ACKS.
+// * acks=-1 where the topic's min.insync.replicas is above 1 gets
+//   NOT_ENOUGH_REPLICAS and nothing is appended: until replication runs,
+//   the ISR that really holds the data is the leader alone (isr.go).
 // * Every batch is validated (CRC, structure, decompression under a cap)
 //   before anything is written; errors map to CORRUPT_MESSAGE,
 //   INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE, MESSAGE_TOO_LARGE.
@@ -60,6 +63,12 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
 		var records, bytes int64
+		// Once per topic, and only for acks=all: the path acks=1 and
+		// acks=0 take is unchanged.
+		var notEnough string
+		if r.Acks == -1 && topLevel == 0 {
+			notEnough = s.notEnoughReplicas(t.Topic)
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -72,6 +81,12 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 			part := replicas.Partition(engine.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 			if part == nil {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			if notEnough != "" {
+				msg := notEnough
+				rp.ErrorCode, rp.ErrorMessage = kerr.NotEnoughReplicas.Code, &msg
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}

@@ -12,8 +12,11 @@ import (
 // Metadata: v0-12
 //
 // Behavior:
-// * Brokers: every node, with the advertised host and port of this
-//   listener; the controller is the active controller.
+// * Brokers: every live node, with the advertised host and port of this
+//   listener (its own, or the one it registered in the metadata log); the
+//   controller is the acting controller (-1 during an election).
+// * ISR: the leader alone, the only replica that holds the data until
+//   replication across nodes runs (isr.go).
 // * All topics when Topics is null (or, in v0, empty), internal ones
 //   (__consumer_offsets) included with is_internal set, as Kafka lists
 //   them: clients and tools filter on the flag (kafka-topics
@@ -40,6 +43,8 @@ func (s *Server) handleMetadata(req *Request) (Pending, error) {
 		b.NodeID = id
 		if id == c.NodeID() {
 			b.Host, b.Port = n.Host, n.Port
+		} else if host, port, ok := c.BrokerAddr(id, s.cfg.ListenerName); ok {
+			b.Host, b.Port = host, port
 		}
 		resp.Brokers = append(resp.Brokers, b)
 	}
@@ -112,7 +117,7 @@ func metadataTopic(t *cluster.TopicImage) kmsg.MetadataResponseTopic {
 		mp.Leader = p.Leader
 		mp.LeaderEpoch = p.LeaderEpoch
 		mp.Replicas = p.Replicas
-		mp.ISR = p.ISR
+		mp.ISR = trueISR(p)
 		mp.OfflineReplicas = []int32{}
 		mt.Partitions = append(mt.Partitions, mp)
 	}

@@ -10,10 +10,11 @@ import (
 // DescribeCluster: v0-1
 //
 // Behavior:
-// * The cluster id, the active controller's id and every node, as
-//   Metadata lists them: this node with the host and port it advertises
-//   on this listener (the other nodes' client addresses are not known
-//   yet); racks are null (wren has no broker.rack).
+// * The cluster id, the acting controller's id (-1 during an election)
+//   and every live node, as Metadata lists them: this node with the host
+//   and port it advertises on this listener, the others at the listener
+//   they registered in the metadata log; racks are null (wren has no
+//   broker.rack).
 // * EndpointType (v1): this is a broker endpoint (1). Asking for the
 //   controllers (2) is MISMATCHED_ENDPOINT_TYPE, an unknown type
 //   UNSUPPORTED_ENDPOINT_TYPE, each INVALID_REQUEST in v0, with Kafka's
@@ -22,7 +23,7 @@ import (
 // Not implemented:
 // * ClusterAuthorizedOperations stays -2147483648 (not computed), asked
 //   or not: there is no authorizer.
-// * Fenced brokers (v2): every node listed is a voter.
+// * Fenced brokers (v2): fenced brokers are left out, as in Metadata.
 
 // endpointTypeBroker and endpointTypeController are DescribeCluster's
 // EndpointType values (KIP-919). Part of the wire protocol.
@@ -59,6 +60,8 @@ func (s *Server) handleDescribeCluster(req *Request) (Pending, error) {
 		b.NodeID = id
 		if id == c.NodeID() {
 			b.Host, b.Port = n.Host, n.Port
+		} else if host, port, ok := c.BrokerAddr(id, s.cfg.ListenerName); ok {
+			b.Host, b.Port = host, port
 		}
 		resp.Brokers = append(resp.Brokers, b)
 	}

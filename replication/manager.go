@@ -28,6 +28,9 @@ type Manager struct {
 	mu         sync.RWMutex
 	partitions map[engine.TopicPartition]*Partition
 	topicIDs   map[string]cluster.UUID
+	// leaderDefaults are the broker defaults under the topics' own
+	// min.insync.replicas and unclean.leader.election.enable.
+	leaderDefaults cluster.LeaderConfig
 }
 
 // NewManager returns a manager over the data directory's logs.
@@ -59,6 +62,14 @@ func (m *Manager) Partitions() []*Partition {
 	m.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].tp.Less(out[j].tp) })
 	return out
+}
+
+// SetLeaderDefaults sets the broker defaults of min.insync.replicas and
+// unclean.leader.election.enable, from the next image applied on.
+func (m *Manager) SetLeaderDefaults(cfg cluster.LeaderConfig) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.leaderDefaults = cfg
 }
 
 // ApplyImage brings the hosted partitions in line with a new metadata
@@ -96,6 +107,7 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 			if err := p.log.UpdateOptions(opts); err != nil {
 				m.logger.Error("invalid topic config for log", "partition", tp.String(), "err", err)
 			}
+			p.setISR(pi.ISR, im.ElectionContext(t, pi.Partition, m.leaderDefaults, nil).MinISR)
 			err := p.becomeLeaderOrFollower(pi.Leader == m.nodeID, pi.LeaderEpoch)
 			switch {
 			case errors.Is(err, ErrStaleLeaderEpoch):

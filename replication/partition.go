@@ -3,6 +3,7 @@ package replication
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,6 +34,13 @@ type Partition struct {
 	// hwChanged is closed, and replaced, whenever the high watermark moves:
 	// Fetch long polls wait on it.
 	hwChanged chan struct{}
+	// isr and minISR are the partition's in-sync replicas and
+	// min.insync.replicas as the metadata image says (setISR): an acks=all
+	// append is refused while the ISR is smaller (Kafka's
+	// Partition.appendRecordsToLeader), whoever appends: a producer or
+	// the group coordinator.
+	isr    []int32
+	minISR int
 }
 
 func newPartition(tp engine.TopicPartition, log *engine.Log) *Partition {
@@ -73,6 +81,21 @@ func (p *Partition) becomeLeaderOrFollower(lead bool, epoch int32) error {
 	}
 	p.maybeAdvanceHighWatermark()
 	return p.log.AssignLeaderEpoch(epoch)
+}
+
+// setISR records the partition's ISR and min.insync.replicas from the
+// metadata image.
+func (p *Partition) setISR(isr []int32, minISR int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.isr, p.minISR = slices.Clone(isr), minISR
+}
+
+// ISR is the partition's in-sync replicas as the metadata image says.
+func (p *Partition) ISR() []int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.isr)
 }
 
 // Leader reports whether this replica leads, and at which epoch.
@@ -137,9 +160,13 @@ func (p *Partition) clampHighWatermark() {
 func (p *Partition) AppendAsLeader(records []byte, acks int16) (engine.AppendInfo, func() error, error) {
 	p.mu.Lock()
 	leader, epoch := p.isLeader, p.leaderEpoch
+	isr, minISR := len(p.isr), p.minISR
 	p.mu.Unlock()
 	if !leader {
 		return engine.AppendInfo{}, nil, fmt.Errorf("%w: %s is not led by this node", kerr.NotLeaderForPartition, p.tp)
+	}
+	if acks == -1 && minISR > 0 && isr < minISR {
+		return engine.AppendInfo{}, nil, fmt.Errorf("%w: %s has %d in-sync replica(s), min.insync.replicas is %d", kerr.NotEnoughReplicas, p.tp, isr, minISR)
 	}
 	info, wait, err := p.log.AppendAsync(records, epoch)
 	if err != nil {

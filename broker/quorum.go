@@ -1,0 +1,141 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/wren-broker/wren/cluster"
+	"github.com/wren-broker/wren/cluster/metalog"
+	"github.com/wren-broker/wren/cluster/quorum"
+	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/election"
+	"github.com/wren-broker/wren/groups/coordinator"
+)
+
+// quorumDirName holds the replicated metadata log of a multi-voter
+// cluster inside the first log dir, beside the one-voter log.
+const quorumDirName = "__cluster_quorum"
+
+// quorumTick is the election's tick. The controller.* settings are
+// divided by it, so they are honoured to within one tick.
+const quorumTick = 50 * time.Millisecond
+
+// controllerListenerAddr is where this node accepts its peers: the
+// listener named in controller.listener.names, else its own entry of
+// controller.quorum.voters.
+func controllerListenerAddr(cfg *config.Config) (string, error) {
+	names := map[string]bool{}
+	for _, n := range cfg.ControllerListenerNames {
+		names[n] = true
+	}
+	for _, l := range cfg.Listeners {
+		if names[l.Name] {
+			return l.Addr(), nil
+		}
+	}
+	for _, v := range cfg.Voters {
+		if v.ID == cfg.NodeID {
+			return v.Addr(), nil
+		}
+	}
+	return "", fmt.Errorf("broker: node.id %d has no CONTROLLER listener and is not in controller.quorum.voters", cfg.NodeID)
+}
+
+func ticks(ms int32) int {
+	return max(1, int((time.Duration(ms)*time.Millisecond+quorumTick-1)/quorumTick))
+}
+
+// quorumConfig binds the CONTROLLER listener and builds the transport and
+// the controller's quorum settings. The controller is set in ctrl once
+// open, for the peers' heartbeats and forwarded requests.
+func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *atomic.Pointer[cluster.Controller]) (*cluster.QuorumConfig, error) {
+	addr, err := controllerListenerAddr(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("broker: listen on the CONTROLLER listener %s: %w", addr, err)
+	}
+	voters := map[election.NodeID]string{}
+	ids := make([]election.NodeID, 0, len(cfg.Voters))
+	for _, v := range cfg.Voters {
+		voters[election.NodeID(v.ID)] = v.Addr()
+		ids = append(ids, election.NodeID(v.ID))
+	}
+	tr, err := quorum.NewTCPTransport(quorum.TCPConfig{
+		ID: election.NodeID(cfg.NodeID), Voters: voters, Listener: ln, Logger: logger,
+		ClusterID: func() string {
+			if c := ctrl.Load(); c != nil && c.ClusterID() != "" {
+				return c.ClusterID()
+			}
+			return cfg.ClusterID
+		},
+		OnApp: func(from election.NodeID, body []byte) {
+			if c := ctrl.Load(); c != nil {
+				c.HandleApp(from, body)
+			}
+		},
+		DialTimeout: time.Duration(cfg.QuorumRequestTimeoutMs) * time.Millisecond,
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	fetchWait := ticks(cfg.ControllerHeartbeatIntervalMs)
+	return &cluster.QuorumConfig{
+		Dir: dir + "/" + quorumDirName, Transport: tr, SendApp: tr.SendApp, Tick: quorumTick, Logger: logger,
+		Node: metalog.Config{
+			Election: election.Config{ID: election.NodeID(cfg.NodeID), Voters: ids,
+				HeartbeatTicks:      ticks(cfg.ControllerHeartbeatIntervalMs),
+				LeaseTicks:          ticks(cfg.ControllerLeaseMs),
+				ElectionTicks:       ticks(cfg.QuorumFetchTimeoutMs),
+				ElectionJitterTicks: ticks(cfg.QuorumElectionBackoffMaxMs),
+				Seed:                uint64(time.Now().UnixNano()) ^ uint64(cfg.NodeID),
+			},
+			FetchWaitTicks:        fetchWait,
+			FetchTimeoutTicks:     max(fetchWait+1, ticks(cfg.QuorumRequestTimeoutMs)),
+			MaxFetchEntries:       256,
+			MaxUncommittedEntries: 1024,
+		},
+		BrokerHeartbeatInterval: time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+		BrokerSessionTimeout:    time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+	}, nil
+}
+
+// offsetsTopicPartitions is the partition count of __consumer_offsets on a
+// quorum: the existing topic's, else the config's, which the acting
+// controller creates it with (ensureOffsetsTopicLater).
+func offsetsTopicPartitions(cfg *config.Config, c *cluster.Controller) int32 {
+	if t := c.Image().Topic(coordinator.OffsetsTopic); t != nil {
+		return int32(len(t.Partitions))
+	}
+	return cfg.OffsetsTopicNumPartitions
+}
+
+// ensureOffsetsTopicLater creates __consumer_offsets once this node is the
+// acting controller and enough brokers registered for its replication
+// factor, retrying until then.
+func (b *Broker) ensureOffsetsTopicLater(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if b.controller.Image().Topic(coordinator.OffsetsTopic) != nil {
+			return
+		}
+		if b.controller.Acting() {
+			if _, err := ensureOffsetsTopic(ctx, b.cfg, b.controller); err != nil {
+				b.logger.Debug("offsets topic not created yet", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/wren-broker/wren/config"
+)
+
+// freePorts reserves n loopback ports by binding and releasing them, to
+// fill controller.quorum.voters before the nodes start.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		defer ln.Close()
+	}
+	return ports
+}
+
+// quorumConfigText is one node's file of a three-node loopback cluster,
+// with timeouts short enough for tests.
+func quorumConfigText(id int, dir string, ctrlPorts []int) string {
+	voters := ""
+	for i, p := range ctrlPorts {
+		if i > 0 {
+			voters += ", "
+		}
+		voters += strconv.Quote(fmt.Sprintf("%d@127.0.0.1:%d", i+1, p))
+	}
+	return fmt.Sprintf(`
+[broker]
+node.id = %d
+log.dirs = [%q]
+listeners = ["PLAINTEXT://127.0.0.1:0", "CONTROLLER://127.0.0.1:%d"]
+[http]
+listen = "127.0.0.1:0"
+[cluster]
+controller.quorum.voters = [%s]
+controller.heartbeat.interval.ms = 100
+controller.lease.ms = 300
+controller.quorum.fetch.timeout.ms = 400
+controller.quorum.election.backoff.max.ms = 200
+broker.heartbeat.interval.ms = 100
+broker.session.timeout.ms = 1000
+[groups]
+group.initial.rebalance.delay.ms = 0
+`, id, dir, ctrlPorts[id-1], voters)
+}
+
+func pollFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Three brokers in one process over loopback sockets: they elect one
+// controller, every node's Metadata lists the three brokers at their real
+// addresses with the same controller, a topic created through any
+// bootstrap node lands everywhere, and acks=all against
+// min.insync.replicas=2 is refused NOT_ENOUGH_REPLICAS (only the leader
+// holds the data) while acks=1 is acknowledged.
+func TestThreeBrokersInProcess(t *testing.T) {
+	ports := freePorts(t, 3)
+	var brokers []*Broker
+	for id := 1; id <= 3; id++ {
+		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", id), []byte(quorumConfigText(id, filepath.Join(t.TempDir(), "data"), ports)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Start(cfg, Options{Logger: testLogger(t)})
+		if err != nil {
+			t.Fatalf("start node %d: %v", id, err)
+		}
+		brokers = append(brokers, b)
+	}
+	defer func() {
+		for _, b := range brokers {
+			b.Close()
+		}
+	}()
+	pollFor(t, "one controller known to all, three brokers registered", 20*time.Second, func() bool {
+		ctrl := brokers[0].Controller().ControllerID()
+		for _, b := range brokers {
+			if ctrl < 0 || b.Controller().ControllerID() != ctrl || len(b.Controller().Brokers()) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, b := range brokers {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		adm := kadm.NewClient(cl)
+		md, err := adm.Metadata(ctx)
+		if err != nil {
+			t.Fatalf("metadata from node %d: %v", i+1, err)
+		}
+		if len(md.Brokers) != 3 {
+			t.Fatalf("node %d lists brokers %v", i+1, md.Brokers)
+		}
+		for _, mb := range md.Brokers {
+			if want := brokers[mb.NodeID-1].Addr().(*net.TCPAddr); mb.Port != int32(want.Port) {
+				t.Fatalf("node %d lists broker %d at %s:%d, it listens on %s", i+1, mb.NodeID, mb.Host, mb.Port, want)
+			}
+		}
+		if i == 2 {
+			// Through a bootstrap node: kadm sends CreateTopics to the
+			// controller Metadata names.
+			if _, err := adm.CreateTopic(ctx, 3, 3, nil, "events"); err != nil {
+				t.Fatalf("create topic through node 3: %v", err)
+			}
+		}
+		cl.Close()
+	}
+	pollFor(t, "topic events on every node", 10*time.Second, func() bool {
+		for _, b := range brokers {
+			if b.Controller().Image().Topic("events") == nil {
+				return false
+			}
+		}
+		return true
+	})
+	// Produce to the partition whose leader is node 1's, through node 1.
+	im := brokers[0].Controller().Image()
+	var part int32 = -1
+	for _, p := range im.Topic("events").Partitions {
+		if p.Leader == 1 {
+			part = p.Partition
+		}
+	}
+	if part < 0 {
+		t.Fatalf("no partition of events led by node 1: %+v", im.Topic("events").Partitions)
+	}
+	for _, tc := range []struct {
+		acks kgo.Acks
+		want error
+	}{{kgo.AllISRAcks(), kerr.NotEnoughReplicas}, {kgo.LeaderAck(), nil}} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers[0].Addr().String()), kgo.RequiredAcks(tc.acks),
+			kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(0),
+			kgo.RetryTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cl.ProduceSync(ctx, &kgo.Record{Topic: "events", Partition: part, Value: []byte("v")}).FirstErr()
+		cl.Close()
+		if !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
+			t.Fatalf("produce with acks %v: %v, want %v", tc.acks, err, tc.want)
+		}
+	}
+}

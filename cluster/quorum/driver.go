@@ -1,0 +1,309 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wren-broker/wren/cluster/metalog"
+	"github.com/wren-broker/wren/election"
+)
+
+// Config is a driver's settings and the hooks through which the node's
+// applied state (the metadata image) follows the log.
+type Config struct {
+	Node metalog.Config
+	// Tick is the length of one election tick on the monotonic clock.
+	Tick time.Duration
+	// Apply gets the committed entries in order, on the driver goroutine,
+	// after they are durable here and before the node moves on. It must
+	// not call back into the driver.
+	Apply func(ents []metalog.Entry)
+	// Restore replaces the applied state with a snapshot's data (a
+	// follower that fell behind the controller's log start). Nil refuses
+	// snapshots: the driver stops with an error.
+	Restore func(data []byte) error
+	// OnSoftState is told every change of role, controller or Acting, on
+	// the driver goroutine. May be nil.
+	OnSoftState func(election.SoftState)
+	Logger      *slog.Logger
+}
+
+// Errors of Propose.
+var (
+	// ErrStopped: the driver stopped (Close, or a storage error).
+	ErrStopped = errors.New("quorum: driver stopped")
+	// ErrProposalDropped: another entry took the proposal's index (the
+	// controller lost its epoch before the entry committed).
+	ErrProposalDropped = errors.New("quorum: proposal dropped by a controller change")
+)
+
+// Driver runs one metalog.Node: the only goroutine that touches it. It
+// feeds the node ticks of the monotonic clock (catching up after a stall),
+// messages from the transport and proposals, and does each Ready in the
+// order metalog/doc.go gives: snapshot, truncation, append, fdatasync of
+// the log, hard state and its fdatasync, then send, then apply, then the
+// soft state, then Advance.
+type Driver struct {
+	cfg   Config
+	node  *metalog.Node
+	store *Storage
+	tr    Transport
+	log   *slog.Logger
+
+	proposals chan *proposal
+	queries   chan func(*metalog.Node)
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+
+	soft atomic.Pointer[election.SoftState]
+	// err is the storage error that stopped the driver, if any.
+	errMu sync.Mutex
+	err   error
+
+	// Owned by the loop goroutine.
+	waiters map[int64]*proposal
+}
+
+type proposal struct {
+	data  []byte
+	index int64
+	epoch int32
+	done  chan error // buffered, one send
+}
+
+// Start makes the node from what st read back, and runs it until Close.
+func Start(cfg Config, store *Storage, stored metalog.Stored, tr Transport) (*Driver, error) {
+	if cfg.Tick <= 0 {
+		return nil, fmt.Errorf("quorum: tick %v must be positive", cfg.Tick)
+	}
+	node, err := metalog.NewNode(cfg.Node, stored)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	d := &Driver{cfg: cfg, node: node, store: store, tr: tr, log: cfg.Logger,
+		proposals: make(chan *proposal), queries: make(chan func(*metalog.Node)),
+		stop: make(chan struct{}), done: make(chan struct{}), waiters: map[int64]*proposal{}}
+	ss := node.Status().Election.Soft
+	d.soft.Store(&ss)
+	go d.run()
+	return d, nil
+}
+
+// monotonicBase anchors time.Since, whose result uses the monotonic clock.
+var monotonicBase = time.Now()
+
+func (d *Driver) run() {
+	defer close(d.done)
+	ticks := tickCounter{start: time.Since(monotonicBase), tick: d.cfg.Tick}
+	ticker := time.NewTicker(d.cfg.Tick)
+	defer ticker.Stop()
+	for {
+		var event func()
+		select {
+		case <-d.stop:
+			d.failWaiters(ErrStopped)
+			return
+		case <-ticker.C:
+		case m := <-d.tr.Receive():
+			event = func() {
+				if err := d.node.Step(m); err != nil {
+					d.log.Debug("metadata quorum: message refused", "msg", m.String(), "err", err)
+				}
+			}
+		case p := <-d.proposals:
+			event = func() { d.propose(p) }
+		case q := <-d.queries:
+			event = func() { q(d.node) }
+		}
+		// Every missed tick first: the lease must see the stall before the
+		// node acts on anything that arrived during it.
+		for n := ticks.due(time.Since(monotonicBase)); n > 0; n-- {
+			d.node.Tick()
+		}
+		if event != nil {
+			event()
+		}
+		if d.node.HasReady() {
+			if err := d.handleReady(); err != nil {
+				d.errMu.Lock()
+				d.err = err
+				d.errMu.Unlock()
+				d.log.Error("metadata quorum: storage failed; this node stops taking part in the quorum", "err", err)
+				d.failWaiters(fmt.Errorf("%w: %w", ErrStopped, err))
+				return
+			}
+		}
+	}
+}
+
+func (d *Driver) propose(p *proposal) {
+	index, err := d.node.Propose(p.data)
+	if err != nil {
+		p.done <- err
+		return
+	}
+	p.index = index
+	p.epoch = d.node.Entries(index - 1)[0].Epoch
+	if old := d.waiters[index]; old != nil {
+		// Its entry was truncated and this node took the index again.
+		old.done <- ErrProposalDropped
+	}
+	d.waiters[index] = p
+}
+
+func (d *Driver) handleReady() error {
+	rd := d.node.Ready()
+	s := d.store
+	synced := false
+	if rd.Snapshot != nil {
+		if err := s.SaveSnapshot(*rd.Snapshot, rd.TruncateAll); err != nil {
+			return err
+		}
+		synced = true
+	}
+	if rd.Truncate != nil {
+		if err := s.TruncateAfter(*rd.Truncate); err != nil {
+			return err
+		}
+	}
+	if len(rd.Entries) > 0 {
+		if err := s.Append(rd.Entries); err != nil {
+			return err
+		}
+		synced = false
+	}
+	if !synced && (len(rd.Entries) > 0 || rd.Truncate != nil) {
+		if err := s.Sync(); err != nil {
+			return err
+		}
+	}
+	if rd.HardState != nil {
+		if err := s.SetHardState(*rd.HardState); err != nil {
+			return err
+		}
+	}
+	for _, m := range rd.Messages {
+		d.tr.Send(m)
+	}
+	if rd.RestoreSnapshot {
+		if d.cfg.Restore == nil {
+			return fmt.Errorf("quorum: a snapshot at %d arrived and this node cannot restore one", rd.Snapshot.Index)
+		}
+		if err := d.cfg.Restore(rd.Snapshot.Data); err != nil {
+			return fmt.Errorf("quorum: restore snapshot %d: %w", rd.Snapshot.Index, err)
+		}
+		for i, p := range d.waiters {
+			if i <= rd.Snapshot.Index {
+				// Its fate is folded into the snapshot, unseen.
+				p.done <- ErrProposalDropped
+				delete(d.waiters, i)
+			}
+		}
+	}
+	if len(rd.CommittedEntries) > 0 {
+		if d.cfg.Apply != nil {
+			d.cfg.Apply(rd.CommittedEntries)
+		}
+		for _, e := range rd.CommittedEntries {
+			if p := d.waiters[e.Index]; p != nil {
+				delete(d.waiters, e.Index)
+				if e.Epoch == p.epoch {
+					p.done <- nil
+				} else {
+					p.done <- ErrProposalDropped
+				}
+			}
+		}
+	}
+	if rd.SoftState != nil {
+		ss := *rd.SoftState
+		d.soft.Store(&ss)
+		if d.cfg.OnSoftState != nil {
+			d.cfg.OnSoftState(ss)
+		}
+	}
+	d.node.Advance(rd)
+	return nil
+}
+
+func (d *Driver) failWaiters(err error) {
+	for i, p := range d.waiters {
+		p.done <- err
+		delete(d.waiters, i)
+	}
+}
+
+// Propose appends data as one entry and returns its index once it is
+// committed and applied on this node. It fails with metalog.ErrNotController
+// (or ErrNotCaughtUp, ErrTooManyUncommitted) at once, ErrProposalDropped if
+// a controller change replaced it, ErrStopped, or the context's error; a
+// proposal whose context ended may still commit later.
+func (d *Driver) Propose(ctx context.Context, data []byte) (int64, error) {
+	p := &proposal{data: data, done: make(chan error, 1)}
+	select {
+	case d.proposals <- p:
+	case <-d.done:
+		return 0, d.stoppedErr()
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	select {
+	case err := <-p.done:
+		return p.index, err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (d *Driver) stoppedErr() error {
+	if err := d.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrStopped, err)
+	}
+	return ErrStopped
+}
+
+// Status returns the node's status, read on the driver goroutine.
+func (d *Driver) Status(ctx context.Context) (metalog.Status, error) {
+	var st metalog.Status
+	got := make(chan struct{})
+	select {
+	case d.queries <- func(n *metalog.Node) { st = n.Status(); close(got) }:
+	case <-d.done:
+		return st, d.stoppedErr()
+	case <-ctx.Done():
+		return st, ctx.Err()
+	}
+	<-got
+	return st, nil
+}
+
+// SoftState is the node's latest role, controller and Acting, as the
+// driver last handed them out.
+func (d *Driver) SoftState() election.SoftState { return *d.soft.Load() }
+
+// Err is the storage error that stopped the driver, if any.
+func (d *Driver) Err() error {
+	d.errMu.Lock()
+	defer d.errMu.Unlock()
+	return d.err
+}
+
+// Close stops the driver and the transport, and closes the storage.
+func (d *Driver) Close() error {
+	var err error
+	d.closeOnce.Do(func() {
+		close(d.stop)
+		<-d.done
+		err = errors.Join(d.tr.Close(), d.store.Close())
+	})
+	return err
+}

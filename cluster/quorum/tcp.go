@@ -1,0 +1,479 @@
+package quorum
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wren-broker/wren/cluster/metalog"
+	"github.com/wren-broker/wren/election"
+)
+
+// TCPConfig configures the transport on the CONTROLLER listener.
+type TCPConfig struct {
+	ID election.NodeID
+	// Voters maps every voter of controller.quorum.voters to its
+	// CONTROLLER address, host:port, exactly as the config lists it.
+	Voters map[election.NodeID]string
+	// ClusterID returns the cluster id this node knows ("" before it has
+	// learnt one; a node without one accepts any peer's).
+	ClusterID func() string
+	// Listener is the bound CONTROLLER listener; the transport accepts on
+	// it and closes it on Close.
+	Listener net.Listener
+	Logger   *slog.Logger
+	// MaxFrameBytes bounds a frame either way; 0 means DefaultMaxFrameBytes.
+	MaxFrameBytes int
+	// QueueMessages bounds the messages waiting for one peer; beyond it
+	// new ones are dropped. 0 means 256.
+	QueueMessages int
+	// OnApp receives the bodies of APIKeyApp frames (the cluster's broker
+	// heartbeats and forwarded controller requests), on the connection's
+	// goroutine: it must not block. Nil drops them.
+	OnApp func(from election.NodeID, body []byte)
+	// DialTimeout bounds a dial and the handshake; 0 means 2 s.
+	DialTimeout time.Duration
+	// BackoffMin and BackoffMax bound the wait between reconnects, which
+	// doubles from min to max with jitter; 0 means 50 ms and 2 s.
+	BackoffMin, BackoffMax time.Duration
+}
+
+// TCPTransport connects the voters over their CONTROLLER listeners, with
+// Kafka framing and the internal keys APIKeyHandshake and APIKeyMessage:
+// one outgoing connection per peer (each node sends on the connection it
+// dialed and receives on the ones it accepted), reconnected with
+// exponential backoff, bounded frames and queues.
+type TCPTransport struct {
+	cfg      TCPConfig
+	log      *slog.Logger
+	hash     string
+	inbox    chan metalog.Message
+	peers    map[election.NodeID]*peer
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	once     sync.Once
+	mu       sync.Mutex
+	accepted map[election.NodeID]net.Conn // one per peer: a new one replaces the old
+	conns    map[net.Conn]bool
+}
+
+type peer struct {
+	id    election.NodeID
+	addr  string
+	queue chan outFrame
+}
+
+// outFrame is a metalog message or, with app set, an APIKeyApp body.
+type outFrame struct {
+	m   metalog.Message
+	app []byte
+}
+
+// NewTCPTransport starts accepting on cfg.Listener and connecting to the
+// other voters.
+func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
+	if _, ok := cfg.Voters[cfg.ID]; !ok {
+		return nil, fmt.Errorf("quorum: node %d is not among the voters", cfg.ID)
+	}
+	if cfg.MaxFrameBytes <= 0 {
+		cfg.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if cfg.QueueMessages <= 0 {
+		cfg.QueueMessages = 256
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 2 * time.Second
+	}
+	if cfg.BackoffMin <= 0 {
+		cfg.BackoffMin = 50 * time.Millisecond
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = 2 * time.Second
+	}
+	if cfg.ClusterID == nil {
+		cfg.ClusterID = func() string { return "" }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	t := &TCPTransport{cfg: cfg, log: cfg.Logger, hash: PeerSetHash(cfg.Voters),
+		inbox: make(chan metalog.Message, InboxCapacity), peers: map[election.NodeID]*peer{},
+		stop: make(chan struct{}), accepted: map[election.NodeID]net.Conn{}, conns: map[net.Conn]bool{}}
+	for id, addr := range cfg.Voters {
+		if id == cfg.ID {
+			continue
+		}
+		p := &peer{id: id, addr: addr, queue: make(chan outFrame, cfg.QueueMessages)}
+		t.peers[id] = p
+		t.wg.Add(1)
+		go t.sendLoop(p)
+	}
+	t.wg.Add(1)
+	go t.acceptLoop()
+	return t, nil
+}
+
+// Send queues m for its peer; a full queue or an unknown peer drops it.
+func (t *TCPTransport) Send(m metalog.Message) {
+	p := t.peers[m.To]
+	if p == nil {
+		return
+	}
+	select {
+	case p.queue <- outFrame{m: m}:
+	default:
+	}
+}
+
+// SendApp queues an APIKeyApp body for peer to, as Send does: it never
+// blocks and drops when the queue is full or the peer unknown.
+func (t *TCPTransport) SendApp(to election.NodeID, body []byte) {
+	p := t.peers[to]
+	if p == nil {
+		return
+	}
+	select {
+	case p.queue <- outFrame{app: body}:
+	default:
+	}
+}
+
+// Receive is where messages from peers arrive.
+func (t *TCPTransport) Receive() <-chan metalog.Message { return t.inbox }
+
+// Close closes the listener and every connection and waits for the
+// transport's goroutines.
+func (t *TCPTransport) Close() error {
+	var err error
+	t.once.Do(func() {
+		close(t.stop)
+		err = t.cfg.Listener.Close()
+		t.mu.Lock()
+		for c := range t.conns {
+			c.Close()
+		}
+		t.mu.Unlock()
+		t.wg.Wait()
+	})
+	return err
+}
+
+func (t *TCPTransport) track(c net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	select {
+	case <-t.stop:
+		return false
+	default:
+	}
+	t.conns[c] = true
+	return true
+}
+
+func (t *TCPTransport) untrack(c net.Conn) {
+	t.mu.Lock()
+	delete(t.conns, c)
+	t.mu.Unlock()
+	c.Close()
+}
+
+func (t *TCPTransport) stopped() bool {
+	select {
+	case <-t.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (t *TCPTransport) clientID() string { return fmt.Sprintf("wren-quorum-%d", t.cfg.ID) }
+
+// sendLoop owns the connection to one peer: dial, handshake, then write
+// its queued messages until an error, then back off and dial again.
+func (t *TCPTransport) sendLoop(p *peer) {
+	defer t.wg.Done()
+	backoff := t.cfg.BackoffMin
+	var lastErr string
+	for !t.stopped() {
+		err := t.serveOutgoing(p, func() { backoff = t.cfg.BackoffMin })
+		if t.stopped() {
+			return
+		}
+		if msg := err.Error(); msg != lastErr {
+			// Once per distinct error: a peer that is down for an hour
+			// does not fill the log.
+			t.log.Info("metadata quorum: connection to peer lost; reconnecting", "peer", p.id, "addr", p.addr, "err", err)
+			lastErr = msg
+		}
+		wait := backoff/2 + rand.N(backoff/2+1)
+		backoff = min(2*backoff, t.cfg.BackoffMax)
+		select {
+		case <-t.stop:
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (t *TCPTransport) serveOutgoing(p *peer, connected func()) error {
+	c, err := net.DialTimeout("tcp", p.addr, t.cfg.DialTimeout)
+	if err != nil {
+		return err
+	}
+	if !t.track(c) {
+		c.Close()
+		return net.ErrClosed
+	}
+	defer t.untrack(c)
+	c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
+	hs := Handshake{ClusterID: t.cfg.ClusterID(), PeerSetHash: t.hash, From: t.cfg.ID, To: p.id}
+	frame := appendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, t.clientID())
+	frame = AppendHandshake(frame, hs)
+	if err := writeFrame(c, frame); err != nil {
+		return err
+	}
+	resp, err := readFrame(c, t.cfg.MaxFrameBytes)
+	if err != nil {
+		return fmt.Errorf("handshake: %w", err)
+	}
+	if len(resp) < 4 {
+		return errors.New("handshake: short response")
+	}
+	theirs, err := DecodeHandshake(resp[4:])
+	if err != nil {
+		return err
+	}
+	if theirs.ErrorCode != 0 {
+		t.log.Error("metadata quorum: peer refused this node", "peer", p.id, "addr", p.addr, "reason", theirs.ErrorMessage)
+		return fmt.Errorf("refused: %s", theirs.ErrorMessage)
+	}
+	if reason := t.mismatch(hs, theirs); reason != "" {
+		t.log.Error("metadata quorum: refusing peer", "peer", p.id, "addr", p.addr, "reason", reason)
+		return errors.New(reason)
+	}
+	c.SetDeadline(time.Time{})
+	connected()
+	// A reader that notices the peer closing, so the writer does not wait
+	// for its next message to find out.
+	closed := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, c)
+		close(closed)
+	}()
+	w := bufio.NewWriter(c)
+	buf := make([]byte, 0, 4096)
+	for {
+		var m outFrame
+		select {
+		case <-t.stop:
+			return net.ErrClosed
+		case <-closed:
+			return io.EOF
+		case m = <-p.queue:
+		}
+		for {
+			if m.app != nil {
+				buf = appendRequestHeader(buf[:4], APIKeyApp, 0, t.clientID())
+				buf = append(buf, m.app...)
+			} else {
+				buf = appendRequestHeader(buf[:4], APIKeyMessage, 0, t.clientID())
+				buf = AppendMessage(buf, m.m)
+			}
+			if len(buf)-4 > t.cfg.MaxFrameBytes {
+				t.log.Warn("metadata quorum: message over the frame limit dropped", "peer", p.id, "bytes", len(buf))
+			} else {
+				binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+				c.SetWriteDeadline(time.Now().Add(t.cfg.DialTimeout))
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
+			}
+			// Batch what is queued into one write.
+			select {
+			case m = <-p.queue:
+				continue
+			default:
+			}
+			break
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// mismatch says why two handshakes cannot talk, naming both sides.
+func (t *TCPTransport) mismatch(ours, theirs Handshake) string {
+	if ours.ClusterID != "" && theirs.ClusterID != "" && ours.ClusterID != theirs.ClusterID {
+		return fmt.Sprintf("cluster id mismatch: node %d is in cluster %s, node %d in cluster %s",
+			ours.From, ours.ClusterID, theirs.From, theirs.ClusterID)
+	}
+	if ours.PeerSetHash != theirs.PeerSetHash {
+		return fmt.Sprintf("controller.quorum.voters differ: node %d has peer set %s (%s), node %d has peer set %s; list the same voters, in the same way, on every node",
+			ours.From, ours.PeerSetHash, describeVoters(t.cfg.Voters), theirs.From, theirs.PeerSetHash)
+	}
+	return ""
+}
+
+func describeVoters(v map[election.NodeID]string) string {
+	ids := slices.Sorted(maps.Keys(v))
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("%d@%s", id, v[id])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (t *TCPTransport) acceptLoop() {
+	defer t.wg.Done()
+	for {
+		c, err := t.cfg.Listener.Accept()
+		if err != nil {
+			if t.stopped() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			t.log.Warn("metadata quorum: accept failed", "err", err)
+			select {
+			case <-t.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		if !t.track(c) {
+			c.Close()
+			return
+		}
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			defer t.untrack(c)
+			if err := t.serveIncoming(c); err != nil && !t.stopped() && !errors.Is(err, io.EOF) {
+				t.log.Debug("metadata quorum: peer connection closed", "remote", c.RemoteAddr().String(), "err", err)
+			}
+		}()
+	}
+}
+
+func (t *TCPTransport) serveIncoming(c net.Conn) error {
+	c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
+	r := bufio.NewReader(c)
+	frame, err := readFrame(r, t.cfg.MaxFrameBytes)
+	if err != nil {
+		return err
+	}
+	h, body, err := parseRequestHeader(frame)
+	if err != nil {
+		return err
+	}
+	if h.Key != APIKeyHandshake {
+		return fmt.Errorf("quorum: first frame has api key %d, not the handshake", h.Key)
+	}
+	theirs, err := DecodeHandshake(body)
+	if err != nil {
+		return err
+	}
+	ours := Handshake{ClusterID: t.cfg.ClusterID(), PeerSetHash: t.hash, From: t.cfg.ID, To: theirs.From}
+	reason := t.mismatch(ours, theirs)
+	switch {
+	case reason != "":
+		ours.ErrorCode = errInconsistentVoterSet
+		if ours.ClusterID != theirs.ClusterID {
+			ours.ErrorCode = errInconsistentClusterID
+		}
+	case theirs.To != t.cfg.ID:
+		reason = fmt.Sprintf("node %d dialed node %d at %s, but this is node %d", theirs.From, theirs.To, c.LocalAddr(), t.cfg.ID)
+		ours.ErrorCode = errInconsistentVoterSet
+	case t.peers[theirs.From] == nil:
+		reason = fmt.Sprintf("node %d is not a voter of this node's peer set", theirs.From)
+		ours.ErrorCode = errInconsistentVoterSet
+	}
+	ours.ErrorMessage = reason
+	resp := binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(h.Correlation))
+	resp = AppendHandshake(resp, ours)
+	if err := writeFrame(c, resp); err != nil {
+		return err
+	}
+	if reason != "" {
+		t.log.Error("metadata quorum: refusing peer", "remote", c.RemoteAddr().String(), "reason", reason)
+		return errors.New(reason)
+	}
+	t.mu.Lock()
+	if old := t.accepted[theirs.From]; old != nil {
+		old.Close() // the peer reconnected; its old connection is dead
+	}
+	t.accepted[theirs.From] = c
+	t.mu.Unlock()
+	c.SetDeadline(time.Time{})
+	for {
+		frame, err := readFrame(r, t.cfg.MaxFrameBytes)
+		if err != nil {
+			return err
+		}
+		h, body, err := parseRequestHeader(frame)
+		if err != nil {
+			return err
+		}
+		if h.Key == APIKeyApp {
+			if t.cfg.OnApp != nil {
+				t.cfg.OnApp(theirs.From, body)
+			}
+			continue
+		}
+		if h.Key != APIKeyMessage {
+			return fmt.Errorf("quorum: unexpected api key %d from node %d", h.Key, theirs.From)
+		}
+		m, err := DecodeMessage(body)
+		if err != nil {
+			return err
+		}
+		if m.From != theirs.From || m.To != t.cfg.ID {
+			return fmt.Errorf("quorum: node %d sent a message from %d to %d", theirs.From, m.From, m.To)
+		}
+		select {
+		case t.inbox <- m:
+		default: // the driver is behind: drop, the protocol resends
+		}
+	}
+}
+
+func writeFrame(w io.Writer, frame []byte) error {
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	_, err := w.Write(frame)
+	return err
+}
+
+// readFrame reads one size-prefixed frame of at most limit bytes.
+func readFrame(r io.Reader, limit int) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n <= 0 || int(n) > limit {
+		return nil, fmt.Errorf("quorum: frame of %d bytes, limit %d", n, limit)
+	}
+	// Memory follows the bytes that arrive, not the size announced.
+	var buf []byte
+	if int(n) <= 64<<10 {
+		buf = make([]byte, n)
+		_, err := io.ReadFull(r, buf)
+		return buf, err
+	}
+	lr := io.LimitReader(r, int64(n))
+	buf, err := io.ReadAll(lr)
+	if err == nil && len(buf) < int(n) {
+		err = io.ErrUnexpectedEOF
+	}
+	return buf, err
+}

@@ -1,0 +1,477 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/wren-broker/wren/cluster/metalog"
+	"github.com/wren-broker/wren/cluster/quorum"
+	"github.com/wren-broker/wren/election"
+	"github.com/wren-broker/wren/internal/vfs"
+)
+
+// QuorumConfig makes the controller one voter of a metadata quorum
+// (controller.quorum.voters lists several nodes): records are proposed
+// through the replicated metadata log (cluster/metalog, driven by
+// cluster/quorum) and every node applies only committed entries.
+type QuorumConfig struct {
+	// Dir holds the quorum's log, hard state and snapshot.
+	Dir       string
+	Transport quorum.Transport
+	// SendApp sends a body to a peer's OnApp (broker heartbeats,
+	// forwarded requests and their answers); the transport's SendApp.
+	SendApp func(to election.NodeID, body []byte)
+	Node    metalog.Config
+	Tick    time.Duration
+	// BrokerHeartbeatInterval and BrokerSessionTimeout are
+	// broker.heartbeat.interval.ms and broker.session.timeout.ms: a broker
+	// the acting controller has not heard for the session timeout is
+	// fenced, and unfenced when it is heard again.
+	BrokerHeartbeatInterval time.Duration
+	BrokerSessionTimeout    time.Duration
+	Logger                  *slog.Logger
+}
+
+// commitTimeout bounds how long a change waits for the quorum to commit
+// it; beyond it the request fails with REQUEST_TIMED_OUT (it may still
+// commit).
+const commitTimeout = 10 * time.Second
+
+// quorumState is the controller's part in a multi-voter cluster.
+type quorumState struct {
+	cfg    QuorumConfig
+	driver *quorum.Driver
+	log    *slog.Logger
+
+	// applyMu orders applies (the driver goroutine) with Subscribe.
+	applyMu sync.Mutex
+
+	// mu guards what arrives from peers.
+	mu sync.Mutex
+	// heard is when the acting controller last heard each broker, and
+	// the registration it sent (monotonic, local to this node).
+	heard map[int32]heardBroker
+	// pending: forwarded requests waiting for their answer, by id.
+	pending map[uint64]chan forwardAnswer
+	nextID  uint64
+	// registration is what this node's broker heartbeats carry.
+	registration *BrokerRegistrationRecord
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type heardBroker struct {
+	at  time.Time
+	reg BrokerRegistrationRecord
+}
+
+// openQuorum starts the quorum driver. The image is rebuilt by the
+// committed entries the driver hands out, starting with the first Ready.
+func (c *Controller) openQuorum(fsys vfs.FS) error {
+	qc := *c.cfg.Quorum
+	if qc.Logger == nil {
+		qc.Logger = slog.Default()
+	}
+	store, stored, err := quorum.OpenStorage(fsys, qc.Dir)
+	if err != nil {
+		return err
+	}
+	q := &quorumState{cfg: qc, log: qc.Logger, heard: map[int32]heardBroker{}, pending: map[uint64]chan forwardAnswer{},
+		stop: make(chan struct{})}
+	c.q = q
+	c.image.Store(emptyImage())
+	q.driver, err = quorum.Start(quorum.Config{Node: qc.Node, Tick: qc.Tick, Apply: c.applyEntries, Logger: qc.Logger,
+		OnSoftState: func(ss election.SoftState) {
+			qc.Logger.Info("metadata quorum: role changed", "role", ss.Role.String(), "epoch", ss.Epoch,
+				"controller", int32(ss.Controller), "acting", ss.Acting)
+		}}, store, stored, qc.Transport)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	q.wg.Add(2)
+	go c.maintain()
+	go c.heartbeat()
+	return nil
+}
+
+// applyEntries applies committed entries to the image and publishes it.
+// It runs on the driver goroutine.
+func (c *Controller) applyEntries(ents []metalog.Entry) {
+	c.q.applyMu.Lock()
+	defer c.q.applyMu.Unlock()
+	old := c.image.Load()
+	im := old
+	for _, e := range ents {
+		if e.Type != metalog.EntryRecords {
+			continue
+		}
+		recs, err := decodeEntry(e.Data)
+		if err != nil {
+			panic(fmt.Sprintf("cluster: committed metadata entry %d/%d does not decode: %v", e.Epoch, e.Index, err))
+		}
+		for _, r := range recs {
+			if im, err = im.apply(uint64(e.Index), r); err != nil {
+				panic(fmt.Sprintf("cluster: committed metadata entry %d/%d does not apply: %v", e.Epoch, e.Index, err))
+			}
+		}
+	}
+	if im == old {
+		return
+	}
+	c.image.Store(im)
+	c.subMu.Lock()
+	subs := append([]func(old, new *Image){}, c.subscribers...)
+	c.subMu.Unlock()
+	for _, fn := range subs {
+		fn(old, im)
+	}
+}
+
+// proposeRecords is commit on a quorum: the records become one entry,
+// and it returns once the entry is committed and applied here.
+func (c *Controller) proposeRecords(recs []Record) error {
+	payload, err := json.Marshal(recs)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	go func() {
+		// Close must not wait out a commit the quorum cannot make.
+		select {
+		case <-c.q.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_, err = c.q.driver.Propose(ctx, payload)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, metalog.ErrNotController), errors.Is(err, metalog.ErrNotCaughtUp),
+		errors.Is(err, quorum.ErrProposalDropped):
+		return fmt.Errorf("%w: node %d is not the acting controller (the controller is %d): %v",
+			kerr.NotController, c.cfg.NodeID, c.ControllerID(), err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, metalog.ErrTooManyUncommitted):
+		return fmt.Errorf("%w: the metadata quorum did not commit the change within %v", kerr.RequestTimedOut, commitTimeout)
+	}
+	return fmt.Errorf("%w: metadata quorum: %w", kerr.KafkaStorageError, err)
+}
+
+// QuorumStatus is this node's view of the metadata quorum, for the CLI
+// and operations endpoints; false on a one-voter controller.
+func (c *Controller) QuorumStatus(ctx context.Context) (metalog.Status, bool, error) {
+	if c.q == nil {
+		return metalog.Status{}, false, nil
+	}
+	st, err := c.q.driver.Status(ctx)
+	return st, true, err
+}
+
+// Acting reports whether this node is the acting controller.
+func (c *Controller) Acting() bool {
+	if c.q == nil {
+		return true
+	}
+	return c.q.driver.SoftState().Acting
+}
+
+// SetRegistration sets what this node's broker registers with (its rack
+// and advertised listeners, known once its listener is bound). On a quorum
+// its heartbeats carry it to the controller; on one voter it registers at
+// once.
+func (c *Controller) SetRegistration(ctx context.Context, rack string, listeners []BrokerListener) error {
+	reg := BrokerRegistrationRecord{BrokerID: c.cfg.NodeID, Rack: rack, Listeners: listeners}
+	if c.q == nil {
+		return c.RegisterBroker(ctx, reg, true)
+	}
+	c.q.mu.Lock()
+	c.q.registration = &reg
+	c.q.mu.Unlock()
+	return nil
+}
+
+// BrokerAddr is the advertised host and port of a registered broker's
+// listener (by name; the first one if none has the name).
+func (c *Controller) BrokerAddr(id int32, listener string) (string, int32, bool) {
+	b, ok := c.Image().Broker(id)
+	if !ok || len(b.Listeners) == 0 {
+		return "", 0, false
+	}
+	for _, l := range b.Listeners {
+		if l.Name == listener {
+			return l.Host, l.Port, true
+		}
+	}
+	return b.Listeners[0].Host, b.Listeners[0].Port, true
+}
+
+// Messages between a broker and the controller, in APIKeyApp bodies
+// (JSON: they are small and rare). Part of the wire format.
+type appMessage struct {
+	Kind string `json:"kind"`
+	// heartbeat: the broker's registration.
+	Registration *BrokerRegistrationRecord `json:"registration,omitempty"`
+	// allocate_producer_ids request and answer.
+	ID         uint64 `json:"id,omitempty"`
+	First      int64  `json:"first,omitempty"`
+	ErrorCode  int16  `json:"error_code,omitempty"`
+	ErrMessage string `json:"error_message,omitempty"`
+}
+
+const (
+	appHeartbeat          = "heartbeat"
+	appAllocateProducerID = "allocate_producer_ids"
+	appAnswer             = "answer"
+)
+
+type forwardAnswer struct {
+	first int64
+	err   error
+}
+
+// maxAppBytes bounds an app body before it is decoded.
+const maxAppBytes = 64 << 10
+
+// decodeApp reads an APIKeyApp body.
+func decodeApp(body []byte) (appMessage, error) {
+	var m appMessage
+	if len(body) > maxAppBytes {
+		return m, fmt.Errorf("cluster: app message of %d bytes, limit %d", len(body), maxAppBytes)
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return m, fmt.Errorf("cluster: app message: %w", err)
+	}
+	switch m.Kind {
+	case appHeartbeat:
+		if m.Registration == nil || len(m.Registration.Listeners) > 16 {
+			return m, errors.New("cluster: heartbeat without a registration, or with too many listeners")
+		}
+	case appAllocateProducerID, appAnswer:
+	default:
+		return m, fmt.Errorf("cluster: app message kind %q", m.Kind)
+	}
+	return m, nil
+}
+
+// HandleApp takes an APIKeyApp body from peer from. It runs on the
+// transport's goroutine and does not block.
+func (c *Controller) HandleApp(from election.NodeID, body []byte) {
+	q := c.q
+	if q == nil {
+		return
+	}
+	m, err := decodeApp(body)
+	if err != nil {
+		q.log.Warn("metadata quorum: bad message from peer", "peer", int32(from), "err", err)
+		return
+	}
+	switch m.Kind {
+	case appHeartbeat:
+		if m.Registration.BrokerID != int32(from) {
+			q.log.Warn("metadata quorum: heartbeat names another broker", "peer", int32(from), "broker", m.Registration.BrokerID)
+			return
+		}
+		q.mu.Lock()
+		q.heard[int32(from)] = heardBroker{at: time.Now(), reg: *m.Registration}
+		q.mu.Unlock()
+	case appAllocateProducerID:
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+			defer cancel()
+			ans := appMessage{Kind: appAnswer, ID: m.ID}
+			if c.Acting() {
+				first, err := c.AllocateProducerIDs(ctx, int32(from))
+				ans.First = first
+				if err != nil {
+					ans.ErrorCode, ans.ErrMessage = kerr.NotController.Code, err.Error()
+				}
+			} else {
+				ans.ErrorCode, ans.ErrMessage = kerr.NotController.Code, fmt.Sprintf("node %d is not the acting controller", c.cfg.NodeID)
+			}
+			b, _ := json.Marshal(ans)
+			q.cfg.SendApp(from, b)
+		}()
+	case appAnswer:
+		q.mu.Lock()
+		ch := q.pending[m.ID]
+		delete(q.pending, m.ID)
+		q.mu.Unlock()
+		if ch != nil {
+			var err error
+			if m.ErrorCode != 0 {
+				err = fmt.Errorf("%w: %s", kerr.ErrorForCode(m.ErrorCode), m.ErrMessage)
+			}
+			ch <- forwardAnswer{first: m.First, err: err}
+		}
+	}
+}
+
+// forwardAllocateProducerIDs asks the acting controller for a block of
+// producer ids, as a Kafka broker sends AllocateProducerIds.
+func (c *Controller) forwardAllocateProducerIDs(ctx context.Context, broker int32) (int64, error) {
+	q := c.q
+	ctrl := q.driver.SoftState().Controller
+	if ctrl == election.None {
+		return 0, fmt.Errorf("%w: no controller is known", kerr.NotController)
+	}
+	ch := make(chan forwardAnswer, 1)
+	q.mu.Lock()
+	q.nextID++
+	id := q.nextID
+	q.pending[id] = ch
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		delete(q.pending, id)
+		q.mu.Unlock()
+	}()
+	b, _ := json.Marshal(appMessage{Kind: appAllocateProducerID, ID: id})
+	q.cfg.SendApp(ctrl, b)
+	ctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	select {
+	case a := <-ch:
+		return a.first, a.err
+	case <-ctx.Done():
+		return 0, fmt.Errorf("%w: controller %d did not answer: %w", kerr.RequestTimedOut, ctrl, ctx.Err())
+	}
+}
+
+// heartbeat sends this node's registration to the controller every
+// broker.heartbeat.interval.ms (to itself directly when it is the
+// controller).
+func (c *Controller) heartbeat() {
+	q := c.q
+	defer q.wg.Done()
+	t := time.NewTicker(q.cfg.BrokerHeartbeatInterval)
+	defer t.Stop()
+	for {
+		q.mu.Lock()
+		reg := q.registration
+		q.mu.Unlock()
+		if reg != nil {
+			switch ctrl := q.driver.SoftState().Controller; ctrl {
+			case election.None:
+			case election.NodeID(c.cfg.NodeID):
+				q.mu.Lock()
+				q.heard[c.cfg.NodeID] = heardBroker{at: time.Now(), reg: *reg}
+				q.mu.Unlock()
+			default:
+				b, _ := json.Marshal(appMessage{Kind: appHeartbeat, Registration: reg})
+				q.cfg.SendApp(ctrl, b)
+			}
+		}
+		select {
+		case <-q.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// maintain is the acting controller's housekeeping: create the cluster id
+// in a new cluster, register brokers that heartbeat, fence those whose
+// session expired, unfence those heard again.
+func (c *Controller) maintain() {
+	q := c.q
+	defer q.wg.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var actingSince time.Time
+	for {
+		select {
+		case <-q.stop:
+			return
+		case <-t.C:
+		}
+		if !c.Acting() {
+			actingSince = time.Time{}
+			continue
+		}
+		now := time.Now()
+		if actingSince.IsZero() {
+			// A new controller has heard nobody yet: every broker gets a
+			// full session before it is fenced.
+			actingSince = now
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+		c.maintainOnce(ctx, now, actingSince)
+		cancel()
+	}
+}
+
+func (c *Controller) maintainOnce(ctx context.Context, now, actingSince time.Time) {
+	q := c.q
+	if c.Image().ClusterID == "" {
+		id := c.cfg.ClusterID
+		if id == "" {
+			id = NewUUID().String()
+		}
+		var res error
+		err := c.run(ctx, func() {
+			if c.Image().ClusterID == "" {
+				res = c.commit([]Record{{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: id}}})
+			}
+		})
+		if err := errors.Join(err, res); err != nil {
+			q.log.Debug("metadata quorum: cluster id not recorded yet", "err", err)
+			return
+		}
+		q.log.Info("metadata quorum: new cluster", "cluster.id", id)
+	}
+	q.mu.Lock()
+	heard := make(map[int32]heardBroker, len(q.heard))
+	for id, h := range q.heard {
+		heard[id] = h
+	}
+	q.mu.Unlock()
+	im := c.Image()
+	for id, h := range heard {
+		if !h.at.After(actingSince.Add(-q.cfg.BrokerSessionTimeout)) || now.Sub(h.at) > q.cfg.BrokerSessionTimeout {
+			continue
+		}
+		b, ok := im.Broker(id)
+		switch {
+		case !ok || !sameRegistration(b, &h.reg) && !(b.Fenced && sameListeners(b, &h.reg)):
+			// A new broker, or one whose rack or listeners changed.
+			if err := c.RegisterBroker(ctx, h.reg, true); err != nil {
+				q.log.Debug("metadata quorum: broker registration not committed", "broker", id, "err", err)
+			} else {
+				q.log.Info("metadata quorum: broker registered", "broker", id, "listeners", fmt.Sprint(h.reg.Listeners))
+			}
+		case b.Fenced:
+			if err := c.UnfenceBroker(ctx, id); err == nil {
+				q.log.Info("metadata quorum: broker heard again, unfenced", "broker", id)
+			}
+		}
+	}
+	for _, b := range c.Image().Brokers() {
+		if b.Fenced {
+			continue
+		}
+		last := actingSince
+		if h, ok := heard[b.ID]; ok && h.at.After(last) {
+			last = h.at
+		}
+		if now.Sub(last) > q.cfg.BrokerSessionTimeout {
+			if err := c.FenceBroker(ctx, b.ID); err == nil {
+				q.log.Warn("metadata quorum: broker session expired, fenced", "broker", b.ID,
+					"silent_for", now.Sub(last).Round(time.Millisecond).String())
+			}
+		}
+	}
+}
+
+func sameListeners(b BrokerImage, r *BrokerRegistrationRecord) bool {
+	return b.Rack == r.Rack && fmt.Sprint(b.Listeners) == fmt.Sprint(r.Listeners)
+}

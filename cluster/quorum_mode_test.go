@@ -1,0 +1,177 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/wren-broker/wren/cluster/metalog"
+	"github.com/wren-broker/wren/cluster/quorum"
+	"github.com/wren-broker/wren/election"
+	"github.com/wren-broker/wren/internal/vfs"
+)
+
+type quorumNode struct {
+	id  int32
+	ln  net.Listener
+	fs  *vfs.MemFS
+	c   *Controller
+	tr  *quorum.TCPTransport
+	app func(election.NodeID, []byte)
+}
+
+func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]string) {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var ids []election.NodeID
+	var voterIDs []int32
+	for id := range voters {
+		ids = append(ids, id)
+		voterIDs = append(voterIDs, int32(id))
+	}
+	var ctrl *Controller
+	tr, err := quorum.NewTCPTransport(quorum.TCPConfig{ID: election.NodeID(n.id), Voters: voters, Listener: n.ln, Logger: logger,
+		ClusterID:  func() string { return "" },
+		OnApp:      func(from election.NodeID, b []byte) { ctrl.HandleApp(from, b) },
+		BackoffMin: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.tr = tr
+	ctrl, err = OpenController(n.fs, "/data/__cluster_metadata", ControllerConfig{
+		NodeID: n.id, Voters: voterIDs, DefaultPartitions: 1, DefaultReplicationFactor: 1,
+		Quorum: &QuorumConfig{Dir: "/data/__cluster_quorum", Transport: tr, SendApp: tr.SendApp,
+			Node: metalog.Config{Election: election.Config{ID: election.NodeID(n.id), Voters: ids, HeartbeatTicks: 5, LeaseTicks: 15,
+				ElectionTicks: 20, ElectionJitterTicks: 10, Seed: uint64(n.id)}, FetchWaitTicks: 5, FetchTimeoutTicks: 10,
+				MaxFetchEntries: 64, MaxUncommittedEntries: 64},
+			Tick: 5 * time.Millisecond, BrokerHeartbeatInterval: 20 * time.Millisecond, BrokerSessionTimeout: 300 * time.Millisecond,
+			Logger: logger},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.c = ctrl
+	if err := ctrl.SetRegistration(context.Background(), "", []BrokerListener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9000 + n.id}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pollUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Three controllers over loopback: one becomes the acting controller and
+// creates the cluster id; every broker registers with its listener; a
+// topic created on the controller reaches every image; a change asked of
+// another node is NOT_CONTROLLER; a broker that stops is fenced after its
+// session, unfenced when it returns; producer ids are forwarded.
+func TestQuorumControllers(t *testing.T) {
+	voters := map[election.NodeID]string{}
+	var nodes []*quorumNode
+	for i := int32(1); i <= 3; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		voters[election.NodeID(i)] = ln.Addr().String()
+		nodes = append(nodes, &quorumNode{id: i, ln: ln, fs: vfs.NewMem()})
+	}
+	for _, n := range nodes {
+		startQuorumNode(t, n, voters)
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.c.Close()
+		}
+	}()
+	acting := func() *quorumNode {
+		for _, n := range nodes {
+			if n.c != nil && n.c.Acting() {
+				return n
+			}
+		}
+		return nil
+	}
+	pollUntil(t, "every node to know the cluster id and all three brokers", 10*time.Second, func() bool {
+		for _, n := range nodes {
+			im := n.c.Image()
+			if im.ClusterID == "" || len(im.Brokers()) != 3 || len(n.c.Brokers()) != 3 {
+				return false
+			}
+		}
+		return acting() != nil
+	})
+	ctrl := acting()
+	for _, n := range nodes {
+		if got := n.c.ControllerID(); got != ctrl.id {
+			t.Fatalf("node %d says the controller is %d, want %d", n.id, got, ctrl.id)
+		}
+		if h, p, ok := n.c.BrokerAddr(ctrl.id, "PLAINTEXT"); !ok || h != "127.0.0.1" || p != 9000+ctrl.id {
+			t.Fatalf("node %d has the controller at %s:%d (%v)", n.id, h, p, ok)
+		}
+	}
+	res, err := ctrl.c.CreateTopics(context.Background(), []CreateTopic{{Name: "t1", NumPartitions: 3, ReplicationFactor: 3}}, false)
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("create topic on the controller: %v %v", err, res[0].Err)
+	}
+	for _, n := range nodes {
+		if n == ctrl {
+			continue
+		}
+		res, err := n.c.CreateTopics(context.Background(), []CreateTopic{{Name: "t2", NumPartitions: 1, ReplicationFactor: 1}}, false)
+		if err != nil || !errors.Is(res[0].Err, kerr.NotController) {
+			t.Fatalf("create topic on node %d (not the controller): %v %v, want NOT_CONTROLLER", n.id, err, res[0].Err)
+		}
+		first, err := n.c.AllocateProducerIDs(context.Background(), n.id)
+		if err != nil {
+			t.Fatalf("node %d: producer ids through the controller: %v", n.id, err)
+		}
+		t.Logf("node %d got producer ids from %d", n.id, first)
+	}
+	pollUntil(t, "topic t1 on every node", 5*time.Second, func() bool {
+		for _, n := range nodes {
+			if tp := n.c.Image().Topic("t1"); tp == nil || len(tp.Partitions) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	// Stop a follower: it is fenced after its session, then comes back.
+	var victim *quorumNode
+	for _, n := range nodes {
+		if n != ctrl {
+			victim = n
+			break
+		}
+	}
+	victim.c.Close()
+	addr := voters[election.NodeID(victim.id)]
+	pollUntil(t, fmt.Sprintf("broker %d fenced", victim.id), 10*time.Second, func() bool {
+		b, _ := ctrl.c.Image().Broker(victim.id)
+		return b.Fenced
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("port %s taken before the restart: %v", addr, err)
+	}
+	victim.ln, victim.fs = ln, victim.fs.Crash(vfs.CrashOptions{})
+	startQuorumNode(t, victim, voters)
+	pollUntil(t, fmt.Sprintf("broker %d unfenced and caught up", victim.id), 10*time.Second, func() bool {
+		b, _ := ctrl.c.Image().Broker(victim.id)
+		return !b.Fenced && victim.c.Image().Topic("t1") != nil
+	})
+}

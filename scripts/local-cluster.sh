@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# local-cluster.sh: a three-node wren cluster on one machine, for trying the metadata quorum
+# (controller election, failover, fencing) without three hosts.
+#
+# Usage:
+#   scripts/local-cluster.sh start   [NODE...]   write the configs (first time) and start nodes
+#   scripts/local-cluster.sh stop    [NODE...]   clean shutdown (SIGTERM, wait for exit)
+#   scripts/local-cluster.sh kill    [NODE...]   SIGKILL, as a power cut would
+#   scripts/local-cluster.sh restart [NODE...]   stop, then start
+#   scripts/local-cluster.sh status              which nodes run, then `wren cluster quorum`
+#   scripts/local-cluster.sh bootstrap           print the client addresses, comma-separated
+# NODE is 1, 2 or 3; none means all three.
+#
+# Environment:
+#   WREN_BIN      the wren binary (default: wren on PATH, else built from this checkout)
+#   CLUSTER_DIR   where configs, data, logs and pid files go (default: ./local-cluster)
+#   BASE_PORT     node N listens for clients on BASE_PORT+10*N, for peers on BASE_PORT+10*N+1,
+#                 and serves /metrics and /readyz on BASE_PORT+10*N+2
+#                 (default 19000: 19010/19011/19012, 19020/19021/19022, 19030/19031/19032)
+#
+# The cluster description is one place: the voters list below, which every node's config
+# repeats verbatim (controller.quorum.voters must be the same on every node).
+set -euo pipefail
+
+CLUSTER_DIR=${CLUSTER_DIR:-./local-cluster}
+BASE_PORT=${BASE_PORT:-19000}
+NODES=(1 2 3)
+
+bin() {
+	if [[ -n "${WREN_BIN:-}" ]]; then
+		echo "$WREN_BIN"
+	elif command -v wren >/dev/null; then
+		command -v wren
+	else
+		local root
+		root=$(cd "$(dirname "$0")/.." && pwd)
+		mkdir -p "$CLUSTER_DIR"
+		(cd "$root" && go build -o "$OLDPWD/$CLUSTER_DIR/wren" .) >&2
+		echo "$CLUSTER_DIR/wren"
+	fi
+}
+
+client_port() { echo $((BASE_PORT + 10 * $1)); }
+peer_port() { echo $((BASE_PORT + 10 * $1 + 1)); }
+http_port() { echo $((BASE_PORT + 10 * $1 + 2)); }
+
+voters() {
+	local out="" n
+	for n in "${NODES[@]}"; do
+		out+="${out:+, }\"$n@127.0.0.1:$(peer_port "$n")\""
+	done
+	echo "$out"
+}
+
+write_config() {
+	local n=$1 conf="$CLUSTER_DIR/node$1.toml"
+	[[ -f "$conf" ]] && return
+	mkdir -p "$CLUSTER_DIR"
+	cat >"$conf" <<CONF
+[broker]
+node.id = $n
+log.dirs = ["$CLUSTER_DIR/data$n"]
+listeners = ["PLAINTEXT://127.0.0.1:$(client_port "$n")", "CONTROLLER://127.0.0.1:$(peer_port "$n")"]
+
+[http]
+listen = "127.0.0.1:$(http_port "$n")"
+
+[cluster]
+controller.quorum.voters = [$(voters)]
+CONF
+}
+
+pid_of() {
+	local f="$CLUSTER_DIR/node$1.pid"
+	[[ -f "$f" ]] && kill -0 "$(cat "$f")" 2>/dev/null && cat "$f"
+}
+
+start_node() {
+	local n=$1 wren
+	if pid_of "$n" >/dev/null; then
+		echo "node $n already runs (pid $(pid_of "$n"))"
+		return
+	fi
+	write_config "$n"
+	wren=$(bin)
+	nohup "$wren" serve --config "$CLUSTER_DIR/node$n.toml" >>"$CLUSTER_DIR/node$n.log" 2>&1 &
+	echo $! >"$CLUSTER_DIR/node$n.pid"
+	echo "node $n started (pid $!, clients 127.0.0.1:$(client_port "$n"), log $CLUSTER_DIR/node$n.log)"
+}
+
+signal_node() {
+	local n=$1 sig=$2 pid i
+	if ! pid=$(pid_of "$n"); then
+		echo "node $n is not running"
+		return
+	fi
+	kill "-$sig" "$pid"
+	for i in $(seq 1 300); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "node $n (pid $pid) did not exit within 30 s" >&2
+		return 1
+	fi
+	rm -f "$CLUSTER_DIR/node$n.pid"
+	echo "node $n stopped ($sig)"
+}
+
+bootstrap() {
+	local out="" n
+	for n in "${NODES[@]}"; do
+		out+="${out:+,}127.0.0.1:$(client_port "$n")"
+	done
+	echo "$out"
+}
+
+cmd=${1:-}
+shift || true
+targets=("$@")
+[[ ${#targets[@]} -eq 0 ]] && targets=("${NODES[@]}")
+for n in "${targets[@]}"; do
+	[[ "$n" =~ ^[123]$ ]] || { echo "node must be 1, 2 or 3, not $n" >&2; exit 2; }
+done
+
+case "$cmd" in
+start) for n in "${targets[@]}"; do start_node "$n"; done ;;
+stop) for n in "${targets[@]}"; do signal_node "$n" TERM; done ;;
+kill) for n in "${targets[@]}"; do signal_node "$n" KILL; done ;;
+restart)
+	for n in "${targets[@]}"; do signal_node "$n" TERM; done
+	for n in "${targets[@]}"; do start_node "$n"; done
+	;;
+status)
+	for n in "${NODES[@]}"; do
+		if pid=$(pid_of "$n"); then echo "node $n: running (pid $pid)"; else echo "node $n: stopped"; fi
+	done
+	"$(bin)" cluster quorum -b "$(bootstrap)" || true
+	;;
+bootstrap) bootstrap ;;
+*)
+	sed -n '2,20p' "$0" >&2
+	exit 2
+	;;
+esac
