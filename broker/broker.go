@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wren-broker/wren/cluster"
+	"github.com/wren-broker/wren/cluster/quorum"
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups/coordinator"
@@ -110,8 +111,9 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	// the controller's driver starts talking to its peers at once.
 	var quorumCfg *cluster.QuorumConfig
 	var ctrlRef atomic.Pointer[cluster.Controller]
+	var replRef atomic.Pointer[replication.Manager]
 	if len(cfg.Voters) > 1 {
-		if quorumCfg, err = quorumConfig(cfg, dir, o.Logger, &ctrlRef); err != nil {
+		if quorumCfg, err = quorumConfig(cfg, dir, o.Logger, &ctrlRef, &replRef); err != nil {
 			b.logs.Close()
 			return nil, err
 		}
@@ -158,6 +160,10 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		MinInsyncReplicas:           int(cfg.TopicDefaults.MinInsyncReplicas),
 		UncleanLeaderElectionEnable: cfg.TopicDefaults.UncleanLeaderElectionEnable,
 	})
+	if quorumCfg != nil {
+		b.replicas.SetReplication(replicationConfig(cfg, quorumCfg.Transport.(*quorum.TCPTransport), b.controller))
+		replRef.Store(b.replicas)
+	}
 	if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
 		b.closeStores()
 		return nil, err

@@ -14,7 +14,27 @@ import (
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/groups/coordinator"
+	"github.com/wren-broker/wren/replication"
 )
+
+// replicationConfig is follower fetching over the CONTROLLER listener's
+// replica connections, and ISR changes through the controller.
+func replicationConfig(cfg *config.Config, tr *quorum.TCPTransport, c *cluster.Controller) replication.ReplicationConfig {
+	return replication.ReplicationConfig{
+		LagTimeMaxMs: cfg.ReplicaLagTimeMaxMs,
+		AlterISR:     c.SubmitAlterISR,
+		Fetch: replication.FetchConfig{
+			Dial: func(leader int32) (replication.LeaderConn, error) {
+				return tr.DialReplica(election.NodeID(leader))
+			},
+			MaxBytes:       cfg.ReplicaFetchMaxBytes,
+			ResponseBytes:  min(cfg.ReplicaFetchResponseMaxBytes, quorum.DefaultMaxFrameBytes-(1<<20)),
+			WaitMaxMs:      cfg.ReplicaFetchWaitMaxMs,
+			Backoff:        time.Duration(cfg.ReplicaFetchBackoffMs) * time.Millisecond,
+			RequestTimeout: time.Duration(cfg.QuorumRequestTimeoutMs) * time.Millisecond,
+		},
+	}
+}
 
 // quorumDirName holds the replicated metadata log of a multi-voter
 // cluster inside the first log dir, beside the one-voter log.
@@ -52,7 +72,7 @@ func ticks(ms int32) int {
 // quorumConfig binds the CONTROLLER listener and builds the transport and
 // the controller's quorum settings. The controller is set in ctrl once
 // open, for the peers' heartbeats and forwarded requests.
-func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *atomic.Pointer[cluster.Controller]) (*cluster.QuorumConfig, error) {
+func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *atomic.Pointer[cluster.Controller], repl *atomic.Pointer[replication.Manager]) (*cluster.QuorumConfig, error) {
 	addr, err := controllerListenerAddr(cfg)
 	if err != nil {
 		return nil, err
@@ -79,6 +99,14 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 			if c := ctrl.Load(); c != nil {
 				c.HandleApp(from, body)
 			}
+		},
+		// Followers fetch from their leaders on replica connections of
+		// this listener: only a peer that passed the handshake can ask.
+		OnReplicaRequest: func(from election.NodeID, key, version int16, body []byte) []byte {
+			if r := repl.Load(); r != nil {
+				return r.ServeReplicaRequest(int32(from), key, version, body)
+			}
+			return nil
 		},
 		DialTimeout: time.Duration(cfg.QuorumRequestTimeoutMs) * time.Millisecond,
 	})

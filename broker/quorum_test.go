@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/engine"
 )
 
 // freePorts reserves n loopback ports by binding and releasing them, to
@@ -78,8 +78,8 @@ func pollFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 // controller, every node's Metadata lists the three brokers at their real
 // addresses with the same controller, a topic created through any
 // bootstrap node lands everywhere, and acks=all against
-// min.insync.replicas=2 is refused NOT_ENOUGH_REPLICAS (only the leader
-// holds the data) while acks=1 is acknowledged.
+// min.insync.replicas=2 is acknowledged once the followers hold the
+// record, as is acks=1.
 func TestThreeBrokersInProcess(t *testing.T) {
 	ports := freePorts(t, 3)
 	var brokers []*Broker
@@ -159,7 +159,7 @@ func TestThreeBrokersInProcess(t *testing.T) {
 	for _, tc := range []struct {
 		acks kgo.Acks
 		want error
-	}{{kgo.AllISRAcks(), kerr.NotEnoughReplicas}, {kgo.LeaderAck(), nil}} {
+	}{{kgo.AllISRAcks(), nil}, {kgo.LeaderAck(), nil}} {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers[0].Addr().String()), kgo.RequiredAcks(tc.acks),
 			kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(0),
 			kgo.RetryTimeout(time.Second))
@@ -172,4 +172,16 @@ func TestThreeBrokersInProcess(t *testing.T) {
 			t.Fatalf("produce with acks %v: %v, want %v", tc.acks, err, tc.want)
 		}
 	}
+	// Both records are on every replica, and every replica knows they
+	// are committed.
+	tp := engine.TopicPartition{Topic: "events", Partition: part}
+	pollFor(t, "both records on all three replicas, below their high watermarks", 10*time.Second, func() bool {
+		for _, b := range brokers {
+			p := b.Replicas().Partition(tp)
+			if p == nil || p.Log().LogEndOffset() != 2 || p.HighWatermark() != 2 {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -82,16 +83,19 @@ func TestControllerPlacementAndLeadership(t *testing.T) {
 	if err := c.CreatePartitions(ctx, "b", 5, [][]int32{{2, 9}}, false); !errors.Is(err, kerr.InvalidReplicaAssignment) {
 		t.Fatalf("manual assignment with an unknown broker: %v", err)
 	}
-	// A new partition's ISR is its leader alone, the one replica that holds
-	// its data; followers join it as they catch up (AlterISR, which
-	// replication sends): here all of them.
+	// A new partition's ISR is all its replicas (empty logs are in sync,
+	// as in Kafka); a leader shrinks it and grows it back with AlterISR.
 	for _, name := range []string{"a", "b"} {
 		ti := c.Image().Topic(name)
 		for _, p := range ti.Partitions {
-			if len(p.ISR) != 1 || p.ISR[0] != p.Leader {
-				t.Fatalf("new partition %s-%d: ISR %v, leader %d", name, p.Partition, p.ISR, p.Leader)
+			if !slices.Equal(p.ISR, p.Replicas) || p.Leader != p.Replicas[0] {
+				t.Fatalf("new partition %s-%d: ISR %v, replicas %v, leader %d", name, p.Partition, p.ISR, p.Replicas, p.Leader)
 			}
-			if _, err := c.AlterISR(ctx, ti.ID, p.Partition, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.Replicas); err != nil {
+			after, err := c.AlterISR(ctx, ti.ID, p.Partition, p.Leader, p.LeaderEpoch, p.PartitionEpoch, []int32{p.Leader})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.AlterISR(ctx, ti.ID, p.Partition, p.Leader, after.LeaderEpoch, after.PartitionEpoch, p.Replicas); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -221,6 +221,8 @@ type appMessage struct {
 	Kind string `json:"kind"`
 	// heartbeat: the broker's registration.
 	Registration *BrokerRegistrationRecord `json:"registration,omitempty"`
+	// alter_isr request (its answer carries the partition's state).
+	AlterISR *alterISRMessage `json:"alter_isr,omitempty"`
 	// allocate_producer_ids request and answer.
 	ID         uint64 `json:"id,omitempty"`
 	First      int64  `json:"first,omitempty"`
@@ -231,12 +233,25 @@ type appMessage struct {
 const (
 	appHeartbeat          = "heartbeat"
 	appAllocateProducerID = "allocate_producer_ids"
+	appAlterISR           = "alter_isr"
 	appAnswer             = "answer"
 )
 
+// alterISRMessage is a partition leader's AlterPartition, and in the
+// answer the partition's state after it.
+type alterISRMessage struct {
+	TopicID        UUID    `json:"topic_id"`
+	Partition      int32   `json:"partition"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+	ISR            []int32 `json:"isr"`
+}
+
 type forwardAnswer struct {
-	first int64
-	err   error
+	first    int64
+	alterISR *alterISRMessage
+	err      error
 }
 
 // maxAppBytes bounds an app body before it is decoded.
@@ -255,6 +270,10 @@ func decodeApp(body []byte) (appMessage, error) {
 	case appHeartbeat:
 		if m.Registration == nil || len(m.Registration.Listeners) > 16 {
 			return m, errors.New("cluster: heartbeat without a registration, or with too many listeners")
+		}
+	case appAlterISR:
+		if m.AlterISR == nil || len(m.AlterISR.ISR) > 64 {
+			return m, errors.New("cluster: alter_isr without a request, or with too many replicas")
 		}
 	case appAllocateProducerID, appAnswer:
 	default:
@@ -301,6 +320,27 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 			b, _ := json.Marshal(ans)
 			q.cfg.SendApp(from, b)
 		}()
+	case appAlterISR:
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+			defer cancel()
+			ans := appMessage{Kind: appAnswer, ID: m.ID}
+			r := m.AlterISR
+			if r.Leader != int32(from) {
+				ans.ErrorCode, ans.ErrMessage = kerr.InvalidRequest.Code, fmt.Sprintf("node %d sent an ISR change as leader %d", from, r.Leader)
+			} else if !c.Acting() {
+				ans.ErrorCode, ans.ErrMessage = kerr.NotController.Code, fmt.Sprintf("node %d is not the acting controller", c.cfg.NodeID)
+			} else {
+				after, err := c.AlterISR(ctx, r.TopicID, r.Partition, r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.ISR)
+				if err != nil {
+					ans.ErrorCode, ans.ErrMessage = errorCode(err), err.Error()
+				}
+				ans.AlterISR = &alterISRMessage{TopicID: r.TopicID, Partition: r.Partition, Leader: after.Leader,
+					LeaderEpoch: after.LeaderEpoch, PartitionEpoch: after.PartitionEpoch, ISR: after.ISR}
+			}
+			b, _ := json.Marshal(ans)
+			q.cfg.SendApp(from, b)
+		}()
 	case appAnswer:
 		q.mu.Lock()
 		ch := q.pending[m.ID]
@@ -311,18 +351,62 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 			if m.ErrorCode != 0 {
 				err = fmt.Errorf("%w: %s", kerr.ErrorForCode(m.ErrorCode), m.ErrMessage)
 			}
-			ch <- forwardAnswer{first: m.First, err: err}
+			ch <- forwardAnswer{first: m.First, alterISR: m.AlterISR, err: err}
 		}
 	}
+}
+
+// errorCode is the Kafka error code an error carries, else
+// UNKNOWN_SERVER_ERROR.
+func errorCode(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// SubmitAlterISR is a partition leader's ISR change (Kafka's
+// AlterPartition): applied here when this node is the acting controller
+// (or the only voter), else sent to the acting controller over the
+// CONTROLLER listener. It returns once the change is committed, with the
+// partition's state after it.
+func (c *Controller) SubmitAlterISR(ctx context.Context, topicID UUID, partition, leader, leaderEpoch, partitionEpoch int32, isr []int32) (PartitionImage, error) {
+	if c.q == nil || c.Acting() {
+		return c.AlterISR(ctx, topicID, partition, leader, leaderEpoch, partitionEpoch, isr)
+	}
+	a, err := c.forward(ctx, appMessage{Kind: appAlterISR, AlterISR: &alterISRMessage{TopicID: topicID, Partition: partition,
+		Leader: leader, LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch, ISR: isr}})
+	if err != nil {
+		return PartitionImage{}, err
+	}
+	if a.err != nil {
+		return PartitionImage{}, a.err
+	}
+	if a.alterISR == nil {
+		return PartitionImage{}, errors.New("cluster: alter_isr answer without the partition")
+	}
+	r := a.alterISR
+	return PartitionImage{Partition: r.Partition, Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch, ISR: r.ISR}, nil
 }
 
 // forwardAllocateProducerIDs asks the acting controller for a block of
 // producer ids, as a Kafka broker sends AllocateProducerIds.
 func (c *Controller) forwardAllocateProducerIDs(ctx context.Context, broker int32) (int64, error) {
+	a, err := c.forward(ctx, appMessage{Kind: appAllocateProducerID})
+	if err != nil {
+		return 0, err
+	}
+	return a.first, a.err
+}
+
+// forward sends a request to the acting controller and waits for its
+// answer.
+func (c *Controller) forward(ctx context.Context, msg appMessage) (forwardAnswer, error) {
 	q := c.q
 	ctrl := q.driver.SoftState().Controller
 	if ctrl == election.None {
-		return 0, fmt.Errorf("%w: no controller is known", kerr.NotController)
+		return forwardAnswer{}, fmt.Errorf("%w: no controller is known", kerr.NotController)
 	}
 	ch := make(chan forwardAnswer, 1)
 	q.mu.Lock()
@@ -335,15 +419,16 @@ func (c *Controller) forwardAllocateProducerIDs(ctx context.Context, broker int3
 		delete(q.pending, id)
 		q.mu.Unlock()
 	}()
-	b, _ := json.Marshal(appMessage{Kind: appAllocateProducerID, ID: id})
+	msg.ID = id
+	b, _ := json.Marshal(msg)
 	q.cfg.SendApp(ctrl, b)
 	ctx, cancel := context.WithTimeout(ctx, commitTimeout)
 	defer cancel()
 	select {
 	case a := <-ch:
-		return a.first, a.err
+		return a, nil
 	case <-ctx.Done():
-		return 0, fmt.Errorf("%w: controller %d did not answer: %w", kerr.RequestTimedOut, ctrl, ctx.Err())
+		return forwardAnswer{}, fmt.Errorf("%w: controller %d did not answer: %w", kerr.RequestTimedOut, ctrl, ctx.Err())
 	}
 }
 

@@ -304,11 +304,9 @@ func (c *Controller) AlterConfigs(ctx context.Context, rt ResourceType, name str
 	return res
 }
 
-// initialISR is a new partition's in-sync replicas: the replicas that will
-// really hold its data. Until followers replicate, only the leader does,
-// so that is the ISR: a leader election never picks a replica without the
-// data, and acks=all above one copy is refused (NOT_ENOUGH_REPLICAS)
-// rather than acknowledged with one.
+// initialISR is a new partition's in-sync replicas: all of them, as
+// Kafka does. Empty logs are in sync; a follower that then falls behind
+// for replica.lag.time.max.ms leaves the ISR through its leader.
 func initialISR(replicas []int32) []int32 {
-	return []int32{replicas[0]}
+	return slices.Clone(replicas)
 }

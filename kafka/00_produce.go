@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,12 +19,15 @@ import (
 //   pipelined requests land in the order they were sent; the response
 //   waits on the writer for the fdatasync (flush policy ack), so
 //   pipelined requests share one.
-// * acks=0 gets no response; acks=1 and acks=-1 answer once the append is
-//   durable under flush policy ack (with one replica they are the same);
-//   any other acks value gets INVALID_REQUIRED_ACKS.
-// * acks=-1 where the topic's min.insync.replicas is above 1 gets
-//   NOT_ENOUGH_REPLICAS and nothing is appended: until replication runs,
-//   the ISR that really holds the data is the leader alone (isr.go).
+// * acks=0 gets no response; acks=1 answers once the leader's append is
+//   durable under flush policy ack; acks=-1 once the high watermark passes
+//   the batch (every ISR member holds it, durably under flush policy ack),
+//   waiting at most TimeoutMillis (REQUEST_TIMED_OUT after: the write may
+//   still commit); any other acks value gets INVALID_REQUIRED_ACKS.
+// * acks=-1 while the ISR is smaller than min.insync.replicas (bounded by
+//   the replica count) gets NOT_ENOUGH_REPLICAS and nothing is appended;
+//   when the ISR falls below it while the append waits,
+//   NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 // * Every batch is validated (CRC, structure, decompression under a cap)
 //   before anything is written; errors map to CORRUPT_MESSAGE,
 //   INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE, MESSAGE_TOO_LARGE.
@@ -42,7 +46,7 @@ import (
 //   TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition.
 // * Idempotence: sequences are not checked yet (no InitProducerId is
 //   served, so clients do not send producer ids).
-// * Throttling; TimeoutMillis (appends never wait on other replicas yet).
+// * Throttling.
 
 func (s *Server) handleProduce(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.ProduceRequest)
@@ -63,12 +67,6 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
 		var records, bytes int64
-		// Once per topic, and only for acks=all: the path acks=1 and
-		// acks=0 take is unchanged.
-		var notEnough string
-		if r.Acks == -1 && topLevel == 0 {
-			notEnough = s.notEnoughReplicas(t.Topic)
-		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -84,18 +82,12 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			if notEnough != "" {
-				msg := notEnough
-				rp.ErrorCode, rp.ErrorMessage = kerr.NotEnoughReplicas.Code, &msg
-				rt.Partitions = append(rt.Partitions, rp)
-				continue
-			}
 			if err := part.Log().CheckWritable(); err != nil {
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			info, wait, err := part.AppendAsLeader(p.Records, r.Acks)
+			info, wait, err := part.AppendAsLeaderTimeout(p.Records, r.Acks, ackTimeout(r.TimeoutMillis))
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 				rp.ErrorMessage = kafkaMessage(err)
@@ -156,4 +148,10 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 		}
 		return Response{Msg: resp}, nil
 	}, nil
+}
+
+// ackTimeout is how long an acks=all append waits for the ISR: the
+// request's TimeoutMillis, within bounds a client cannot stretch.
+func ackTimeout(ms int32) time.Duration {
+	return min(max(time.Duration(ms)*time.Millisecond, 10*time.Millisecond), 5*time.Minute)
 }

@@ -36,9 +36,13 @@ import (
 // * Fetch sessions (KIP-227): SessionID 0 in every response, so clients
 //   send full fetches; a request naming a session gets
 //   FETCH_SESSION_ID_NOT_FOUND.
-// * Topic ids (v13+), follower fetches (ReplicaID >= 0 gets
-//   NOT_LEADER_OR_FOLLOWER until replication exists), rack-aware
-//   preferred read replicas, throttling.
+// * Topic ids (v13+), rack-aware preferred read replicas, throttling.
+// * Follower fetches on this listener: a request with ReplicaID >= 0 gets
+//   TOPIC_AUTHORIZATION_FAILED for every partition, as Kafka answers a
+//   follower fetch without CLUSTER_ACTION (CVE-2018-1288: a client
+//   claiming a replica id would read past the high watermark and move
+//   it). Followers fetch on replica connections of the CONTROLLER
+//   listener, after its handshake (replication/serve.go).
 
 // maxFetchWait bounds a long poll whatever the client asks.
 const maxFetchWait = 30 * time.Second
@@ -112,7 +116,7 @@ func (s *Server) planFetch(r *kmsg.FetchRequest) *fetchPlan {
 			ft.p = replicas.Partition(engine.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 			switch {
 			case r.ReplicaID >= 0:
-				ft.err = kerr.NotLeaderForPartition.Code
+				ft.err = kerr.TopicAuthorizationFailed.Code
 			case ft.p == nil:
 				ft.err = kerr.UnknownTopicOrPartition.Code
 			default:

@@ -15,8 +15,7 @@ import (
 // * Brokers: every live node, with the advertised host and port of this
 //   listener (its own, or the one it registered in the metadata log); the
 //   controller is the acting controller (-1 during an election).
-// * ISR: the leader alone, the only replica that holds the data until
-//   replication across nodes runs (isr.go).
+// * ISR: the committed ISR of the metadata image (isr.go).
 // * All topics when Topics is null (or, in v0, empty), internal ones
 //   (__consumer_offsets) included with is_internal set, as Kafka lists
 //   them: clients and tools filter on the flag (kafka-topics

@@ -112,8 +112,11 @@ type Ready struct {
 	Released []Release
 }
 
+// newReplicaCore starts as the partition's only replica until metadata
+// says otherwise.
 func newReplicaCore(self int32, hw int64) *replicaCore {
-	return &replicaCore{self: self, highWatermark: hw, leaderEpoch: -1, followers: map[int32]*followerState{}}
+	return &replicaCore{self: self, highWatermark: hw, leaderEpoch: -1, followers: map[int32]*followerState{},
+		replicas: []int32{self}, isr: []int32{self}, minISR: 1}
 }
 
 // takeReady returns and clears the outputs gathered so far.

@@ -1,14 +1,32 @@
 // Package replication holds this node's replicas of partitions: their
-// leader state and high watermark, and the Manager that keeps them in step
-// with the cluster metadata (Kafka's ReplicaManager).
+// leader state and high watermark, follower fetching, and the Manager that
+// keeps them in step with the cluster metadata (Kafka's ReplicaManager).
 //
 // Invariant: LogStartOffset <= HighWatermark <= LogEndOffset for every
 // partition, and the high watermark only moves forward while a replica
 // leads. Leadership moves only forward in leader epoch: a change at an
 // epoch older than the replica's (a late image) is stale and ignored.
 //
-// Today a partition has one replica. The follower fetch,
-// ISR and leader-epoch truncation of docs/ARCHITECTURE.md will grow here as a pure state machine
-// (inputs: fetches, acks, ticks; outputs: what to persist and send), with
-// the Manager as its driver.
+// The rules live in a pure core (core.go: inputs are follower fetch
+// positions, the local log's offsets, ticks of the clock and the metadata
+// image; outputs are the high watermark, ISR changes for the controller
+// and acks=all waiters to answer) and truncation.go (where a follower's
+// log diverges, by leader epoch: KIP-101 and KIP-279), both tested by the
+// scripts in testdata/core. Partition drives the core for one partition:
+// it holds it under its lock, does its Ready (publish the high watermark,
+// answer waiters) and sends ISR changes through the controller
+// (cluster.Controller.SubmitAlterISR), which count only once committed
+// and back in the image.
+//
+// Followers fetch with Kafka's Fetch (replica id set) and
+// OffsetForLeaderEpoch on replica connections of the leader's CONTROLLER
+// listener, never the client listener (serve.go); one fetcher goroutine
+// per leader multiplexes every partition this node follows there
+// (fetcher.go). A follower appends with AppendAsFollower, which under
+// flush policy ack returns after fdatasync, so the fetch offset its next
+// fetch carries is durable when it counts toward the high watermark. A
+// follower learns the high watermark from fetch responses, and every
+// replica checkpoints it in replication-offset-checkpoint. On becoming a
+// follower a replica truncates by leader epoch, never to its local high
+// watermark. See docs/ARCHITECTURE.md.
 package replication

@@ -31,6 +31,61 @@ type Manager struct {
 	// leaderDefaults are the broker defaults under the topics' own
 	// min.insync.replicas and unclean.leader.election.enable.
 	leaderDefaults cluster.LeaderConfig
+
+	hooks    *partitionHooks
+	repl     ReplicationConfig
+	fetchers *fetcherManager
+	// checkpointed are the high watermarks of replication-offset-checkpoint
+	// read at start, for the partitions opened from them.
+	checkpointed map[engine.TopicPartition]int64
+}
+
+// ReplicationConfig connects the Manager to its peers: follower fetching,
+// and the controller that commits ISR changes.
+type ReplicationConfig struct {
+	Fetch FetchConfig
+	// LagTimeMaxMs is replica.lag.time.max.ms.
+	LagTimeMaxMs int64
+	// AlterISR sends an ISR change (Kafka's AlterPartition) to the acting
+	// controller and returns the partition's state after it.
+	AlterISR func(ctx context.Context, topicID cluster.UUID, partition, leader, leaderEpoch, partitionEpoch int32, isr []int32) (cluster.PartitionImage, error)
+	// Now is the clock of the ISR rules; nil is time.Now.
+	Now func() time.Time
+}
+
+// SetReplication turns on replication between nodes; call it before the
+// first image is applied.
+func (m *Manager) SetReplication(cfg ReplicationConfig) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.LagTimeMaxMs <= 0 {
+		cfg.LagTimeMaxMs = 30000
+	}
+	m.repl = cfg
+	m.hooks.now = cfg.Now
+	if cfg.AlterISR != nil {
+		m.hooks.alterISR = m.sendAlterISR
+	}
+	m.fetchers = newFetcherManager(m.nodeID, cfg.Fetch, m.logger)
+}
+
+// sendAlterISR asks the controller for an ISR change, off the caller's
+// goroutine.
+func (m *Manager) sendAlterISR(tp engine.TopicPartition, topicID cluster.UUID, ch ISRChange, done func(ok bool, partitionEpoch int32)) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		after, err := m.repl.AlterISR(ctx, topicID, tp.Partition, m.nodeID, ch.LeaderEpoch, ch.PartitionEpoch, ch.ISR)
+		if err != nil {
+			m.logger.Info("ISR change not committed", "partition", tp.String(), "isr", fmt.Sprint(ch.ISR), "err", err)
+		} else {
+			m.logger.Info("ISR change committed", "partition", tp.String(), "isr", fmt.Sprint(after.ISR), "partition_epoch", after.PartitionEpoch)
+		}
+		done(err == nil, after.PartitionEpoch)
+	}()
 }
 
 // NewManager returns a manager over the data directory's logs.
@@ -38,8 +93,14 @@ func NewManager(nodeID int32, logs *engine.Manager, topicOptions func(im *cluste
 	if logger == nil {
 		logger = slog.Default()
 	}
+	hws, err := logs.ReadHighWatermarks()
+	if err != nil {
+		logger.Warn("replication-offset-checkpoint unreadable; high watermarks start at the log start", "err", err)
+	}
 	return &Manager{nodeID: nodeID, logs: logs, topicOptions: topicOptions, logger: logger,
-		partitions: map[engine.TopicPartition]*Partition{}, topicIDs: map[string]cluster.UUID{}}
+		partitions: map[engine.TopicPartition]*Partition{}, topicIDs: map[string]cluster.UUID{},
+		hooks: &partitionHooks{nodeID: nodeID, now: time.Now}, checkpointed: hws,
+		repl: ReplicationConfig{LagTimeMaxMs: 30000}}
 }
 
 // Logs is the data directory.
@@ -101,14 +162,18 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 					m.logger.Error("cannot open partition log", "partition", tp.String(), "err", err)
 					continue
 				}
-				p = newPartition(tp, l)
+				p = newPartition(tp, l, m.hooks, m.checkpointed[tp])
 				m.partitions[tp] = p
 			}
+			p.topicID = t.ID
 			if err := p.log.UpdateOptions(opts); err != nil {
 				m.logger.Error("invalid topic config for log", "partition", tp.String(), "err", err)
 			}
-			p.setISR(pi.ISR, im.ElectionContext(t, pi.Partition, m.leaderDefaults, nil).MinISR)
+			p.setMetadata(pi.PartitionEpoch, pi.Replicas, pi.ISR, im.ElectionContext(t, pi.Partition, m.leaderDefaults, nil).MinISR, m.repl.LagTimeMaxMs)
 			err := p.becomeLeaderOrFollower(pi.Leader == m.nodeID, pi.LeaderEpoch)
+			if m.fetchers != nil && err == nil {
+				m.fetchers.follow(tp, p, pi.Leader, pi.LeaderEpoch)
+			}
 			switch {
 			case errors.Is(err, ErrStaleLeaderEpoch):
 				// BecomeLeaderOrFollower moved the replica past this
@@ -154,6 +219,9 @@ func (m *Manager) removeTopicLocked(name string) {
 			continue
 		}
 		delete(m.partitions, tp)
+		if m.fetchers != nil {
+			m.fetchers.follow(tp, nil, -1, 0)
+		}
 		if err := m.logs.DeleteLog(tp); err != nil {
 			m.logger.Error("cannot delete partition log", "partition", tp.String(), "err", err)
 		}
@@ -217,10 +285,21 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 	defer retention.Stop()
 	defer flush.Stop()
 	defer checkpoint.Stop()
+	lag := time.Duration(m.repl.LagTimeMaxMs) * time.Millisecond
+	isrCheck := time.NewTicker(min(max(lag/4, 10*time.Millisecond), 500*time.Millisecond))
+	defer isrCheck.Stop()
+	defer m.checkpointHighWatermarks()
+	if m.fetchers != nil {
+		defer m.fetchers.stopAll()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-isrCheck.C:
+			for _, p := range m.Partitions() {
+				p.tick()
+			}
 		case <-retention.C:
 			n, err := m.logs.RunRetention(m.highWatermark)
 			if n > 0 {
@@ -234,6 +313,7 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 			}
 		case <-checkpoint.C:
 			m.logIfErr("checkpoint", m.logs.Checkpoint())
+			m.checkpointHighWatermarks()
 		case <-cleaner:
 			// The pass stops when ctx ends, before the logs close.
 			_, err := m.logs.RunCleaner(ctx, iv.CleanerConfig, m.highWatermark)
@@ -271,4 +351,13 @@ func (m *Manager) logIfErr(job string, err error) {
 	if err != nil && !errors.Is(err, engine.ErrClosed) {
 		m.logger.Error("background "+job+" failed", "err", err)
 	}
+}
+
+// checkpointHighWatermarks writes replication-offset-checkpoint.
+func (m *Manager) checkpointHighWatermarks() {
+	hws := map[engine.TopicPartition]int64{}
+	for _, p := range m.Partitions() {
+		hws[p.tp] = p.HighWatermark()
+	}
+	m.logIfErr("high watermark checkpoint", m.logs.WriteHighWatermarks(hws))
 }

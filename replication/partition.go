@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/engine"
 )
 
@@ -16,35 +18,64 @@ import (
 var ErrStaleLeaderEpoch = errors.New("replication: stale leader epoch")
 
 // Partition is this node's replica of one partition: its log plus the
-// leader state that decides what consumers may see.
-//
-// Today every partition has one replica (a one-node cluster): the leader's
-// high watermark is the offset its own appends reached under the flush
-// policy (durable under ack, written under interval). Follower fetch, ISR
-// changes and truncation by leader epoch extend this type with clustering.
+// leader state that decides what consumers may see. It is the driver of
+// the pure replicaCore (core.go): every input goes to the core under mu,
+// and the Ready that comes out is done before mu is released (the high
+// watermark published, waiters answered) or just after (an ISR change
+// sent to the controller, which must not block under the lock).
 type Partition struct {
 	tp  engine.TopicPartition
 	log *engine.Log
+	// hooks are the Manager's: the node id, the clock, and where ISR
+	// changes go.
+	hooks *partitionHooks
+
+	// followMu orders a follower's appends and truncations with
+	// leadership changes: none lands after the replica leads.
+	followMu sync.Mutex
 
 	mu          sync.Mutex
+	started     bool
 	isLeader    bool
 	leaderEpoch int32
 	// Invariant: LogStartOffset <= highWatermark <= LogEndOffset.
 	highWatermark int64
-	// hwChanged is closed, and replaced, whenever the high watermark moves:
-	// Fetch long polls wait on it.
+	// hwChanged is closed, and replaced, whenever the high watermark
+	// moves: Fetch long polls wait on it.
 	hwChanged chan struct{}
-	// isr and minISR are the partition's in-sync replicas and
-	// min.insync.replicas as the metadata image says (setISR): an acks=all
-	// append is refused while the ISR is smaller (Kafka's
-	// Partition.appendRecordsToLeader), whoever appends: a producer or
-	// the group coordinator.
-	isr    []int32
-	minISR int
+	// appended is closed, and replaced, whenever the leader appends:
+	// followers' fetches wait on it.
+	appended chan struct{}
+	core     *replicaCore
+	// waiters are the acks=all appends waiting for the high watermark,
+	// by the id the core knows them by.
+	waiters    map[uint64]chan error
+	nextWaiter uint64
+	topicID    cluster.UUID
+	// replicaCount is the number of assigned replicas.
+	replicaCount int
 }
 
-func newPartition(tp engine.TopicPartition, log *engine.Log) *Partition {
-	return &Partition{tp: tp, log: log, hwChanged: make(chan struct{}), highWatermark: log.DurableOffset()}
+// partitionHooks connect a Partition to its Manager.
+type partitionHooks struct {
+	nodeID int32
+	now    func() time.Time
+	// alterISR sends an ISR change to the controller and reports the
+	// outcome through done (ok when the controller took it).
+	alterISR func(tp engine.TopicPartition, topicID cluster.UUID, ch ISRChange, done func(ok bool, partitionEpoch int32))
+}
+
+func defaultHooks() *partitionHooks {
+	return &partitionHooks{nodeID: -1, now: time.Now}
+}
+
+func newPartition(tp engine.TopicPartition, log *engine.Log, hooks *partitionHooks, hw int64) *Partition {
+	if hooks == nil {
+		hooks = defaultHooks()
+	}
+	hw = max(min(hw, log.LogEndOffset()), log.LogStartOffset())
+	return &Partition{tp: tp, log: log, hooks: hooks, hwChanged: make(chan struct{}), appended: make(chan struct{}),
+		highWatermark: hw, core: newReplicaCore(hooks.nodeID, hw), waiters: map[uint64]chan error{}}
 }
 
 // TopicPartition names the partition.
@@ -52,6 +83,18 @@ func (p *Partition) TopicPartition() engine.TopicPartition { return p.tp }
 
 // Log is the partition's log.
 func (p *Partition) Log() *engine.Log { return p.log }
+
+func (p *Partition) nowMs() int64 { return p.hooks.now().UnixMilli() }
+
+// localOffset is what this replica counts toward the high watermark: its
+// durable offset under flush policy ack, its log end offset under
+// interval.
+func (p *Partition) localOffset() int64 {
+	if p.log.Options().FlushPolicy == engine.FlushAck {
+		return p.log.DurableOffset()
+	}
+	return p.log.LogEndOffset()
+}
 
 // becomeLeader makes this replica the leader at epoch.
 func (p *Partition) becomeLeader(epoch int32) error {
@@ -64,18 +107,35 @@ func (p *Partition) becomeLeader(epoch int32) error {
 // older than the replica's is stale and changes nothing: leadership moves
 // only forward, as the epochs the controller hands out.
 func (p *Partition) becomeLeaderOrFollower(lead bool, epoch int32) error {
+	p.followMu.Lock()
+	defer p.followMu.Unlock()
 	p.mu.Lock()
 	if epoch < p.leaderEpoch {
 		current := p.leaderEpoch
 		p.mu.Unlock()
 		return fmt.Errorf("%w: %s at epoch %d, replica at %d", ErrStaleLeaderEpoch, p.tp, epoch, current)
 	}
+	changed := !p.started || lead != p.isLeader || epoch != p.leaderEpoch
+	p.started = true
 	p.isLeader, p.leaderEpoch = lead, epoch
 	// The log checks the same leadership where each append commits: an
 	// append that read the old leadership before this change is refused
 	// there rather than landing as the old leader.
 	p.log.FenceLeaderAppends(lead, epoch)
+	var send func()
+	if changed {
+		if lead {
+			p.core.highWatermark = p.highWatermark
+			p.core.becomeLeader(epoch, p.nowMs(), p.log.LogEndOffset(), p.localOffset())
+		} else {
+			p.core.becomeFollower(epoch)
+		}
+		send = p.applyReadyLocked()
+	}
 	p.mu.Unlock()
+	if send != nil {
+		send()
+	}
 	if !lead {
 		return nil
 	}
@@ -83,19 +143,63 @@ func (p *Partition) becomeLeaderOrFollower(lead bool, epoch int32) error {
 	return p.log.AssignLeaderEpoch(epoch)
 }
 
-// setISR records the partition's ISR and min.insync.replicas from the
-// metadata image.
+// applyReadyLocked does what the core asks: publish the high watermark,
+// answer waiters; it returns the ISR change to send once mu is released.
+func (p *Partition) applyReadyLocked() func() {
+	r := p.core.takeReady()
+	if p.isLeader && r.HighWatermark > p.highWatermark {
+		p.highWatermark = r.HighWatermark
+		close(p.hwChanged)
+		p.hwChanged = make(chan struct{})
+	}
+	for _, rel := range r.Released {
+		if ch := p.waiters[rel.ID]; ch != nil {
+			delete(p.waiters, rel.ID)
+			ch <- rel.Err
+		}
+	}
+	if r.AlterISR == nil || p.hooks.alterISR == nil {
+		return nil
+	}
+	ch, topicID, alter := *r.AlterISR, p.topicID, p.hooks.alterISR
+	return func() {
+		alter(p.tp, topicID, ch, func(ok bool, partitionEpoch int32) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			// Refused, or taken without a change: the next fetch or tick
+			// may ask again. Taken with a change: the image settles it.
+			if pend := p.core.pending; pend != nil && pend.PartitionEpoch == ch.PartitionEpoch && (!ok || partitionEpoch <= ch.PartitionEpoch) {
+				p.core.alterISRFailed()
+			}
+		})
+	}
+}
+
+// setISR records the partition's state from the metadata image: its
+// replicas, ISR (committed), partition epoch, and min.insync.replicas.
 func (p *Partition) setISR(isr []int32, minISR int) {
+	p.setMetadata(p.core.partitionEpoch, nil, isr, minISR, 0)
+}
+
+func (p *Partition) setMetadata(partitionEpoch int32, replicas, isr []int32, minISR int, lagTimeMaxMs int64) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.isr, p.minISR = slices.Clone(isr), minISR
+	if replicas == nil {
+		replicas = isr
+	}
+	p.replicaCount = len(replicas)
+	p.core.setMetadata(partitionEpoch, replicas, isr, minISR, lagTimeMaxMs)
+	send := p.applyReadyLocked()
+	p.mu.Unlock()
+	if send != nil {
+		send()
+	}
 }
 
 // ISR is the partition's in-sync replicas as the metadata image says.
 func (p *Partition) ISR() []int32 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.Clone(p.isr)
+	return slices.Clone(p.core.isr)
 }
 
 // Leader reports whether this replica leads, and at which epoch.
@@ -120,27 +224,45 @@ func (p *Partition) HighWatermarkChanged() <-chan struct{} {
 	return p.hwChanged
 }
 
-// maybeAdvanceHighWatermark moves the high watermark to what the replicas
-// that count have: with one replica, its durable offset under flush policy
-// ack, its log end offset under interval.
-func (p *Partition) maybeAdvanceHighWatermark() {
-	var hw int64
-	if p.log.Options().FlushPolicy == engine.FlushAck {
-		hw = p.log.DurableOffset()
-	} else {
-		hw = p.log.LogEndOffset()
-	}
+// appendedOrHighWatermarkChanged returns channels closed at the leader's
+// next append and its next high watermark move: a follower's fetch waits
+// for either (new records, or a high watermark to carry).
+func (p *Partition) appendedOrHighWatermarkChanged() (<-chan struct{}, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if hw > p.highWatermark {
-		p.highWatermark = hw
-		close(p.hwChanged)
-		p.hwChanged = make(chan struct{})
+	return p.appended, p.hwChanged
+}
+
+// maybeAdvanceHighWatermark tells the core what the local log holds: its
+// log end offset and what counts (durable under flush policy ack).
+func (p *Partition) maybeAdvanceHighWatermark() {
+	leo, local := p.log.LogEndOffset(), p.localOffset()
+	p.mu.Lock()
+	p.core.localAppend(leo, local)
+	send := p.applyReadyLocked()
+	p.mu.Unlock()
+	if send != nil {
+		send()
 	}
 }
 
-// resetHighWatermark follows a log whose start moved past the high
-// watermark (DeleteRecords cannot, retention cannot; a truncation can).
+// tick lets the core look for followers that fell behind.
+func (p *Partition) tick() {
+	p.mu.Lock()
+	if !p.isLeader {
+		p.mu.Unlock()
+		return
+	}
+	p.core.tick(p.nowMs())
+	send := p.applyReadyLocked()
+	p.mu.Unlock()
+	if send != nil {
+		send()
+	}
+}
+
+// clampHighWatermark follows a log whose start moved past the high
+// watermark or whose end fell below it (a truncation).
 func (p *Partition) clampHighWatermark() {
 	lso, leo := p.log.LogStartOffset(), p.log.LogEndOffset()
 	p.mu.Lock()
@@ -151,34 +273,108 @@ func (p *Partition) clampHighWatermark() {
 	if p.highWatermark < lso {
 		p.highWatermark = lso
 	}
+	p.core.highWatermark = p.highWatermark
 }
 
-// AppendAsLeader appends a Produce request's records for this partition,
-// in the caller's order, and returns a wait function that completes when
-// the append is as durable as acks and the flush policy require; it then
-// moves the high watermark. acks=0 callers need not wait.
+// setFollowerHighWatermark takes the high watermark a fetch response
+// carried, bounded by what this follower holds.
+func (p *Partition) setFollowerHighWatermark(hw int64) {
+	hw = min(hw, p.log.LogEndOffset())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.isLeader || hw <= p.highWatermark {
+		return
+	}
+	p.highWatermark, p.core.highWatermark = hw, hw
+	close(p.hwChanged)
+	p.hwChanged = make(chan struct{})
+}
+
+// DefaultAckTimeout bounds an acks=all wait whose caller gives none.
+const DefaultAckTimeout = 30 * time.Second
+
+// AppendAsLeader is AppendAsLeaderTimeout with DefaultAckTimeout.
 func (p *Partition) AppendAsLeader(records []byte, acks int16) (engine.AppendInfo, func() error, error) {
+	return p.AppendAsLeaderTimeout(records, acks, DefaultAckTimeout)
+}
+
+// AppendAsLeaderTimeout appends a Produce request's records for this
+// partition, in the caller's order, and returns a wait function that
+// completes when the append is as durable as acks require: acks=1 once
+// the leader holds it under its flush policy; acks=-1 once the high
+// watermark passes it (every ISR member holds it, durably under flush
+// policy ack), within timeout (REQUEST_TIMED_OUT after: the write may
+// still commit). acks=0 callers need not wait.
+func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout time.Duration) (engine.AppendInfo, func() error, error) {
 	p.mu.Lock()
 	leader, epoch := p.isLeader, p.leaderEpoch
-	isr, minISR := len(p.isr), p.minISR
+	isr, minISR, minSet := len(p.core.isr), p.core.effectiveMinISR(), p.core.minISR > 0
 	p.mu.Unlock()
 	if !leader {
 		return engine.AppendInfo{}, nil, fmt.Errorf("%w: %s is not led by this node", kerr.NotLeaderForPartition, p.tp)
 	}
-	if acks == -1 && minISR > 0 && isr < minISR {
+	if acks == -1 && minSet && isr < minISR {
 		return engine.AppendInfo{}, nil, fmt.Errorf("%w: %s has %d in-sync replica(s), min.insync.replicas is %d", kerr.NotEnoughReplicas, p.tp, isr, minISR)
 	}
+	// The engine refuses the append where it commits unless this replica
+	// still leads at epoch (FenceLeaderAppends), so a leadership change
+	// between the check above and the write cannot land it as a deposed
+	// leader.
 	info, wait, err := p.log.AppendAsync(records, epoch)
 	if err != nil {
 		return engine.AppendInfo{}, nil, err
+	}
+	if !info.Duplicate {
+		p.mu.Lock()
+		close(p.appended)
+		p.appended = make(chan struct{})
+		p.mu.Unlock()
+		p.maybeAdvanceHighWatermark()
 	}
 	return info, func() error {
 		if err := wait(); err != nil {
 			return err
 		}
 		p.maybeAdvanceHighWatermark()
-		return nil
+		if acks != -1 {
+			return nil
+		}
+		// A retried batch (Duplicate) waits for its original's commit
+		// like a new one: the original may not be committed yet.
+		return p.waitHighWatermark(info.LastOffset+1, timeout)
 	}, nil
+}
+
+// waitHighWatermark waits until the high watermark reaches offset.
+func (p *Partition) waitHighWatermark(offset int64, timeout time.Duration) error {
+	ch := make(chan error, 1)
+	p.mu.Lock()
+	p.nextWaiter++
+	id := p.nextWaiter
+	p.waiters[id] = ch
+	p.core.addWaiter(id, offset)
+	send := p.applyReadyLocked()
+	p.mu.Unlock()
+	if send != nil {
+		send()
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-ch:
+		return err
+	case <-t.C:
+	}
+	p.mu.Lock()
+	delete(p.waiters, id)
+	p.core.removeWaiter(id)
+	p.mu.Unlock()
+	select {
+	case err := <-ch: // answered as the timer fired
+		return err
+	default:
+	}
+	return fmt.Errorf("%w: %s: the in-sync replicas did not all hold offset %d within %v", kerr.RequestTimedOut, p.tp, offset-1, timeout)
 }
 
 // Fetch isolation levels, as Kafka numbers them.

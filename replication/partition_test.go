@@ -33,7 +33,7 @@ func TestHighWatermarkFollowsFlushPolicy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := newPartition(engine.TopicPartition{Topic: "t"}, l)
+		p := newPartition(engine.TopicPartition{Topic: "t"}, l, nil, l.DurableOffset())
 		if _, _, err := p.AppendAsLeader(oneRecord(t), -1); !errors.Is(err, kerr.NotLeaderForPartition) {
 			t.Fatalf("%v: append on a non-leader: %v", policy, err)
 		}
@@ -83,7 +83,7 @@ func TestLeadershipMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	p := newPartition(engine.TopicPartition{Topic: "t"}, l)
+	p := newPartition(engine.TopicPartition{Topic: "t"}, l, nil, l.DurableOffset())
 	if err := p.becomeLeader(3); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestNoAppendAsDeposedLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPartition(engine.TopicPartition{Topic: "t"}, l)
+	p := newPartition(engine.TopicPartition{Topic: "t"}, l, nil, l.DurableOffset())
 	if err := p.becomeLeader(1); err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,12 @@ type TCPConfig struct {
 	// heartbeats and forwarded controller requests), on the connection's
 	// goroutine: it must not block. Nil drops them.
 	OnApp func(from election.NodeID, body []byte)
+	// OnReplicaRequest answers a Kafka request (api key, version, body
+	// after the request header) that a peer sends on a replica connection
+	// (DialReplica); it runs on that connection's goroutine and may block
+	// (a follower's fetch waits there for data). A nil answer closes the
+	// connection. Nil refuses replica connections.
+	OnReplicaRequest func(from election.NodeID, key, version int16, body []byte) []byte
 	// DialTimeout bounds a dial and the handshake; 0 means 2 s.
 	DialTimeout time.Duration
 	// BackoffMin and BackoffMax bound the wait between reconnects, which
@@ -376,7 +382,8 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 	if err != nil {
 		return err
 	}
-	if h.Key != APIKeyHandshake {
+	replica := h.Key == APIKeyReplicaHandshake
+	if h.Key != APIKeyHandshake && !replica {
 		return fmt.Errorf("quorum: first frame has api key %d, not the handshake", h.Key)
 	}
 	theirs, err := DecodeHandshake(body)
@@ -397,6 +404,9 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 	case t.peers[theirs.From] == nil:
 		reason = fmt.Sprintf("node %d is not a voter of this node's peer set", theirs.From)
 		ours.ErrorCode = errInconsistentVoterSet
+	case replica && t.cfg.OnReplicaRequest == nil:
+		reason = fmt.Sprintf("node %d does not serve replica connections", t.cfg.ID)
+		ours.ErrorCode = errInconsistentVoterSet
 	}
 	ours.ErrorMessage = reason
 	resp := binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(h.Correlation))
@@ -407,6 +417,10 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 	if reason != "" {
 		t.log.Error("metadata quorum: refusing peer", "remote", c.RemoteAddr().String(), "reason", reason)
 		return errors.New(reason)
+	}
+	if replica {
+		c.SetDeadline(time.Time{})
+		return t.serveReplica(c, r, theirs.From)
 	}
 	t.mu.Lock()
 	if old := t.accepted[theirs.From]; old != nil {
@@ -476,4 +490,119 @@ func readFrame(r io.Reader, limit int) ([]byte, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return buf, err
+}
+
+// serveReplica answers a follower's requests on a replica connection, one
+// at a time, in order.
+func (t *TCPTransport) serveReplica(c net.Conn, r *bufio.Reader, from election.NodeID) error {
+	for {
+		frame, err := readFrame(r, t.cfg.MaxFrameBytes)
+		if err != nil {
+			return err
+		}
+		h, body, err := parseRequestHeader(frame)
+		if err != nil {
+			return err
+		}
+		resp := t.cfg.OnReplicaRequest(from, h.Key, h.Version, body)
+		if resp == nil {
+			return fmt.Errorf("quorum: node %d sent a replica request it may not (api key %d v%d)", from, h.Key, h.Version)
+		}
+		out := make([]byte, 8, 8+len(resp))
+		binary.BigEndian.PutUint32(out[4:], uint32(h.Correlation))
+		out = append(out, resp...)
+		if len(out)-4 > t.cfg.MaxFrameBytes {
+			return fmt.Errorf("quorum: replica response of %d bytes over the frame limit", len(out))
+		}
+		c.SetWriteDeadline(time.Now().Add(t.cfg.DialTimeout))
+		if err := writeFrame(c, out); err != nil {
+			return err
+		}
+	}
+}
+
+// ReplicaConn is a follower's connection to a leader's CONTROLLER
+// listener, opened with the same handshake as the quorum's (cluster id,
+// peer set), carrying Kafka requests and their responses in order. Not
+// safe for concurrent use: one fetcher owns it.
+type ReplicaConn struct {
+	c        net.Conn
+	r        *bufio.Reader
+	t        *TCPTransport
+	corr     int32
+	clientID string
+}
+
+// DialReplica opens a replica connection to peer to.
+func (t *TCPTransport) DialReplica(to election.NodeID) (*ReplicaConn, error) {
+	addr, ok := t.cfg.Voters[to]
+	if !ok || to == t.cfg.ID {
+		return nil, fmt.Errorf("quorum: node %d is not a peer", to)
+	}
+	c, err := net.DialTimeout("tcp", addr, t.cfg.DialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if !t.track(c) {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	rc := &ReplicaConn{c: c, r: bufio.NewReader(c), t: t, clientID: fmt.Sprintf("wren-replica-%d", t.cfg.ID)}
+	c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
+	hs := Handshake{ClusterID: t.cfg.ClusterID(), PeerSetHash: t.hash, From: t.cfg.ID, To: to}
+	frame := appendRequestHeader(make([]byte, 4, 64), APIKeyReplicaHandshake, 0, rc.clientID)
+	frame = AppendHandshake(frame, hs)
+	err = writeFrame(c, frame)
+	var resp []byte
+	if err == nil {
+		resp, err = readFrame(rc.r, t.cfg.MaxFrameBytes)
+	}
+	if err == nil && len(resp) < 4 {
+		err = errors.New("handshake: short response")
+	}
+	var theirs Handshake
+	if err == nil {
+		theirs, err = DecodeHandshake(resp[4:])
+	}
+	if err == nil && theirs.ErrorCode != 0 {
+		err = fmt.Errorf("refused: %s", theirs.ErrorMessage)
+	}
+	if err == nil {
+		if reason := t.mismatch(hs, theirs); reason != "" {
+			err = errors.New(reason)
+		}
+	}
+	if err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("quorum: replica connection to node %d at %s: %w", to, addr, err)
+	}
+	c.SetDeadline(time.Time{})
+	return rc, nil
+}
+
+// RoundTrip sends one request (api key, version, body after the request
+// header) and returns the response body after its correlation id. The
+// answer must come before deadline.
+func (rc *ReplicaConn) RoundTrip(key, version int16, body []byte, deadline time.Time) ([]byte, error) {
+	rc.corr++
+	frame := appendRequestHeaderVersion(make([]byte, 4, 64+len(body)), key, version, rc.corr, rc.clientID)
+	frame = append(frame, body...)
+	rc.c.SetDeadline(deadline)
+	if err := writeFrame(rc.c, frame); err != nil {
+		return nil, err
+	}
+	resp, err := readFrame(rc.r, rc.t.cfg.MaxFrameBytes)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp) < 4 || int32(binary.BigEndian.Uint32(resp)) != rc.corr {
+		return nil, fmt.Errorf("quorum: replica response out of order")
+	}
+	return resp[4:], nil
+}
+
+// Close closes the connection.
+func (rc *ReplicaConn) Close() error {
+	rc.t.untrack(rc.c)
+	return nil
 }

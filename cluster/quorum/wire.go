@@ -29,6 +29,11 @@ const (
 	// cluster package: broker heartbeats to the controller and requests
 	// forwarded to it, and their answers. One-way, like APIKeyMessage.
 	APIKeyApp int16 = 32002
+	// APIKeyReplicaHandshake opens a replica connection: the same body
+	// and checks as APIKeyHandshake, after which the connection carries
+	// Kafka requests a follower sends its leader (Fetch with its replica
+	// id, OffsetForLeaderEpoch), each answered in order.
+	APIKeyReplicaHandshake int16 = 32003
 )
 
 // DefaultMaxFrameBytes bounds one frame on a peer connection, either way.
@@ -304,9 +309,13 @@ func DecodeMessage(b []byte) (metalog.Message, error) {
 // Request header of a peer frame: Kafka's request header v1 (api key,
 // api version, correlation id, client id), after the int32 size.
 func appendRequestHeader(dst []byte, key int16, corr int32, clientID string) []byte {
+	return appendRequestHeaderVersion(dst, key, 0, corr, clientID)
+}
+
+func appendRequestHeaderVersion(dst []byte, key, version int16, corr int32, clientID string) []byte {
 	e := encoder{b: dst}
 	e.i16(key)
-	e.i16(0)
+	e.i16(version)
 	e.i32(corr)
 	e.str(clientID)
 	return e.b

@@ -1,0 +1,487 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/engine"
+)
+
+// LeaderConn is a follower's connection to a leader: Kafka requests
+// (api key, version, body after the request header) answered in order.
+// The CONTROLLER listener's replica connections (quorum.ReplicaConn)
+// implement it.
+type LeaderConn interface {
+	RoundTrip(key, version int16, body []byte, deadline time.Time) ([]byte, error)
+	Close() error
+}
+
+// FetchConfig are the follower's settings (Kafka's replica.fetch.*).
+type FetchConfig struct {
+	// Dial opens a connection to a leader.
+	Dial           func(leader int32) (LeaderConn, error)
+	MaxBytes       int32 // replica.fetch.max.bytes, per partition
+	ResponseBytes  int32 // replica.fetch.response.max.bytes
+	WaitMaxMs      int32 // replica.fetch.wait.max.ms
+	Backoff        time.Duration
+	RequestTimeout time.Duration
+}
+
+// fetcherManager runs one fetcher per leader this node follows, each
+// multiplexing every partition it follows there (Kafka's
+// ReplicaFetcherManager with one fetcher thread per source broker).
+type fetcherManager struct {
+	cfg    FetchConfig
+	self   int32
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	fetchers map[int32]*fetcher
+	assigned map[engine.TopicPartition]*followed
+	stopped  bool
+	wg       sync.WaitGroup
+}
+
+// followed is one partition a fetcher follows: immutable but for the
+// fields under fetcherManager.mu.
+type followed struct {
+	p      *Partition
+	leader int32
+	epoch  int32
+	// truncated: the log agrees with the leader's below its end
+	// (KIP-101/279 done for this leadership); fetching may start.
+	truncated bool
+	// backoffUntil: a fetch error that only new metadata mends.
+	backoffUntil time.Time
+}
+
+type fetcher struct {
+	leader int32
+	parts  map[engine.TopicPartition]*followed
+	wake   chan struct{}
+	stop   chan struct{}
+	conn   LeaderConn
+}
+
+func newFetcherManager(self int32, cfg FetchConfig, logger *slog.Logger) *fetcherManager {
+	if cfg.WaitMaxMs <= 0 {
+		cfg.WaitMaxMs = 500
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = 1 << 20
+	}
+	if cfg.ResponseBytes <= 0 {
+		cfg.ResponseBytes = 10 << 20
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = time.Second
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	return &fetcherManager{cfg: cfg, self: self, logger: logger, fetchers: map[int32]*fetcher{}, assigned: map[engine.TopicPartition]*followed{}}
+}
+
+// follow makes tp fetched from leader at epoch (a no-op when it already
+// is); leader < 0 or this node stops fetching it.
+func (fm *fetcherManager) follow(tp engine.TopicPartition, p *Partition, leader, epoch int32) {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	old := fm.assigned[tp]
+	if old != nil && old.leader == leader && old.epoch == epoch && old.p == p {
+		return
+	}
+	if old != nil {
+		delete(fm.fetchers[old.leader].parts, tp)
+		delete(fm.assigned, tp)
+	}
+	if leader < 0 || leader == fm.self || fm.stopped || fm.cfg.Dial == nil {
+		return
+	}
+	f := fm.fetchers[leader]
+	if f == nil {
+		f = &fetcher{leader: leader, parts: map[engine.TopicPartition]*followed{}, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+		fm.fetchers[leader] = f
+		fm.wg.Add(1)
+		go fm.run(f)
+	}
+	fl := &followed{p: p, leader: leader, epoch: epoch}
+	f.parts[tp] = fl
+	fm.assigned[tp] = fl
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stopAll stops every fetcher and waits for them.
+func (fm *fetcherManager) stopAll() {
+	fm.mu.Lock()
+	fm.stopped = true
+	for _, f := range fm.fetchers {
+		close(f.stop)
+		if f.conn != nil {
+			f.conn.Close()
+		}
+	}
+	fm.mu.Unlock()
+	fm.wg.Wait()
+}
+
+func (fm *fetcherManager) snapshot(f *fetcher) []*followed {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	out := make([]*followed, 0, len(f.parts))
+	for _, fl := range f.parts {
+		out = append(out, fl)
+	}
+	return out
+}
+
+func (fm *fetcherManager) setConn(f *fetcher, c LeaderConn) bool {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	if fm.stopped {
+		return false
+	}
+	f.conn = c
+	return true
+}
+
+func (fm *fetcherManager) run(f *fetcher) {
+	defer fm.wg.Done()
+	var conn LeaderConn
+	closeConn := func() {
+		if conn != nil {
+			conn.Close()
+			conn = nil
+			fm.setConn(f, nil)
+		}
+	}
+	defer closeConn()
+	pause := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-f.stop:
+			return false
+		case <-f.wake:
+			return true
+		case <-t.C:
+			return true
+		}
+	}
+	var lastErr string
+	for {
+		select {
+		case <-f.stop:
+			return
+		default:
+		}
+		parts := fm.snapshot(f)
+		if len(parts) == 0 {
+			closeConn()
+			select {
+			case <-f.stop:
+				return
+			case <-f.wake:
+			}
+			continue
+		}
+		if conn == nil {
+			c, err := fm.cfg.Dial(f.leader)
+			if err == nil && !fm.setConn(f, c) {
+				c.Close()
+				return
+			}
+			if err != nil {
+				if err.Error() != lastErr {
+					fm.logger.Info("replica fetcher cannot reach the leader; retrying", "leader", f.leader, "err", err)
+					lastErr = err.Error()
+				}
+				if !pause(fm.cfg.Backoff) {
+					return
+				}
+				continue
+			}
+			conn, lastErr = c, ""
+		}
+		err := fm.round(f, conn, parts)
+		if err != nil {
+			select {
+			case <-f.stop:
+				return
+			default:
+			}
+			fm.logger.Debug("replica fetcher: connection to the leader failed", "leader", f.leader, "err", err)
+			closeConn()
+			if !pause(fm.cfg.Backoff) {
+				return
+			}
+		}
+	}
+}
+
+// round truncates the partitions that need it, then fetches once.
+func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) error {
+	now := time.Now()
+	var truncate, fetch []*followed
+	fm.mu.Lock()
+	for _, fl := range parts {
+		switch {
+		case now.Before(fl.backoffUntil):
+		case !fl.truncated:
+			truncate = append(truncate, fl)
+		default:
+			fetch = append(fetch, fl)
+		}
+	}
+	fm.mu.Unlock()
+	if len(truncate) > 0 {
+		if err := fm.truncate(conn, truncate); err != nil {
+			return err
+		}
+	}
+	if len(fetch) == 0 {
+		// Everything waits on a backoff or a truncation: look again soon.
+		t := time.NewTimer(min(fm.cfg.Backoff, 100*time.Millisecond))
+		defer t.Stop()
+		select {
+		case <-f.stop:
+		case <-f.wake:
+		case <-t.C:
+		}
+		return nil
+	}
+	return fm.fetch(conn, fetch)
+}
+
+func (fm *fetcherManager) backoff(fl *followed) {
+	fm.mu.Lock()
+	fl.backoffUntil = time.Now().Add(fm.cfg.Backoff)
+	fm.mu.Unlock()
+}
+
+func (fm *fetcherManager) setTruncated(fl *followed, done bool) {
+	fm.mu.Lock()
+	fl.truncated = done
+	fm.mu.Unlock()
+}
+
+// truncate finds where each log diverges from the leader's by leader
+// epoch and cuts it there (KIP-101), asking again while a step is not
+// conclusive (KIP-279); bounded in rounds.
+func (fm *fetcherManager) truncate(conn LeaderConn, parts []*followed) error {
+	for round := 0; round < 16 && len(parts) > 0; round++ {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.SetVersion(ReplicaOffsetForLeaderEpochVersion)
+		req.ReplicaID = fm.self
+		byTopic := map[string]int{}
+		var asked []*followed
+		for _, fl := range parts {
+			epochs := fl.p.log.LeaderEpochs()
+			if len(epochs) == 0 {
+				// Nothing written under any epoch: nothing to cut.
+				fm.setTruncated(fl, true)
+				continue
+			}
+			i, ok := byTopic[fl.p.tp.Topic]
+			if !ok {
+				i = len(req.Topics)
+				byTopic[fl.p.tp.Topic] = i
+				t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+				t.Topic = fl.p.tp.Topic
+				req.Topics = append(req.Topics, t)
+			}
+			rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			rp.Partition = fl.p.tp.Partition
+			rp.CurrentLeaderEpoch = fl.epoch
+			rp.LeaderEpoch = epochs[len(epochs)-1].Epoch
+			req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+			asked = append(asked, fl)
+		}
+		if len(asked) == 0 {
+			return nil
+		}
+		body, err := conn.RoundTrip(23, ReplicaOffsetForLeaderEpochVersion, req.AppendTo(nil), time.Now().Add(fm.cfg.RequestTimeout))
+		if err != nil {
+			return err
+		}
+		resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+		if err := resp.ReadFrom(body); err != nil {
+			return fmt.Errorf("replication: OffsetForLeaderEpoch response: %w", err)
+		}
+		answers := map[engine.TopicPartition]kmsg.OffsetForLeaderEpochResponseTopicPartition{}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				answers[engine.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p
+			}
+		}
+		parts = parts[:0]
+		for _, fl := range asked {
+			a, ok := answers[fl.p.tp]
+			if !ok || a.ErrorCode != 0 {
+				fm.backoff(fl)
+				continue
+			}
+			st := truncationStep(fl.p.log.LeaderEpochs(), fl.p.log.LogEndOffset(), a.LeaderEpoch, a.EndOffset)
+			if err := fl.p.truncateAsFollower(fl.epoch, st.TruncateTo); err != nil {
+				fm.logger.Error("follower truncation failed", "partition", fl.p.tp.String(), "offset", st.TruncateTo, "err", err)
+				fm.backoff(fl)
+				continue
+			}
+			if st.Done {
+				fm.setTruncated(fl, true)
+			} else {
+				parts = append(parts, fl)
+			}
+		}
+	}
+	return nil
+}
+
+// fetch sends one Fetch for parts and appends what comes back.
+func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed) error {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(ReplicaFetchVersion)
+	req.ReplicaID = fm.self
+	req.MaxWaitMillis = fm.cfg.WaitMaxMs
+	req.MinBytes = 1
+	req.MaxBytes = fm.cfg.ResponseBytes
+	req.SessionEpoch = -1
+	byTopic := map[string]int{}
+	byTP := map[engine.TopicPartition]*followed{}
+	for _, fl := range parts {
+		i, ok := byTopic[fl.p.tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[fl.p.tp.Topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = fl.p.tp.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = fl.p.tp.Partition
+		rp.CurrentLeaderEpoch = fl.epoch
+		rp.FetchOffset = fl.p.log.LogEndOffset()
+		rp.LogStartOffset = fl.p.log.LogStartOffset()
+		rp.PartitionMaxBytes = fm.cfg.MaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		byTP[fl.p.tp] = fl
+	}
+	deadline := time.Now().Add(time.Duration(fm.cfg.WaitMaxMs)*time.Millisecond + fm.cfg.RequestTimeout)
+	body, err := conn.RoundTrip(1, ReplicaFetchVersion, req.AppendTo(nil), deadline)
+	if err != nil {
+		return err
+	}
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if err := resp.ReadFrom(body); err != nil {
+		return fmt.Errorf("replication: Fetch response: %w", err)
+	}
+	if resp.ErrorCode != 0 {
+		return fmt.Errorf("replication: Fetch refused: %w", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	// Partitions append (and fdatasync, under flush policy ack)
+	// concurrently: one round costs about one fdatasync.
+	var wg sync.WaitGroup
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			fl := byTP[engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]
+			if fl == nil {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fm.handlePartition(fl, rp)
+			}()
+		}
+	}
+	wg.Wait()
+	return nil
+}
+
+func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTopicPartition) {
+	switch err := kerr.ErrorForCode(rp.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		if fl.p.log.LogEndOffset() < rp.LogStartOffset {
+			// Behind the leader's log start: start over there.
+			if err := fl.p.truncateFullyAsFollower(fl.epoch, rp.LogStartOffset); err != nil {
+				fm.logger.Error("follower cannot restart its log at the leader's log start", "partition", fl.p.tp.String(), "err", err)
+				fm.backoff(fl)
+			}
+			return
+		}
+		fm.setTruncated(fl, false)
+		return
+	default:
+		// Fenced, unknown epoch, not the leader: new metadata mends it.
+		fm.backoff(fl)
+		return
+	}
+	if len(rp.RecordBatches) > 0 {
+		if err := fl.p.appendAsFollower(fl.epoch, rp.RecordBatches); err != nil {
+			if errors.Is(err, engine.ErrInvalidOffsets) {
+				fm.setTruncated(fl, false)
+			} else {
+				fm.logger.Warn("follower append failed", "partition", fl.p.tp.String(), "err", err)
+				fm.backoff(fl)
+			}
+			return
+		}
+	}
+	fl.p.setFollowerHighWatermark(rp.HighWatermark)
+}
+
+// errNotFollowing: the replica's leadership moved on since the fetch.
+var errNotFollowing = errors.New("replication: replica no longer follows at this epoch")
+
+// appendAsFollower appends records fetched from the leader at epoch,
+// unless this replica's leadership moved meanwhile. Under flush policy
+// ack it returns once they are durable, so the next fetch offset counts
+// toward the leader's high watermark.
+func (p *Partition) appendAsFollower(epoch int32, records []byte) error {
+	p.followMu.Lock()
+	defer p.followMu.Unlock()
+	if lead, e := p.Leader(); lead || e != epoch {
+		return errNotFollowing
+	}
+	_, err := p.log.AppendAsFollower(records)
+	return err
+}
+
+func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {
+	p.followMu.Lock()
+	defer p.followMu.Unlock()
+	if lead, e := p.Leader(); lead || e != epoch {
+		return errNotFollowing
+	}
+	if offset >= p.log.LogEndOffset() {
+		return nil
+	}
+	if err := p.log.TruncateTo(offset); err != nil {
+		return err
+	}
+	p.clampHighWatermark()
+	return nil
+}
+
+func (p *Partition) truncateFullyAsFollower(epoch int32, offset int64) error {
+	p.followMu.Lock()
+	defer p.followMu.Unlock()
+	if lead, e := p.Leader(); lead || e != epoch {
+		return errNotFollowing
+	}
+	if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
+		return err
+	}
+	p.clampHighWatermark()
+	return nil
+}

@@ -1,0 +1,255 @@
+package replication
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/engine"
+)
+
+// The leader's side of replication: a follower's Fetch (its replica id
+// set) and OffsetForLeaderEpoch, on a replica connection of the
+// CONTROLLER listener. The transport has checked the peer's handshake
+// (cluster id, peer set) and says which node it is; a request that claims
+// another replica id closes the connection. The client listener never
+// serves a replica fetch (CVE-2018-1288: a client claiming a replica id
+// would read uncommitted records and move the high watermark).
+
+// Versions of the replica requests: the last non-flexible ones, which
+// carry CurrentLeaderEpoch (KIP-320) and need no tagged-field header.
+const (
+	ReplicaFetchVersion                int16 = 11
+	ReplicaOffsetForLeaderEpochVersion int16 = 3
+)
+
+// maxReplicaFetchWait bounds a follower's long poll whatever it asks.
+const maxReplicaFetchWait = 5 * time.Second
+
+// ServeReplicaRequest answers a request from peer from on a replica
+// connection: the encoded response body, or nil to close the connection
+// (an API or version other than the two above, a body that does not
+// decode, or a replica id that is not the peer's).
+func (m *Manager) ServeReplicaRequest(from int32, key, version int16, body []byte) []byte {
+	switch {
+	case key == 1 && version == ReplicaFetchVersion:
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(version)
+		if req.ReadFrom(body) != nil || req.ReplicaID != from {
+			return nil
+		}
+		resp := m.serveFetch(from, req)
+		return resp.AppendTo(nil)
+	case key == 23 && version == ReplicaOffsetForLeaderEpochVersion:
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.SetVersion(version)
+		if req.ReadFrom(body) != nil || req.ReplicaID != from {
+			return nil
+		}
+		return m.serveOffsetForLeaderEpoch(req).AppendTo(nil)
+	}
+	return nil
+}
+
+type replicaFetchTarget struct {
+	p    *Partition
+	err  int16
+	part kmsg.FetchRequestTopicPartition
+}
+
+func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxReplicaFetchWait)
+	deadline := time.Now().Add(wait)
+	targets := make([][]replicaFetchTarget, len(req.Topics))
+	for i, t := range req.Topics {
+		for _, rp := range t.Partitions {
+			ft := replicaFetchTarget{part: rp, p: m.Partition(engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition})}
+			if ft.p == nil {
+				ft.err = kerr.UnknownTopicOrPartition.Code
+			} else {
+				ft.err = ft.p.followerFetch(from, rp.FetchOffset, rp.CurrentLeaderEpoch)
+			}
+			targets[i] = append(targets[i], ft)
+		}
+	}
+	for {
+		var wake []<-chan struct{}
+		for _, ts := range targets {
+			for _, ft := range ts {
+				if ft.err == 0 {
+					a, h := ft.p.appendedOrHighWatermarkChanged()
+					wake = append(wake, a, h)
+				}
+			}
+		}
+		resp, size := m.readForFollower(req, targets)
+		if size >= int64(req.MinBytes) || len(wake) == 0 || !time.Now().Before(deadline) {
+			return resp
+		}
+		if !waitAnyUntil(wake, deadline) {
+			resp, _ = m.readForFollower(req, targets)
+			return resp
+		}
+	}
+}
+
+// readForFollower reads every partition once, up to the leader's log end
+// offset.
+func (m *Manager) readForFollower(req *kmsg.FetchRequest, targets [][]replicaFetchTarget) (*kmsg.FetchResponse, int64) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	budget := int64(req.MaxBytes)
+	if budget <= 0 {
+		budget = 10 << 20
+	}
+	var total int64
+	for i, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, ft := range targets[i] {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = ft.part.Partition
+			rp.ErrorCode = ft.err
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			if ft.p != nil {
+				l := ft.p.Log()
+				hw := ft.p.HighWatermark()
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, l.LogStartOffset()
+				if ft.err == 0 {
+					limit := max(0, min(int64(ft.part.PartitionMaxBytes), budget-total))
+					b, err := l.ReadBatches(ft.part.FetchOffset, limit, l.LogEndOffset())
+					if err != nil {
+						rp.ErrorCode = errorCodeFor(err)
+					} else {
+						rp.RecordBatches = b
+						total += int64(len(b))
+					}
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, total
+}
+
+func errorCodeFor(err error) int16 {
+	if ke, ok := err.(*kerr.Error); ok {
+		return ke.Code
+	}
+	for _, ke := range []*kerr.Error{kerr.OffsetOutOfRange, kerr.KafkaStorageError, kerr.NotLeaderForPartition} {
+		if errorsIs(err, ke) {
+			return ke.Code
+		}
+	}
+	if errorsIs(err, engine.ErrOffsetOutOfRange) {
+		return kerr.OffsetOutOfRange.Code
+	}
+	return kerr.KafkaStorageError.Code
+}
+
+func waitAnyUntil(chans []<-chan struct{}, deadline time.Time) bool {
+	d := time.Until(deadline)
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	cases := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	for _, ch := range chans {
+		go func() {
+			select {
+			case <-ch:
+				select {
+				case cases <- struct{}{}:
+				default:
+				}
+			case <-stop:
+			}
+		}()
+	}
+	select {
+	case <-cases:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func (m *Manager) serveOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		rt.Topic = t.Topic
+		for _, rp := range t.Partitions {
+			out := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			out.Partition = rp.Partition
+			out.LeaderEpoch, out.EndOffset = -1, -1
+			p := m.Partition(engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition})
+			if p == nil {
+				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else if code := p.checkLeader(rp.CurrentLeaderEpoch); code != 0 {
+				out.ErrorCode = code
+			} else {
+				out.LeaderEpoch, out.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+			}
+			rt.Partitions = append(rt.Partitions, out)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// checkLeader checks that this replica leads at the epoch a follower
+// believes current (KIP-320).
+func (p *Partition) checkLeader(currentLeaderEpoch int32) int16 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.checkLeaderLocked(currentLeaderEpoch)
+}
+
+func (p *Partition) checkLeaderLocked(currentLeaderEpoch int32) int16 {
+	switch {
+	case !p.isLeader:
+		return kerr.NotLeaderForPartition.Code
+	case currentLeaderEpoch >= 0 && currentLeaderEpoch < p.leaderEpoch:
+		return kerr.FencedLeaderEpoch.Code
+	case currentLeaderEpoch > p.leaderEpoch:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+	return 0
+}
+
+// followerFetch records a follower's fetch position (its log end offset:
+// durable under flush policy ack, since a follower appends with
+// fdatasync before it fetches again) and returns the partition's error
+// code for the fetch.
+func (p *Partition) followerFetch(from int32, fetchOffset int64, currentLeaderEpoch int32) int16 {
+	lso, leo := p.log.LogStartOffset(), p.log.LogEndOffset()
+	p.mu.Lock()
+	if code := p.checkLeaderLocked(currentLeaderEpoch); code != 0 {
+		p.mu.Unlock()
+		return code
+	}
+	if !slices.Contains(p.core.replicas, from) {
+		p.mu.Unlock()
+		return kerr.NotLeaderForPartition.Code
+	}
+	if fetchOffset < lso || fetchOffset > leo {
+		p.mu.Unlock()
+		return kerr.OffsetOutOfRange.Code
+	}
+	p.core.followerFetch(from, fetchOffset, p.nowMs())
+	send := p.applyReadyLocked()
+	p.mu.Unlock()
+	if send != nil {
+		send()
+	}
+	return 0
+}
+
+func errorsIs(err error, target error) bool { return errors.Is(err, target) }
