@@ -55,11 +55,7 @@ func TestFullDiskProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bin := filepath.Join(dir, "wren")
-	build := exec.Command("go", "build", "-o", bin, "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := wrenBinary(t)
 	port, cport := freePort(t), freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	conf := filepath.Join(dir, "wren.toml")
