@@ -107,11 +107,7 @@ func TestThreeProcessCluster(t *testing.T) {
 		trials = n
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "wren")
-	build := exec.Command("go", "build", "-o", bin, "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := wrenBinary(t)
 	ports := freePorts(t, 6) // three client, three controller
 	var voters []string
 	for i := 0; i < 3; i++ {

@@ -89,6 +89,13 @@ func TestDamagedSegmentGoesOffline(t *testing.T) {
 	if d.FirstOffset != badHeader.BaseOffset || d.LastOffset != badHeader.LastOffset() || d.Position != badPos {
 		t.Fatalf("damage %v, want offsets %d..%d at %d", d, badHeader.BaseOffset, badHeader.LastOffset(), badPos)
 	}
+	// The damage shows in /metrics.
+	series := scrape(t, b2)
+	dirLabel := fmt.Sprintf("{log_dir=%q}", dir)
+	if series["wren_storage_damaged_partitions"+dirLabel] != 1 || series["wren_storage_damaged_ranges"+dirLabel] != 1 {
+		t.Fatalf("damage metrics: partitions %v ranges %v", series["wren_storage_damaged_partitions"+dirLabel],
+			series["wren_storage_damaged_ranges"+dirLabel])
+	}
 	cl2, _ := newClient(t, b2)
 	fetch := func(offset int64) (int16, []kgo.Record) {
 		req := kmsg.NewPtrFetchRequest()

@@ -55,11 +55,7 @@ func TestFullDiskProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bin := filepath.Join(dir, "wren")
-	build := exec.Command("go", "build", "-o", bin, "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := wrenBinary(t)
 	port, cport := freePort(t), freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	conf := filepath.Join(dir, "wren.toml")
@@ -172,7 +168,7 @@ level = "info"
 			var st unix.Statfs_t
 			unix.Statfs(mnt, &st)
 			t.Fatalf("%d KB produced to a 20 MiB file system without a refusal (%d acknowledged, %d failed %v, %d in flight, %d bytes free)",
-				i, len(acked), len(failed), failed[:min(1, len(failed))], inflight.Load(), int64(st.Bavail)*st.Bsize)
+				i, len(acked), len(failed), failed[:min(1, len(failed))], inflight.Load(), int64(st.Bavail)*int64(st.Bsize))
 		}
 		if i%32 == 0 || inflight.Load() >= 256 {
 			p := rawProduce(t, ctx, probe, topic)
@@ -206,7 +202,7 @@ level = "info"
 	}
 	var st unix.Statfs_t
 	unix.Statfs(mnt, &st)
-	t.Logf("free at the refusal: %d bytes of %d", int64(st.Bavail)*st.Bsize, int64(st.Blocks)*st.Bsize)
+	t.Logf("free at the refusal: %d bytes of %d", int64(st.Bavail)*int64(st.Bsize), int64(st.Blocks)*int64(st.Bsize))
 
 	// Records produced now stay in flight: the producer retries them.
 	inflightAtRefusal := inflight.Load()

@@ -27,12 +27,7 @@ func TestSIGKILLDuringIdempotentProduce(t *testing.T) {
 		t.Skip("builds and runs the wren binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "wren")
-	build := exec.Command("go", "build", "-o", bin, "..")
-	build.Dir = "."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := wrenBinary(t)
 	port, cport := freePort(t), freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	conf := filepath.Join(dir, "wren.toml")

@@ -21,11 +21,7 @@ func TestSystemdNotify(t *testing.T) {
 		t.Skip("builds and runs the wren binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "wren")
-	build := exec.Command("go", "build", "-o", bin, "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := wrenBinary(t)
 	name := fmt.Sprintf("@wren-notify-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	sock, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wren-broker/wren/internal/vfs"
@@ -86,6 +87,9 @@ type Manager struct {
 	// cleaner is the log cleaner's state (hook for the log cleaner,
 	// cleaner_manager.go).
 	cleaner cleanerState
+
+	// Scrubber totals since start (scrub.go), for metrics.
+	scrubPasses, scrubBytes, scrubDamage atomic.Int64
 }
 
 // OpenManager locks dir, checks or writes meta.properties, and opens and

@@ -129,7 +129,16 @@ func (m *Manager) Scrub(ctx context.Context, cfg ScrubConfig) (ScrubStats, error
 		st.Partitions++
 	}
 	st.Duration = time.Since(started)
+	m.scrubPasses.Add(1)
+	m.scrubBytes.Add(st.BytesRead)
+	m.scrubDamage.Add(int64(st.DamageFound))
 	return st, errors.Join(errs...)
+}
+
+// ScrubTotals are the scrubber's figures since start: passes completed,
+// bytes read and damaged ranges found.
+func (m *Manager) ScrubTotals() (passes, bytes, damage int64) {
+	return m.scrubPasses.Load(), m.scrubBytes.Load(), m.scrubDamage.Load()
 }
 
 // Scrub makes one pass over the log's segments, unthrottled (tests).

@@ -53,7 +53,7 @@ func TestIndexFilesReserveNoSpace(t *testing.T) {
 	// Enough 1 KiB batches for one roll and a partly filled active segment.
 	l := logs[0]
 	for i := 0; i < 400; i++ {
-		_, err := l.Append(makeBatch(t, batch.CompressionNone, i, 1, 1000, int64(1_790_000_000_000+i)), 0)
+		_, err := l.Append(makeBatch(t, batch.CompressionNone, i, 1, 1000, 1_790_000_000_000+int64(i)), 0)
 		mustNotErr(t, err)
 	}
 	segs := l.Segments()

@@ -289,6 +289,34 @@ func writeLogDir(w io.Writer, logs *engine.Manager) {
 	fmt.Fprintf(w, "wren_storage_log_bytes{log_dir=%s} %d\n", dir, bytes)
 	family(w, "wren_storage_log_dir_failed", "gauge", "1 once a write or fdatasync in the log dir failed")
 	fmt.Fprintf(w, "wren_storage_log_dir_failed{log_dir=%s} %d\n", dir, failed)
+	var damagedPartitions, damagedRanges int
+	for _, l := range logs.Logs() {
+		if d := l.Damage(); len(d) > 0 {
+			damagedPartitions++
+			damagedRanges += len(d)
+		}
+	}
+	family(w, "wren_storage_damaged_partitions", "gauge", "partitions holding damaged data on disk: offline for those offsets and for appends until repaired (wren storage check)")
+	fmt.Fprintf(w, "wren_storage_damaged_partitions{log_dir=%s} %d\n", dir, damagedPartitions)
+	family(w, "wren_storage_damaged_ranges", "gauge", "damaged byte ranges known in the log dir's partitions")
+	fmt.Fprintf(w, "wren_storage_damaged_ranges{log_dir=%s} %d\n", dir, damagedRanges)
+	passes, scrubbed, found := logs.ScrubTotals()
+	family(w, "wren_storage_scrubber_passes_total", "counter", "scrubber passes completed over the log dir")
+	fmt.Fprintf(w, "wren_storage_scrubber_passes_total{log_dir=%s} %d\n", dir, passes)
+	family(w, "wren_storage_scrubber_read_bytes_total", "counter", "bytes the scrubber read and checked")
+	fmt.Fprintf(w, "wren_storage_scrubber_read_bytes_total{log_dir=%s} %d\n", dir, scrubbed)
+	family(w, "wren_storage_scrubber_damage_found_total", "counter", "damaged ranges the scrubber found")
+	fmt.Fprintf(w, "wren_storage_scrubber_damage_found_total{log_dir=%s} %d\n", dir, found)
+	if sp, ok := logs.DiskSpace(); ok {
+		below := 0
+		if sp.BelowFloor {
+			below = 1
+		}
+		family(w, "wren_storage_below_free_space_floor", "gauge", "1 while the log dir is below its free-space floor and produce is refused")
+		fmt.Fprintf(w, "wren_storage_below_free_space_floor{log_dir=%s} %d\n", dir, below)
+		family(w, "wren_storage_free_space_floor_bytes", "gauge", "the log dir's free-space floor (log.dir.min.free.bytes and .percent, the smaller)")
+		fmt.Fprintf(w, "wren_storage_free_space_floor_bytes{log_dir=%s} %d\n", dir, sp.FloorBytes)
+	}
 	family(w, "wren_kafka_producer_ids_tracked", "gauge", "idempotent producers' states kept, summed over partitions")
 	fmt.Fprintf(w, "wren_kafka_producer_ids_tracked %d\n", producers)
 	var st unix.Statfs_t
