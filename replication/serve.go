@@ -80,8 +80,12 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *kmsg.FetchResp
 		for _, ts := range targets {
 			for _, ft := range ts {
 				if ft.err == 0 {
-					a, h := ft.p.appendedOrHighWatermarkChanged()
-					wake = append(wake, a, h)
+					// New records only, as Kafka's delayed fetch: a high
+					// watermark that moves alone reaches the follower with
+					// its next records or at the end of the wait. Waking on
+					// it too costs a round trip per commit.
+					a, _ := ft.p.appendedOrHighWatermarkChanged()
+					wake = append(wake, a)
 				}
 			}
 		}
