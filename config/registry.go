@@ -173,12 +173,12 @@ var registry = []*Entry{
 	{Name: "controller.lease.ms", Section: "cluster", Type: TypeInt, Default: int64(1500), Validator: atLeast(1),
 		Importance: Medium, Mode: ReadOnly, Wren: true,
 		Doc: "The controller acts only while a majority acknowledged a heartbeat within this time (monotonic clock); otherwise it steps down. Must be below controller.quorum.fetch.timeout.ms, so that a deposed controller stops acting before the others elect a new one."},
-	{Name: "broker.heartbeat.interval.ms", Section: "cluster", Type: TypeInt, Default: int64(2000), Validator: atLeast(1),
-		Importance: Medium, Mode: ReadOnly,
-		Doc: "How often a broker tells the controller it is alive."},
-	{Name: "broker.session.timeout.ms", Section: "cluster", Type: TypeInt, Default: int64(9000), Validator: atLeast(1),
-		Importance: Medium, Mode: ReadOnly,
-		Doc: "How long the controller waits without a heartbeat before it fences a broker and moves its leaderships."},
+	{Name: "broker.heartbeat.interval.ms", Section: "cluster", Type: TypeInt, Default: int64(1000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly, KafkaDefault: "2000",
+		Doc: "How often a broker tells the controller it is alive. wren's 1 s (Kafka: 2 s) goes with its shorter session timeout."},
+	{Name: "broker.session.timeout.ms", Section: "cluster", Type: TypeInt, Default: int64(4000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly, KafkaDefault: "9000",
+		Doc: "How long the controller waits without a heartbeat before it fences a broker and moves its leaderships: the time a dead leader's partitions stay unavailable. wren's 4 s (Kafka: 9 s) suits three nodes on one LAN and keeps failover within 5 s; four missed heartbeats are still needed, so one slow beat does not fence a live broker."},
 
 	// [topics]
 	{Name: "num.partitions", Section: "topics", Type: TypeInt, Default: int64(1), Validator: atLeast(1),
