@@ -21,3 +21,5 @@ require (
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 )
+
+replace github.com/urfave/cli/v2 => ./third_party/urfave-cli-v2
