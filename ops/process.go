@@ -168,11 +168,21 @@ func writeProcessMetrics(w *bufio.Writer) {
 		counterValue(w, "process_major_pagefaults_total", "page faults that read from disk", float64(st.majflt))
 		counterValue(w, "process_minor_pagefaults_total", "page faults served without disk", float64(st.minflt))
 		gauge(w, "process_num_threads", "OS threads of the process", float64(st.threads))
-		gauge(w, "process_resident_memory_bytes", "resident set size", float64(st.rssPages)*float64(os.Getpagesize()))
 		if boot, ok := bootTime(); ok {
 			gauge(w, "process_start_time_seconds", "when the process started, in seconds since the Unix epoch", float64(boot)+float64(st.startTicks)/userHZ)
 		}
-		gauge(w, "process_virtual_memory_bytes", "virtual memory size", float64(st.vsize))
+	}
+	// Memory sizes come from statm, which user-mode emulators (qemu, in
+	// the cross-architecture tests) pass through from the kernel while
+	// they fill stat with zeros.
+	if m := strings.Fields(readFile("/proc/self/statm")); len(m) >= 2 {
+		size, err1 := strconv.ParseUint(m[0], 10, 64)
+		resident, err2 := strconv.ParseUint(m[1], 10, 64)
+		if err1 == nil && err2 == nil {
+			page := float64(os.Getpagesize())
+			gauge(w, "process_resident_memory_bytes", "resident set size", float64(resident)*page)
+			gauge(w, "process_virtual_memory_bytes", "virtual memory size", float64(size)*page)
+		}
 	}
 	status := readKeyValues("/proc/self/status")
 	for _, f := range []struct{ key, name, help string }{
@@ -213,7 +223,7 @@ func writeProcessMetrics(w *bufio.Writer) {
 }
 
 type procStat struct {
-	utime, stime, minflt, majflt, threads, startTicks, vsize, rssPages uint64
+	utime, stime, minflt, majflt, threads, startTicks uint64
 }
 
 // readProcStat reads /proc/self/stat. The command name in parentheses
@@ -241,7 +251,6 @@ func readProcStat() (procStat, bool) {
 	st.minflt, st.majflt = field(10), field(12)
 	st.utime, st.stime = field(14), field(15)
 	st.threads, st.startTicks = field(20), field(22)
-	st.vsize, st.rssPages = field(23), field(24)
 	return st, true
 }
 
@@ -270,6 +279,11 @@ func readKeyValues(path string) map[string]uint64 {
 		}
 	}
 	return out
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }
 
 func gauge(w *bufio.Writer, name, help string, v float64) {

@@ -157,11 +157,19 @@ func (s *Server) serveConn(c net.Conn) {
 			// Wait for the next request's first byte at leisure, then
 			// read its head under httpTimeout.
 			c.SetReadDeadline(time.Now().Add(idleTimeout))
+			// Close may have set its deadline just before this one
+			// replaced it: look after setting, under Close's lock.
+			if s.isClosed() {
+				return
+			}
 			if _, err := r.Peek(1); err != nil {
 				return
 			}
 		}
 		c.SetReadDeadline(time.Now().Add(httpTimeout))
+		if s.isClosed() {
+			return
+		}
 		req, err := parseRequest(r)
 		var resp response
 		keepAlive := false
