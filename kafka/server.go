@@ -79,8 +79,9 @@ type ServerConfig struct {
 	// request frames the Server's connections hold at once, from the size
 	// prefix until the handler returns. A connection whose frame does not
 	// fit waits (first come, first served) before reading the body: it
-	// stops reading its socket and TCP pushes back on the client. It must
-	// be at least MaxRequestBytes; negative means unbounded.
+	// stops reading its socket and TCP pushes back on the client. A frame
+	// larger than the whole budget waits for all of it and is read alone.
+	// Negative means unbounded.
 	QueuedMaxRequestBytes int64
 	// QueuedMaxRequests is queued.max.requests: the most requests read
 	// and not yet handled at once, counted like QueuedMaxRequestBytes.
@@ -150,7 +151,7 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 		cfg.FirstRequestTimeout = DefaultFirstRequestTimeout
 	}
 	if cfg.QueuedMaxRequestBytes == 0 {
-		cfg.QueuedMaxRequestBytes = max(DefaultQueuedMaxRequestBytes, int64(cfg.MaxRequestBytes))
+		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
 	}
 	if cfg.QueuedMaxRequests == 0 {
 		cfg.QueuedMaxRequests = DefaultQueuedMaxRequests
@@ -182,10 +183,6 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 		return cfg, fmt.Errorf("%w: ConnLogLinesPerSecond %d < 1", ErrBadConfig, cfg.ConnLogLinesPerSecond)
 	case cfg.MaxConnections < 1:
 		return cfg, fmt.Errorf("%w: MaxConnections %d < 1", ErrBadConfig, cfg.MaxConnections)
-	case cfg.QueuedMaxRequestBytes > 0 && cfg.QueuedMaxRequestBytes < int64(cfg.MaxRequestBytes):
-		// A frame of the largest size could never be read without passing
-		// the budget.
-		return cfg, fmt.Errorf("%w: QueuedMaxRequestBytes %d < MaxRequestBytes %d", ErrBadConfig, cfg.QueuedMaxRequestBytes, cfg.MaxRequestBytes)
 	case cfg.MaxConnectionsPerIP < 0:
 		return cfg, fmt.Errorf("%w: MaxConnectionsPerIP %d < 0", ErrBadConfig, cfg.MaxConnectionsPerIP)
 	case cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.WriteTimeout < 0 || cfg.FirstRequestTimeout < 0:
