@@ -52,38 +52,30 @@
 //   - node.id 1, log.dirs ./wren-data, listeners on 127.0.0.1 (9092 for
 //     clients, 9093 CONTROLLER) and controller.quorum.voters 1@127.0.0.1:9093,
 //     so `wren serve` with no file runs a single-node cluster.
-//
 //   - log.segment.bytes 128 MiB instead of 1 GiB: retention deletes whole
 //     segments, and small disks cannot spare a gigabyte of slack.
-//
 //   - min.insync.replicas 2 instead of 1, so an acknowledged write survives
 //     one node's loss. It is capped at default.replication.factor, which is
 //     derived from the voter count (at most 3) instead of Kafka's fixed 1; so
 //     is offsets.topic.replication.factor (Kafka: 3). A single node gets 1
 //     for all three; three voters get 3, 2 and 3.
-//
 //   - auto.create.topics.enable false instead of true: a typo in a topic name
 //     should fail, not fill a disk.
-//
 //   - log.flush.policy "ack" (wren's own): a write is acknowledged only once
 //     fdatasync'ed on every replica that counts toward acks. "interval" is
 //     Kafka's page-cache behaviour, paced by log.flush.interval.messages and
 //     log.flush.interval.ms.
-//
 //   - log.cleaner.dedupe.buffer.size 16 MiB instead of 128 MiB, and
 //     max.connections 1024 instead of unlimited: memory and descriptors of a
 //     small host.
-//
 //   - log.dir.min.free.bytes 256 MiB and log.dir.min.free.percent 5 (wren's
 //     own; the smaller wins): a free-space floor below which Produce gets a
 //     retriable KAFKA_STORAGE_ERROR, so a full disk is met before ENOSPC.
-//
 //   - offsets.topic.num.partitions 12 instead of 50: Kafka's 50 spreads group
 //     coordinators over large clusters; a cluster of a few nodes gains
 //     nothing and pays per partition in files, descriptors and start-up
 //     time. It applies only when __consumer_offsets is created; an existing
 //     topic keeps its partition count, which group placement follows.
-//
 //   - socket.request.max.bytes 8 MiB instead of 100 MiB, queued.max.request.bytes
 //     16 MiB instead of unbounded, max.connections.per.ip 256 instead of
 //     unbounded: memory and connections bounded for a 64 MB host (see the
