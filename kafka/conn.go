@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/internal/membudget"
 )
 
 // readBufferBytes is the reader's buffer: small requests and the size
@@ -174,7 +175,7 @@ func (c *conn) admit(size int32) error {
 	if err := c.s.requests.Acquire(c.ctx, 1); err != nil {
 		return err
 	}
-	if err := c.s.requestBytes.Acquire(c.ctx, int64(size)); err != nil {
+	if err := c.s.frameBudget(size).Acquire(c.ctx, int64(size)); err != nil {
 		c.s.requests.Release(1)
 		return err
 	}
@@ -191,9 +192,17 @@ func (c *conn) releaseAdmitted() {
 	if c.admitted == 0 {
 		return
 	}
-	c.s.requestBytes.Release(int64(c.admitted))
+	c.s.frameBudget(c.admitted).Release(int64(c.admitted))
 	c.s.requests.Release(1)
 	c.admitted = 0
+}
+
+// frameBudget is the share of the request budget a frame of size takes.
+func (s *Server) frameBudget(size int32) *membudget.Budget {
+	if size <= smallFrameBytes {
+		return s.smallRequestBytes
+	}
+	return s.requestBytes
 }
 
 func (c *conn) frameLimit() int32 {

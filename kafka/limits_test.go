@@ -64,7 +64,7 @@ func TestOversizeFrameRefusedBeforeBody(t *testing.T) {
 // small request waits (its reader stops) and is answered once the first
 // frame is read and handled; nothing is held afterwards.
 func TestRequestBudgetBackpressure(t *testing.T) {
-	const budget = 64 << 10
+	const budget = 256 << 10
 	ts := startServer(t, ServerConfig{MaxRequestBytes: budget, QueuedMaxRequestBytes: budget},
 		testTable(metadataRow(func(s *Server, req *Request) (Pending, error) {
 			return Respond(metadataResponse(req)), nil
@@ -74,9 +74,17 @@ func TestRequestBudgetBackpressure(t *testing.T) {
 	big.send(head)
 	poll(t, "the large frame to take the budget", func() bool { inUse, _, _ := ts.RequestMemory(); return inUse == budget })
 
+	// A frame above smallFrameBytes waits for the main budget.
 	small := dial(t, ts.addr)
-	small.send(requestFrame(metadataRequest(12), 2, "small"))
+	smallHead, smallRest := paddedMetadata(t, 2, smallFrameBytes+1)
+	small.send(smallHead, smallRest)
 	poll(t, "the small request to wait for the budget", func() bool { return ts.requestBytes.Waiting() == 1 })
+	// A small request has its own share: it is answered meanwhile.
+	tiny := dial(t, ts.addr)
+	tiny.send(requestFrame(metadataRequest(12), 3, "tiny"))
+	if corr, _ := tiny.readResponse(kmsg.Metadata, 12); corr != 3 {
+		t.Fatalf("tiny request: correlation id %d", corr)
+	}
 
 	big.send(rest)
 	if corr, _ := big.readResponse(kmsg.Metadata, 12); corr != 1 {

@@ -196,6 +196,10 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 	return cfg, nil
 }
 
+// smallFrameBytes is the largest frame served from the small-request
+// share of the request budget.
+const smallFrameBytes = 64 << 10
+
 // minFrameBytes is the smallest frame cap that still admits an ApiVersions
 // request with a long client id.
 const minFrameBytes = 1024
@@ -218,9 +222,14 @@ type Server struct {
 	cancel context.CancelFunc
 
 	// requestBytes and requests are the budgets of QueuedMaxRequestBytes
-	// and QueuedMaxRequests (nil: unbounded).
-	requestBytes *membudget.Budget
-	requests     *membudget.Budget
+	// and QueuedMaxRequests (nil: unbounded). smallRequestBytes is the
+	// share of frames of at most smallFrameBytes, an eighth of
+	// QueuedMaxRequestBytes on top of it: small requests (metadata,
+	// fetches, a well-behaved producer's) then never queue behind large
+	// ones, which a few clients can keep the main budget full of.
+	requestBytes      *membudget.Budget
+	smallRequestBytes *membudget.Budget
+	requests          *membudget.Budget
 
 	mu        sync.Mutex
 	closed    bool
@@ -253,16 +262,18 @@ func newServer(cfg ServerConfig, broker Broker, table []apiEntry) (*Server, erro
 	}
 	apis := buildAPIIndex(table, cfg.ControllerListener)
 	ctx, cancel := context.WithCancel(context.Background())
-	var requestBytes, requests *membudget.Budget
+	var requestBytes, smallRequestBytes, requests *membudget.Budget
 	if cfg.QueuedMaxRequestBytes > 0 {
 		requestBytes = membudget.New(cfg.QueuedMaxRequestBytes)
+		smallRequestBytes = membudget.New(max(cfg.QueuedMaxRequestBytes/8, smallFrameBytes))
 	}
 	if cfg.QueuedMaxRequests > 0 {
 		requests = membudget.New(int64(cfg.QueuedMaxRequests))
 	}
 	return &Server{
-		requestBytes: requestBytes,
-		requests:     requests,
+		requestBytes:      requestBytes,
+		smallRequestBytes: smallRequestBytes,
+		requests:          requests,
 		perIP:        make(map[netip.Addr]int),
 		limits: ConnectionLimits{
 			Max:            cfg.MaxConnections,

@@ -257,8 +257,10 @@ func planDecompression(ct CompressionType, src []byte, limit int) decompressionP
 			}
 			return decompressionPlan{fullReserve: int64(hdr.FrameContentSize)}
 		}
-		// The decoder is built per cap; a first try under another cap
-		// would build (and churn) decoders.
+		// Streamed: read as lz4 is.
+		if first := unknownSizeFirstTry(src); first < limit {
+			return decompressionPlan{firstLimit: first, firstReserve: 2 * int64(first), fullReserve: streamed.fullReserve}
+		}
 		return streamed
 	case CompressionGzip:
 		if len(src) >= 4 {
@@ -368,25 +370,25 @@ func decompressLZ4(dst, src []byte, limit int) ([]byte, error) {
 	return readBounded(dst, l.r, limit, 0)
 }
 
-// decompressZstd decodes with the decoder for this cap. A frame that
-// declares its content size (librdkafka, franz-go, kafka-python) gets an
-// exact buffer; for streamed frames (the Java client) the decoder grows a
-// buffer sized from the input, and stops after the block that passes the
-// cap.
+// decompressZstd decodes with the decoder for this cap a frame that
+// declares its content size (librdkafka, franz-go, kafka-python): it gets
+// an exact buffer. A streamed frame (the Java client) is read through a
+// streaming decoder into readBounded, as gzip is: DecodeAll would grow its
+// buffer by append in 1.25x steps, allocating about six times the cap for
+// a bomb before it stops.
 func decompressZstd(dst, src []byte, limit int) ([]byte, error) {
+	var hdr zstd.Header
+	if hdr.Decode(src) != nil || !hdr.HasFCS || hdr.Skippable {
+		return decompressZstdStreamed(dst, src, limit)
+	}
+	if hdr.FrameContentSize > uint64(limit) {
+		return nil, ErrTooLarge
+	}
 	d, err := zstdDecoder(limit)
 	if err != nil {
 		return nil, err
 	}
-	size := min(max(len(src)*4, 16<<10), limit)
-	var hdr zstd.Header
-	if hdr.Decode(src) == nil && hdr.HasFCS && !hdr.Skippable {
-		if hdr.FrameContentSize > uint64(limit) {
-			return nil, ErrTooLarge
-		}
-		size = int(hdr.FrameContentSize)
-	}
-	dst = growTo(dst, size)
+	dst = growTo(dst, int(hdr.FrameContentSize))
 	out, err := d.DecodeAll(src, dst)
 	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
 		return nil, ErrTooLarge
@@ -398,6 +400,38 @@ func decompressZstd(dst, src []byte, limit int) ([]byte, error) {
 		return nil, ErrTooLarge
 	}
 	return out, nil
+}
+
+// zstdStreamMaxWindow bounds the window a streamed frame may ask for: the
+// streaming decoder holds a buffer of that size. Every standard zstd level
+// (up to 19) uses at most 8 MiB.
+const zstdStreamMaxWindow = 8 << 20
+
+// zstdStreamDecoders are synchronous streaming decoders (concurrency 1
+// starts no goroutines).
+var zstdStreamDecoders = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(zstdStreamMaxWindow))
+	if err != nil {
+		panic(fmt.Sprintf("batch: zstd stream decoder: %v", err))
+	}
+	return d
+}}
+
+func decompressZstdStreamed(dst, src []byte, limit int) ([]byte, error) {
+	d := zstdStreamDecoders.Get().(*zstd.Decoder)
+	defer func() {
+		d.Reset(nil)
+		zstdStreamDecoders.Put(d)
+	}()
+	if err := d.Reset(bytes.NewReader(src)); err != nil {
+		return nil, err
+	}
+	out, err := readBounded(dst, d, limit, min(max(len(src)*4, 16<<10), limit))
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		return nil, ErrTooLarge
+	}
+	return out, err
 }
 
 func decompressSnappy(dst, src []byte, limit int) ([]byte, error) {
