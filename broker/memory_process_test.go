@@ -67,7 +67,8 @@ func TestMemory64MBProcess(t *testing.T) {
 	// No swap to escape into, where the kernel offers the knob.
 	os.WriteFile(filepath.Join(cg, "memory.swappiness"), []byte("0"), 0o644)
 
-	load := memoryLoad{connections: 200, requestBytes: 8<<20 - 4096, bombs: true, duration: 15 * time.Second}
+	load := memoryLoad{connections: 200, requestBytes: 8<<20 - 4096, bombs: true, duration: 15 * time.Second,
+		brokerExtra: os.Getenv("WREN_MEMORY_TEST_BROKER"), storageExtra: os.Getenv("WREN_MEMORY_TEST_STORAGE")}
 	res := runMemoryLoad(t, cg, load)
 
 	oom := readCgroup(t, cg, "memory.oom_control")
@@ -103,6 +104,8 @@ type memoryLoad struct {
 	requestBytes int
 	bombs        bool
 	duration     time.Duration
+	// brokerExtra and storageExtra are TOML lines for those sections.
+	brokerExtra, storageExtra string
 }
 
 type memoryResult struct {
@@ -130,15 +133,18 @@ func runMemoryLoad(t *testing.T, cgroup string, load memoryLoad) memoryResult {
 node.id = 1
 log.dirs = [%q]
 listeners = ["PLAINTEXT://%s", "CONTROLLER://127.0.0.1:%d"]
+%s
 [cluster]
 controller.quorum.voters = ["1@127.0.0.1:%d"]
+[storage]
+%s
 [http]
 listen = "127.0.0.1:0"
 [groups]
 offsets.topic.num.partitions = 1
 [logging]
-level = "warn"
-`, filepath.Join(dir, "data"), addr, cport, cport)), 0o644)
+level = "info"
+`, filepath.Join(dir, "data"), addr, cport, load.brokerExtra, cport, load.storageExtra)), 0o644)
 	stderr := &lockedBuffer{}
 	var cmd *exec.Cmd
 	if cgroup != "" {
@@ -248,7 +254,7 @@ level = "warn"
 		select {
 		case err := <-exited:
 			stopAttack()
-			t.Fatalf("the broker exited during the attack: %v\n%s", err, stderr.String())
+			t.Fatalf("the broker exited during the attack: %v\n%s", err, tail(stderr.String(), 2000))
 		case <-time.After(200 * time.Millisecond):
 		}
 		res.peakRSS = max(res.peakRSS, procStatus(t, cmd.Process.Pid, "VmHWM"))
@@ -464,5 +470,7 @@ func parseInt(t *testing.T, s string) int64 {
 	}
 	return n
 }
+
+func tail(s string, n int) string { return s[max(0, len(s)-n):] }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }

@@ -77,7 +77,7 @@
 //     time. It applies only when __consumer_offsets is created; an existing
 //     topic keeps its partition count, which group placement follows.
 //   - socket.request.max.bytes 8 MiB instead of 100 MiB, queued.max.request.bytes
-//     16 MiB instead of unbounded, max.connections.per.ip 256 instead of
+//     8 MiB instead of unbounded, max.connections.per.ip 256 instead of
 //     unbounded: memory and connections bounded for a 64 MB host (see the
 //     keys' docs for the figures).
 //

@@ -156,9 +156,9 @@ var registry = []*Entry{
 	{Name: "message.max.bytes", Section: "broker", Type: TypeInt, Default: int64(1048588), Validator: atLeast(0), Topic: "max.message.bytes",
 		Importance: High, Mode: ClusterWide,
 		Doc: "The largest record batch (after compression) a partition accepts; a larger one gets MESSAGE_TOO_LARGE."},
-	{Name: "queued.max.request.bytes", Section: "broker", Type: TypeLong, Default: int64(16 * mib), Validator: atLeast(-1),
+	{Name: "queued.max.request.bytes", Section: "broker", Type: TypeLong, Default: int64(8 * mib), Validator: atLeast(-1),
 		Importance: Medium, Mode: ReadOnly, KafkaDefault: "-1",
-		Doc: "The most bytes of request frames all client connections together hold in memory, from the size prefix until the request is handled. A connection whose next frame does not fit waits its turn before reading the body: it stops reading its socket, so TCP pushes back on the client, and waiting connections are served first come, first served. Kafka leaves it unbounded (-1; here -1 or 0); 16 MiB keeps 200 connections sending 8 MiB requests inside a 64 MB host while a well-behaved client is still answered in turn."},
+		Doc: "The most bytes of request frames all client connections together hold in memory, from the size prefix until the request is handled. A connection whose next frame does not fit waits its turn before reading the body: it stops reading its socket, so TCP pushes back on the client, and waiting connections are served first come, first served. Frames of at most 64 KiB have their own share on top, an eighth of this, so small requests (metadata, fetches, a well-behaved producer's) never queue behind large ones. Kafka leaves it unbounded (-1; here -1 or 0); 8 MiB, one request of socket.request.max.bytes at a time, kept the broker under a 64 MiB memory cgroup with 200 connections sending 8 MiB requests and decompression bombs."},
 	{Name: "queued.max.requests", Section: "broker", Type: TypeInt, Default: int64(500), Validator: atLeast(1),
 		Importance: High, Mode: ReadOnly,
 		Doc: "The most requests read and not yet handled, across all client connections; beyond it connections stop reading until some are handled. wren handles each connection's requests in order on that connection, so this bounds how many connections read or handle a request at once (Kafka's queue between network and handler threads); answers waiting for an fdatasync or a long poll do not count, as in Kafka."},
@@ -345,9 +345,9 @@ var registry = []*Entry{
 	{Name: "max.decompressed.batch.bytes", Section: "storage", Type: TypeInt, Default: int64(8 * mib), Validator: atLeast(1),
 		Importance: Medium, Mode: ReadOnly, Wren: true,
 		Doc: "The most bytes one compressed batch may decompress to while it is validated; a batch past it is refused (CORRUPT_MESSAGE), which stops decompression bombs. At least message.max.bytes, at most max.decompressed.inflight.bytes. 8 MiB is eight times the default message.max.bytes: producers bound their batches before compression (1 MB in librdkafka and franz-go, 16 KiB in the Java client), so no real batch comes near it."},
-	{Name: "max.decompressed.inflight.bytes", Section: "storage", Type: TypeLong, Default: int64(16 * mib), Validator: atLeast(1),
+	{Name: "max.decompressed.inflight.bytes", Section: "storage", Type: TypeLong, Default: int64(8 * mib), Validator: atLeast(1),
 		Importance: Medium, Mode: ReadOnly, Wren: true,
-		Doc: "The most memory all batches being validated at once may decompress into, across connections and partitions. A validation waits for its share before decompressing: the size a batch declares (snappy, zstd), else up to twice max.decompressed.batch.bytes. Without it, 50 connections each sending a small batch that expands to the per-batch cap held 50 caps at once."},
+		Doc: "The most memory all batches being validated at once may decompress into, across connections and partitions. A validation waits for its share before decompressing: the size a batch declares (snappy, zstd), else up to twice max.decompressed.batch.bytes, clamped to this budget (such a batch then decompresses alone). 8 MiB, one batch at the per-batch cap at a time, fits a 64 MiB host. Without it, 50 connections each sending a small batch that expands to the per-batch cap held 50 caps at once."},
 
 	// [replication]
 	{Name: "replica.lag.time.max.ms", Section: "replication", Type: TypeLong, Default: int64(30000), Validator: atLeast(1),

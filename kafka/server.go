@@ -23,7 +23,7 @@ const (
 	// DefaultQueuedMaxRequestBytes is queued.max.request.bytes: the bytes
 	// of request frames all connections together may hold while they are
 	// read and handled (Kafka: unbounded).
-	DefaultQueuedMaxRequestBytes = 16 << 20
+	DefaultQueuedMaxRequestBytes = 8 << 20
 	// DefaultQueuedMaxRequests is queued.max.requests.
 	DefaultQueuedMaxRequests = 500
 	// DefaultMaxRequestBytesBeforeAuth is sasl.server.max.receive.size:
@@ -274,7 +274,7 @@ func newServer(cfg ServerConfig, broker Broker, table []apiEntry) (*Server, erro
 		requestBytes:      requestBytes,
 		smallRequestBytes: smallRequestBytes,
 		requests:          requests,
-		perIP:        make(map[netip.Addr]int),
+		perIP:             make(map[netip.Addr]int),
 		limits: ConnectionLimits{
 			Max:            cfg.MaxConnections,
 			PerIP:          cfg.MaxConnectionsPerIP,
