@@ -212,6 +212,9 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		b.closeStores()
 		return nil, err
 	}
+	// Requests that change metadata and reach a node that is not the
+	// controller are forwarded to it, and served there by this server.
+	b.controller.SetForwardHandler(b.server.ServeForwarded)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
 	b.wg.Add(4)

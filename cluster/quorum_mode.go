@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -63,6 +64,10 @@ type quorumState struct {
 	nextID  uint64
 	// registration is what this node's broker heartbeats carry.
 	registration *BrokerRegistrationRecord
+	// applied is closed (and replaced) each time an image is published.
+	applied chan struct{}
+
+	forwardHandler atomic.Pointer[ForwardHandler]
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -85,7 +90,7 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 		return err
 	}
 	q := &quorumState{cfg: qc, log: qc.Logger, heard: map[int32]heardBroker{}, pending: map[uint64]chan forwardAnswer{},
-		stop: make(chan struct{})}
+		applied: make(chan struct{}), stop: make(chan struct{})}
 	c.q = q
 	c.image.Store(emptyImage())
 	q.driver, err = quorum.Start(quorum.Config{Node: qc.Node, Tick: qc.Tick, Apply: c.applyEntries, Logger: qc.Logger,
@@ -128,6 +133,7 @@ func (c *Controller) applyEntries(ents []metalog.Entry) {
 		return
 	}
 	c.image.Store(im)
+	c.q.notifyApplied()
 	c.subMu.Lock()
 	subs := append([]func(old, new *Image){}, c.subscribers...)
 	c.subMu.Unlock()
@@ -228,6 +234,13 @@ type appMessage struct {
 	First      int64  `json:"first,omitempty"`
 	ErrorCode  int16  `json:"error_code,omitempty"`
 	ErrMessage string `json:"error_message,omitempty"`
+	// kafka_request: a Kafka request forwarded to the controller
+	// (forward.go); its answer carries the response body and the
+	// controller's image offset after it.
+	APIKey     int16  `json:"api_key,omitempty"`
+	APIVersion int16  `json:"api_version,omitempty"`
+	Body       []byte `json:"body,omitempty"`
+	Offset     uint64 `json:"offset,omitempty"`
 }
 
 const (
@@ -235,6 +248,7 @@ const (
 	appAllocateProducerID = "allocate_producer_ids"
 	appAlterISR           = "alter_isr"
 	appAnswer             = "answer"
+	appKafkaRequest       = "kafka_request"
 )
 
 // alterISRMessage is a partition leader's AlterPartition, and in the
@@ -251,11 +265,15 @@ type alterISRMessage struct {
 type forwardAnswer struct {
 	first    int64
 	alterISR *alterISRMessage
+	body     []byte
+	offset   uint64
 	err      error
 }
 
-// maxAppBytes bounds an app body before it is decoded.
-const maxAppBytes = 64 << 10
+// maxAppBytes bounds an app body before it is decoded: a forwarded Kafka
+// request (at most 1 MiB, kafka's smallRequestBytes) or its answer, in
+// base64.
+const maxAppBytes = 2 << 20
 
 // decodeApp reads an APIKeyApp body.
 func decodeApp(body []byte) (appMessage, error) {
@@ -274,6 +292,10 @@ func decodeApp(body []byte) (appMessage, error) {
 	case appAlterISR:
 		if m.AlterISR == nil || len(m.AlterISR.ISR) > 64 {
 			return m, errors.New("cluster: alter_isr without a request, or with too many replicas")
+		}
+	case appKafkaRequest:
+		if m.Body == nil {
+			return m, errors.New("cluster: kafka_request without a body")
 		}
 	case appAllocateProducerID, appAnswer:
 	default:
@@ -341,6 +363,8 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 			b, _ := json.Marshal(ans)
 			q.cfg.SendApp(from, b)
 		}()
+	case appKafkaRequest:
+		go c.serveForwarded(from, m)
 	case appAnswer:
 		q.mu.Lock()
 		ch := q.pending[m.ID]
@@ -351,7 +375,7 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 			if m.ErrorCode != 0 {
 				err = fmt.Errorf("%w: %s", kerr.ErrorForCode(m.ErrorCode), m.ErrMessage)
 			}
-			ch <- forwardAnswer{first: m.First, alterISR: m.AlterISR, err: err}
+			ch <- forwardAnswer{first: m.First, alterISR: m.AlterISR, body: m.Body, offset: m.Offset, err: err}
 		}
 	}
 }
