@@ -103,6 +103,9 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		ReadClusterID: func(path string) (string, error) {
 			return cluster.ReadClusterID(o.FS, path)
 		},
+		// A voter of a quorum learns the cluster id from the first
+		// controller (recordClusterID).
+		JoinCluster: len(cfg.Voters) > 1 && cfg.ClusterID == "",
 	})
 	if err != nil {
 		return nil, err
@@ -113,7 +116,7 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	var ctrlRef atomic.Pointer[cluster.Controller]
 	var replRef atomic.Pointer[replication.Manager]
 	if len(cfg.Voters) > 1 {
-		if quorumCfg, err = quorumConfig(cfg, dir, o.Logger, &ctrlRef, &replRef); err != nil {
+		if quorumCfg, err = quorumConfig(cfg, dir, o.Logger, &ctrlRef, &replRef, b.logs); err != nil {
 			b.logs.Close()
 			return nil, err
 		}
@@ -163,6 +166,12 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	if quorumCfg != nil {
 		b.replicas.SetReplication(replicationConfig(cfg, quorumCfg.Transport.(*quorum.TCPTransport), b.controller))
 		replRef.Store(b.replicas)
+	}
+	if quorumCfg != nil {
+		if err := b.controller.Subscribe(b.recordClusterID); err != nil {
+			b.closeStores()
+			return nil, err
+		}
 	}
 	if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
 		b.closeStores()
