@@ -94,4 +94,3 @@ func TestClusterIDInDataDirs(t *testing.T) {
 		t.Fatalf("node 3's meta.properties has cluster.id %q, want %s untouched", got, foreign)
 	}
 }
-
