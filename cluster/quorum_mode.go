@@ -37,7 +37,10 @@ type QuorumConfig struct {
 	// fenced, and unfenced when it is heard again.
 	BrokerHeartbeatInterval time.Duration
 	BrokerSessionTimeout    time.Duration
-	Logger                  *slog.Logger
+	// SnapshotEntries is how many applied entries make a node compact its
+	// log into a snapshot (snapshot.go); 0 means defaultSnapshotEntries.
+	SnapshotEntries int
+	Logger          *slog.Logger
 }
 
 // commitTimeout bounds how long a change waits for the quorum to commit
@@ -92,8 +95,14 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 	q := &quorumState{cfg: qc, log: qc.Logger, heard: map[int32]heardBroker{}, pending: map[uint64]chan forwardAnswer{},
 		applied: make(chan struct{}), stop: make(chan struct{})}
 	c.q = q
-	c.image.Store(emptyImage())
-	q.driver, err = quorum.Start(quorum.Config{Node: qc.Node, Tick: qc.Tick, Apply: c.applyEntries, Logger: qc.Logger,
+	// The driver hands out the committed entries after the snapshot.
+	im, err := loadSnapshot(stored.Snapshot)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	c.image.Store(im)
+	q.driver, err = quorum.Start(quorum.Config{Node: qc.Node, Tick: qc.Tick, Apply: c.applyEntries, Restore: c.restoreSnapshot, Logger: qc.Logger,
 		OnSoftState: func(ss election.SoftState) {
 			qc.Logger.Info("metadata quorum: role changed", "role", ss.Role.String(), "epoch", ss.Epoch,
 				"controller", int32(ss.Controller), "acting", ss.Acting)
@@ -102,9 +111,10 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 		store.Close()
 		return err
 	}
-	q.wg.Add(2)
+	q.wg.Add(3)
 	go c.maintain()
 	go c.heartbeat()
+	go c.compactLoop()
 	return nil
 }
 
