@@ -2,8 +2,10 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -137,6 +139,63 @@ func TestForwardToControllerFromFollower(t *testing.T) {
 	for _, b := range brokers {
 		if b.Controller().Image().Topic("too-wide") != nil {
 			t.Fatalf("node %d has topic too-wide", b.cfg.NodeID)
+		}
+	}
+}
+
+// kcat -L (librdkafka's Metadata) against each node of a three-node
+// cluster: every node lists the three brokers at their addresses, the
+// same controller, and a topic created through a follower. Skipped where
+// kcat is not installed (Debian: apt-get install kcat).
+func TestKcatListsEveryNode(t *testing.T) {
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat not installed")
+	}
+	brokers := startThreeInProcess(t)
+	ctrl := brokers[0].Controller().ControllerID()
+	follower := brokers[0]
+	if ctrl == 1 {
+		follower = brokers[1]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := onlyThrough(t, follower.Addr().String()).CreateTopic(ctx, 3, 3, nil, "listed"); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range brokers {
+		out, err := exec.CommandContext(ctx, kcat, "-L", "-J", "-m", "10", "-b", b.Addr().String()).Output()
+		if err != nil {
+			t.Fatalf("kcat -L against node %d: %v\n%s", i+1, err, out)
+		}
+		var md struct {
+			Controller int32 `json:"controllerid"`
+			Brokers    []struct {
+				ID   int32  `json:"id"`
+				Name string `json:"name"`
+			} `json:"brokers"`
+			Topics []struct {
+				Topic      string            `json:"topic"`
+				Partitions []json.RawMessage `json:"partitions"`
+			} `json:"topics"`
+		}
+		if err := json.Unmarshal(out, &md); err != nil {
+			t.Fatalf("kcat -L -J against node %d: %v\n%s", i+1, err, out)
+		}
+		if md.Controller != ctrl || len(md.Brokers) != 3 {
+			t.Fatalf("kcat -L against node %d: controller %d, brokers %+v; want controller %d and three brokers", i+1, md.Controller, md.Brokers, ctrl)
+		}
+		for _, mb := range md.Brokers {
+			if want := brokers[mb.ID-1].Addr().String(); mb.Name != want {
+				t.Fatalf("kcat -L against node %d lists broker %d at %s, it listens on %s", i+1, mb.ID, mb.Name, want)
+			}
+		}
+		listed := false
+		for _, tp := range md.Topics {
+			listed = listed || tp.Topic == "listed" && len(tp.Partitions) == 3
+		}
+		if !listed {
+			t.Fatalf("kcat -L against node %d does not list topic listed with 3 partitions:\n%s", i+1, out)
 		}
 	}
 }

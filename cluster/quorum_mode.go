@@ -201,6 +201,15 @@ func (c *Controller) Acting() bool {
 	return c.q.driver.SoftState().Acting
 }
 
+// ControllerEpoch is the epoch of the controller this node follows or is,
+// 0 with one voter.
+func (c *Controller) ControllerEpoch() int32 {
+	if c.q == nil {
+		return 0
+	}
+	return int32(c.q.driver.SoftState().Epoch)
+}
+
 // SetRegistration sets what this node's broker registers with (its rack
 // and advertised listeners, known once its listener is bound). On a quorum
 // its heartbeats carry it to the controller; on one voter it registers at

@@ -9,6 +9,9 @@
 #   scripts/local-cluster.sh restart [NODE...]   stop, then start
 #   scripts/local-cluster.sh status              which nodes run, then `wren cluster quorum`
 #   scripts/local-cluster.sh bootstrap           print the client addresses, comma-separated
+#   scripts/local-cluster.sh check               kcat -L against each running node (each must list
+#                                                every running node and the same controller), then
+#                                                `wren cluster health`; exits non-zero on a mismatch
 # NODE is 1, 2 or 3; none means all three.
 #
 # Environment:
@@ -144,8 +147,30 @@ status)
 	"$(bin)" cluster quorum -b "$(bootstrap)" || true
 	;;
 bootstrap) bootstrap ;;
+check)
+	command -v kcat >/dev/null || { echo "check needs kcat (Debian: apt-get install kcat)" >&2; exit 2; }
+	running=0 controllers=""
+	for n in "${NODES[@]}"; do pid_of "$n" >/dev/null && running=$((running + 1)); done
+	for n in "${NODES[@]}"; do
+		pid_of "$n" >/dev/null || continue
+		md=$(kcat -L -m 10 -b "127.0.0.1:$(client_port "$n")")
+		brokers=$(grep -c '^  broker ' <<<"$md" || true)
+		ctrl=$(grep '(controller)' <<<"$md" | awk '{print $2}')
+		echo "node $n: kcat -L lists $brokers broker(s), controller ${ctrl:-none}"
+		if [[ "$brokers" -ne "$running" || -z "$ctrl" ]]; then
+			echo "node $n: want $running brokers and a controller" >&2
+			exit 1
+		fi
+		controllers+="$ctrl "
+	done
+	if [[ $(tr ' ' '\n' <<<"$controllers" | sort -u | grep -c .) -gt 1 ]]; then
+		echo "the nodes disagree on the controller: $controllers" >&2
+		exit 1
+	fi
+	"$(bin)" cluster health -b "$(bootstrap)"
+	;;
 *)
-	sed -n '2,20p' "$0" >&2
+	sed -n '2,23p' "$0" >&2
 	exit 2
 	;;
 esac
