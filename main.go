@@ -18,7 +18,7 @@ func main() {
 	// order, consume and produce stop and print their summaries.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	serve := func(ctx context.Context, o cli.ServeOptions) error {
-		return broker.ServeFile(ctx, o.ConfigPath, o.LogLevel)
+		return broker.ServeFile(ctx, o.ConfigPath, o.LogLevel, o.NodeID)
 	}
 	code := cli.Main(ctx, cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Serve: serve}, os.Args)
 	stop()

@@ -108,6 +108,9 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		ReadClusterID: func(path string) (string, error) {
 			return cluster.ReadClusterID(o.FS, path)
 		},
+		// A voter of a quorum learns the cluster id from the first
+		// controller (recordClusterID).
+		JoinCluster: len(cfg.Voters) > 1 && cfg.ClusterID == "",
 	})
 	if err != nil {
 		return nil, err
@@ -118,7 +121,7 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	var ctrlRef atomic.Pointer[cluster.Controller]
 	var replRef atomic.Pointer[replication.Manager]
 	if len(cfg.Voters) > 1 {
-		if quorumCfg, err = quorumConfig(cfg, dir, o.Logger, &ctrlRef, &replRef); err != nil {
+		if quorumCfg, err = quorumConfig(cfg, dir, o.Logger, &ctrlRef, &replRef, b.logs); err != nil {
 			b.logs.Close()
 			return nil, err
 		}
@@ -169,6 +172,12 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	if quorumCfg != nil {
 		b.replicas.SetReplication(replicationConfig(cfg, quorumCfg.Transport.(*quorum.TCPTransport), b.controller))
 		replRef.Store(b.replicas)
+	}
+	if quorumCfg != nil {
+		if err := b.controller.Subscribe(b.recordClusterID); err != nil {
+			b.closeStores()
+			return nil, err
+		}
 	}
 	if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
 		b.closeStores()
@@ -223,6 +232,9 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		b.closeStores()
 		return nil, err
 	}
+	// Requests that change metadata and reach a node that is not the
+	// controller are forwarded to it, and served there by this server.
+	b.controller.SetForwardHandler(b.server.ServeForwarded)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
 	b.wg.Add(4)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/internal/buildinfo"
+	"github.com/wren-broker/wren/kafka"
 	"github.com/wren-broker/wren/ops"
 )
 
@@ -121,6 +122,7 @@ func (s *opsState) health() (ops.ClusterHealth, bool) {
 	if err := b.logs.Failed(); err != nil {
 		h.OfflineLogDirs = append(h.OfflineLogDirs, fmt.Sprintf("node %d: %s: %v", b.cfg.NodeID, b.logs.Dir(), err))
 	}
+	h.ControlPlane = kafka.ControlPlaneFacts(b.controller)
 	h.Evaluate()
 	return h, true
 }

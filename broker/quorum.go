@@ -13,6 +13,7 @@ import (
 	"github.com/wren-broker/wren/cluster/quorum"
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/election"
+	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups/coordinator"
 	"github.com/wren-broker/wren/replication"
 )
@@ -72,7 +73,7 @@ func ticks(ms int32) int {
 // quorumConfig binds the CONTROLLER listener and builds the transport and
 // the controller's quorum settings. The controller is set in ctrl once
 // open, for the peers' heartbeats and forwarded requests.
-func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *atomic.Pointer[cluster.Controller], repl *atomic.Pointer[replication.Manager]) (*cluster.QuorumConfig, error) {
+func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *atomic.Pointer[cluster.Controller], repl *atomic.Pointer[replication.Manager], logs *engine.Manager) (*cluster.QuorumConfig, error) {
 	addr, err := controllerListenerAddr(cfg)
 	if err != nil {
 		return nil, err
@@ -89,7 +90,13 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 	}
 	tr, err := quorum.NewTCPTransport(quorum.TCPConfig{
 		ID: election.NodeID(cfg.NodeID), Voters: voters, Listener: ln, Logger: logger,
+		// The data directory's cluster id comes first: a node whose data
+		// belongs to another cluster is refused by its peers' handshake
+		// before it learns anything of theirs.
 		ClusterID: func() string {
+			if id := logs.Meta().ClusterID; id != "" {
+				return id
+			}
 			if c := ctrl.Load(); c != nil && c.ClusterID() != "" {
 				return c.ClusterID()
 			}
@@ -133,6 +140,19 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 		BrokerHeartbeatInterval: time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		BrokerSessionTimeout:    time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 	}, nil
+}
+
+// recordClusterID writes the cluster id into meta.properties once the
+// metadata image has it (a node that joined a cluster learns it from the
+// first controller). A data directory of another cluster is refused: the
+// engine fails it, and nothing in it is written or acknowledged.
+func (b *Broker) recordClusterID(old, new *cluster.Image) {
+	if new.ClusterID == "" || (old != nil && old.ClusterID == new.ClusterID) {
+		return
+	}
+	if err := b.logs.SetClusterID(new.ClusterID); err != nil {
+		b.logger.Error("this node's data directory belongs to another cluster; it is refused, not wiped", "err", err)
+	}
 }
 
 // offsetsTopicPartitions is the partition count of __consumer_offsets on a

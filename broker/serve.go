@@ -19,14 +19,19 @@ import (
 // WATCHDOG=1 keep-alives when WatchdogSec asks for them, and STOPPING=1
 // when the shutdown begins.
 // logLevel, when not empty, overrides logging.level (`wren serve
-// --log-level`, WREN_LOG_LEVEL).
-func ServeFile(ctx context.Context, configPath, logLevel string) error {
+// --log-level`, WREN_LOG_LEVEL). nodeID, unless config.NoNode, selects
+// this node's entry in a file shared by the whole cluster (`wren serve
+// --node-id`, WREN_NODE_ID); without it a shared file is matched by this
+// host's addresses (config/node.go).
+func ServeFile(ctx context.Context, configPath, logLevel string, nodeID int32) error {
 	cfg := config.Default()
 	if configPath != "" {
 		var err error
-		if cfg, err = config.Load(configPath); err != nil {
+		if cfg, err = config.LoadWith(configPath, config.Options{NodeID: nodeID, Serve: true}); err != nil {
 			return err
 		}
+	} else if nodeID != config.NoNode && nodeID != cfg.NodeID {
+		return fmt.Errorf("broker: node id %d needs a config file that lists it in controller.quorum.voters", nodeID)
 	}
 	level := cfg.LoggingLevel
 	if logLevel != "" {

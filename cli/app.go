@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wren-broker/wren/config"
 	"io"
 	"strings"
 	"time"
@@ -41,6 +42,9 @@ type ServeOptions struct {
 	// LogLevel, when not empty, overrides the config's logging.level
 	// (--log-level, WREN_LOG_LEVEL).
 	LogLevel string
+	// NodeID selects this node in a config file shared by the whole
+	// cluster (--node-id, WREN_NODE_ID); config.NoNode when not given.
+	NodeID int32
 }
 
 // App builds the wren command tree over env. It never calls os.Exit: run it
@@ -154,6 +158,7 @@ func serveCommand(env Env) *ucli.Command {
 				Usage: "TOML config file (default: built-in single-node defaults)"},
 			&ucli.StringFlag{Name: "log-level", EnvVars: []string{"WREN_LOG_LEVEL"},
 				Usage: "debug, info, warn or error; overrides the config's logging.level"},
+			nodeIDFlag(),
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
@@ -168,9 +173,31 @@ func serveCommand(env Env) *ucli.Command {
 			default:
 				return fmt.Errorf("%w: --log-level (or WREN_LOG_LEVEL) %q: want debug, info, warn or error", ErrUsage, level)
 			}
-			return env.Serve(c.Context, ServeOptions{ConfigPath: c.String("config"), LogLevel: level})
+			nodeID, err := nodeIDOf(c)
+			if err != nil {
+				return err
+			}
+			return env.Serve(c.Context, ServeOptions{ConfigPath: c.String("config"), LogLevel: level, NodeID: nodeID})
 		},
 	}
+}
+
+// nodeIDFlag selects this node in a config file shared by the cluster.
+func nodeIDFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: "node-id", EnvVars: []string{"WREN_NODE_ID"},
+		Usage: "this node's id in a config file that lists every voter (default: node.id, else the voter at an address of this host)"}
+}
+
+func nodeIDOf(c *ucli.Context) (int32, error) {
+	s := c.String("node-id")
+	if s == "" {
+		return config.NoNode, nil
+	}
+	id, err := config.ParseNodeID(s)
+	if err != nil {
+		return config.NoNode, fmt.Errorf("%w: --node-id (or WREN_NODE_ID): %v", ErrUsage, err)
+	}
+	return id, nil
 }
 
 // Flags shared by every client command. New values each time: urfave keeps

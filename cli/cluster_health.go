@@ -2,14 +2,18 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wren-broker/wren/kafka"
 	"github.com/wren-broker/wren/ops"
 )
 
@@ -40,7 +44,7 @@ func clusterHealthCommand(env Env) *ucli.Command {
 			defer cl.Close()
 			for {
 				ctx, cancel := withTimeout(c)
-				h, err := clusterHealth(ctx, adm)
+				h, err := clusterHealth(ctx, adm, cl)
 				cancel()
 				if err != nil {
 					return err
@@ -67,7 +71,7 @@ func clusterHealthCommand(env Env) *ucli.Command {
 // clusterHealth gathers the facts from Metadata and DescribeLogDirs and
 // judges them with ops.ClusterHealth.Evaluate. A broker listed in Metadata
 // that does not answer DescribeLogDirs counts as down.
-func clusterHealth(ctx context.Context, adm *kadm.Client) (ops.ClusterHealth, error) {
+func clusterHealth(ctx context.Context, adm *kadm.Client, cl *kgo.Client) (ops.ClusterHealth, error) {
 	md, err := adm.Metadata(ctx)
 	if err != nil {
 		return ops.ClusterHealth{}, fmt.Errorf("metadata: %w", err)
@@ -102,8 +106,41 @@ func clusterHealth(ctx context.Context, adm *kadm.Client) (ops.ClusterHealth, er
 			}
 		}
 	}
+	if err := controlPlane(ctx, cl, &h); err != nil {
+		return ops.ClusterHealth{}, err
+	}
 	h.Evaluate()
 	return h, nil
+}
+
+// controlPlane asks a broker for what Kafka's APIs do not carry: the
+// controller's epoch, fenced brokers and the data-loss ledger, in
+// DescribeCluster's wren tag. A broker that is not wren sends no tag, and
+// these stay empty. A fenced broker serves no client: it counts as down.
+func controlPlane(ctx context.Context, cl *kgo.Client, h *ops.ClusterHealth) error {
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.EndpointType = 1
+	req.UnknownTags.Set(kafka.ControlPlaneTag, []byte{})
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("describe cluster: %w", err)
+	}
+	var found bool
+	var decodeErr error
+	resp.UnknownTags.Each(func(k uint32, v []byte) {
+		if k == kafka.ControlPlaneTag {
+			found = true
+			decodeErr = json.Unmarshal(v, &h.ControlPlane)
+		}
+	})
+	if decodeErr != nil {
+		return fmt.Errorf("describe cluster: wren's control plane facts: %w", decodeErr)
+	}
+	if found {
+		h.DownNodes = append(h.DownNodes, h.FencedNodes...)
+		h.Nodes = append(h.Nodes, h.FencedNodes...)
+	}
+	return nil
 }
 
 // printHealth prints rpk cluster health's layout.
@@ -112,9 +149,20 @@ func printHealth(w io.Writer, h ops.ClusterHealth) {
 	fmt.Fprintf(w, "%-36s%v\n", "Healthy:", h.Healthy)
 	fmt.Fprintf(w, "%-36s%v\n", "Unhealthy reasons:", h.UnhealthyReasons)
 	fmt.Fprintf(w, "%-36s%d\n", "Controller ID:", h.ControllerID)
+	fmt.Fprintf(w, "%-36s%d\n", "Controller epoch:", h.ControllerEpoch)
 	fmt.Fprintf(w, "%-36s%v\n", "All nodes:", h.Nodes)
 	fmt.Fprintf(w, "%-36s%v\n", "Nodes down:", h.DownNodes)
+	fmt.Fprintf(w, "%-36s%v\n", "Nodes fenced:", h.FencedNodes)
 	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Leaderless partitions (%d):", len(h.LeaderlessPartitions)), h.LeaderlessPartitions)
 	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Under-replicated partitions (%d):", len(h.UnderReplicatedPartitions)), h.UnderReplicatedPartitions)
 	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Offline log dirs (%d):", len(h.OfflineLogDirs)), h.OfflineLogDirs)
+	fmt.Fprintf(w, "%-36s%d\n", "Data-loss ledger entries:", len(h.DataLossLedger))
+	for _, e := range h.DataLossLedger {
+		lost := "offsets unknown"
+		if e.FromOffset >= 0 && e.ToOffset >= 0 {
+			lost = fmt.Sprintf("offsets [%d, %d) may be lost", e.FromOffset, e.ToOffset)
+		}
+		fmt.Fprintf(w, "  %s/%d leader epoch %d: %s election of %d (previous leader %d, ISR %v); %s\n",
+			e.Topic, e.Partition, e.LeaderEpoch, e.Reason, e.NewLeader, e.PreviousLeader, e.PreviousISR, lost)
+	}
 }

@@ -28,7 +28,7 @@ func configCommand(env Env) *ucli.Command {
 				Usage: "check a config file: exit 0 when valid, else every problem as FILE:LINE:COL: ... and exit 1; " +
 					"settings that are accepted but not in effect yet are warned about, by name, on stderr",
 				ArgsUsage: "FILE (or --config FILE)",
-				Flags: []ucli.Flag{configFileFlag(),
+				Flags: []ucli.Flag{configFileFlag(), nodeIDFlag(),
 					&ucli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"}},
 				Action: func(c *ucli.Context) error {
 					format, err := formatOf(c)
@@ -39,7 +39,11 @@ func configCommand(env Env) *ucli.Command {
 					if err != nil {
 						return err
 					}
-					cfg, err := config.Load(path)
+					nodeID, err := nodeIDOf(c)
+					if err != nil {
+						return err
+					}
+					cfg, err := config.LoadWith(path, config.Options{NodeID: nodeID})
 					if err == nil {
 						if serveErrs := cfg.ServeErrors(); len(serveErrs) > 0 {
 							err = serveErrs

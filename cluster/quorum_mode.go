@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,7 +37,10 @@ type QuorumConfig struct {
 	// fenced, and unfenced when it is heard again.
 	BrokerHeartbeatInterval time.Duration
 	BrokerSessionTimeout    time.Duration
-	Logger                  *slog.Logger
+	// SnapshotEntries is how many applied entries make a node compact its
+	// log into a snapshot (snapshot.go); 0 means defaultSnapshotEntries.
+	SnapshotEntries int
+	Logger          *slog.Logger
 }
 
 // commitTimeout bounds how long a change waits for the quorum to commit
@@ -63,6 +67,10 @@ type quorumState struct {
 	nextID  uint64
 	// registration is what this node's broker heartbeats carry.
 	registration *BrokerRegistrationRecord
+	// applied is closed (and replaced) each time an image is published.
+	applied chan struct{}
+
+	forwardHandler atomic.Pointer[ForwardHandler]
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -85,10 +93,16 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 		return err
 	}
 	q := &quorumState{cfg: qc, log: qc.Logger, heard: map[int32]heardBroker{}, pending: map[uint64]chan forwardAnswer{},
-		stop: make(chan struct{})}
+		applied: make(chan struct{}), stop: make(chan struct{})}
 	c.q = q
-	c.image.Store(emptyImage())
-	q.driver, err = quorum.Start(quorum.Config{Node: qc.Node, Tick: qc.Tick, Apply: c.applyEntries, Logger: qc.Logger,
+	// The driver hands out the committed entries after the snapshot.
+	im, err := loadSnapshot(stored.Snapshot)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	c.image.Store(im)
+	q.driver, err = quorum.Start(quorum.Config{Node: qc.Node, Tick: qc.Tick, Apply: c.applyEntries, Restore: c.restoreSnapshot, Logger: qc.Logger,
 		OnSoftState: func(ss election.SoftState) {
 			qc.Logger.Info("metadata quorum: role changed", "role", ss.Role.String(), "epoch", ss.Epoch,
 				"controller", int32(ss.Controller), "acting", ss.Acting)
@@ -97,9 +111,10 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 		store.Close()
 		return err
 	}
-	q.wg.Add(2)
+	q.wg.Add(3)
 	go c.maintain()
 	go c.heartbeat()
+	go c.compactLoop()
 	return nil
 }
 
@@ -128,6 +143,7 @@ func (c *Controller) applyEntries(ents []metalog.Entry) {
 		return
 	}
 	c.image.Store(im)
+	c.q.notifyApplied()
 	c.subMu.Lock()
 	subs := append([]func(old, new *Image){}, c.subscribers...)
 	c.subMu.Unlock()
@@ -185,6 +201,15 @@ func (c *Controller) Acting() bool {
 	return c.q.driver.SoftState().Acting
 }
 
+// ControllerEpoch is the epoch of the controller this node follows or is,
+// 0 with one voter.
+func (c *Controller) ControllerEpoch() int32 {
+	if c.q == nil {
+		return 0
+	}
+	return int32(c.q.driver.SoftState().Epoch)
+}
+
 // SetRegistration sets what this node's broker registers with (its rack
 // and advertised listeners, known once its listener is bound). On a quorum
 // its heartbeats carry it to the controller; on one voter it registers at
@@ -228,6 +253,13 @@ type appMessage struct {
 	First      int64  `json:"first,omitempty"`
 	ErrorCode  int16  `json:"error_code,omitempty"`
 	ErrMessage string `json:"error_message,omitempty"`
+	// kafka_request: a Kafka request forwarded to the controller
+	// (forward.go); its answer carries the response body and the
+	// controller's image offset after it.
+	APIKey     int16  `json:"api_key,omitempty"`
+	APIVersion int16  `json:"api_version,omitempty"`
+	Body       []byte `json:"body,omitempty"`
+	Offset     uint64 `json:"offset,omitempty"`
 }
 
 const (
@@ -235,6 +267,7 @@ const (
 	appAllocateProducerID = "allocate_producer_ids"
 	appAlterISR           = "alter_isr"
 	appAnswer             = "answer"
+	appKafkaRequest       = "kafka_request"
 )
 
 // alterISRMessage is a partition leader's AlterPartition, and in the
@@ -251,11 +284,15 @@ type alterISRMessage struct {
 type forwardAnswer struct {
 	first    int64
 	alterISR *alterISRMessage
+	body     []byte
+	offset   uint64
 	err      error
 }
 
-// maxAppBytes bounds an app body before it is decoded.
-const maxAppBytes = 64 << 10
+// maxAppBytes bounds an app body before it is decoded: a forwarded Kafka
+// request (at most 1 MiB, kafka's smallRequestBytes) or its answer, in
+// base64.
+const maxAppBytes = 2 << 20
 
 // decodeApp reads an APIKeyApp body.
 func decodeApp(body []byte) (appMessage, error) {
@@ -274,6 +311,10 @@ func decodeApp(body []byte) (appMessage, error) {
 	case appAlterISR:
 		if m.AlterISR == nil || len(m.AlterISR.ISR) > 64 {
 			return m, errors.New("cluster: alter_isr without a request, or with too many replicas")
+		}
+	case appKafkaRequest:
+		if m.Body == nil {
+			return m, errors.New("cluster: kafka_request without a body")
 		}
 	case appAllocateProducerID, appAnswer:
 	default:
@@ -341,6 +382,8 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 			b, _ := json.Marshal(ans)
 			q.cfg.SendApp(from, b)
 		}()
+	case appKafkaRequest:
+		go c.serveForwarded(from, m)
 	case appAnswer:
 		q.mu.Lock()
 		ch := q.pending[m.ID]
@@ -351,7 +394,7 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 			if m.ErrorCode != 0 {
 				err = fmt.Errorf("%w: %s", kerr.ErrorForCode(m.ErrorCode), m.ErrMessage)
 			}
-			ch <- forwardAnswer{first: m.First, alterISR: m.AlterISR, err: err}
+			ch <- forwardAnswer{first: m.First, alterISR: m.AlterISR, body: m.Body, offset: m.Offset, err: err}
 		}
 	}
 }

@@ -25,6 +25,8 @@ type quorumNode struct {
 	c   *Controller
 	tr  *quorum.TCPTransport
 	app func(election.NodeID, []byte)
+	// snapshotEntries is QuorumConfig.SnapshotEntries.
+	snapshotEntries int
 }
 
 func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]string) {
@@ -52,7 +54,7 @@ func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]str
 				ElectionTicks: 20, ElectionJitterTicks: 10, Seed: uint64(n.id)}, FetchWaitTicks: 5, FetchTimeoutTicks: 10,
 				MaxFetchEntries: 64, MaxUncommittedEntries: 64},
 			Tick: 5 * time.Millisecond, BrokerHeartbeatInterval: 20 * time.Millisecond, BrokerSessionTimeout: 300 * time.Millisecond,
-			Logger: logger},
+			SnapshotEntries: n.snapshotEntries, Logger: logger},
 	})
 	if err != nil {
 		t.Fatal(err)

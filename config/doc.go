@@ -1,5 +1,7 @@
-// Package config reads, checks and describes wren's configuration: one TOML
-// file per node whose keys are Apache Kafka's own setting names.
+// Package config reads, checks and describes wren's configuration: a TOML
+// file whose keys are Apache Kafka's own setting names, either one per node
+// or one for the whole cluster, from which each node selects itself by
+// node id or by its address among the voters (node.go).
 //
 // # The registry
 //

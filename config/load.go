@@ -24,6 +24,11 @@ const maxErrors = 100
 // Load reads, parses and checks a config file. A file with problems gives
 // an Errors listing all of them with file:line:column.
 func Load(path string) (*Config, error) {
+	return LoadWith(path, Options{NodeID: NoNode})
+}
+
+// LoadWith is Load for the node o selects (node.go).
+func LoadWith(path string, o Options) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -33,7 +38,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: read %s: %w", path, err)
 	}
-	return Parse(path, data)
+	return ParseWith(path, data, o)
 }
 
 // Parse parses and checks a config file's contents; file names it in errors.
@@ -46,6 +51,11 @@ func Load(path string) (*Config, error) {
 // table headers ([storage.log]), top-level dotted keys (storage.log.x = 1)
 // and inline tables all flatten to the same name.
 func Parse(file string, data []byte) (*Config, error) {
+	return ParseWith(file, data, Options{NodeID: NoNode})
+}
+
+// ParseWith is Parse for the node o selects (node.go).
+func ParseWith(file string, data []byte, o Options) (*Config, error) {
 	if len(data) > MaxFileBytes {
 		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrFileTooLarge, file, MaxFileBytes)
 	}
@@ -56,8 +66,12 @@ func Parse(file string, data []byte) (*Config, error) {
 		seen:     map[string]Position{},
 		failed:   map[string]bool{},
 		headers:  map[string]Position{},
+		node:     NoNode,
 	}
 	l.run()
+	if len(l.errs) == 0 {
+		l.selectNode(o)
+	}
 	c := newConfig(file, l.explicit)
 	for _, e := range check(c, l.failed) {
 		l.add(e)
@@ -91,6 +105,12 @@ type loader struct {
 	section *Section
 	prefix  []string
 	skip    bool
+	// node is the node of the current [node.N.SECTION] table, NoNode
+	// outside one; nodeValues are those tables' values by node, and
+	// nodeTables where each node's first table is.
+	node       int32
+	nodeValues map[int32]map[string]given
+	nodeTables map[int32]Position
 }
 
 func (l *loader) add(e *Error) {
@@ -140,6 +160,11 @@ func (l *loader) table(n *unstable.Node) {
 		l.errorf(pos, "", "table [%s] defined twice (first at %d:%d)", showKey(strings.Join(parts, ".")), first.Line, first.Column)
 	} else {
 		l.headers[path] = pos
+	}
+	l.node = NoNode
+	if parts[0] == "node" {
+		l.nodeTable(parts, pos)
+		return
 	}
 	s := sectionByName(parts[0])
 	if s == nil {
@@ -200,11 +225,19 @@ func (l *loader) keyValue(n *unstable.Node, base []string) {
 		l.errorf(pos, key, "%s", msg)
 		return
 	}
-	if first, dup := l.seen[e.Name]; dup {
+	seenKey := e.Name
+	if l.node != NoNode {
+		if e.Name == "node.id" || e.Name == "controller.quorum.voters" {
+			l.errorf(pos, e.Name, "%s cannot differ between nodes: set it outside [node.%d.*]", e.Name, l.node)
+			return
+		}
+		seenKey = fmt.Sprintf("node.%d.%s", l.node, e.Name)
+	}
+	if first, dup := l.seen[seenKey]; dup {
 		l.errorf(pos, e.Name, "duplicate key %s (first set at %d:%d)", e.Key(), first.Line, first.Column)
 		return
 	}
-	l.seen[e.Name] = pos
+	l.seen[seenKey] = pos
 	v, vpos, err := l.convert(e, value, pos)
 	if err == nil {
 		if err = e.Validator.Check(v); err != nil {
@@ -218,7 +251,35 @@ func (l *loader) keyValue(n *unstable.Node, base []string) {
 		l.errorf(vpos, e.Name, "%s: %v", e.Key(), err)
 		return
 	}
+	if l.node != NoNode {
+		l.nodeValues[l.node][e.Name] = given{value: v, source: SourceStaticBroker, pos: pos}
+		return
+	}
 	l.explicit[e.Name] = given{value: v, source: SourceStaticBroker, pos: pos}
+}
+
+// nodeTable handles a [node.N.SECTION] header: settings of node N only.
+func (l *loader) nodeTable(parts []string, pos Position) {
+	id, err := strconv.ParseInt(parts[min(1, len(parts)-1)], 10, 32)
+	if len(parts) < 3 || err != nil || id < 0 {
+		l.errorf(pos, "", "table [%s]: a node's own settings go in [node.N.SECTION], as [node.2.broker]", showKey(strings.Join(parts, ".")))
+		l.section, l.prefix, l.skip = nil, nil, true
+		return
+	}
+	s := sectionByName(parts[2])
+	if s == nil {
+		l.errorf(pos, "", "%s", unknownSection(parts[2:]))
+		l.section, l.prefix, l.skip = nil, nil, true
+		return
+	}
+	if l.nodeValues == nil {
+		l.nodeValues, l.nodeTables = map[int32]map[string]given{}, map[int32]Position{}
+	}
+	if l.nodeValues[int32(id)] == nil {
+		l.nodeValues[int32(id)] = map[string]given{}
+		l.nodeTables[int32(id)] = pos
+	}
+	l.node, l.section, l.prefix, l.skip = int32(id), s, parts[3:], false
 }
 
 // resolve finds the setting key names inside section, or says why not.

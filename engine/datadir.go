@@ -100,3 +100,34 @@ func (m *Manager) missingMetaError(path string, found []string) error {
 		"Restore meta.properties from a backup, or recreate it with the lines: version=1, cluster.id=%s%s, node.id=%d, directory.id=%s",
 		ErrMetaPropertiesMissing, path, m.dir, strings.Join(shown, ", "), more, clusterID, source, m.cfg.NodeID, newDirectoryID())
 }
+
+// SetClusterID records the id of the cluster this node joined in
+// meta.properties, once: a directory without one takes it (written
+// atomically and synced); a directory that already names it is left
+// alone; a directory of another cluster is refused with both ids and
+// never changed, as a node that moved clusters with its old data would
+// mix two clusters' partitions.
+func (m *Manager) SetClusterID(id string) error {
+	m.metaMu.Lock()
+	defer m.metaMu.Unlock()
+	path := m.dir + "/" + MetaPropertiesFile
+	switch m.meta.ClusterID {
+	case id:
+		return nil
+	case "":
+		meta := m.meta
+		meta.ClusterID = id
+		if err := vfs.WriteFileAtomic(m.fs, path, formatMeta(meta)); err != nil {
+			return fmt.Errorf("engine: record cluster.id %s in %s: %w", id, path, err)
+		}
+		m.meta = meta
+		return nil
+	}
+	err := fmt.Errorf("%w: %s has cluster.id %s, but this node joined cluster %s; wren will not mix two clusters' data and never wipes a data directory: "+
+		"give this node an empty log.dirs to join cluster %s, or point it back at the voters of cluster %s",
+		ErrClusterIDMismatch, path, m.meta.ClusterID, id, id, m.meta.ClusterID)
+	// Nothing more is written to, or acknowledged from, a directory of
+	// another cluster.
+	m.health.fail(err)
+	return err
+}

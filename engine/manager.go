@@ -65,6 +65,11 @@ type ManagerConfig struct {
 	// ReadClusterID, if set, reads the cluster id recorded in the metadata
 	// log at path, for the error that reports a missing meta.properties.
 	ReadClusterID func(path string) (string, error)
+	// JoinCluster is set on a node that learns the cluster id from its
+	// cluster (a voter of a metadata quorum without cluster.id in its
+	// config): a new directory's meta.properties has no cluster id until
+	// SetClusterID records it.
+	JoinCluster bool
 }
 
 // Manager owns one data directory (Kafka's log.dirs entry): its lock,
@@ -76,7 +81,8 @@ type Manager struct {
 	cfg    ManagerConfig
 	lock   io.Closer
 	health *dirHealth
-	meta   MetaProperties
+	metaMu sync.Mutex
+	meta   MetaProperties // guarded by metaMu once open (SetClusterID)
 
 	// checkpointMu serialises checkpoint writers.
 	checkpointMu sync.Mutex
@@ -245,7 +251,7 @@ func (m *Manager) loadMeta() (MetaProperties, error) {
 			return MetaProperties{}, m.missingMetaError(path, found)
 		}
 		meta := MetaProperties{ClusterID: m.cfg.ClusterID, NodeID: m.cfg.NodeID, DirectoryID: newDirectoryID()}
-		if meta.ClusterID == "" {
+		if meta.ClusterID == "" && !m.cfg.JoinCluster {
 			meta.ClusterID = newDirectoryID()
 		}
 		return meta, vfs.WriteFileAtomic(m.fs, path, formatMeta(meta))
@@ -313,7 +319,11 @@ func parseMeta(data []byte) (MetaProperties, error) {
 }
 
 // Meta is the directory's meta.properties.
-func (m *Manager) Meta() MetaProperties { return m.meta }
+func (m *Manager) Meta() MetaProperties {
+	m.metaMu.Lock()
+	defer m.metaMu.Unlock()
+	return m.meta
+}
 
 // Dir is the data directory.
 func (m *Manager) Dir() string { return m.dir }

@@ -1,10 +1,14 @@
 package kafka
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/cluster"
+	"github.com/wren-broker/wren/ops"
 )
 
 // DescribeCluster: v0-1
@@ -20,6 +24,12 @@ import (
 //   UNSUPPORTED_ENDPOINT_TYPE, each INVALID_REQUEST in v0, with Kafka's
 //   messages.
 //
+// * wren's own: a request carrying the tagged field controlPlaneTag gets,
+//   in the same tag of the response, the control plane's facts that no
+//   Kafka API carries (ops.ControlPlane as JSON: the controller's epoch,
+//   fenced brokers, the data-loss ledger), for `wren cluster health`.
+//   Kafka clients send no such tag and ignore the ones they do not know.
+//
 // Not implemented:
 // * ClusterAuthorizedOperations stays -2147483648 (not computed), asked
 //   or not: there is no authorizer.
@@ -31,6 +41,29 @@ const (
 	endpointTypeBroker     int8 = 1
 	endpointTypeController int8 = 2
 )
+
+// ControlPlaneTag is the tagged field of DescribeCluster in which wren
+// answers with ops.ControlPlane when the request carries it (any value).
+// Far above the tags Kafka assigns (from 0 up). Part of the wire format.
+const ControlPlaneTag uint32 = 0x7772656e // "wren"
+
+// ControlPlaneFacts are the control plane's facts from c's committed
+// image, for DescribeCluster's tag and /v1/cluster/health.
+func ControlPlaneFacts(c *cluster.Controller) ops.ControlPlane {
+	im := c.Image()
+	f := ops.ControlPlane{ControllerEpoch: c.ControllerEpoch()}
+	for _, b := range im.Brokers() {
+		if b.Fenced {
+			f.FencedNodes = append(f.FencedNodes, b.ID)
+		}
+	}
+	for _, e := range im.DataLossLedger() {
+		f.DataLossLedger = append(f.DataLossLedger, ops.DataLoss{MetadataOffset: e.Offset, Topic: e.Topic, Partition: e.Partition,
+			LeaderEpoch: e.LeaderEpoch, PreviousLeader: e.PreviousLeader, NewLeader: e.NewLeader, PreviousISR: e.PreviousISR,
+			Reason: e.Reason, FromOffset: e.FromOffset, ToOffset: e.ToOffset})
+	}
+	return f
+}
 
 func (s *Server) handleDescribeCluster(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeClusterRequest)
@@ -65,5 +98,19 @@ func (s *Server) handleDescribeCluster(req *Request) (Pending, error) {
 		}
 		resp.Brokers = append(resp.Brokers, b)
 	}
+	if tagged(&r.UnknownTags, ControlPlaneTag) {
+		facts, err := json.Marshal(ControlPlaneFacts(c))
+		if err != nil {
+			return nil, err
+		}
+		resp.UnknownTags.Set(ControlPlaneTag, facts)
+	}
 	return Respond(resp), nil
+}
+
+// tagged reports whether tags holds key.
+func tagged(tags *kmsg.Tags, key uint32) bool {
+	found := false
+	tags.Each(func(k uint32, _ []byte) { found = found || k == key })
+	return found
 }

@@ -32,6 +32,40 @@ type ClusterHealth struct {
 	UnderReplicatedPartitions []string `json:"under_replicated_partitions"`
 	// OfflineLogDirs are named "node N: dir: error".
 	OfflineLogDirs []string `json:"offline_log_dirs"`
+	ControlPlane
+}
+
+// ControlPlane is what the metadata image knows that Kafka's APIs do not
+// carry: wren's DescribeCluster sends it in a tagged field to a client
+// that asks (kafka/60_describe_cluster.go), for `wren cluster health`.
+// Part of the wire format: add fields, never rename one.
+type ControlPlane struct {
+	// ControllerEpoch is the acting controller's epoch (0 with one voter).
+	ControllerEpoch int32 `json:"controller_epoch"`
+	// FencedNodes are registered brokers the controller fenced (silent
+	// for broker.session.timeout.ms): they lead nothing and clients do
+	// not see them. Listed, but a serving node stays ready.
+	FencedNodes []int32 `json:"nodes_fenced"`
+	// DataLossLedger lists the elections that may have lost acknowledged
+	// records (unclean elections), oldest first. History: listed, but it
+	// does not make the cluster unhealthy.
+	DataLossLedger []DataLoss `json:"data_loss_ledger"`
+}
+
+// DataLoss is one entry of the data-loss ledger.
+type DataLoss struct {
+	// MetadataOffset is the metadata log offset that recorded it.
+	MetadataOffset uint64  `json:"metadata_offset"`
+	Topic          string  `json:"topic"`
+	Partition      int32   `json:"partition"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	PreviousLeader int32   `json:"previous_leader"`
+	NewLeader      int32   `json:"new_leader"`
+	PreviousISR    []int32 `json:"previous_isr"`
+	Reason         string  `json:"reason"`
+	// [FromOffset, ToOffset) may be lost; -1 when not known.
+	FromOffset int64 `json:"from_offset"`
+	ToOffset   int64 `json:"to_offset"`
 }
 
 // Evaluate sorts the facts and sets Healthy and UnhealthyReasons. A
@@ -41,7 +75,10 @@ type ClusterHealth struct {
 // still served, and a load balancer must not take a serving node out
 // because a peer lags.
 func (h *ClusterHealth) Evaluate() {
-	for _, s := range []*[]int32{&h.Nodes, &h.DownNodes} {
+	if h.DataLossLedger == nil {
+		h.DataLossLedger = []DataLoss{}
+	}
+	for _, s := range []*[]int32{&h.Nodes, &h.DownNodes, &h.FencedNodes} {
 		if *s == nil {
 			*s = []int32{}
 		}

@@ -3,12 +3,15 @@
 # (controller election, failover, fencing) without three hosts.
 #
 # Usage:
-#   scripts/local-cluster.sh start   [NODE...]   write the configs (first time) and start nodes
+#   scripts/local-cluster.sh start   [NODE...]   write the config (first time) and start nodes
 #   scripts/local-cluster.sh stop    [NODE...]   clean shutdown (SIGTERM, wait for exit)
 #   scripts/local-cluster.sh kill    [NODE...]   SIGKILL, as a power cut would
 #   scripts/local-cluster.sh restart [NODE...]   stop, then start
 #   scripts/local-cluster.sh status              which nodes run, then `wren cluster quorum`
 #   scripts/local-cluster.sh bootstrap           print the client addresses, comma-separated
+#   scripts/local-cluster.sh check               kcat -L against each running node (each must list
+#                                                every running node and the same controller), then
+#                                                `wren cluster health`; exits non-zero on a mismatch
 # NODE is 1, 2 or 3; none means all three.
 #
 # Environment:
@@ -18,8 +21,10 @@
 #                 and serves /metrics and /readyz on BASE_PORT+10*N+2
 #                 (default 19000: 19010/19011/19012, 19020/19021/19022, 19030/19031/19032)
 #
-# The cluster description is one place: the voters list below, which every node's config
-# repeats verbatim (controller.quorum.voters must be the same on every node).
+# The whole cluster is one file, $CLUSTER_DIR/cluster.toml, as it would be on three hosts:
+# every node runs `wren serve --config cluster.toml --node-id N`. On three hosts the
+# [node.N.*] tables are not needed (each node finds itself by its address); on one machine
+# they give each node its own ports and data directory.
 set -euo pipefail
 
 CLUSTER_DIR=${CLUSTER_DIR:-./local-cluster}
@@ -53,21 +58,25 @@ voters() {
 }
 
 write_config() {
-	local n=$1 conf="$CLUSTER_DIR/node$1.toml"
+	local conf="$CLUSTER_DIR/cluster.toml" n
 	[[ -f "$conf" ]] && return
 	mkdir -p "$CLUSTER_DIR"
-	cat >"$conf" <<CONF
-[broker]
-node.id = $n
-log.dirs = ["$CLUSTER_DIR/data$n"]
-listeners = ["PLAINTEXT://127.0.0.1:$(client_port "$n")", "CONTROLLER://127.0.0.1:$(peer_port "$n")"]
-
-[http]
-listen = "127.0.0.1:$(http_port "$n")"
-
+	{
+		cat <<CONF
 [cluster]
 controller.quorum.voters = [$(voters)]
 CONF
+		for n in "${NODES[@]}"; do
+			cat <<CONF
+
+[node.$n.broker]
+log.dirs = ["$CLUSTER_DIR/data$n"]
+listeners = ["PLAINTEXT://127.0.0.1:$(client_port "$n")", "CONTROLLER://127.0.0.1:$(peer_port "$n")"]
+[node.$n.http]
+listen = "127.0.0.1:$(http_port "$n")"
+CONF
+		done
+	} >"$conf"
 }
 
 pid_of() {
@@ -81,9 +90,9 @@ start_node() {
 		echo "node $n already runs (pid $(pid_of "$n"))"
 		return
 	fi
-	write_config "$n"
+	write_config
 	wren=$(bin)
-	nohup "$wren" serve --config "$CLUSTER_DIR/node$n.toml" >>"$CLUSTER_DIR/node$n.log" 2>&1 &
+	nohup "$wren" serve --config "$CLUSTER_DIR/cluster.toml" --node-id "$n" >>"$CLUSTER_DIR/node$n.log" 2>&1 &
 	echo $! >"$CLUSTER_DIR/node$n.pid"
 	echo "node $n started (pid $!, clients 127.0.0.1:$(client_port "$n"), log $CLUSTER_DIR/node$n.log)"
 }
@@ -138,8 +147,30 @@ status)
 	"$(bin)" cluster quorum -b "$(bootstrap)" || true
 	;;
 bootstrap) bootstrap ;;
+check)
+	command -v kcat >/dev/null || { echo "check needs kcat (Debian: apt-get install kcat)" >&2; exit 2; }
+	running=0 controllers=""
+	for n in "${NODES[@]}"; do pid_of "$n" >/dev/null && running=$((running + 1)); done
+	for n in "${NODES[@]}"; do
+		pid_of "$n" >/dev/null || continue
+		md=$(kcat -L -m 10 -b "127.0.0.1:$(client_port "$n")")
+		brokers=$(grep -c '^  broker ' <<<"$md" || true)
+		ctrl=$(grep '(controller)' <<<"$md" | awk '{print $2}')
+		echo "node $n: kcat -L lists $brokers broker(s), controller ${ctrl:-none}"
+		if [[ "$brokers" -ne "$running" || -z "$ctrl" ]]; then
+			echo "node $n: want $running brokers and a controller" >&2
+			exit 1
+		fi
+		controllers+="$ctrl "
+	done
+	if [[ $(tr ' ' '\n' <<<"$controllers" | sort -u | grep -c .) -gt 1 ]]; then
+		echo "the nodes disagree on the controller: $controllers" >&2
+		exit 1
+	fi
+	"$(bin)" cluster health -b "$(bootstrap)"
+	;;
 *)
-	sed -n '2,20p' "$0" >&2
+	sed -n '2,23p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -25,7 +25,8 @@ type Config struct {
 	Apply func(ents []metalog.Entry)
 	// Restore replaces the applied state with a snapshot's data (a
 	// follower that fell behind the controller's log start). Nil refuses
-	// snapshots: the driver stops with an error.
+	// snapshots: the driver stops with an error (the cluster package
+	// always sets it).
 	Restore func(data []byte) error
 	// OnSoftState is told every change of role, controller or Acting, on
 	// the driver goroutine. May be nil.
@@ -306,4 +307,39 @@ func (d *Driver) Close() error {
 		err = errors.Join(d.tr.Close(), d.store.Close())
 	})
 	return err
+}
+
+// Compact folds the applied log into a snapshot when at least minEntries
+// entries were applied since the last one: encode is called on the driver
+// goroutine, where the applied state is exactly the applied index, and
+// its data becomes the snapshot's. It returns the snapshot's index, or 0
+// when the log is too short yet. The snapshot is persisted, and the log
+// trimmed, with the next Ready.
+func (d *Driver) Compact(ctx context.Context, minEntries int64, encode func() ([]byte, error)) (int64, error) {
+	var index int64
+	var err error
+	got := make(chan struct{})
+	q := func(n *metalog.Node) {
+		defer close(got)
+		st := n.Status()
+		if st.Applied-st.SnapshotIndex < minEntries {
+			return
+		}
+		var data []byte
+		if data, err = encode(); err != nil {
+			return
+		}
+		if err = n.Compact(st.Applied, data); err == nil {
+			index = st.Applied
+		}
+	}
+	select {
+	case d.queries <- q:
+	case <-d.done:
+		return 0, d.stoppedErr()
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	<-got
+	return index, err
 }

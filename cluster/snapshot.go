@@ -1,0 +1,163 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/wren-broker/wren/cluster/metalog"
+)
+
+// Snapshots of the metadata image let a quorum's log be trimmed: every
+// node compacts its own log once SnapshotEntries entries were applied
+// since its last snapshot (metalog.Node.Compact with the encoded image),
+// a restarted node starts from its snapshot and replays only the entries
+// after it, and a follower whose log ends before the controller's log
+// start gets the controller's snapshot in the fetch answer and restores
+// its image from it (restoreSnapshot).
+
+// imageSnapshot is the metadata image as a snapshot stores it: JSON, as
+// the log's records are. Part of the on-disk format: add fields, never
+// rename or reuse one.
+type imageSnapshot struct {
+	Version        int                          `json:"version"`
+	Offset         uint64                       `json:"offset"`
+	ClusterID      string                       `json:"cluster_id"`
+	Topics         []*TopicImage                `json:"topics"`
+	BrokerConfigs  map[string]map[string]string `json:"broker_configs"`
+	NextProducerID int64                        `json:"next_producer_id"`
+	Brokers        []*BrokerImage               `json:"brokers"`
+	Ledger         []DataLossEntry              `json:"ledger"`
+}
+
+// imageSnapshotVersion is the version encodeImage writes; decodeImage
+// refuses others. Part of the on-disk format.
+const imageSnapshotVersion = 1
+
+// encodeImage encodes im for a snapshot.
+func encodeImage(im *Image) ([]byte, error) {
+	s := imageSnapshot{Version: imageSnapshotVersion, Offset: im.Offset, ClusterID: im.ClusterID,
+		BrokerConfigs: im.brokerConfigs, NextProducerID: im.NextProducerID, Ledger: im.ledger}
+	for _, name := range slices.Sorted(maps.Keys(im.topics)) {
+		s.Topics = append(s.Topics, im.topics[name])
+	}
+	for _, id := range slices.Sorted(maps.Keys(im.brokers)) {
+		s.Brokers = append(s.Brokers, im.brokers[id])
+	}
+	return json.Marshal(s)
+}
+
+// decodeImage rebuilds an image from a snapshot, checking what the
+// records' validation would have kept out.
+func decodeImage(data []byte) (*Image, error) {
+	var s imageSnapshot
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("cluster: metadata snapshot: %w", err)
+	}
+	if s.Version != imageSnapshotVersion {
+		return nil, fmt.Errorf("cluster: metadata snapshot version %d, this wren reads %d", s.Version, imageSnapshotVersion)
+	}
+	im := emptyImage()
+	im.Offset, im.ClusterID, im.NextProducerID, im.ledger = s.Offset, s.ClusterID, s.NextProducerID, s.Ledger
+	if s.BrokerConfigs != nil {
+		im.brokerConfigs = s.BrokerConfigs
+	}
+	for _, t := range s.Topics {
+		if t == nil || im.topics[t.Name] != nil || im.byID[t.ID] != nil {
+			return nil, fmt.Errorf("cluster: metadata snapshot: a topic is missing or listed twice")
+		}
+		for i, p := range t.Partitions {
+			if p.Partition != int32(i) {
+				return nil, fmt.Errorf("cluster: metadata snapshot: topic %s has partition %d at position %d", t.Name, p.Partition, i)
+			}
+		}
+		if t.Configs == nil {
+			t.Configs = map[string]string{}
+		}
+		im.topics[t.Name], im.byID[t.ID] = t, t
+	}
+	for _, b := range s.Brokers {
+		if b == nil || im.brokers[b.ID] != nil {
+			return nil, fmt.Errorf("cluster: metadata snapshot: a broker is missing or listed twice")
+		}
+		im.brokers[b.ID] = b
+	}
+	return im, nil
+}
+
+// restoreSnapshot replaces the image with a snapshot's (the quorum driver
+// calls it, on its goroutine, when this node installs the controller's
+// snapshot) and tells the subscribers.
+func (c *Controller) restoreSnapshot(data []byte) error {
+	im, err := decodeImage(data)
+	if err != nil {
+		return err
+	}
+	c.q.applyMu.Lock()
+	defer c.q.applyMu.Unlock()
+	old := c.image.Load()
+	c.image.Store(im)
+	c.q.notifyApplied()
+	c.q.log.Info("metadata quorum: image restored from the controller's snapshot", "offset", im.Offset, "topics", len(im.topics))
+	c.subMu.Lock()
+	subs := append([]func(old, new *Image){}, c.subscribers...)
+	c.subMu.Unlock()
+	for _, fn := range subs {
+		fn(old, im)
+	}
+	return nil
+}
+
+// defaultSnapshotEntries is QuorumConfig.SnapshotEntries when not set: a
+// few hundred kilobytes of log between snapshots, and a restart replays
+// at most that many entries.
+const defaultSnapshotEntries = 4096
+
+// snapshotCheckInterval is how often a node looks whether its log grew
+// enough for a snapshot.
+const snapshotCheckInterval = 200 * time.Millisecond
+
+// compactLoop snapshots this node's log whenever SnapshotEntries entries
+// were applied since the last snapshot.
+func (c *Controller) compactLoop() {
+	q := c.q
+	defer q.wg.Done()
+	every := int64(q.cfg.SnapshotEntries)
+	if every <= 0 {
+		every = defaultSnapshotEntries
+	}
+	t := time.NewTicker(snapshotCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-q.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+		index, err := q.driver.Compact(ctx, every, func() ([]byte, error) { return encodeImage(c.image.Load()) })
+		cancel()
+		switch {
+		case err != nil:
+			q.log.Warn("metadata quorum: snapshot failed", "err", err)
+		case index > 0:
+			q.log.Info("metadata quorum: log compacted into a snapshot", "index", index)
+		}
+	}
+}
+
+// loadSnapshot is the image a node starts from: its stored snapshot's,
+// or the empty image.
+func loadSnapshot(s metalog.Snapshot) (*Image, error) {
+	if s.Index == 0 {
+		return emptyImage(), nil
+	}
+	im, err := decodeImage(s.Data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (snapshot at %d)", err, s.Index)
+	}
+	return im, nil
+}

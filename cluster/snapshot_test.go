@@ -1,0 +1,166 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/wren-broker/wren/election"
+	"github.com/wren-broker/wren/internal/vfs"
+)
+
+// An image of every record kind survives a snapshot's round trip intact.
+func TestImageSnapshotRoundTrip(t *testing.T) {
+	v := func(s string) *string { return &s }
+	a, b := NewUUID(), NewUUID()
+	recs := []Record{
+		{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "Y2x1c3RlcgAAAAAAAAAAAA"}},
+		{Kind: KindBrokerRegistration, BrokerRegistration: &BrokerRegistrationRecord{BrokerID: 1, Rack: "r1",
+			Listeners: []BrokerListener{{Name: "PLAINTEXT", Host: "edge-1", Port: 9092, SecurityProtocol: "PLAINTEXT"}}}},
+		{Kind: KindBrokerRegistration, BrokerRegistration: &BrokerRegistrationRecord{BrokerID: 2}},
+		{Kind: KindBrokerFence, BrokerFence: &BrokerFenceRecord{BrokerID: 2, Fenced: true}},
+		{Kind: KindTopic, Topic: &TopicRecord{Name: "a", ID: a}},
+		{Kind: KindPartition, Partition: &PartitionRecord{TopicID: a, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1}, ELR: []int32{2}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 4}},
+		{Kind: KindPartition, Partition: &PartitionRecord{TopicID: a, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{}, LastKnownELR: []int32{2}, Leader: -1}},
+		{Kind: KindConfig, Config: &ConfigRecord{ResourceType: ResourceTopic, Name: "a", Key: "retention.ms", Value: v("1000")}},
+		{Kind: KindTopic, Topic: &TopicRecord{Name: "b", ID: b}},
+		{Kind: KindRemoveTopic, RemoveTopic: &RemoveTopicRecord{ID: b}},
+		{Kind: KindConfig, Config: &ConfigRecord{ResourceType: ResourceBroker, Name: "", Key: "log.retention.ms", Value: v("5")}},
+		{Kind: KindConfig, Config: &ConfigRecord{ResourceType: ResourceBroker, Name: "1", Key: "log.cleaner.threads", Value: v("2")}},
+		{Kind: KindProducerIDs, ProducerIDs: &ProducerIDsRecord{BrokerID: 1, NextBlockStart: 2000, BlockSize: 1000}},
+		{Kind: KindDataLoss, DataLoss: &DataLossRecord{TopicID: a, Topic: "a", Partition: 1, LeaderEpoch: 5, PreviousLeader: 2,
+			NewLeader: 1, PreviousISR: []int32{2}, Reason: "unclean", FromOffset: 10, ToOffset: 20}},
+	}
+	im := emptyImage()
+	for i, r := range recs {
+		var err error
+		if im, err = im.apply(uint64(i+1), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := encodeImage(im)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeImage(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, im) {
+		t.Fatalf("snapshot round trip:\n got %+v\nwant %+v", got, im)
+	}
+	if _, err := decodeImage([]byte(`{"version":2}`)); err == nil {
+		t.Fatal("a snapshot of an unknown version decoded")
+	}
+	// A new field of Image must be added to imageSnapshot: a snapshot that
+	// drops it would lose state on every node that restores one.
+	if n := reflect.TypeOf(Image{}).NumField(); n != 8 {
+		t.Fatalf("Image has %d fields, imageSnapshot was written for 8: add the new ones to snapshot.go, then update this number", n)
+	}
+}
+
+// Many metadata changes with a small snapshot threshold: every node
+// compacts its log; a follower that was down while the controller's log
+// start moved past its log end catches up by the controller's snapshot;
+// a restarted node starts from its own snapshot.
+func TestQuorumSnapshots(t *testing.T) {
+	voters := map[election.NodeID]string{}
+	var nodes []*quorumNode
+	for i := int32(1); i <= 3; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		voters[election.NodeID(i)] = ln.Addr().String()
+		nodes = append(nodes, &quorumNode{id: i, ln: ln, fs: vfs.NewMem(), snapshotEntries: 20})
+	}
+	for _, n := range nodes {
+		startQuorumNode(t, n, voters)
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.c.Close()
+		}
+	}()
+	var ctrl *quorumNode
+	pollUntil(t, "a controller with all three brokers", 10*time.Second, func() bool {
+		for _, n := range nodes {
+			if n.c.Acting() && len(n.c.Image().Brokers()) == 3 {
+				ctrl = n
+				return true
+			}
+		}
+		return false
+	})
+	var lagging, other *quorumNode
+	for _, n := range nodes {
+		switch {
+		case n == ctrl:
+		case lagging == nil:
+			lagging = n
+		default:
+			other = n
+		}
+	}
+	ctx := context.Background()
+	st, _, err := lagging.c.QuorumStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	laggingEnd := st.LastIndex
+	lagging.c.Close()
+
+	const topics = 60
+	for i := 0; i < topics; i++ {
+		res, err := ctrl.c.CreateTopics(ctx, []CreateTopic{{Name: fmt.Sprintf("s%d", i), NumPartitions: 1, ReplicationFactor: 1}}, false)
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("create topic s%d: %v %v", i, err, res[0].Err)
+		}
+	}
+	if res, err := ctrl.c.DeleteTopics(ctx, []string{"s0"}); err != nil || res[0].Err != nil {
+		t.Fatalf("delete s0: %v %+v", err, res)
+	}
+	pollUntil(t, "the controller's and the other follower's logs compacted past the lagging follower's log end", 10*time.Second, func() bool {
+		for _, n := range []*quorumNode{ctrl, other} {
+			st, _, err := n.c.QuorumStatus(ctx)
+			if err != nil || st.SnapshotIndex <= laggingEnd+1 {
+				return false
+			}
+		}
+		return true
+	})
+	want := ctrl.c.Image().TopicNames()
+
+	// The lagging follower comes back: only a snapshot can catch it up.
+	restart := func(n *quorumNode) {
+		t.Helper()
+		ln, err := net.Listen("tcp", voters[election.NodeID(n.id)])
+		if err != nil {
+			t.Skipf("port %s taken before the restart: %v", voters[election.NodeID(n.id)], err)
+		}
+		n.ln, n.fs = ln, n.fs.Crash(vfs.CrashOptions{})
+		startQuorumNode(t, n, voters)
+	}
+	restart(lagging)
+	pollUntil(t, "the lagging follower caught up by the controller's snapshot", 10*time.Second, func() bool {
+		return reflect.DeepEqual(lagging.c.Image().TopicNames(), want)
+	})
+	if st, _, err := lagging.c.QuorumStatus(ctx); err != nil || st.SnapshotIndex <= laggingEnd {
+		t.Fatalf("the lagging follower's snapshot is at %d (log end before %d): %v", st.SnapshotIndex, laggingEnd, err)
+	}
+
+	// A restarted node starts from its own snapshot: its image holds the
+	// topics at once, before it has heard from anyone.
+	other.c.Close()
+	st, _, _ = ctrl.c.QuorumStatus(ctx)
+	restart(other)
+	if other.c.Image().Topic("s1") == nil || other.c.Image().Topic("s0") != nil {
+		t.Fatalf("restarted from its snapshot, node %d has topics %v", other.id, other.c.Image().TopicNames())
+	}
+	pollUntil(t, "the restarted node caught up", 10*time.Second, func() bool {
+		return reflect.DeepEqual(other.c.Image().TopicNames(), want)
+	})
+}

@@ -1,0 +1,184 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// One file for the whole cluster: the same file is copied to every node,
+// and each node finds its own entry of controller.quorum.voters, by
+// Options.NodeID (`wren serve --node-id`, WREN_NODE_ID) or, when neither
+// that nor node.id is given, by the voter whose host is an address of this
+// host. Settings that differ between nodes go in [node.N.SECTION] tables
+// ([node.2.broker] log.dirs = [...]), which override the shared ones on
+// node N only. A node selected so, whose file gives no listeners, listens
+// for clients on every interface at port 9092 and for peers at its voter
+// entry's port, and advertises its voter host to clients unless
+// advertised.listeners says otherwise. Per-node files (node.id set, no
+// Options.NodeID) keep working unchanged.
+
+// Options select this node in a file that may describe the whole
+// cluster.
+type Options struct {
+	// NodeID is this node's id; -1 means node.id from the file, else the
+	// voter at a local address. It overrides the file's node.id.
+	NodeID int32
+	// IsLocal reports whether host (a voter's) names an address of this
+	// host; nil: the host's network interfaces.
+	IsLocal func(host string) bool
+	// Serve is set when the config is for running a node (`wren serve`),
+	// which must know which voter it is: a shared file in which no voter,
+	// or several, are at a local address is then refused. Without it
+	// (config check, dump) such a file keeps the default node.id, as a
+	// per-node file would.
+	Serve bool
+}
+
+// NoNode is Options.NodeID when no id is given.
+const NoNode int32 = -1
+
+// nodeNotFound starts the message when no voter, or more than one, is at
+// an address of this host, and no node id was given.
+const nodeNotFound = "config: this node is not found in controller.quorum.voters"
+
+// NodeIDFromEnv reads WREN_NODE_ID; NoNode when it is unset.
+func NodeIDFromEnv() (int32, error) {
+	s := os.Getenv("WREN_NODE_ID")
+	if s == "" {
+		return NoNode, nil
+	}
+	return ParseNodeID(s)
+}
+
+// ParseNodeID reads a node id given on the command line or in the
+// environment.
+func ParseNodeID(s string) (int32, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	if err != nil || n < 0 {
+		return NoNode, fmt.Errorf("config: node id %q: want a non-negative integer", s)
+	}
+	return int32(n), nil
+}
+
+// defaultClientPort is the client port of a node selected in a shared
+// file without listeners: Kafka's.
+const defaultClientPort = 9092
+
+// selectNode picks this node's id and applies its [node.N.*] tables.
+func (l *loader) selectNode(o Options) {
+	const votersKey = "controller.quorum.voters"
+	var voters []Voter
+	if g, ok := l.explicit[votersKey]; ok {
+		for _, s := range g.value.([]string) {
+			if v, err := ParseVoter(s); err == nil {
+				voters = append(voters, v)
+			}
+		}
+	}
+	for id, pos := range l.nodeTables {
+		if !slices.ContainsFunc(voters, func(v Voter) bool { return v.ID == id }) {
+			l.errorf(pos, "", "table [node.%d.*]: node %d is not in %s", id, id, votersKey)
+		}
+	}
+	id := o.NodeID
+	_, fileID := l.explicit["node.id"]
+	switch {
+	case id >= 0:
+	case fileID || len(voters) <= 1:
+		// A per-node file, or a single node: as before.
+		id = NoNode
+	default:
+		isLocal := o.IsLocal
+		if isLocal == nil {
+			isLocal = hostIsLocal
+		}
+		var found []int32
+		for _, v := range voters {
+			if isLocal(v.Host) {
+				found = append(found, v.ID)
+			}
+		}
+		pos := l.explicit[votersKey].pos
+		switch {
+		case len(found) == 1:
+			id = found[0]
+		case !o.Serve:
+			id = NoNode
+		case len(found) == 0:
+			l.add(&Error{File: l.file, Pos: pos, Key: votersKey, Msg: fmt.Sprintf(
+				"%s: node.id is not set and no voter's host is an address of this host; give --node-id (or WREN_NODE_ID)", nodeNotFound)})
+			return
+		default:
+			l.add(&Error{File: l.file, Pos: pos, Key: votersKey, Msg: fmt.Sprintf(
+				"%s: node.id is not set and voters %s are all at addresses of this host; give --node-id (or WREN_NODE_ID)",
+				nodeNotFound, joinIDs(found))})
+			return
+		}
+	}
+	if id == NoNode {
+		return
+	}
+	self := slices.IndexFunc(voters, func(v Voter) bool { return v.ID == id })
+	if self < 0 && len(voters) > 0 {
+		l.add(&Error{File: l.file, Key: "node.id", Msg: fmt.Sprintf("node id %d (given to serve) is not in %s", id, votersKey)})
+		return
+	}
+	l.explicit["node.id"] = given{value: int64(id), source: SourceStaticBroker}
+	for name, g := range l.nodeValues[id] {
+		l.explicit[name] = g
+	}
+	if self < 0 {
+		return
+	}
+	v := voters[self]
+	if _, ok := l.explicit["listeners"]; !ok && len(voters) > 1 {
+		l.explicit["listeners"] = given{value: []string{
+			fmt.Sprintf("PLAINTEXT://0.0.0.0:%d", defaultClientPort),
+			"CONTROLLER://" + net.JoinHostPort("0.0.0.0", strconv.Itoa(v.Port)),
+		}, source: SourceStaticBroker}
+		if _, ok := l.explicit["advertised.listeners"]; !ok {
+			l.explicit["advertised.listeners"] = given{value: []string{
+				"PLAINTEXT://" + net.JoinHostPort(v.Host, strconv.Itoa(defaultClientPort)),
+			}, source: SourceStaticBroker}
+		}
+	}
+}
+
+func joinIDs(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(s, ", ")
+}
+
+// hostIsLocal reports whether host resolves to an address of one of this
+// host's network interfaces.
+func hostIsLocal(host string) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	var ips []net.IP
+	if ip := net.ParseIP(host); ip != nil {
+		ips = []net.IP{ip}
+	} else if ips, err = net.LookupIP(host); err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		for _, ip := range ips {
+			if n.IP.Equal(ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
