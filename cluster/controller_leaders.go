@@ -113,6 +113,9 @@ type ElectLeadersResult struct {
 // ElectLeaders). With partitions nil it tries every partition and reports
 // only those where an election was needed.
 func (c *Controller) ElectLeaders(ctx context.Context, el Election, partitions []TopicPartition) ([]ElectLeadersResult, error) {
+	if err := c.checkActing(); err != nil {
+		return nil, err
+	}
 	var results []ElectLeadersResult
 	err := c.run(ctx, func() {
 		im := c.Image()
@@ -175,4 +178,16 @@ func (c *Controller) AlterISR(ctx context.Context, topicID UUID, partition, lead
 		}
 	})
 	return out, errors.Join(err, res)
+}
+
+// checkActing is NOT_CONTROLLER on a node that is not the acting
+// controller. A change computed from such a node's image could judge by a
+// stale state (ELECTION_NOT_NEEDED for a partition that has since lost its
+// leader), so requests that answer per partition check before they start,
+// not only when the commit fails.
+func (c *Controller) checkActing() error {
+	if c.Acting() {
+		return nil
+	}
+	return fmt.Errorf("%w: node %d is not the acting controller (the controller is %d)", kerr.NotController, c.cfg.NodeID, c.ControllerID())
 }

@@ -128,6 +128,7 @@ var apiTable = [...]apiEntry{
 	{Key: kmsg.DescribeLogDirs, Min: 1, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeLogDirs},
 	{Key: kmsg.CreatePartitions, Min: 0, Max: 3, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleCreatePartitions},
 	{Key: kmsg.DeleteGroups, Min: 0, Max: 2, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDeleteGroups},
+	{Key: kmsg.ElectLeaders, Min: 0, Max: 2, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleElectLeaders},
 	{Key: kmsg.IncrementalAlterConfigs, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleIncrementalAlterConfigs},
 	{Key: kmsg.OffsetDelete, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleOffsetDelete},
 	{Key: kmsg.DescribeQuorum, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeQuorum},
