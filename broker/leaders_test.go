@@ -279,3 +279,48 @@ func TestElectLeadersHandler(t *testing.T) {
 	wantCode(t, "election type 5", resp.ErrorCode, kerr.InvalidRequest)
 	wantCode(t, "election type 5, partition", resp.Topics[0].Partitions[0].ErrorCode, kerr.InvalidRequest)
 }
+
+// auto.leader.rebalance.enable with a one-second check: leadership moved
+// off a broker by a controlled shutdown comes back to it by itself, at a
+// new leader epoch, once it is back in the ISRs.
+func TestAutoLeaderRebalanceThreeBrokers(t *testing.T) {
+	brokers := startThreeBrokersWith(t, `[replication]
+auto.leader.rebalance.enable = true
+leader.imbalance.check.interval.seconds = 1
+leader.imbalance.per.broker.percentage = 10
+`)
+	_, adm := threeNodeAdmin(t, brokers)
+	createReplicatedTopic(t, brokers, adm, "orders", 6)
+	ctrl := actingController(t, brokers)
+	victim := int32(1)
+	if ctrl.Controller().NodeID() == victim {
+		victim = 2
+	}
+	before := map[int32]int32{}
+	for _, p := range ctrl.Controller().Image().Topic("orders").Partitions {
+		if p.Replicas[0] == victim {
+			before[p.Partition] = p.LeaderEpoch
+		}
+	}
+	if err := ctrl.Controller().ControlledShutdown(testContext(t), victim); err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	for p := range before {
+		if ctrl.Controller().Image().Topic("orders").Partitions[p].Leader != victim {
+			moved = true
+		}
+	}
+	if !moved {
+		t.Fatalf("the controlled shutdown of %d moved no leader", victim)
+	}
+	pollFor(t, fmt.Sprintf("broker %d leading its preferred partitions again, at a later leader epoch", victim), 20*time.Second, func() bool {
+		for p, epoch := range before {
+			pi := ctrl.Controller().Image().Topic("orders").Partitions[p]
+			if pi.Leader != victim || pi.LeaderEpoch <= epoch {
+				return false
+			}
+		}
+		return true
+	})
+}

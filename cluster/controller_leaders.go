@@ -191,3 +191,24 @@ func (c *Controller) checkActing() error {
 	}
 	return fmt.Errorf("%w: node %d is not the acting controller (the controller is %d)", kerr.NotController, c.cfg.NodeID, c.ControllerID())
 }
+
+// RebalanceLeaders runs auto.leader.rebalance once: preferred elections
+// for the partitions of every broker whose leader imbalance is above
+// percentPerBroker (RebalanceLeadersChanges), as one metadata entry. It
+// returns the changes committed.
+func (c *Controller) RebalanceLeaders(ctx context.Context, percentPerBroker int) ([]PartitionChange, error) {
+	if err := c.checkActing(); err != nil {
+		return nil, err
+	}
+	var changes []PartitionChange
+	var res error
+	err := c.run(ctx, func() {
+		changes = RebalanceLeadersChanges(c.Image(), percentPerBroker, c.leaderConfig())
+		if len(changes) > 0 {
+			if res = c.commit(changeRecords(nil, changes)); res != nil {
+				changes = nil
+			}
+		}
+	})
+	return changes, errors.Join(err, res)
+}
