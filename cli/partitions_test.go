@@ -2,8 +2,15 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/wren-broker/wren/broker"
+	"github.com/wren-broker/wren/config"
 )
 
 // elect-leader against a one-node wren: every preferred replica leads, so
@@ -52,5 +59,160 @@ func TestPartitionsElectLeaderUsage(t *testing.T) {
 		if !strings.Contains(res.stderr, "usage") && !strings.Contains(res.stderr, "want") && !strings.Contains(res.stderr, "must") {
 			t.Errorf("%v: stderr %q does not explain the usage error", args, res.stderr)
 		}
+	}
+}
+
+// threeWrenBrokers starts a three-node wren cluster in this process over
+// loopback (controller quorum on free ports) and returns the brokers once
+// the controller knows all three.
+func threeWrenBrokers(t *testing.T) []*broker.Broker {
+	t.Helper()
+	// Reserve three distinct ports, then free them for the nodes.
+	var ports []int
+	var lns []net.Listener
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		lns = append(lns, ln)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	voters := fmt.Sprintf("%q, %q, %q", fmt.Sprintf("1@127.0.0.1:%d", ports[0]), fmt.Sprintf("2@127.0.0.1:%d", ports[1]), fmt.Sprintf("3@127.0.0.1:%d", ports[2]))
+	var brokers []*broker.Broker
+	t.Cleanup(func() {
+		for _, b := range brokers {
+			b.Close()
+		}
+	})
+	for id := 1; id <= 3; id++ {
+		text := fmt.Sprintf(`
+[broker]
+node.id = %d
+log.dirs = [%q]
+listeners = ["PLAINTEXT://127.0.0.1:0", "CONTROLLER://127.0.0.1:%d"]
+[http]
+listen = "127.0.0.1:0"
+[cluster]
+controller.quorum.voters = [%s]
+controller.heartbeat.interval.ms = 100
+controller.lease.ms = 300
+controller.quorum.fetch.timeout.ms = 400
+controller.quorum.election.backoff.max.ms = 200
+broker.heartbeat.interval.ms = 100
+broker.session.timeout.ms = 1000
+[replication]
+auto.leader.rebalance.enable = false
+`, id, t.TempDir(), ports[id-1], voters)
+		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", id), []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := broker.Start(cfg, broker.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatalf("start node %d: %v", id, err)
+		}
+		brokers = append(brokers, b)
+	}
+	pollUntil(t, "three brokers registered with one controller", func() bool {
+		ctrl := brokers[0].Controller().ControllerID()
+		for _, b := range brokers {
+			if ctrl < 0 || b.Controller().ControllerID() != ctrl || len(b.Controller().Brokers()) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	return brokers
+}
+
+// pollUntil polls cond every 10ms for up to 20s.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after 20s waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Under-replicated and unavailable partitions on a three-node cluster:
+// with one node closed, `topic describe --under-replicated-partitions`
+// lists exactly the partitions whose ISR lost it, with no topic line, and
+// `cluster health` lists them as under-replicated; an RF 1 topic on the
+// closed node is unavailable and makes the cluster unhealthy.
+func TestTopicDescribeUnderReplicatedThreeBrokers(t *testing.T) {
+	brokers := threeWrenBrokers(t)
+	b := brokers[0].Addr().String() + "," + brokers[1].Addr().String() + "," + brokers[2].Addr().String()
+	mustRun(t, "", "topic", "create", "rf3", "-p", "3", "-r", "3", "-b", b)
+	mustRun(t, "", "topic", "create", "rf1", "-p", "3", "-r", "1", "-b", b)
+	pollUntil(t, "full ISRs", func() bool {
+		for _, p := range brokers[0].Controller().Image().Topic("rf3").Partitions {
+			if len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	if out := mustRun(t, "", "topic", "describe", "--under-replicated-partitions", "--unavailable-partitions", "-b", b).stdout; out != "" {
+		t.Fatalf("a healthy cluster has under-replicated or unavailable partitions:\n%s", out)
+	}
+	// Close a node that is not the controller, so the survivors keep one.
+	victim := brokers[2]
+	if victim.Controller().Acting() {
+		victim = brokers[1]
+	}
+	var rest []string
+	for _, x := range brokers {
+		if x != victim {
+			rest = append(rest, x.Addr().String())
+		}
+	}
+	id := victim.Controller().NodeID()
+	victim.Close()
+	seeds := strings.Join(rest, ",")
+	var out string
+	pollUntil(t, "three under-replicated partitions of rf3", func() bool {
+		out = run(t, "", "topic", "describe", "rf3", "--under-replicated-partitions", "-b", seeds).stdout
+		return strings.Count(out, "Partition:") == 3
+	})
+	if strings.Contains(out, "PartitionCount") {
+		t.Errorf("--under-replicated-partitions printed a topic line:\n%s", out)
+	}
+	var unavailable []string
+	for _, p := range brokers[0].Controller().Image().Topic("rf1").Partitions {
+		if p.Replicas[0] == id {
+			unavailable = append(unavailable, fmt.Sprintf("Partition: %d\t", p.Partition))
+		}
+	}
+	pollUntil(t, "the rf1 partitions of the closed node unavailable", func() bool {
+		out = run(t, "", "topic", "describe", "--unavailable-partitions", "-b", seeds).stdout
+		if strings.Count(out, "Partition:") != len(unavailable) {
+			return false
+		}
+		for _, u := range unavailable {
+			if !strings.Contains(out, "Topic: rf1\t"+u) {
+				return false
+			}
+		}
+		return true
+	})
+	res := run(t, "", "cluster", "health", "--format", "json", "-b", seeds)
+	var h struct {
+		Healthy         bool     `json:"is_healthy"`
+		UnderReplicated []string `json:"under_replicated_partitions"`
+		Leaderless      []string `json:"leaderless_partitions"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &h); err != nil {
+		t.Fatalf("cluster health json %q: %v", res.stdout, err)
+	}
+	if h.Healthy || res.code == 0 || len(h.Leaderless) != len(unavailable) || len(h.UnderReplicated) < 3 {
+		t.Fatalf("cluster health with node %d closed (exit %d): %+v; want unhealthy, %d leaderless, rf3's 3 partitions under-replicated",
+			id, res.code, h, len(unavailable))
 	}
 }
