@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,7 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/engine"
 )
 
 // Preferred leaders, leader rebalancing and reassignment on three
@@ -323,4 +328,195 @@ leader.imbalance.per.broker.percentage = 10
 		}
 		return true
 	})
+}
+
+// Kafka's kafka-reassign-partitions through kadm: an RF 2 partition moves
+// from {a, b} to {b, c}, its leader a among the replicas removed. c
+// catches up and joins the ISR, leadership moves to b, a deletes its
+// copy, and every record produced before and during the move is read
+// back. Cancelling a move that cannot complete (its new replica's broker
+// is fenced) restores the original replicas.
+func TestReassignPartitionsThreeBrokers(t *testing.T) {
+	brokers := startThreeBrokersWith(t, "[replication]\nauto.leader.rebalance.enable = false\n")
+	cl, adm := threeNodeAdmin(t, brokers)
+	resp, err := adm.CreateTopic(testContext(t), 1, 2, nil, "moving")
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl := actingController(t, brokers)
+	var p0 cluster.PartitionImage
+	pollFor(t, "moving-0 with both replicas in the ISR", 15*time.Second, func() bool {
+		p0 = ctrl.Controller().Image().Topic("moving").Partitions[0]
+		return len(p0.ISR) == 2 && p0.Leader == p0.Replicas[0]
+	})
+	a, b := p0.Replicas[0], p0.Replicas[1]
+	c := int32(6) - a - b
+	t.Logf("moving-0: replicas %v led by %d, moving to [%d %d]", p0.Replicas, a, b, c)
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers[0].Addr().String()), kgo.DefaultProduceTopic("moving"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	produce := func(from, to int) {
+		t.Helper()
+		var rs []*kgo.Record
+		for i := from; i < to; i++ {
+			rs = append(rs, &kgo.Record{Value: []byte(strconv.Itoa(i))})
+		}
+		if err := prod.ProduceSync(testContext(t), rs...).FirstErr(); err != nil {
+			t.Fatalf("produce %d-%d: %v", from, to, err)
+		}
+	}
+	produce(0, 500)
+
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign("moving", 0, []int32{b, c})
+	req.Assign("moving", 7, []int32{b, c})
+	res, err := adm.AlterPartitionAssignments(testContext(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Sorted() {
+		switch r.Partition {
+		case 0:
+			if r.Err != nil {
+				t.Fatalf("reassign moving-0: %v %s", r.Err, r.ErrMessage)
+			}
+		case 7:
+			wantErr(t, "reassign moving-7", r.Err, kerr.UnknownTopicOrPartition)
+		}
+	}
+	produce(500, 1000)
+	pollFor(t, "the move of moving-0 to complete", 20*time.Second, func() bool {
+		l, err := adm.ListPartitionReassignments(testContext(t), kadm.TopicsSet{"moving": {0: {}}})
+		if err != nil {
+			t.Fatalf("list reassignments: %v", err)
+		}
+		p := ctrl.Controller().Image().Topic("moving").Partitions[0]
+		return len(l.Sorted()) == 0 && slices.Equal(p.Replicas, []int32{b, c})
+	})
+	p := ctrl.Controller().Image().Topic("moving").Partitions[0]
+	if p.Leader != b || !slices.Equal(p.ISR, []int32{b, c}) {
+		t.Fatalf("after the move: %+v, want leader %d and ISR [%d %d]", p, b, b, c)
+	}
+	tp := engine.TopicPartition{Topic: "moving", Partition: 0}
+	pollFor(t, fmt.Sprintf("broker %d to drop its copy of moving-0", a), 10*time.Second, func() bool {
+		return brokers[a-1].Replicas().Partition(tp) == nil && brokers[c-1].Replicas().Partition(tp) != nil
+	})
+	if _, err := os.Stat(filepath.Join(brokers[a-1].Replicas().Logs().Dir(), "moving-0")); !os.IsNotExist(err) {
+		t.Fatalf("the log of moving-0 on broker %d is still on disk: %v", a, err)
+	}
+	produce(1000, 1100)
+
+	// Every record from the new replicas.
+	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers[b-1].Addr().String()), kgo.ConsumeTopics("moving"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	seen := map[string]bool{}
+	ctx := testContext(t)
+	for len(seen) < 1100 && ctx.Err() == nil {
+		cons.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	if len(seen) != 1100 {
+		t.Fatalf("read back %d of 1100 records after the move", len(seen))
+	}
+
+	// A move to a fenced broker cannot complete; cancelling it restores
+	// the replicas. The controller's own broker stays, so it keeps acting.
+	stuck := a
+	if stuck == ctrl.Controller().NodeID() {
+		t.Skip("the removed broker is the controller; the cancel case needs another broker to fence")
+	}
+	brokers[stuck-1].Close()
+	pollFor(t, fmt.Sprintf("broker %d fenced", stuck), 10*time.Second, func() bool {
+		bi, ok := ctrl.Controller().Image().Broker(stuck)
+		return ok && bi.Fenced
+	})
+	req = nil
+	req.Assign("moving", 0, []int32{b, stuck})
+	if res, err := adm.AlterPartitionAssignments(testContext(t), req); err != nil || res.Error() != nil {
+		t.Fatalf("reassign to a fenced broker: %v %v", err, res.Error())
+	}
+	l, err := adm.ListPartitionReassignments(testContext(t), kadm.TopicsSet{"moving": {0: {}}})
+	if err != nil || len(l.Sorted()) != 1 || !slices.Equal(l.Sorted()[0].AddingReplicas, []int32{stuck}) {
+		t.Fatalf("listed %+v %v, want moving-0 adding %d", l, err, stuck)
+	}
+	req = nil
+	req.Assign("moving", 0, nil)
+	if res, err := adm.AlterPartitionAssignments(testContext(t), req); err != nil || res.Error() != nil {
+		t.Fatalf("cancel: %v %v", err, res.Error())
+	}
+	p = ctrl.Controller().Image().Topic("moving").Partitions[0]
+	if p.Reassigning() || !slices.Equal(p.Replicas, []int32{b, c}) {
+		t.Fatalf("after the cancel: %+v, want replicas [%d %d]", p, b, c)
+	}
+	if res, err := adm.AlterPartitionAssignments(testContext(t), req); err != nil || !errors.Is(res.Error(), kerr.NoReassignmentInProgress) {
+		t.Fatalf("a second cancel: %v %v, want NO_REASSIGNMENT_IN_PROGRESS", err, res.Error())
+	}
+
+	// A node that is not the controller answers NOT_CONTROLLER.
+	for _, x := range brokers {
+		if x.Controller().Acting() || x.Controller().NodeID() == stuck {
+			continue
+		}
+		lr := kmsg.NewPtrListPartitionReassignmentsRequest()
+		resp, err := cl.Broker(int(x.Controller().NodeID())).Request(testContext(t), lr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, "ListPartitionReassignments on a non-controller", resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode, kerr.NotController)
+	}
+}
+
+// The reassignment handlers' answers on one node, where the exact code
+// matters.
+func TestReassignmentHandlers(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir(), ""))
+	_, adm := newClient(t, b)
+	createTopic(t, adm, "t", 1, nil)
+	alter := func(v int16, allowRF bool, replicas []int32) *kmsg.AlterPartitionAssignmentsResponse {
+		req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+		req.AllowReplicationFactorChange = allowRF
+		rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+		rp.Replicas = replicas
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return direct[*kmsg.AlterPartitionAssignmentsResponse](t, pinned(t, b, kmsg.AlterPartitionAssignments, v), req)
+	}
+	for _, c := range []struct {
+		v        int16
+		allowRF  bool
+		replicas []int32
+		want     *kerr.Error
+	}{
+		{0, false, []int32{9}, kerr.InvalidReplicaAssignment},
+		{1, true, []int32{}, kerr.InvalidReplicaAssignment},
+		{1, true, []int32{1, 1}, kerr.InvalidReplicaAssignment},
+		{1, false, []int32{1, 1}, kerr.InvalidReplicationFactor},
+		{1, true, nil, kerr.NoReassignmentInProgress},
+		{1, true, []int32{1}, nil},
+	} {
+		resp := alter(c.v, c.allowRF, c.replicas)
+		wantCode(t, fmt.Sprintf("v%d allowRF %v replicas %v", c.v, c.allowRF, c.replicas), resp.Topics[0].Partitions[0].ErrorCode, c.want)
+	}
+	list := direct[*kmsg.ListPartitionReassignmentsResponse](t, pinned(t, b, kmsg.ListPartitionReassignments, 0), kmsg.NewPtrListPartitionReassignmentsRequest())
+	if list.ErrorCode != 0 || len(list.Topics) != 0 {
+		t.Fatalf("list with nothing moving: %+v", list)
+	}
+	lr := kmsg.NewPtrListPartitionReassignmentsRequest()
+	rt := kmsg.NewListPartitionReassignmentsRequestTopic()
+	rt.Topic, rt.Partitions = "nope", []int32{0}
+	lr.Topics = append(lr.Topics, rt)
+	list = direct[*kmsg.ListPartitionReassignmentsResponse](t, pinned(t, b, kmsg.ListPartitionReassignments, 0), lr)
+	wantCode(t, "list of an unknown topic", list.ErrorCode, kerr.UnknownTopicOrPartition)
 }

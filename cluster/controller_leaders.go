@@ -172,6 +172,12 @@ func (c *Controller) AlterISR(ctx context.Context, topicID UUID, partition, lead
 			return
 		}
 		ch.TopicID, ch.Topic = t.ID, t.Name
+		// The ISR change that brings the last new replica in completes a
+		// reassignment in the same entry.
+		if done, ok := MaybeCompleteReassignment(ch.After, im.ElectionContext(t, partition, c.leaderConfig(), nil)); ok {
+			done.Before, done.TopicID, done.Topic = ch.Before, t.ID, t.Name
+			ch = done
+		}
 		out = ch.After
 		if ch.Changed() {
 			res = c.commit(ch.Records())

@@ -130,6 +130,8 @@ var apiTable = [...]apiEntry{
 	{Key: kmsg.DeleteGroups, Min: 0, Max: 2, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDeleteGroups},
 	{Key: kmsg.ElectLeaders, Min: 0, Max: 2, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleElectLeaders},
 	{Key: kmsg.IncrementalAlterConfigs, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleIncrementalAlterConfigs},
+	{Key: kmsg.AlterPartitionAssignments, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleAlterPartitionReassignments},
+	{Key: kmsg.ListPartitionReassignments, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleListPartitionReassignments},
 	{Key: kmsg.OffsetDelete, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleOffsetDelete},
 	{Key: kmsg.DescribeQuorum, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeQuorum},
 	{Key: kmsg.DescribeCluster, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeCluster},
