@@ -120,4 +120,3 @@ func (c *Controller) ListPartitionReassignments(partitions []TopicPartition) ([]
 	}
 	return out, nil
 }
-

@@ -156,4 +156,3 @@ func minus(a, b []int32) []int32 {
 	}
 	return out
 }
-
