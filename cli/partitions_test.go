@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +216,104 @@ func TestTopicDescribeUnderReplicatedThreeBrokers(t *testing.T) {
 	if h.Healthy || res.code == 0 || len(h.Leaderless) != len(unavailable) || len(h.UnderReplicated) < 3 {
 		t.Fatalf("cluster health with node %d closed (exit %d): %+v; want unhealthy, %d leaderless, rf3's 3 partitions under-replicated",
 			id, res.code, h, len(unavailable))
+	}
+}
+
+// move, move-status and move-cancel on three brokers: a partition moves
+// off one broker with --wait; a plan file in kafka-reassign-partitions'
+// format moves it again; a move to a closed broker stays under way, is
+// listed by move-status with the replica it waits for, and move-cancel
+// ends it.
+func TestPartitionsMoveThreeBrokers(t *testing.T) {
+	brokers := threeWrenBrokers(t)
+	b := brokers[0].Addr().String() + "," + brokers[1].Addr().String() + "," + brokers[2].Addr().String()
+	mustRun(t, "", "topic", "create", "mv", "-p", "1", "-r", "1", "-b", b)
+	ctrl := brokers[0]
+	for _, x := range brokers {
+		if x.Controller().Acting() {
+			ctrl = x
+		}
+	}
+	// Moves stay on the controller's node c and one other, x; the third,
+	// y, is closed later, and the controller keeps acting.
+	c := ctrl.Controller().NodeID()
+	var x, y int32
+	for _, b := range brokers {
+		if id := b.Controller().NodeID(); id != c && x == 0 {
+			x = id
+		} else if id != c {
+			y = id
+		}
+	}
+	out := mustRun(t, "", "partitions", "move", fmt.Sprintf("mv/0:%d", x), "--wait", "-b", b).stdout
+	if !strings.Contains(out, "started") || !strings.Contains(out, "All 1 moves completed") {
+		t.Fatalf("move --wait printed:\n%s", out)
+	}
+	if r := ctrl.Controller().Image().Topic("mv").Partitions[0].Replicas; len(r) != 1 || r[0] != x {
+		t.Fatalf("after the move mv/0 is on %v, want [%d]", r, x)
+	}
+
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(plan, []byte(fmt.Sprintf(`{"version":1,"partitions":[{"topic":"mv","partition":0,"replicas":[%d,%d]}]}`, x, c)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "", "partitions", "move", "--file", plan, "--wait", "-b", b)
+	if r := ctrl.Controller().Image().Topic("mv").Partitions[0].Replicas; len(r) != 2 {
+		t.Fatalf("after the plan mv/0 is on %v, want two replicas", r)
+	}
+
+	// A move to a closed broker waits for it.
+	closed := brokers[y-1]
+	cid := closed.Controller().NodeID()
+	closed.Close()
+	pollUntil(t, fmt.Sprintf("broker %d fenced", cid), func() bool {
+		bi, ok := ctrl.Controller().Image().Broker(cid)
+		return ok && bi.Fenced
+	})
+	mustRun(t, "", "partitions", "move", fmt.Sprintf("mv/0:%d,%d", x, cid), "-b", b)
+	var st []movingPartition
+	res := mustRun(t, "", "partitions", "move-status", "--format", "json", "-b", b)
+	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil {
+		t.Fatalf("move-status json %q: %v", res.stdout, err)
+	}
+	if len(st) != 1 || len(st[0].AddingReplicas) != 1 || st[0].AddingReplicas[0] != cid {
+		t.Fatalf("move-status: %+v, want mv/0 adding %d", st, cid)
+	}
+	if out := mustRun(t, "", "partitions", "move-status", "-b", b).stdout; !strings.Contains(out, "ADDING") || !strings.Contains(out, fmt.Sprintf("%d: ", cid)) {
+		t.Fatalf("move-status text:\n%s", out)
+	}
+	out = mustRun(t, "", "partitions", "move-cancel", "--all", "-b", b).stdout
+	if !strings.Contains(out, "cancelled") {
+		t.Fatalf("move-cancel printed:\n%s", out)
+	}
+	if out := mustRun(t, "", "partitions", "move-status", "-b", b).stdout; !strings.Contains(out, "No partition is being moved") {
+		t.Fatalf("move-status after the cancel:\n%s", out)
+	}
+	mustFail(t, "", "partitions", "move-cancel", "mv/0", "-b", b)
+}
+
+func TestPartitionsMoveUsage(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"version":1,"partitions":[{"topic":"t","partition":0}]}`), 0o644)
+	unknown := filepath.Join(dir, "unknown.json")
+	os.WriteFile(unknown, []byte(`{"version":1,"partitions":[],"extra":1}`), 0o644)
+	for _, args := range [][]string{
+		{"partitions", "move"},
+		{"partitions", "move", "t/0"},
+		{"partitions", "move", "t/0:"},
+		{"partitions", "move", "t/0:1,x"},
+		{"partitions", "move", "t/0:1", "t/0:2"},
+		{"partitions", "move", "--file", bad},
+		{"partitions", "move", "--file", unknown},
+		{"partitions", "move", "--file", bad, "t/0:1"},
+		{"partitions", "move-cancel"},
+		{"partitions", "move-cancel", "--all", "t/0"},
+		{"partitions", "move-status", "t"},
+	} {
+		res := mustFail(t, "", append(args, "-b", "127.0.0.1:1")...)
+		if !strings.Contains(res.stderr, "usage") {
+			t.Errorf("%v: stderr %q is not a usage error", args, res.stderr)
+		}
 	}
 }
