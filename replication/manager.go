@@ -134,7 +134,8 @@ func (m *Manager) SetLeaderDefaults(cfg cluster.LeaderConfig) {
 }
 
 // ApplyImage brings the hosted partitions in line with a new metadata
-// image: removed topics' logs are deleted, new partitions get logs, leaders
+// image: removed topics' logs, and those of replicas reassigned away from
+// this node, are deleted; new partitions get logs, leaders
 // take their epochs, changed configs reach the logs. It runs on the
 // controller's loop, in image order.
 func (m *Manager) ApplyImage(old, im *cluster.Image) {
