@@ -108,7 +108,8 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		kmsg.DescribeCluster: {0, 1}, kmsg.InitProducerID: {0, 4}, kmsg.DescribeProducers: {0, 0},
 		kmsg.OffsetCommit: {0, 9}, kmsg.OffsetFetch: {0, 9}, kmsg.JoinGroup: {0, 9}, kmsg.Heartbeat: {0, 4},
 		kmsg.LeaveGroup: {0, 5}, kmsg.SyncGroup: {0, 5}, kmsg.DescribeGroups: {0, 5}, kmsg.ListGroups: {0, 5},
-		kmsg.DeleteGroups: {0, 2}, kmsg.OffsetDelete: {0, 0},
+		kmsg.DeleteGroups: {0, 2}, kmsg.OffsetDelete: {0, 0}, kmsg.ElectLeaders: {0, 2},
+		kmsg.AlterPartitionAssignments: {0, 1}, kmsg.ListPartitionReassignments: {0, 0},
 		kmsg.ConsumerGroupHeartbeat: {0, 1}, kmsg.ConsumerGroupDescribe: {0, 1},
 	}
 	for k, r := range want {

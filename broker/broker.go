@@ -133,6 +133,7 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		ClusterID:                firstNonEmpty(cfg.ClusterID, b.logs.Meta().ClusterID),
 		DefaultPartitions:        cfg.NumPartitions,
 		DefaultReplicationFactor: int16(cfg.DefaultReplicationFactor),
+		LeaderRebalance:          leaderRebalance(cfg),
 		ValidateTopicConfig: func(key string, value *string) error {
 			if value == nil {
 				if _, ok := config.LookupTopic(key); !ok {

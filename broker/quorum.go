@@ -187,3 +187,15 @@ func (b *Broker) ensureOffsetsTopicLater(ctx context.Context) {
 		}
 	}
 }
+
+// leaderRebalance is auto.leader.rebalance.enable's schedule for the
+// controller, nil when it is off.
+func leaderRebalance(cfg *config.Config) *cluster.LeaderRebalanceConfig {
+	if !cfg.AutoLeaderRebalanceEnable {
+		return nil
+	}
+	return &cluster.LeaderRebalanceConfig{
+		CheckInterval:       time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
+		PerBrokerPercentage: int(cfg.LeaderImbalancePerBrokerPercentage),
+	}
+}

@@ -75,6 +75,7 @@ func App(env Env) *ucli.App {
 			offsetsCommand(env),
 			groupCommand(env),
 			clusterCommand(env),
+			partitionsCommand(env),
 			dumpLogCommand(env),
 			storageCommand(env),
 			perfCommand(env),

@@ -237,6 +237,8 @@ func topicDescribeCommand(env Env) *ucli.Command {
 		ArgsUsage: "[TOPIC...]",
 		Flags: clientFlags(append([]ucli.Flag{timeoutFlag(),
 			&ucli.BoolFlag{Name: "producers", Usage: "also list each partition's idempotent producers (kafka-transactions describe-producers)"},
+			&ucli.BoolFlag{Name: "under-replicated-partitions", Usage: "list only partitions whose ISR is smaller than their replica set (no topic lines)"},
+			&ucli.BoolFlag{Name: "unavailable-partitions", Usage: "list only partitions without a leader, or led by a broker that is not live (no topic lines)"},
 		}, internalFlags()...)...),
 		Action: func(c *ucli.Context) error {
 			format, err := formatOf(c)
@@ -263,6 +265,20 @@ func topicDescribeCommand(env Env) *ucli.Command {
 				descs, err := describeTopics(ctx, adm, cl, topics)
 				if err != nil {
 					return err
+				}
+				if c.Bool("under-replicated-partitions") || c.Bool("unavailable-partitions") {
+					var live map[int32]bool
+					if c.Bool("unavailable-partitions") {
+						md, err := adm.BrokerMetadata(ctx)
+						if err != nil {
+							return fmt.Errorf("cli: metadata: %w", err)
+						}
+						live = map[int32]bool{}
+						for _, b := range md.Brokers {
+							live[b.NodeID] = true
+						}
+					}
+					descs = filterPartitions(descs, c.Bool("under-replicated-partitions"), live)
 				}
 				if c.Bool("producers") {
 					if err := describeProducers(ctx, adm, descs); err != nil {
@@ -292,6 +308,32 @@ type topicDescription struct {
 
 	// configOrder is the broker's order of Configs, which the text keeps.
 	configOrder []string
+	// partitionsOnly leaves out the topic line, as kafka-topics does when
+	// it reports under-replicated or unavailable partitions.
+	partitionsOnly bool
+}
+
+// filterPartitions keeps the partitions kafka-topics --describe reports
+// with --under-replicated-partitions (an ISR smaller than the replicas)
+// and --unavailable-partitions (live set: no leader, or a leader that is
+// not a live broker); with both, a partition either reports is kept.
+// Topics left without partitions are dropped.
+func filterPartitions(descs []*topicDescription, underReplicated bool, live map[int32]bool) []*topicDescription {
+	out := []*topicDescription{}
+	for _, d := range descs {
+		var keep []partitionDescription
+		for _, p := range d.Partitions {
+			if underReplicated && len(p.ISR) < len(p.Replicas) || live != nil && (p.Leader < 0 || !live[p.Leader]) {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) > 0 {
+			f := *d
+			f.Partitions, f.partitionsOnly = keep, true
+			out = append(out, &f)
+		}
+	}
+	return out
 }
 
 type partitionDescription struct {
@@ -328,6 +370,11 @@ type producerDescription struct {
 //	\tTopic: T\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr:
 func (d *topicDescription) print(w io.Writer) {
 	var b strings.Builder
+	if d.partitionsOnly {
+		d.printPartitions(&b)
+		io.WriteString(w, b.String())
+		return
+	}
 	b.WriteString("Topic: " + d.Topic)
 	if d.TopicID != "" {
 		b.WriteString("\tTopicId: " + d.TopicID)
@@ -344,20 +391,24 @@ func (d *topicDescription) print(w io.Writer) {
 		b.WriteString(k + "=" + v)
 	}
 	b.WriteByte('\n')
+	d.printPartitions(&b)
+	io.WriteString(w, b.String())
+}
+
+func (d *topicDescription) printPartitions(b *strings.Builder) {
 	for _, p := range d.Partitions {
 		leader := "none"
 		if p.Leader >= 0 {
 			leader = strconv.Itoa(int(p.Leader))
 		}
-		fmt.Fprintf(&b, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s",
+		fmt.Fprintf(b, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s",
 			d.Topic, p.Partition, leader, joinIDs(p.Replicas), joinIDs(p.ISR))
 		if p.elrKnown {
-			fmt.Fprintf(&b, "\tElr: %s\tLastKnownElr: %s\n", joinIDs(p.ELR), joinIDs(p.LastKnownELR))
+			fmt.Fprintf(b, "\tElr: %s\tLastKnownElr: %s\n", joinIDs(p.ELR), joinIDs(p.LastKnownELR))
 		} else {
 			b.WriteString("\tElr: N/A\tLastKnownElr: N/A\n")
 		}
 	}
-	io.WriteString(w, b.String())
 }
 
 // printProducers writes one line per producer of every partition, the

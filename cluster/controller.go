@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -47,10 +48,22 @@ type ControllerConfig struct {
 	// partition, so an unclean election records which offsets it may have
 	// lost; nil records the range as unknown.
 	PartitionOffsets func(topic UUID, partition int32) *PartitionOffsets
+	// LeaderRebalance, when set, has the acting controller of a quorum
+	// move leadership back to preferred replicas (auto.leader.rebalance);
+	// nil leaves leaders where elections put them.
+	LeaderRebalance *LeaderRebalanceConfig
 	// Quorum, set when controller.quorum.voters lists several nodes, makes
 	// the controller a voter of the replicated metadata log; nil keeps the
 	// one-voter controller over the local log in dir.
 	Quorum *QuorumConfig
+}
+
+// LeaderRebalanceConfig is auto.leader.rebalance.enable's schedule.
+type LeaderRebalanceConfig struct {
+	// CheckInterval is leader.imbalance.check.interval.seconds.
+	CheckInterval time.Duration
+	// PerBrokerPercentage is leader.imbalance.per.broker.percentage.
+	PerBrokerPercentage int
 }
 
 // Controller owns the metadata log. Every change goes through its single

@@ -113,6 +113,9 @@ type ElectLeadersResult struct {
 // ElectLeaders). With partitions nil it tries every partition and reports
 // only those where an election was needed.
 func (c *Controller) ElectLeaders(ctx context.Context, el Election, partitions []TopicPartition) ([]ElectLeadersResult, error) {
+	if err := c.checkActing(); err != nil {
+		return nil, err
+	}
 	var results []ElectLeadersResult
 	err := c.run(ctx, func() {
 		im := c.Image()
@@ -169,10 +172,49 @@ func (c *Controller) AlterISR(ctx context.Context, topicID UUID, partition, lead
 			return
 		}
 		ch.TopicID, ch.Topic = t.ID, t.Name
+		// The ISR change that brings the last new replica in completes a
+		// reassignment in the same entry.
+		if done, ok := MaybeCompleteReassignment(ch.After, im.ElectionContext(t, partition, c.leaderConfig(), nil)); ok {
+			done.Before, done.TopicID, done.Topic = ch.Before, t.ID, t.Name
+			ch = done
+		}
 		out = ch.After
 		if ch.Changed() {
 			res = c.commit(ch.Records())
 		}
 	})
 	return out, errors.Join(err, res)
+}
+
+// checkActing is NOT_CONTROLLER on a node that is not the acting
+// controller. A change computed from such a node's image could judge by a
+// stale state (ELECTION_NOT_NEEDED for a partition that has since lost its
+// leader), so requests that answer per partition check before they start,
+// not only when the commit fails.
+func (c *Controller) checkActing() error {
+	if c.Acting() {
+		return nil
+	}
+	return fmt.Errorf("%w: node %d is not the acting controller (the controller is %d)", kerr.NotController, c.cfg.NodeID, c.ControllerID())
+}
+
+// RebalanceLeaders runs auto.leader.rebalance once: preferred elections
+// for the partitions of every broker whose leader imbalance is above
+// percentPerBroker (RebalanceLeadersChanges), as one metadata entry. It
+// returns the changes committed.
+func (c *Controller) RebalanceLeaders(ctx context.Context, percentPerBroker int) ([]PartitionChange, error) {
+	if err := c.checkActing(); err != nil {
+		return nil, err
+	}
+	var changes []PartitionChange
+	var res error
+	err := c.run(ctx, func() {
+		changes = RebalanceLeadersChanges(c.Image(), percentPerBroker, c.leaderConfig())
+		if len(changes) > 0 {
+			if res = c.commit(changeRecords(nil, changes)); res != nil {
+				changes = nil
+			}
+		}
+	})
+	return changes, errors.Join(err, res)
 }

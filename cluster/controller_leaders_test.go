@@ -199,3 +199,75 @@ func TestControllerPlacementAndLeadership(t *testing.T) {
 		t.Fatalf("ledger after restart: %+v", ledger)
 	}
 }
+
+// rejoinISR adds broker back to the ISR of every partition of topic that
+// lacks it, as each partition's leader would once it caught up.
+func rejoinISR(t *testing.T, c *Controller, topic string, broker int32) {
+	t.Helper()
+	tp := c.Image().Topic(topic)
+	for _, p := range tp.Partitions {
+		if slices.Contains(p.ISR, broker) || !slices.Contains(p.Replicas, broker) {
+			continue
+		}
+		if _, err := c.AlterISR(context.Background(), tp.ID, p.Partition, p.Leader, p.LeaderEpoch, p.PartitionEpoch, append(slices.Clone(p.ISR), broker)); err != nil {
+			t.Fatalf("%s-%d: broker %d back into the ISR: %v", topic, p.Partition, broker, err)
+		}
+	}
+}
+
+// auto.leader.rebalance: a broker fenced and back leads none of the
+// partitions it prefers (imbalance 100%). The check elects it again only
+// once it is in their ISRs, and only when its imbalance is above the
+// per-broker percentage; a broker at or below it is left alone.
+func TestControllerRebalanceLeaders(t *testing.T) {
+	c, err := OpenController(vfs.NewMem(), "/meta", ControllerConfig{NodeID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for _, id := range []int32{2, 3} {
+		if err := c.RegisterBroker(ctx, BrokerRegistrationRecord{BrokerID: id}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := c.CreateTopics(ctx, []CreateTopic{{Name: "t", NumPartitions: 6, ReplicationFactor: 3}}, false); err != nil || res[0].Err != nil {
+		t.Fatalf("create: %v %v", err, res)
+	}
+	if im := LeaderImbalance(c.Image()); im[2].Preferred != 2 || im[2].NotLeading != 0 {
+		t.Fatalf("after creation broker 2's imbalance is %+v, want 2 preferred, all led", im[2])
+	}
+	if err := c.FenceBroker(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UnfenceBroker(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if im := LeaderImbalance(c.Image()); im[2].NotLeading != 2 || im[2].Percentage() != 100 {
+		t.Fatalf("after fencing broker 2's imbalance is %+v, want 2 of 2 led elsewhere", im[2])
+	}
+	// Out of the ISR: nothing to elect.
+	if ch, err := c.RebalanceLeaders(ctx, 10); err != nil || len(ch) != 0 {
+		t.Fatalf("rebalance with broker 2 out of the ISR: %d changes, %v", len(ch), err)
+	}
+	rejoinISR(t, c, "t", 2)
+	if ch, err := c.RebalanceLeaders(ctx, 100); err != nil || len(ch) != 0 {
+		t.Fatalf("rebalance at 100%%: %d changes, %v; want none (100%% is not above 100%%)", len(ch), err)
+	}
+	before := c.Image().Offset
+	ch, err := c.RebalanceLeaders(ctx, 10)
+	if err != nil || len(ch) != 2 {
+		t.Fatalf("rebalance at 10%%: %d changes, %v; want 2", len(ch), err)
+	}
+	if c.Image().Offset != before+1 {
+		t.Errorf("the elections took %d metadata entries, want one", c.Image().Offset-before)
+	}
+	for _, p := range c.Image().Topic("t").Partitions {
+		if p.Leader != p.Replicas[0] {
+			t.Errorf("t-%d: leader %d, preferred %d", p.Partition, p.Leader, p.Replicas[0])
+		}
+	}
+	if ch, err := c.RebalanceLeaders(ctx, 0); err != nil || len(ch) != 0 {
+		t.Fatalf("rebalance of a balanced cluster: %d changes, %v", len(ch), err)
+	}
+}

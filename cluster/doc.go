@@ -49,6 +49,17 @@
 //     Kafka elects the last known leader without the setting; wren does
 //     not, since that replica came back from an unclean shutdown.
 //   - Preferred: the first replica, when it is live and in the ISR.
+//   - Rebalance (auto.leader.rebalance.enable): a broker whose share of
+//     its preferred partitions led elsewhere is above
+//     leader.imbalance.per.broker.percentage gets a preferred election of
+//     each of them where it is live and in the ISR; the acting controller
+//     checks every leader.imbalance.check.interval.seconds.
+//   - Reassignment (reassign.go): Replicas is the target followed by the
+//     replicas being removed, with AddingReplicas and RemovingReplicas
+//     recorded; the ISR change that brings the last new replica in
+//     completes it in the same entry (a removed leader hands over to a
+//     target replica in the ISR), and a partition being reassigned is
+//     left alone by rebalancing.
 //   - Fencing and controlled shutdown take the broker out of every ISR
 //     (electing elsewhere where it led); AlterISR is the leader's own ISR
 //     change, checked against the leader and partition epochs.

@@ -59,6 +59,23 @@ type PartitionImage struct {
 	// change of this partition's state.
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// AddingReplicas and RemovingReplicas are set while a reassignment is
+	// under way (reassign.go). Invariant: both are subsets of Replicas and
+	// disjoint; Replicas is the target (the replicas not being removed, in
+	// the order asked) followed by RemovingReplicas.
+	AddingReplicas   []int32
+	RemovingReplicas []int32
+}
+
+// Reassigning reports whether a reassignment of p is under way.
+func (p PartitionImage) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+}
+
+// TargetReplicas are the replicas p will have once its reassignment
+// completes (Replicas when none is under way).
+func (p PartitionImage) TargetReplicas() []int32 {
+	return p.Replicas[:len(p.Replicas)-len(p.RemovingReplicas)]
 }
 
 func emptyImage() *Image {
@@ -109,7 +126,8 @@ func (im *Image) apply(offset uint64, r Record) (*Image, error) {
 		t := *old
 		t.Partitions = slices.Clone(old.Partitions)
 		pi := PartitionImage{Partition: p.Partition, Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR, LastKnownELR: p.LastKnownELR,
-			Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}
+			Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+			AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas}
 		switch {
 		case int(p.Partition) < len(t.Partitions):
 			t.Partitions[p.Partition] = pi

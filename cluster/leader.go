@@ -77,6 +77,7 @@ func (c PartitionChange) Records() []Record {
 	recs := []Record{{Kind: KindPartition, Partition: &PartitionRecord{
 		TopicID: c.TopicID, Partition: a.Partition, Replicas: a.Replicas, ISR: a.ISR, ELR: a.ELR, LastKnownELR: a.LastKnownELR,
 		Leader: a.Leader, LeaderEpoch: a.LeaderEpoch, PartitionEpoch: a.PartitionEpoch,
+		AddingReplicas: a.AddingReplicas, RemovingReplicas: a.RemovingReplicas,
 	}}}
 	if c.DataLoss != nil {
 		d := *c.DataLoss

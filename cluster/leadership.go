@@ -153,3 +153,65 @@ func ElectLeadersChange(im *Image, topic string, partition int32, el Election, c
 	}
 	return c, nil
 }
+
+// BrokerLeaderImbalance is one broker's share of Kafka's leader
+// imbalance: of the partitions whose preferred replica (the first) it is,
+// how many it does not lead.
+type BrokerLeaderImbalance struct {
+	Broker     int32
+	Preferred  int
+	NotLeading int
+}
+
+// Percentage is NotLeading as a percentage of Preferred (0 with none).
+func (b BrokerLeaderImbalance) Percentage() float64 {
+	if b.Preferred == 0 {
+		return 0
+	}
+	return 100 * float64(b.NotLeading) / float64(b.Preferred)
+}
+
+// LeaderImbalance is every preferred broker's imbalance, by broker id.
+func LeaderImbalance(im *Image) map[int32]BrokerLeaderImbalance {
+	out := map[int32]BrokerLeaderImbalance{}
+	for _, name := range im.TopicNames() {
+		for _, p := range im.topics[name].Partitions {
+			if len(p.Replicas) == 0 {
+				continue
+			}
+			b := out[p.Replicas[0]]
+			b.Broker = p.Replicas[0]
+			b.Preferred++
+			if p.Leader != p.Replicas[0] {
+				b.NotLeading++
+			}
+			out[b.Broker] = b
+		}
+	}
+	return out
+}
+
+// RebalanceLeadersChanges are auto.leader.rebalance's elections, with
+// Kafka's rule: a broker whose imbalance is above percentPerBroker
+// (leader.imbalance.per.broker.percentage) gets back the leadership of
+// each partition it prefers where it is live and in the ISR. Brokers at
+// or below the threshold are left alone, so a cluster does not move
+// leaders for one partition out of place. Partitions being reassigned are
+// skipped: the reassignment decides their leader.
+func RebalanceLeadersChanges(im *Image, percentPerBroker int, cfg LeaderConfig) []PartitionChange {
+	imbalance := LeaderImbalance(im)
+	return im.eachPartition(cfg, nil, func(p PartitionImage, ctx ElectionContext) PartitionChange {
+		unchanged := PartitionChange{Before: p, After: p}
+		if len(p.Replicas) == 0 || p.Leader == p.Replicas[0] || p.Reassigning() {
+			return unchanged
+		}
+		if imbalance[p.Replicas[0]].Percentage() <= float64(percentPerBroker) {
+			return unchanged
+		}
+		c := ElectLeader(p, ElectPreferred, ctx)
+		if c.After.Leader != p.Replicas[0] {
+			return unchanged
+		}
+		return c
+	})
+}

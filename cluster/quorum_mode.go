@@ -515,7 +515,7 @@ func (c *Controller) maintain() {
 	defer q.wg.Done()
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
-	var actingSince time.Time
+	var actingSince, lastRebalance time.Time
 	for {
 		select {
 		case <-q.stop:
@@ -529,11 +529,16 @@ func (c *Controller) maintain() {
 		now := time.Now()
 		if actingSince.IsZero() {
 			// A new controller has heard nobody yet: every broker gets a
-			// full session before it is fenced.
-			actingSince = now
+			// full session before it is fenced, and a full interval before
+			// leaders move for balance (brokers are still rejoining ISRs).
+			actingSince, lastRebalance = now, now
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 		c.maintainOnce(ctx, now, actingSince)
+		if rb := c.cfg.LeaderRebalance; rb != nil && now.Sub(lastRebalance) >= rb.CheckInterval {
+			lastRebalance = now
+			c.rebalanceOnce(ctx, rb.PerBrokerPercentage)
+		}
 		cancel()
 	}
 }
@@ -597,6 +602,20 @@ func (c *Controller) maintainOnce(ctx context.Context, now, actingSince time.Tim
 					"silent_for", now.Sub(last).Round(time.Millisecond).String())
 			}
 		}
+	}
+}
+
+// rebalanceOnce is one auto.leader.rebalance check, logged when it moves
+// leaders.
+func (c *Controller) rebalanceOnce(ctx context.Context, percentPerBroker int) {
+	changes, err := c.RebalanceLeaders(ctx, percentPerBroker)
+	if err != nil {
+		c.q.log.Debug("metadata quorum: leader rebalance not committed", "err", err)
+		return
+	}
+	for _, ch := range changes {
+		c.q.log.Info("metadata quorum: preferred leader elected for balance", "topic", ch.Topic, "partition", ch.After.Partition,
+			"leader", ch.After.Leader, "previous_leader", ch.Before.Leader, "leader_epoch", ch.After.LeaderEpoch)
 	}
 }
 

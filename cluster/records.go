@@ -83,6 +83,11 @@ type PartitionRecord struct {
 	// LastKnownELR holds the last leader (at most one id) once the ISR
 	// became empty, as Kafka's PartitionRecord.LastKnownElr does.
 	LastKnownELR []int32 `json:"last_known_elr,omitempty"`
+	// AddingReplicas and RemovingReplicas describe a reassignment under
+	// way, as Kafka's PartitionRecord: Replicas is then the target
+	// followed by the replicas being removed. Absent when none.
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
 }
 
 // RemoveTopicRecord deletes a topic and its partitions.

@@ -33,10 +33,6 @@ var notInEffect = map[string]string{
 	// [storage]
 	"log.cleaner.threads":        "the cleaner runs one pass at a time",
 	"log.dir.failure.timeout.ms": "a failed log dir is reported in the log only",
-	// [replication]: leader rebalancing does not run yet.
-	"auto.leader.rebalance.enable":            "leader rebalancing is not running yet",
-	"leader.imbalance.check.interval.seconds": "leader rebalancing is not running yet",
-	"leader.imbalance.per.broker.percentage":  "leader rebalancing is not running yet",
 	// [groups]: KIP-848 members get group.consumer.session.timeout.ms and
 	// group.consumer.heartbeat.interval.ms; what a member may ask for is
 	// not bounded yet.

@@ -134,7 +134,8 @@ func (m *Manager) SetLeaderDefaults(cfg cluster.LeaderConfig) {
 }
 
 // ApplyImage brings the hosted partitions in line with a new metadata
-// image: removed topics' logs are deleted, new partitions get logs, leaders
+// image: removed topics' logs, and those of replicas reassigned away from
+// this node, are deleted; new partitions get logs, leaders
 // take their epochs, changed configs reach the logs. It runs on the
 // controller's loop, in image order.
 func (m *Manager) ApplyImage(old, im *cluster.Image) {
@@ -151,10 +152,16 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 		m.topicIDs[name] = t.ID
 		opts := m.topicOptions(im, name, t.Configs)
 		for _, pi := range t.Partitions {
+			tp := engine.TopicPartition{Topic: name, Partition: pi.Partition}
 			if !contains(pi.Replicas, m.nodeID) {
+				if m.partitions[tp] != nil {
+					// Reassigned away: the replica is no longer this
+					// node's, so its log goes (Kafka's StopReplica with
+					// delete).
+					m.removePartitionLocked(tp)
+				}
 				continue
 			}
-			tp := engine.TopicPartition{Topic: name, Partition: pi.Partition}
 			p := m.partitions[tp]
 			if p == nil {
 				l, err := m.logs.GetOrCreateLog(tp)
@@ -215,16 +222,21 @@ func (m *Manager) BecomeLeaderOrFollower(tp engine.TopicPartition, leader, leade
 func (m *Manager) removeTopicLocked(name string) {
 	delete(m.topicIDs, name)
 	for tp := range m.partitions {
-		if tp.Topic != name {
-			continue
+		if tp.Topic == name {
+			m.removePartitionLocked(tp)
 		}
-		delete(m.partitions, tp)
-		if m.fetchers != nil {
-			m.fetchers.follow(tp, nil, -1, 0)
-		}
-		if err := m.logs.DeleteLog(tp); err != nil {
-			m.logger.Error("cannot delete partition log", "partition", tp.String(), "err", err)
-		}
+	}
+}
+
+// removePartitionLocked stops following tp and deletes its log.
+func (m *Manager) removePartitionLocked(tp engine.TopicPartition) {
+	delete(m.partitions, tp)
+	delete(m.checkpointed, tp)
+	if m.fetchers != nil {
+		m.fetchers.follow(tp, nil, -1, 0)
+	}
+	if err := m.logs.DeleteLog(tp); err != nil {
+		m.logger.Error("cannot delete partition log", "partition", tp.String(), "err", err)
 	}
 }
 
