@@ -134,6 +134,10 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		DefaultPartitions:        cfg.NumPartitions,
 		DefaultReplicationFactor: int16(cfg.DefaultReplicationFactor),
 		LeaderRebalance:          leaderRebalance(cfg),
+		// The leader rules' defaults under the topics' own settings: the
+		// same the replicas check acks=all against.
+		MinInsyncReplicas:           int(cfg.TopicDefaults.MinInsyncReplicas),
+		UncleanLeaderElectionEnable: cfg.TopicDefaults.UncleanLeaderElectionEnable,
 		ValidateTopicConfig: func(key string, value *string) error {
 			if value == nil {
 				if _, ok := config.LookupTopic(key); !ok {
