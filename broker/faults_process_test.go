@@ -21,8 +21,10 @@ import (
 )
 
 // The process-level fault scenarios of the reliability test plan (F02,
-// F03, F04, F05, F22) on three real `wren serve` processes on loopback,
-// with the default timeouts. Each scenario runs an idempotent franz-go
+// F03, F04, F05, F07, F22) on three real `wren serve` processes on
+// loopback, with the default timeouts; all traffic between the nodes
+// passes fault-injecting proxies (faultproxy_test.go) so a node can be cut
+// off from its peers while clients still reach it. Each scenario runs an idempotent franz-go
 // producer (acks=all, RF 3, min.insync.replicas 2, 5 requests in flight,
 // retries on) that writes a unique increasing integer per partition and
 // records every result, injects its fault, heals, reads every partition
@@ -56,6 +58,8 @@ type faultCluster struct {
 	t     *testing.T
 	bin   string
 	nodes []*clusterNode
+	// proxies carry all traffic between the nodes.
+	proxies *peerProxies
 }
 
 func startFaultCluster(t *testing.T) *faultCluster {
@@ -63,9 +67,16 @@ func startFaultCluster(t *testing.T) *faultCluster {
 	dir := t.TempDir()
 	fc := &faultCluster{t: t, bin: wrenBinary(t)}
 	ports := freePorts(t, 6)
+	var controllers []string
+	for i := 0; i < 3; i++ {
+		controllers = append(controllers, fmt.Sprintf("127.0.0.1:%d", ports[3+i]))
+	}
+	// The voters are the proxies: every byte between nodes passes one.
+	var proxied []string
+	fc.proxies, proxied = newPeerProxies(t, controllers)
 	var voters []string
 	for i := 0; i < 3; i++ {
-		voters = append(voters, strconv.Quote(fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[3+i])))
+		voters = append(voters, strconv.Quote(fmt.Sprintf("%d@%s", i+1, proxied[i])))
 	}
 	for i := 0; i < 3; i++ {
 		id := i + 1
@@ -543,7 +554,7 @@ func (r faultReport) mustBeClean(t *testing.T) {
 	}
 }
 
-// TestFaultScenarios runs F02, F03, F04, F05 and F22 on one three-process
+// TestFaultScenarios runs F02, F03, F04, F05, F07 and F22 on one three-process
 // cluster, each on its own topic.
 func TestFaultScenarios(t *testing.T) {
 	if testing.Short() {
@@ -689,34 +700,8 @@ func TestFaultScenarios(t *testing.T) {
 		}
 		// A produce sent straight to the stopped leader, read by it the
 		// moment it resumes: it must not be acknowledged.
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.RequestRetries(0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 3000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition = int32(p)
-		rp.Records = oneRecordBatch(t)
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
 		answered := make(chan string, 1)
-		go func() {
-			rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
-			defer rcancel()
-			resp, err := req.RequestWith(rctx, cl)
-			switch {
-			case err != nil:
-				answered <- "no answer: " + err.Error()
-			case resp.Topics[0].Partitions[0].ErrorCode == 0:
-				answered <- "ACKNOWLEDGED"
-			default:
-				answered <- kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode).Error()
-			}
-		}()
+		go func() { answered <- produceDirect(ctx, t, n, topic, int32(p)) }()
 		if err := n.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
@@ -730,6 +715,40 @@ func TestFaultScenarios(t *testing.T) {
 		}
 		// The resumed node learns the new epoch and refuses as a follower.
 		fc.waitFor(ctx, n, topic, fmt.Sprintf("resumed node %d to see partition %d at epoch %d", leader, p, after.leaderEpoch), 60*time.Second,
+			func(_ int32, ps []partitionState) bool { return len(ps) > p && ps[p].leaderEpoch >= after.leaderEpoch })
+	})
+
+	scenario("F07", func(t *testing.T, topic string, w *faultWorkload) {
+		ctrl, ps := fc.waitHealthy(ctx, fc.nodes[0], topic)
+		// A leader other than the controller: isolating the controller
+		// is F08.
+		p := slices.IndexFunc(ps, func(s partitionState) bool { return s.leader != ctrl })
+		if p < 0 {
+			t.Fatalf("F07: the controller %d leads every partition %+v", ctrl, ps)
+		}
+		leader, epoch := ps[p].leader, ps[p].leaderEpoch
+		n := fc.node(leader)
+		survivor := fc.live(leader)[0]
+		from := time.Now()
+		fc.proxies.isolate(leader)
+		// The minority leader still takes the client's produce; it must
+		// not acknowledge it, before or after the majority moved on.
+		before := produceDirect(ctx, t, n, topic, int32(p))
+		took, after := fc.waitNewLeader(ctx, survivor, topic, p, leader, from)
+		w.waitAcks(t, 200, "with the old leader isolated")
+		later := produceDirect(ctx, t, n, topic, int32(p))
+		if long {
+			time.Sleep(60 * time.Second) // the fault's length
+		}
+		isolated := time.Since(from)
+		fc.proxies.heal()
+		t.Logf("F07: leader %d of partition %d (epoch %d) cut off from both peers for %v: node %d leads at epoch %d after %v; produce to the isolated leader at once: %s; after the new leader: %s; longest gap between acks %v",
+			leader, p, epoch, isolated.Round(time.Millisecond), after.leader, after.leaderEpoch, took.Round(time.Millisecond), before, later,
+			w.longestAckGap(from, time.Now()).Round(time.Millisecond))
+		if before == "ACKNOWLEDGED" || later == "ACKNOWLEDGED" {
+			t.Fatalf("F07: isolated node %d acknowledged an acks=all produce to partition %d", leader, p)
+		}
+		fc.waitFor(ctx, n, topic, fmt.Sprintf("healed node %d to see partition %d at epoch %d", leader, p, after.leaderEpoch), 60*time.Second,
 			func(_ int32, ps []partitionState) bool { return len(ps) > p && ps[p].leaderEpoch >= after.leaderEpoch })
 	})
 
@@ -748,4 +767,36 @@ func TestFaultScenarios(t *testing.T) {
 			leader, after.leader, after.leaderEpoch, took.Round(time.Millisecond), w.longestAckGap(from, time.Now()).Round(time.Millisecond))
 		fc.restart(fc.node(leader))
 	})
+}
+
+// produceDirect sends one acks=all record for topic partition p straight
+// to node n (no retries, no metadata), and says how it was answered:
+// "ACKNOWLEDGED", the error code, or why there was no answer. The record's
+// value is not one the workload writes, so the checker fails if it ever
+// becomes visible.
+func produceDirect(ctx context.Context, t *testing.T, n *clusterNode, topic string, p int32) string {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.RequestRetries(0))
+	if err != nil {
+		return "no client: " + err.Error()
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 3000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = p
+	rp.Records = oneRecordBatch(t)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(rctx, cl)
+	switch {
+	case err != nil:
+		return "no answer: " + err.Error()
+	case resp.Topics[0].Partitions[0].ErrorCode == 0:
+		return "ACKNOWLEDGED"
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode).Error()
 }
