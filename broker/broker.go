@@ -16,6 +16,7 @@ import (
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups/coordinator"
+	"github.com/wren-broker/wren/internal/membudget"
 	"github.com/wren-broker/wren/internal/vfs"
 	"github.com/wren-broker/wren/kafka"
 	"github.com/wren-broker/wren/replication"
@@ -83,6 +84,10 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		voters[i] = v.ID
 	}
 	defaults := logOptions(cfg, cfg.TopicDefaults)
+	// One decompression budget for every partition of the node
+	// (max.decompressed.inflight.bytes).
+	decompression := membudget.New(cfg.MaxDecompressedInflightBytes)
+	defaults.DecompressionBudget = decompression
 	// The engine locks the data directory first: nothing else opens a file
 	// in it before the lock is held.
 	b.logs, err = engine.OpenManager(o.FS, dir, engine.ManagerConfig{
@@ -154,6 +159,7 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		if err != nil {
 			o.Logger.Error("topic configs do not resolve; using the broker defaults", "topic", topic, "err", err)
 		}
+		opts.DecompressionBudget = decompression
 		return opts
 	}, o.Logger)
 	b.replicas.SetLeaderDefaults(cluster.LeaderConfig{
@@ -200,13 +206,18 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		b.controller.SetRegistration(context.Background(), "", []cluster.BrokerListener{
 			{Name: client.name, Host: host, Port: port, SecurityProtocol: "PLAINTEXT"}})
 	}
-	b.server, err = kafka.NewServer(kafka.ServerConfig{
-		ListenerName:    client.name,
-		MaxRequestBytes: cfg.SocketRequestMaxBytes,
-		Logger:          o.Logger,
-		Observer:        b.ops.metrics,
-	}, &kafka.Node{Config: cfg, Controller: b.controller, Replicas: b.replicas, Host: host, Port: port,
-		ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID), Groups: b.groups})
+	serverCfg, err := withLimits(kafka.ServerConfig{
+		ListenerName: client.name,
+		Logger:       o.Logger,
+		Observer:     b.ops.metrics,
+	}, cfg)
+	if err == nil {
+		b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Controller: b.controller, Replicas: b.replicas, Host: host, Port: port,
+			ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID), Groups: b.groups})
+	}
+	if err == nil {
+		err = b.controller.Subscribe(func(_, im *cluster.Image) { applyConnectionLimits(cfg, b.server, im, o.Logger) })
+	}
 	if err != nil {
 		ln.Close()
 		b.closeStores()

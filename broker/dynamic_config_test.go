@@ -3,10 +3,13 @@ package broker
 import (
 	"bytes"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -90,7 +93,7 @@ func TestAlterConfigsRefusesIneffectiveKeys(t *testing.T) {
 		key, value string
 		text       string
 	}{
-		{true, "max.connections", "10", "max.connections is not in effect in wren yet"},
+		{true, "log.cleaner.threads", "2", "log.cleaner.threads is not in effect in wren yet"},
 		{true, "log.cleaner.backoff.ms", "1000", "only at start"},
 		{false, "segment.jitter.ms", "1000", "segment.jitter.ms is not in effect in wren yet"},
 	} {
@@ -157,5 +160,36 @@ func TestStartLogsIneffectiveSettings(t *testing.T) {
 	}
 	if strings.Contains(out, "key=node.id") {
 		t.Errorf("start-up log warns about node.id:\n%s", out)
+	}
+}
+
+// TestDynamicConnectionLimits: max.connections.per.ip altered at run time
+// (cluster-wide, as Kafka allows) governs the next connections: with the
+// admin client's connection open, one more from the same address is
+// closed at once.
+func TestDynamicConnectionLimits(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir(), ""))
+	_, adm := newClient(t, b)
+	ctx := testContext(t)
+	set := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.connections.per.ip", Value: kmsg.StringPtr("1")}}
+	rs, err := adm.AlterBrokerConfigs(ctx, set)
+	if err != nil || rs[0].Err != nil {
+		t.Fatalf("altering max.connections.per.ip: %v %v %s", err, rs[0].Err, rs[0].ErrMessage)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		nc, err := net.Dial("tcp", b.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, rerr := nc.Read(make([]byte, 1))
+		nc.Close()
+		if errors.Is(rerr, io.EOF) {
+			return // refused: closed at once
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a second connection from the address is still accepted after max.connections.per.ip = 1 (read: %v)", rerr)
+		}
 	}
 }

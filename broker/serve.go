@@ -39,6 +39,7 @@ func ServeFile(ctx context.Context, configPath, logLevel string) error {
 	if err != nil {
 		return err
 	}
+	applyMemoryLimit(cfg, logger)
 	b, err := Start(cfg, Options{Logger: logger})
 	if err != nil {
 		return err

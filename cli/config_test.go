@@ -53,18 +53,18 @@ func TestConfigCheckValid(t *testing.T) {
 // the file is still valid (exit 0).
 func TestConfigCheckWarnsNotInEffect(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "w.toml")
-	if err := os.WriteFile(path, []byte("[broker]\nmax.connections = 10\n\n[storage]\nlog.cleaner.threads = 2\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("[cluster]\ncontroller.quorum.election.timeout.ms = 1000\n\n[storage]\nlog.cleaner.threads = 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := mustRun(t, "", "config", "check", path)
-	want := path + ":2:1: warning: max.connections is not in effect in wren yet (connection limits are not applied yet)\n" +
+	want := path + ":2:1: warning: controller.quorum.election.timeout.ms is not in effect in wren yet (the election times out after controller.quorum.fetch.timeout.ms plus up to controller.quorum.election.backoff.max.ms)\n" +
 		path + ":5:1: warning: log.cleaner.threads is not in effect in wren yet (the cleaner runs one pass at a time)\n"
 	if r.stderr != want || r.stdout != "" {
 		t.Errorf("config check: stderr\n%s\nwant\n%s", r.stderr, want)
 	}
 	var res configCheckResult
 	decodeJSON(t, mustRun(t, "", "config", "check", path, "--format", "json").stdout, &res)
-	if !res.Valid || len(res.Warnings) != 2 || res.Warnings[0].Key != "max.connections" || res.Warnings[1].Line != 5 {
+	if !res.Valid || len(res.Warnings) != 2 || res.Warnings[0].Key != "controller.quorum.election.timeout.ms" || res.Warnings[1].Line != 5 {
 		t.Errorf("config check --format json: %+v", res)
 	}
 }

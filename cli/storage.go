@@ -8,7 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/schollz/progressbar/v3"
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wren-broker/wren/config"
@@ -182,20 +181,15 @@ func checkStorage(env Env, fsys vfs.FS, dirs []string, only *engine.TopicPartiti
 	}
 	res := checkResult{Dirs: dirs, Partitions: []partitionResult{}}
 	var reports []engine.PartitionReport
-	var bar *progressbar.ProgressBar
-	if isTerminal(env.Stderr) && len(jobs) > 1 {
-		bar = progressbar.NewOptions(len(jobs), progressbar.OptionSetWriter(env.Stderr),
-			progressbar.OptionSetDescription("checking partitions"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+	var bar *progress
+	if len(jobs) > 1 {
+		bar = newProgressOf(env.Stderr, int64(len(jobs)), "checking partitions", "")
 	}
 	for _, j := range jobs {
 		r, err := engine.CheckPartition(fsys, j.dir+"/"+j.tp.String(), j.tp)
-		if bar != nil {
-			_ = bar.Add(1)
-		}
+		bar.add(1)
 		if err != nil {
-			if bar != nil {
-				_ = bar.Clear()
-			}
+			bar.clear()
 			return err
 		}
 		reports = append(reports, r)
@@ -205,9 +199,7 @@ func checkStorage(env Env, fsys vfs.FS, dirs []string, only *engine.TopicPartiti
 			res.Damaged++
 		}
 	}
-	if bar != nil {
-		_ = bar.Finish()
-	}
+	bar.finish()
 	err := printResult(env.Stdout, format, res, func(w io.Writer) { printCheckText(w, dirs, reports, res) })
 	if err != nil {
 		return err

@@ -177,6 +177,7 @@ var orders = []order{
 	{"log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", false, "no record could ever be compacted in time"},
 	{"message.max.bytes", "socket.request.max.bytes", true, "a produce request holding the largest batch could not be received"},
 	{"message.max.bytes", "max.decompressed.batch.bytes", false, "an uncompressed batch that fits could not be compressed"},
+	{"max.decompressed.batch.bytes", "max.decompressed.inflight.bytes", false, "a batch that fits the per-batch cap could never get its share of the budget"},
 }
 
 func (k *checker) orders() {

@@ -23,8 +23,15 @@ type Config struct {
 	AdvertisedListeners     []Listener `config:"advertised.listeners"`
 	ControllerListenerNames []string   `config:"controller.listener.names"`
 	SocketRequestMaxBytes   int32      `config:"socket.request.max.bytes"`
+	QueuedMaxRequestBytes   int64      `config:"queued.max.request.bytes"`
 	QueuedMaxRequests       int32      `config:"queued.max.requests"`
 	MaxConnections          int32      `config:"max.connections"`
+	MaxConnectionsPerIP     int32      `config:"max.connections.per.ip"`
+	// MaxConnectionsPerIPOverrides is the raw value; ParsePerIPOverrides
+	// reads it.
+	MaxConnectionsPerIPOverrides string `config:"max.connections.per.ip.overrides"`
+	ConnectionsMaxIdleMs         int64  `config:"connections.max.idle.ms"`
+	MemorySoftLimitBytes         int64  `config:"memory.soft.limit.bytes"`
 
 	// [cluster]
 	Voters                        []Voter `config:"controller.quorum.voters"`
@@ -56,6 +63,7 @@ type Config struct {
 	LogCleanerDedupeBufferSize         int64  `config:"log.cleaner.dedupe.buffer.size"`
 	LogDirFailureTimeoutMs             int64  `config:"log.dir.failure.timeout.ms"`
 	MaxDecompressedBatchBytes          int32  `config:"max.decompressed.batch.bytes"`
+	MaxDecompressedInflightBytes       int64  `config:"max.decompressed.inflight.bytes"`
 
 	// The free-space floor of each log dir.
 	LogDirMinFreeBytes   int64   `config:"log.dir.min.free.bytes"`

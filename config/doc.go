@@ -79,12 +79,17 @@
 //     nothing and pays per partition in files, descriptors and start-up
 //     time. It applies only when __consumer_offsets is created; an existing
 //     topic keeps its partition count, which group placement follows.
+//   - socket.request.max.bytes 8 MiB instead of 100 MiB, queued.max.request.bytes
+//     8 MiB instead of unbounded, max.connections.per.ip 256 instead of
+//     unbounded: memory and connections bounded for a 64 MB host (see the
+//     keys' docs for the figures).
 //
-// wren's own settings (Entry.Wren): cluster.id, controller.heartbeat.interval.ms,
-// controller.lease.ms, log.flush.policy, log.scrubber.enable,
-// log.scrubber.io.max.bytes.per.second, log.scrubber.interval.ms,
-// log.dir.min.free.bytes, log.dir.min.free.percent,
-// max.decompressed.batch.bytes, http.listen, logging.level, logging.format.
+// wren's own settings (Entry.Wren): memory.soft.limit.bytes, cluster.id,
+// controller.heartbeat.interval.ms, controller.lease.ms, log.flush.policy,
+// log.scrubber.enable, log.scrubber.io.max.bytes.per.second,
+// log.scrubber.interval.ms, log.dir.min.free.bytes, log.dir.min.free.percent,
+// max.decompressed.batch.bytes, max.decompressed.inflight.bytes, http.listen,
+// logging.level, logging.format.
 //
 // Kafka names deliberately absent: process.roles (every wren node is broker
 // and voter), listener.security.protocol.map (every listener speaks
@@ -94,7 +99,7 @@
 // gets a pointer to the current one.
 //
 // Invariants: Default passes every check (it panics otherwise); every
-// registry default passes its own validator; no setting's name is a dotted
-// prefix of another's in the same section (else the file could not hold
-// both); Dump(all) of any loaded config loads back to an Equal config.
+// registry default passes its own validator; a setting's name that is a
+// dotted prefix of another's in the same section is written quoted (else
+// the file could not hold both); Dump(all) of any loaded config loads back to an Equal config.
 package config

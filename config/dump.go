@@ -37,7 +37,7 @@ func (c *Config) Dump(all bool) string {
 				fmt.Fprintf(&b, "# %s is unset\n", e.Key())
 				continue
 			}
-			fmt.Fprintf(&b, "%s = %s\n", e.Key(), tomlValue(v))
+			fmt.Fprintf(&b, "%s = %s\n", e.TOMLKey(), tomlValue(v))
 		}
 	}
 	return b.String()
@@ -189,7 +189,7 @@ func ExampleFile() string {
 			}
 			wrapComment(&b, line)
 			if v := d.defaults[e.Name]; v != nil {
-				fmt.Fprintf(&b, "#%s = %s\n", e.Key(), tomlValue(v))
+				fmt.Fprintf(&b, "#%s = %s\n", e.TOMLKey(), tomlValue(v))
 			}
 		}
 	}

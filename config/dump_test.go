@@ -79,7 +79,7 @@ func TestExampleFile(t *testing.T) {
 	}
 
 	// Uncommenting every setting gives the defaults, and lists every key.
-	lines := regexp.MustCompile(`(?m)^#([a-z.]+ = .*)$`)
+	lines := regexp.MustCompile(`(?m)^#([a-z."]+ = .*)$`)
 	uncommented := lines.ReplaceAllString(want, "$1")
 	c, err := Parse("config.example.toml", []byte(uncommented))
 	if err != nil {

@@ -19,9 +19,6 @@ import (
 // log.roll.jitter.hours). When a setting is implemented, remove it here
 // and regenerate config.example.toml (TestExampleFile).
 var notInEffect = map[string]string{
-	// [broker]
-	"queued.max.requests": "the request queue is not bounded by it yet",
-	"max.connections":     "connection limits are not applied yet",
 	// [cluster]: the election counts its timeout from
 	// controller.quorum.fetch.timeout.ms (KRaft's follower timeout), not
 	// from this one.

@@ -46,7 +46,8 @@ func TestCheckAlter(t *testing.T) {
 		want   error
 		text   string
 	}{
-		{"max.connections", true, ErrInvalidValue, "max.connections is not in effect in wren yet"},
+		{"controller.quorum.election.timeout.ms", true, ErrInvalidValue, "controller.quorum.election.timeout.ms is not in effect in wren yet"},
+		{"max.connections", true, nil, ""},
 		{"segment.jitter.ms", false, ErrInvalidValue, "segment.jitter.ms is not in effect in wren yet"},
 		{"log.roll.jitter.ms", true, ErrInvalidValue, "log.roll.jitter.ms is not in effect"},
 		{"log.cleaner.backoff.ms", true, ErrNotDynamic, "only at start"},
@@ -63,7 +64,7 @@ func TestCheckAlter(t *testing.T) {
 // A file that sets ignored settings loads, and Warnings names each one
 // with its line, in file order.
 func TestWarnings(t *testing.T) {
-	c, err := Parse("w.toml", []byte("[broker]\nmax.connections = 10\nmessage.max.bytes = 1000\n\n[storage]\nlog.roll.jitter.hours = 1\n"))
+	c, err := Parse("w.toml", []byte("[cluster]\ncontroller.quorum.election.timeout.ms = 1000\n[broker]\nmax.connections = 10\n[storage]\nlog.roll.jitter.hours = 1\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestWarnings(t *testing.T) {
 		got = append(got, w.String())
 	}
 	want := []string{
-		"w.toml:2:1: warning: max.connections is not in effect in wren yet (connection limits are not applied yet)",
+		"w.toml:2:1: warning: controller.quorum.election.timeout.ms is not in effect in wren yet (the election times out after controller.quorum.fetch.timeout.ms plus up to controller.quorum.election.backoff.max.ms)",
 		"w.toml:6:1: warning: log.roll.jitter.hours is not in effect in wren yet (segments roll at segment.ms exactly)",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -59,6 +59,8 @@ func genValue(t *rapid.T, e *Entry) any {
 		}).Draw(t, label)
 	case "cluster.id":
 		return rapid.SampledFrom([]string{"", "MkU3OEVBNTcwNTJENDM2Qg"}).Draw(t, label)
+	case "max.connections.per.ip.overrides":
+		return rapid.SampledFrom([]string{"", "10.0.0.5:500", "127.0.0.1:0, [fd00::1]:7"}).Draw(t, label)
 	case "http.listen":
 		return rapid.SampledFrom([]string{"", "127.0.0.1:9644", "[::1]:0"}).Draw(t, label)
 	}
@@ -81,7 +83,7 @@ func genFile(t *rapid.T) string {
 				first = false
 			}
 			key := e.Key()
-			if rapid.Bool().Draw(t, "quote "+e.Name) {
+			if strings.HasPrefix(e.TOMLKey(), `"`) || rapid.Bool().Draw(t, "quote "+e.Name) {
 				key = `"` + key + `"`
 			}
 			fmt.Fprintf(&b, "%s = %s\n", key, tomlValue(genValue(t, e)))

@@ -60,6 +60,21 @@ func (e *Entry) Key() string {
 	return e.Name
 }
 
+// TOMLKey is Key as a file must write it: quoted when the key is a
+// dotted prefix of another key of its section, or has one (Kafka's
+// max.connections and max.connections.per.ip): unquoted, TOML would read
+// the longer one as a table inside the shorter.
+func (e *Entry) TOMLKey() string {
+	k := e.Key()
+	for _, o := range registry {
+		if o.Section == e.Section && o != e &&
+			(strings.HasPrefix(o.Key(), k+".") || strings.HasPrefix(k, o.Key()+".")) {
+			return quoteTOML(k)
+		}
+	}
+	return k
+}
+
 // scale is TopicScale with 0 read as 1.
 func (e *Entry) scale() int64 {
 	if e.TopicScale == 0 {
@@ -135,18 +150,33 @@ var registry = []*Entry{
 	{Name: "controller.listener.names", Section: "broker", Type: TypeList, Default: []string{"CONTROLLER"}, Validator: listenerNamesValidator,
 		Importance: High, Mode: ReadOnly,
 		Doc: "Names of the listeners that serve controller and election traffic between peers. The client listeners refuse those requests."},
-	{Name: "socket.request.max.bytes", Section: "broker", Type: TypeInt, Default: int64(104857600), Validator: atLeast(1),
-		Importance: High, Mode: ReadOnly,
-		Doc: "The largest request frame accepted; a larger length prefix closes the connection before anything is allocated."},
+	{Name: "socket.request.max.bytes", Section: "broker", Type: TypeInt, Default: int64(8 * mib), Validator: atLeast(1),
+		Importance: High, Mode: ReadOnly, KafkaDefault: "104857600",
+		Doc: "The largest request frame accepted. A larger size prefix closes the connection before any of the body is read (logged at a bounded rate). A frame is held whole in memory while it is handled, so Kafka's 100 MiB would let one client take more than a 64 MB host has. 8 MiB holds a Produce request with seven batches of the default message.max.bytes: the Java producer (max.request.size) and librdkafka (message.max.bytes) send at most 1 MB per request, and a franz-go producer writing full batches to many partitions at once should set BrokerMaxWriteBytes to this value. A frame larger than queued.max.request.bytes waits for the whole budget and is read alone, so memory for frames stays within the larger of the two."},
 	{Name: "message.max.bytes", Section: "broker", Type: TypeInt, Default: int64(1048588), Validator: atLeast(0), Topic: "max.message.bytes",
 		Importance: High, Mode: ClusterWide,
 		Doc: "The largest record batch (after compression) a partition accepts; a larger one gets MESSAGE_TOO_LARGE."},
+	{Name: "queued.max.request.bytes", Section: "broker", Type: TypeLong, Default: int64(8 * mib), Validator: atLeast(-1),
+		Importance: Medium, Mode: ReadOnly, KafkaDefault: "-1",
+		Doc: "The most bytes of request frames all client connections together hold in memory, from the size prefix until the request is handled. A connection whose next frame does not fit waits its turn before reading the body: it stops reading its socket, so TCP pushes back on the client, and waiting connections are served first come, first served. Frames of at most 64 KiB have their own share on top, an eighth of this, so small requests (metadata, fetches, a well-behaved producer's) never queue behind large ones. Kafka leaves it unbounded (-1; here -1 or 0); 8 MiB, one request of socket.request.max.bytes at a time, kept the broker under a 64 MiB memory cgroup with 200 connections sending 8 MiB requests and decompression bombs."},
 	{Name: "queued.max.requests", Section: "broker", Type: TypeInt, Default: int64(500), Validator: atLeast(1),
 		Importance: High, Mode: ReadOnly,
-		Doc: "The most requests held in memory across all connections; beyond it the broker stops reading from sockets until some are answered."},
-	{Name: "max.connections", Section: "broker", Type: TypeInt, Default: int64(1024), Validator: atLeast(0),
+		Doc: "The most requests read and not yet handled, across all client connections; beyond it connections stop reading until some are handled. wren handles each connection's requests in order on that connection, so this bounds how many connections read or handle a request at once (Kafka's queue between network and handler threads); answers waiting for an fdatasync or a long poll do not count, as in Kafka."},
+	{Name: "max.connections", Section: "broker", Type: TypeInt, Default: int64(1024), Validator: atLeast(1),
 		Importance: Medium, Mode: ClusterWide, KafkaDefault: "2147483647",
-		Doc: "The most client connections the broker accepts; later ones are closed at once. Kafka sets no limit; a small host runs out of memory and file descriptors first, so wren caps it."},
+		Doc: "The most client connections the broker accepts; later ones are closed at once and counted in wren_kafka_connections_refused_total. Kafka sets no limit; a small host runs out of memory and file descriptors first (each connection costs about 20 KiB), so wren caps it. A change at run time governs connections accepted from then on."},
+	{Name: "max.connections.per.ip", Section: "broker", Type: TypeInt, Default: int64(256), Validator: atLeast(0),
+		Importance: Medium, Mode: ClusterWide, KafkaDefault: "2147483647",
+		Doc: "The most client connections from one address, except those in max.connections.per.ip.overrides; later ones are closed at once. A quarter of max.connections, so one client (a leak, a scanner) cannot shut every other one out. 0 refuses every address not in the overrides."},
+	{Name: "max.connections.per.ip.overrides", Section: "broker", Type: TypeString, Default: "", Validator: perIPOverridesValidator,
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "Per-address exceptions to max.connections.per.ip, in Kafka's format: address:count pairs separated by commas (\"10.0.0.5:500,[fd00::1]:0\"). wren takes IP addresses only: a host name would be resolved once and go stale."},
+	{Name: "connections.max.idle.ms", Section: "broker", Type: TypeLong, Default: int64(600000), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "A connection that sends no request for this long, with nothing in flight, is closed. A new connection must complete its first request within 10 seconds (at most this), so connections that never speak do not hold slots for the full idle time."},
+	{Name: "memory.soft.limit.bytes", Section: "broker", Type: TypeLong, Default: int64(0), Validator: atLeast(-1),
+		Importance: Medium, Mode: ReadOnly, Wren: true,
+		Doc: "A soft limit on the Go runtime's memory (as GOMEMLIMIT, which wins when set): near it the garbage collector runs more often and returns freed memory to the system, so resident memory comes back down after a burst instead of staying at its peak. 0: three quarters of the memory cgroup's limit when the broker runs under one (systemd MemoryMax=, a container), none otherwise; -1: none. It is soft: the hard bounds are queued.max.request.bytes and max.decompressed.inflight.bytes."},
 
 	// [cluster]
 	{Name: "controller.quorum.voters", Section: "cluster", Type: TypeList, Default: []string{"1@127.0.0.1:9093"}, Validator: votersValidator,
@@ -312,9 +342,12 @@ var registry = []*Entry{
 	{Name: "log.dir.min.free.percent", Section: "storage", Type: TypeDouble, Default: 5.0, Validator: betweenDouble(0, 100),
 		Importance: High, Mode: ReadOnly, Wren: true,
 		Doc: "Free-space floor of each log dir as a percentage of its file system, with log.dir.min.free.bytes (the smaller wins). 5% scales the floor down on small disks, where 256 MiB would be too much: it rules below about 5 GiB (200 MB on a 4 GB card, 1 MiB on a 20 MiB test file system, which leaves most of it usable), while 8 to 64 GB cards get the 256 MiB floor."},
-	{Name: "max.decompressed.batch.bytes", Section: "storage", Type: TypeInt, Default: int64(32 * mib), Validator: atLeast(1),
+	{Name: "max.decompressed.batch.bytes", Section: "storage", Type: TypeInt, Default: int64(8 * mib), Validator: atLeast(1),
 		Importance: Medium, Mode: ReadOnly, Wren: true,
-		Doc: "The most bytes one compressed batch may decompress to while it is validated; a batch past it is refused (CORRUPT_MESSAGE), which stops decompression bombs. At least message.max.bytes."},
+		Doc: "The most bytes one compressed batch may decompress to while it is validated; a batch past it is refused (CORRUPT_MESSAGE), which stops decompression bombs. At least message.max.bytes, at most max.decompressed.inflight.bytes. 8 MiB is eight times the default message.max.bytes: producers bound their batches before compression (1 MB in librdkafka and franz-go, 16 KiB in the Java client), so no real batch comes near it."},
+	{Name: "max.decompressed.inflight.bytes", Section: "storage", Type: TypeLong, Default: int64(8 * mib), Validator: atLeast(1),
+		Importance: Medium, Mode: ReadOnly, Wren: true,
+		Doc: "The most memory all batches being validated at once may decompress into, across connections and partitions. A validation waits for its share before decompressing: the size a batch declares (snappy, zstd), else up to twice max.decompressed.batch.bytes, clamped to this budget (such a batch then decompresses alone). 8 MiB, one batch at the per-batch cap at a time, fits a 64 MiB host. Without it, 50 connections each sending a small batch that expands to the per-batch cap held 50 caps at once."},
 
 	// [replication]
 	{Name: "replica.lag.time.max.ms", Section: "replication", Type: TypeLong, Default: int64(30000), Validator: atLeast(1),
@@ -559,6 +592,11 @@ var clusterIDValidator = custom("empty, or 22 characters of URL-safe base64 (a U
 		return fmt.Errorf("cluster id %q is not a base64 UUID like `kafka-storage random-uuid` prints (22 characters)", s)
 	}
 	return nil
+})
+
+var perIPOverridesValidator = custom("empty, or address:count, ...", func(v any) error {
+	_, err := ParsePerIPOverrides(v.(string))
+	return err
 })
 
 var httpListenValidator = custom("empty, or host:port", func(v any) error {

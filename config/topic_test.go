@@ -215,7 +215,7 @@ func TestWithDynamic(t *testing.T) {
 	}
 	// Each value valid, together contradictory.
 	_, err = c.WithDynamic(&Dynamic{ClusterDefault: map[string]string{"message.max.bytes": "200000000"}})
-	if !errors.Is(err, ErrInvalidValue) || err.Error() != "message.max.bytes (200000000) must be below socket.request.max.bytes (104857600): a produce request holding the largest batch could not be received" {
+	if !errors.Is(err, ErrInvalidValue) || err.Error() != "message.max.bytes (200000000) must be below socket.request.max.bytes (8388608): a produce request holding the largest batch could not be received" {
 		t.Errorf("contradiction: %v", err)
 	}
 }

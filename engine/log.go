@@ -165,7 +165,7 @@ func (l *Log) splitBatches(records []byte, origin batch.AppendOrigin) ([]batch.S
 	if int64(len(records)) > opts.SegmentBytes {
 		return nil, fmt.Errorf("%w: %d bytes exceed segment.bytes %d", ErrRecordTooLarge, len(records), opts.SegmentBytes)
 	}
-	lim := batch.Limits{MaxDecompressedBytes: int(opts.MaxDecompressedBytes), Origin: origin}
+	lim := batch.Limits{MaxDecompressedBytes: int(opts.MaxDecompressedBytes), Origin: origin, Budget: opts.DecompressionBudget}
 	var out []batch.Summary
 	for rest := records; len(rest) > 0; {
 		h, err := batch.ParseHeader(rest)

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"time"
+
+	"github.com/wren-broker/wren/internal/membudget"
 )
 
 // FlushPolicy says when an append counts as durable.
@@ -58,6 +60,11 @@ type Options struct {
 	// MaxDecompressedBytes caps the bytes one compressed batch may
 	// decompress to during validation (decompression bombs).
 	MaxDecompressedBytes int64
+	// DecompressionBudget, when not nil, is shared by every partition of
+	// the process: validations of compressed batches wait for their share
+	// of it before decompressing (max.decompressed.inflight.bytes), so
+	// many connections validating at once cannot add up past it.
+	DecompressionBudget *membudget.Budget
 	// MessageTimestampType is message.timestamp.type.
 	MessageTimestampType TimestampType
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/internal/membudget"
 )
 
 // readBufferBytes is the reader's buffer: small requests and the size
@@ -54,9 +56,17 @@ type conn struct {
 
 	closeOnce sync.Once
 
+	// ip is the client address counted in Server.perIP (when hasIP).
+	ip    netip.Addr
+	hasIP bool
+
 	// Owned by the reader goroutine.
 	sess     Session
 	clientID string // the last client id, reused while it repeats
+	// admitted is the frame size the reader holds of the Server's
+	// request budgets, 0 when it holds none. Invariant: the reader holds
+	// at most one frame of the budgets at a time.
+	admitted int32
 
 	// Owned by the writer goroutine.
 	wbuf []byte
@@ -94,6 +104,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		idleTimeout:     s.cfg.IdleTimeout,
 		frameTimeout:    s.cfg.FrameTimeout,
 		busy:            func() bool { return c.inflight.Load() > 0 },
+		firstDeadline:   time.Now().Add(s.cfg.FirstRequestTimeout),
 	}
 	c.sess = Session{
 		ListenerName:  s.cfg.ListenerName,
@@ -111,7 +122,7 @@ func (c *conn) close(reason error) {
 		c.cancel()
 		c.nc.Close()
 		switch {
-		case isDisconnect(reason), errors.Is(reason, ErrIdle):
+		case isDisconnect(reason), errors.Is(reason, ErrIdle), errors.Is(reason, context.Canceled):
 			c.log.Debug("connection closed", "reason", reason)
 		default:
 			// A bad connection: logged, but at a bounded rate.
@@ -129,14 +140,20 @@ func (c *conn) close(reason error) {
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer close(c.queue)
+	defer c.releaseAdmitted()
 	for {
-		frame, err := c.fr.readFrame(c.frameLimit(), c.checkKey)
+		frame, err := c.fr.readFrame(c.frameLimit(), c.checkKey, c.admit)
 		if err != nil {
 			c.close(err)
 			return
 		}
+		c.fr.firstDeadline = time.Time{}
 		read := time.Now()
 		item, err := c.dispatchSafely(frame)
+		// Handled: what the request still needs is in its Pending, so
+		// the frame's share of the budgets goes to the next reader in
+		// line (Kafka releases a request's buffer at the same point).
+		c.releaseAdmitted()
 		if err != nil {
 			c.close(err)
 			return
@@ -148,6 +165,44 @@ func (c *conn) readLoop() {
 		c.inflight.Add(1)
 		c.queue <- item
 	}
+}
+
+// admit waits until the Server's request budgets hold a frame of size
+// bytes: meanwhile this connection reads nothing. The wait does not count
+// against the first-request deadline.
+func (c *conn) admit(size int32) error {
+	start := time.Now()
+	if err := c.s.requests.Acquire(c.ctx, 1); err != nil {
+		return err
+	}
+	if err := c.s.frameBudget(size).Acquire(c.ctx, int64(size)); err != nil {
+		c.s.requests.Release(1)
+		return err
+	}
+	c.admitted = size
+	if !c.fr.firstDeadline.IsZero() {
+		c.fr.firstDeadline = c.fr.firstDeadline.Add(time.Since(start))
+	}
+	return nil
+}
+
+// releaseAdmitted returns the frame's share of the request budgets, if
+// the reader holds one.
+func (c *conn) releaseAdmitted() {
+	if c.admitted == 0 {
+		return
+	}
+	c.s.frameBudget(c.admitted).Release(int64(c.admitted))
+	c.s.requests.Release(1)
+	c.admitted = 0
+}
+
+// frameBudget is the share of the request budget a frame of size takes.
+func (s *Server) frameBudget(size int32) *membudget.Budget {
+	if size <= smallFrameBytes {
+		return s.smallRequestBytes
+	}
+	return s.requestBytes
 }
 
 func (c *conn) frameLimit() int32 {

@@ -34,8 +34,14 @@
 //   - Frame size: 0 < size <= MaxRequestBytes (socket.request.max.bytes),
 //     or MaxRequestBytesBeforeAuth until the session authenticates; and per
 //     key, apiEntry.MaxRequestBytes, checked as soon as the first two body
-//     bytes (the key) arrive. A frame's buffer grows with the bytes that
-//     actually arrive, so a size prefix alone commits at most 16 KiB.
+//     bytes (the key) arrive. A size prefix above the cap is refused
+//     before any of the body is read.
+//   - Memory: before its body is read, a frame waits for its share of the
+//     Server's request budgets (QueuedMaxRequestBytes, QueuedMaxRequests;
+//     frames of at most 64 KiB have their own share, so small requests
+//     never queue behind large ones), first come, first served; it gives
+//     it back once handled. While waiting the connection reads nothing, so
+//     TCP pushes back on the client. The buffer is then allocated whole.
 //   - Time: IdleTimeout between requests (extended while requests are in
 //     flight), FrameTimeout between the bytes of a started frame,
 //     WriteTimeout per socket write.
@@ -53,7 +59,10 @@
 //     partitions or 1024 tagged fields: its decoded structure stays under
 //     ~8 MiB and its record bytes alias the frame.
 //   - Bytes after a decoded body are ignored, as kmsg does.
-//   - Connections: MaxConnections per Server.
+//   - Connections: MaxConnections per Server, MaxConnectionsPerIP per
+//     client address (with overrides), changeable at run time
+//     (SetConnectionLimits); FirstRequestTimeout from accept to the first
+//     complete request.
 //   - Log lines about refused and bad connections: ConnLogLinesPerSecond;
 //     the rest are counted, and the count rides on the next line let
 //     through. A client that merely goes away (EOF, reset) is DEBUG.

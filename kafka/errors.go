@@ -18,6 +18,9 @@ var (
 	// ErrIdle: no request for ServerConfig.IdleTimeout while nothing was
 	// in flight (connections.max.idle.ms).
 	ErrIdle = errors.New("kafka: connection idle")
+	// ErrFirstRequestTimeout: a new connection sent no complete request
+	// within ServerConfig.FirstRequestTimeout.
+	ErrFirstRequestTimeout = errors.New("kafka: no request within the first-request timeout")
 
 	// ErrMalformedHeader: the request header cannot be parsed.
 	ErrMalformedHeader = errors.New("kafka: malformed request header")

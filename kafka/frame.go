@@ -9,18 +9,13 @@ import (
 	"time"
 )
 
-// frameInitialBytes is the first buffer a frame body gets. The buffer then
-// doubles as bytes actually arrive, capped at the announced size, so a
-// client that announces 100 MiB and sends 10 bytes costs 16 KiB, not
-// 100 MiB: memory follows the bytes received, not the bytes promised.
-const frameInitialBytes = 16 << 10
-
 // frameReader reads size-prefixed request frames:
 //
 //	size:int32 (big endian, > 0)  body:[size]byte
 //
 // It owns the read deadlines of its connection: IdleTimeout before the
-// first byte of a frame, FrameTimeout between later reads.
+// first byte of a frame, FrameTimeout between later reads, and none past
+// firstDeadline until the first frame is read.
 type frameReader struct {
 	r io.Reader
 	// setReadDeadline arms the connection's read deadline; a no-op in
@@ -31,6 +26,11 @@ type frameReader struct {
 	// busy reports requests in flight: a client waiting for a slow
 	// response (a long poll, a rebalance) is not idle.
 	busy func() bool
+	// firstDeadline, when not zero, caps every read deadline: the first
+	// request must be read whole by then (FirstRequestTimeout). The
+	// connection clears it once a frame is read, and pushes it back by
+	// the time spent waiting for the request budget.
+	firstDeadline time.Time
 
 	sizeBuf [4]byte
 }
@@ -40,10 +40,16 @@ type frameReader struct {
 // size above the key's cap ends the connection without buffering more.
 type checkKeyFunc func(key int16, size int32) error
 
+// admitFunc is called once a frame's size is known to be within the cap,
+// before its body is read or any memory is committed for it: it waits
+// for the request budget. An error ends the connection.
+type admitFunc func(size int32) error
+
 // readFrame returns the next frame body. limit is the frame cap in force
-// (smaller before authentication). The returned slice has exactly the
+// (smaller before authentication): a size prefix above it is refused
+// before anything of the body is read. The returned slice has exactly the
 // announced length and capacity.
-func (fr *frameReader) readFrame(limit int32, checkKey checkKeyFunc) ([]byte, error) {
+func (fr *frameReader) readFrame(limit int32, checkKey checkKeyFunc, admit admitFunc) ([]byte, error) {
 	got := 0
 	for got < 4 {
 		if got == 0 {
@@ -58,6 +64,9 @@ func (fr *frameReader) readFrame(limit int32, checkKey checkKeyFunc) ([]byte, er
 		}
 		if got == 0 {
 			if isTimeout(err) {
+				if !fr.firstDeadline.IsZero() && !time.Now().Before(fr.firstDeadline) {
+					return nil, ErrFirstRequestTimeout
+				}
 				if fr.busy != nil && fr.busy() {
 					continue
 				}
@@ -72,15 +81,20 @@ func (fr *frameReader) readFrame(limit int32, checkKey checkKeyFunc) ([]byte, er
 	if size <= 0 || size > limit {
 		return nil, fmt.Errorf("%w: %d, limit %d", ErrFrameSize, size, limit)
 	}
+	if admit != nil {
+		if err := admit(size); err != nil {
+			return nil, err
+		}
+	}
+	// The budget admitted the whole frame, so the buffer is allocated at
+	// once: growing it as bytes arrive would hold up to 1.5 times the
+	// frame during the last copy, past what the budget counts. A fresh
+	// large allocation is untouched memory, so the resident size still
+	// follows the bytes that actually arrive.
 	n := int(size)
-	buf := make([]byte, 0, min(n, frameInitialBytes))
+	buf := make([]byte, 0, n)
 	keyChecked := false
 	for len(buf) < n {
-		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(n, 2*cap(buf)))
-			copy(grown, buf)
-			buf = grown
-		}
 		fr.arm(fr.frameTimeout)
 		m, err := fr.r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
@@ -103,9 +117,14 @@ func (fr *frameReader) readFrame(limit int32, checkKey checkKeyFunc) ([]byte, er
 }
 
 func (fr *frameReader) arm(d time.Duration) {
-	if fr.setReadDeadline != nil {
-		fr.setReadDeadline(time.Now().Add(d))
+	if fr.setReadDeadline == nil {
+		return
 	}
+	deadline := time.Now().Add(d)
+	if !fr.firstDeadline.IsZero() && fr.firstDeadline.Before(deadline) {
+		deadline = fr.firstDeadline
+	}
+	fr.setReadDeadline(deadline)
 }
 
 func midFrameError(err error, where string) error {

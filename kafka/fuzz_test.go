@@ -64,7 +64,7 @@ func FuzzRequestFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		c := fuzzConn(t, s, stream)
 		for {
-			fr, err := c.fr.readFrame(c.frameLimit(), c.checkKey)
+			fr, err := c.fr.readFrame(c.frameLimit(), c.checkKey, nil)
 			if err != nil {
 				if len(stream) > 0 && errors.Is(err, ErrIdle) {
 					t.Fatalf("idle reported on an in-memory stream: %v", err)

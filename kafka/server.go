@@ -6,14 +6,26 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/wren-broker/wren/internal/membudget"
 )
 
 // Defaults, Kafka's where Kafka has the knob.
 const (
-	// DefaultMaxRequestBytes is socket.request.max.bytes.
-	DefaultMaxRequestBytes = 104857600
+	// DefaultMaxRequestBytes is socket.request.max.bytes, sized for a
+	// small host rather than Kafka's 100 MiB: a frame is held whole while
+	// it is handled. 8 MiB holds seven batches of the default
+	// message.max.bytes in one Produce request.
+	DefaultMaxRequestBytes = 8 << 20
+	// DefaultQueuedMaxRequestBytes is queued.max.request.bytes: the bytes
+	// of request frames all connections together may hold while they are
+	// read and handled (Kafka: unbounded).
+	DefaultQueuedMaxRequestBytes = 8 << 20
+	// DefaultQueuedMaxRequests is queued.max.requests.
+	DefaultQueuedMaxRequests = 500
 	// DefaultMaxRequestBytesBeforeAuth is sasl.server.max.receive.size:
 	// Kafka's cap on frames before authentication (CVE-2022-34917 fix).
 	DefaultMaxRequestBytesBeforeAuth = 524288
@@ -26,6 +38,11 @@ const (
 	DefaultMaxConnections = 1024
 	// DefaultIdleTimeout is connections.max.idle.ms.
 	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultFirstRequestTimeout bounds the time from accept to the first
+	// complete request: a client opens with ApiVersions at once, so a
+	// connection that sends nothing is a port scan or a leak, and must not
+	// hold a connection slot for connections.max.idle.ms.
+	DefaultFirstRequestTimeout = 10 * time.Second
 	// DefaultFrameTimeout bounds the wait for the next bytes of a frame
 	// that has started.
 	DefaultFrameTimeout = 30 * time.Second
@@ -58,6 +75,21 @@ type ServerConfig struct {
 	// connection is authenticated from the start.
 	RequireAuthentication bool
 
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the most bytes of
+	// request frames the Server's connections hold at once, from the size
+	// prefix until the handler returns. A connection whose frame does not
+	// fit waits (first come, first served) before reading the body: it
+	// stops reading its socket and TCP pushes back on the client. A frame
+	// larger than the whole budget waits for all of it and is read alone.
+	// Negative means unbounded.
+	QueuedMaxRequestBytes int64
+	// QueuedMaxRequests is queued.max.requests: the most requests read
+	// and not yet handled at once, counted like QueuedMaxRequestBytes.
+	// Each connection handles its requests in order, so this bounds how
+	// many connections are reading or handling a request at one time.
+	// Negative means unbounded.
+	QueuedMaxRequests int
+
 	// MaxInFlightPerConn bounds the requests of one connection that were
 	// handled but not yet answered. When it is reached the reader stops
 	// reading: TCP backpressure reaches the client.
@@ -65,10 +97,21 @@ type ServerConfig struct {
 	// MaxConnections bounds concurrent connections; one more is accepted
 	// and closed at once.
 	MaxConnections int
+	// MaxConnectionsPerIP bounds concurrent connections from one client
+	// address (max.connections.per.ip), except those in
+	// MaxConnectionsPerIPOverrides; zero means no per-address bound.
+	MaxConnectionsPerIP int
+	// MaxConnectionsPerIPOverrides bounds some addresses differently
+	// (max.connections.per.ip.overrides); 0 refuses them.
+	MaxConnectionsPerIPOverrides map[netip.Addr]int
 
 	// IdleTimeout closes a connection with nothing in flight that sent no
 	// request for this long (connections.max.idle.ms).
 	IdleTimeout time.Duration
+	// FirstRequestTimeout closes a connection whose first request is not
+	// read whole within this long after accept. Time spent waiting for
+	// QueuedMaxRequestBytes is not counted.
+	FirstRequestTimeout time.Duration
 	// FrameTimeout closes a connection whose frame has started but whose
 	// next bytes do not arrive within this long (a slow sender holding a
 	// buffer).
@@ -104,6 +147,15 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.FirstRequestTimeout == 0 {
+		cfg.FirstRequestTimeout = DefaultFirstRequestTimeout
+	}
+	if cfg.QueuedMaxRequestBytes == 0 {
+		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
+	if cfg.QueuedMaxRequests == 0 {
+		cfg.QueuedMaxRequests = DefaultQueuedMaxRequests
+	}
 	if cfg.FrameTimeout == 0 {
 		cfg.FrameTimeout = DefaultFrameTimeout
 	}
@@ -131,11 +183,22 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 		return cfg, fmt.Errorf("%w: ConnLogLinesPerSecond %d < 1", ErrBadConfig, cfg.ConnLogLinesPerSecond)
 	case cfg.MaxConnections < 1:
 		return cfg, fmt.Errorf("%w: MaxConnections %d < 1", ErrBadConfig, cfg.MaxConnections)
-	case cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.WriteTimeout < 0:
+	case cfg.MaxConnectionsPerIP < 0:
+		return cfg, fmt.Errorf("%w: MaxConnectionsPerIP %d < 0", ErrBadConfig, cfg.MaxConnectionsPerIP)
+	case cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.WriteTimeout < 0 || cfg.FirstRequestTimeout < 0:
 		return cfg, fmt.Errorf("%w: negative timeout", ErrBadConfig)
+	}
+	for addr, n := range cfg.MaxConnectionsPerIPOverrides {
+		if n < 0 {
+			return cfg, fmt.Errorf("%w: MaxConnectionsPerIPOverrides[%s] %d < 0", ErrBadConfig, addr, n)
+		}
 	}
 	return cfg, nil
 }
+
+// smallFrameBytes is the largest frame served from the small-request
+// share of the request budget.
+const smallFrameBytes = 64 << 10
 
 // minFrameBytes is the smallest frame cap that still admits an ApiVersions
 // request with a long client id.
@@ -158,11 +221,27 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// requestBytes and requests are the budgets of QueuedMaxRequestBytes
+	// and QueuedMaxRequests (nil: unbounded). smallRequestBytes is the
+	// share of frames of at most smallFrameBytes, an eighth of
+	// QueuedMaxRequestBytes on top of it: small requests (metadata,
+	// fetches, a well-behaved producer's) then never queue behind large
+	// ones, which a few clients can keep the main budget full of.
+	requestBytes      *membudget.Budget
+	smallRequestBytes *membudget.Budget
+	requests          *membudget.Budget
+
 	mu        sync.Mutex
 	closed    bool
 	addr      net.Addr
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	// perIP counts open connections by client address.
+	// Invariant: perIP[a] is the number of conns whose ip is a; no zero
+	// entries.
+	perIP map[netip.Addr]int
+	// limits are the connection bounds now in force (SetConnectionLimits).
+	limits ConnectionLimits
 	// connLog bounds the lines about refused and bad connections.
 	connLog *logLimiter
 	// wg counts Serve loops and connection goroutines.
@@ -183,7 +262,24 @@ func newServer(cfg ServerConfig, broker Broker, table []apiEntry) (*Server, erro
 	}
 	apis := buildAPIIndex(table, cfg.ControllerListener)
 	ctx, cancel := context.WithCancel(context.Background())
+	var requestBytes, smallRequestBytes, requests *membudget.Budget
+	if cfg.QueuedMaxRequestBytes > 0 {
+		requestBytes = membudget.New(cfg.QueuedMaxRequestBytes)
+		smallRequestBytes = membudget.New(max(cfg.QueuedMaxRequestBytes/8, smallFrameBytes))
+	}
+	if cfg.QueuedMaxRequests > 0 {
+		requests = membudget.New(int64(cfg.QueuedMaxRequests))
+	}
 	return &Server{
+		requestBytes:      requestBytes,
+		smallRequestBytes: smallRequestBytes,
+		requests:          requests,
+		perIP:             make(map[netip.Addr]int),
+		limits: ConnectionLimits{
+			Max:            cfg.MaxConnections,
+			PerIP:          cfg.MaxConnectionsPerIP,
+			PerIPOverrides: cfg.MaxConnectionsPerIPOverrides,
+		},
 		cfg:       cfg,
 		broker:    broker,
 		log:       cfg.Logger.With("listener", cfg.ListenerName),
@@ -280,26 +376,101 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	if len(s.conns) >= s.cfg.MaxConnections {
+	ip, hasIP := remoteIP(nc)
+	if reason, limit := s.refuseLocked(ip, hasIP); reason != "" {
 		s.cfg.Observer.ConnectionRefused()
 		if ok, suppressed := s.connLog.allow(); ok {
-			s.log.Warn("connection refused: MaxConnections reached",
-				"remote", nc.RemoteAddr().String(), "max", s.cfg.MaxConnections, "suppressed", suppressed)
+			s.log.Warn("connection refused: "+reason,
+				"remote", nc.RemoteAddr().String(), "max", limit, "suppressed", suppressed)
 		}
 		nc.Close()
 		return
 	}
 	c := newConn(s, nc)
+	if hasIP {
+		c.ip, c.hasIP = ip, true
+		s.perIP[ip]++
+	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
 }
 
+// refuseLocked says why a connection from ip must be refused, with the
+// bound it would pass, or "" to accept it.
+func (s *Server) refuseLocked(ip netip.Addr, hasIP bool) (reason string, limit int) {
+	if len(s.conns) >= s.limits.Max {
+		return "max.connections reached", s.limits.Max
+	}
+	if !hasIP {
+		return "", 0
+	}
+	if n, ok := s.limits.PerIPOverrides[ip]; ok {
+		if s.perIP[ip] >= n {
+			return "max.connections.per.ip.overrides reached for this address", n
+		}
+		return "", 0
+	}
+	if s.limits.PerIP > 0 && s.perIP[ip] >= s.limits.PerIP {
+		return "max.connections.per.ip reached for this address", s.limits.PerIP
+	}
+	return "", 0
+}
+
+// remoteIP is the connection's client address, without an IPv4-in-IPv6
+// prefix, so that 127.0.0.1 and ::ffff:127.0.0.1 count as one client.
+func remoteIP(nc net.Conn) (netip.Addr, bool) {
+	tcp, ok := nc.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	ip, ok := netip.AddrFromSlice(tcp.IP)
+	return ip.Unmap(), ok
+}
+
+// ConnectionLimits are the bounds on open connections: max.connections,
+// max.connections.per.ip and max.connections.per.ip.overrides.
+type ConnectionLimits struct {
+	Max            int
+	PerIP          int // 0: no per-address bound
+	PerIPOverrides map[netip.Addr]int
+}
+
+// SetConnectionLimits puts new connection bounds in force, as Kafka
+// applies a dynamic max.connections: they govern the connections accepted
+// from now on; connections already open are not closed.
+func (s *Server) SetConnectionLimits(l ConnectionLimits) error {
+	if l.Max < 1 || l.PerIP < 0 {
+		return fmt.Errorf("%w: connection limits %d, %d per address", ErrBadConfig, l.Max, l.PerIP)
+	}
+	for addr, n := range l.PerIPOverrides {
+		if n < 0 {
+			return fmt.Errorf("%w: connection limit %d for %s", ErrBadConfig, n, addr)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limits = l
+	return nil
+}
+
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if c.hasIP {
+		if s.perIP[c.ip]--; s.perIP[c.ip] == 0 {
+			delete(s.perIP, c.ip)
+		}
+	}
 	s.mu.Unlock()
+}
+
+// RequestMemory reports the request-bytes budget (queued.max.request.bytes):
+// the bytes held now, the most ever held, and the capacity (0 when
+// unbounded).
+func (s *Server) RequestMemory() (inUse, peak, capacity int64) {
+	return s.requestBytes.InUse(), s.requestBytes.Peak(), s.requestBytes.Capacity()
 }
 
 // Close stops accepting, closes every connection (pending responses are

@@ -240,7 +240,7 @@ func TestMaxConnections(t *testing.T) {
 	b.apiVersions(1)
 	dial(t, ts.addr).expectClosed()
 	ts.logs.waitFor(t, "of the refused connection", func(r logRecord) bool {
-		return r.msg == "connection refused: MaxConnections reached"
+		return r.msg == "connection refused: max.connections reached"
 	})
 	a.nc.Close()
 	// The server notices a's close asynchronously: poll with a deadline.

@@ -4,13 +4,41 @@
 //
 // # Metrics
 //
-// Metrics owns a metrics.Set (github.com/VictoriaMetrics/metrics, chosen
-// for its size: about 0.7 MiB of binary against 2.5 MiB for the Prometheus
-// client) per broker, never the library's package-level set, so several
-// brokers in one process keep their own series. Names carry the wren_
-// prefix and their unit, and follow Redpanda's public names where it has
-// one (wren_kafka_request_latency_seconds, wren_kafka_consumer_group_lag_sum,
-// wren_storage_disk_free_bytes, ...).
+// Metrics owns a metricSet (registry.go) per broker, so several brokers
+// in one process keep their own series. Names carry the wren_ prefix and
+// their unit, and follow Redpanda's public names where it has one
+// (wren_kafka_request_latency_seconds, wren_kafka_consumer_group_lag_sum,
+// wren_storage_disk_free_bytes, ...). The Go runtime's and the process's
+// figures (process.go: runtime/metrics, runtime.MemStats, /proc/self)
+// keep the go_ and process_ names of the Prometheus and VictoriaMetrics
+// Go clients, so their dashboards work. The output is Prometheus' text
+// exposition format 0.0.4; the tests parse it strictly and, where it is
+// installed, run promtool check metrics over it.
+//
+// # Size
+//
+// wren ships as one binary with a budget of 15 MiB per architecture
+// (.ci/run fails a build over it). net/http, which the server would
+// otherwise use, costs about 1.5 MiB, and the metrics library wren used
+// before (github.com/VictoriaMetrics/metrics) linked it in for its push
+// client. So the registry, the runtime figures and the HTTP server are
+// this package's own: a few hundred lines that do what four fixed paths
+// need. Do not import net/http, or a package that imports it, outside
+// tests.
+//
+// # HTTP
+//
+// Server (server.go, http.go) answers GET and HEAD of /metrics, /livez,
+// /readyz and /v1/cluster/health over HTTP/1.0 and 1.1: 404 for other
+// paths, 405 for other methods, 400, 414, 431 or 505 for what it refuses
+// to parse. Every response has a Content-Length. A connection serves its
+// requests in order, kept alive as HTTP/1.1 and the client say, up to
+// maxRequestsPerConnection. Everything a client sends is bounded: the
+// request line and each header line (maxLineBytes), the head
+// (maxHeadBytes), the header lines (maxHeaders), the time to send a head
+// (httpTimeout) and to send the next one (idleTimeout), the connections
+// served at once (maxConnections, more wait in the listen backlog). No
+// request body is accepted. FuzzParseRequest fuzzes the parser.
 //
 // The packages that do the work do not import this one. The Kafka server
 // reports to a kafka.Observer and the storage engine to an

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -9,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
@@ -42,15 +42,15 @@ const otherTopic = "_other"
 var (
 	// requestLatencyBuckets span 100 µs to 13 s: a Produce waits for an
 	// fdatasync, a Fetch long poll for up to its MaxWaitMillis.
-	requestLatencyBuckets = metrics.ExponentialBuckets(0.0001, 2, 18)
+	requestLatencyBuckets = exponentialBuckets(0.0001, 2, 18)
 	// syncLatencyBuckets span 50 µs (NVMe with a write cache) to 1.6 s (an
 	// SD card).
-	syncLatencyBuckets = metrics.ExponentialBuckets(0.00005, 2, 16)
+	syncLatencyBuckets = exponentialBuckets(0.00005, 2, 16)
 	// batchBuckets span 1 to 1024 appends per fdatasync.
-	batchBuckets = metrics.ExponentialBuckets(1, 2, 11)
+	batchBuckets = exponentialBuckets(1, 2, 11)
 )
 
-// Metrics is one broker's metrics: a metrics.Set of its own (so several
+// Metrics is one broker's metrics: a metricSet of its own (so several
 // brokers in one process, as in tests, do not share series), the Observer
 // the Kafka server reports requests to, the SyncObserver the storage
 // engine reports fdatasyncs to, and gauges read from the broker's parts
@@ -61,7 +61,7 @@ var (
 // indexing an array; a topic's series are found in a sync.Map by the
 // topic's name, which the request already holds.
 type Metrics struct {
-	set *metrics.Set
+	set *metricSet
 
 	// mu serialises making series.
 	mu     sync.Mutex
@@ -70,24 +70,24 @@ type Metrics struct {
 	// topicSeries counts the topics in topics; guarded by mu.
 	topicSeries int
 
-	received, sent *metrics.Counter
-	refused        *metrics.Counter
-	syncLatency    *metrics.PrometheusHistogram
-	syncErrors     *metrics.Counter
-	commitBatch    *metrics.PrometheusHistogram
+	received, sent *counter
+	refused        *counter
+	syncLatency    *histogram
+	syncErrors     *counter
+	commitBatch    *histogram
 
 	sources atomic.Pointer[Sources]
 }
 
 type apiMetrics struct {
-	requests *metrics.Counter
-	latency  *metrics.PrometheusHistogram
+	requests *counter
+	latency  *histogram
 }
 
 type topicMetrics struct {
-	recordsProduced *metrics.Counter
-	bytesProduced   *metrics.Counter
-	bytesFetched    *metrics.Counter
+	recordsProduced *counter
+	bytesProduced   *counter
+	bytesFetched    *counter
 }
 
 // Sources are the broker's parts that scrape-time gauges read. Any field
@@ -104,18 +104,15 @@ type Sources struct {
 	Version, Commit string
 }
 
-// NewMetrics returns an empty Metrics. It turns on HELP and TYPE lines in
-// the metrics library, a process-wide switch that every Metrics wants on.
+// NewMetrics returns an empty Metrics.
 func NewMetrics() *Metrics {
-	metrics.ExposeMetadata(true)
-	m := &Metrics{set: metrics.NewSet()}
-	m.received = m.set.NewCounter("wren_kafka_received_bytes_total")
-	m.sent = m.set.NewCounter("wren_kafka_sent_bytes_total")
-	m.refused = m.set.NewCounter("wren_kafka_connections_refused_total")
-	m.syncLatency = m.set.NewPrometheusHistogramExt("wren_storage_fdatasync_latency_seconds", syncLatencyBuckets)
-	m.syncErrors = m.set.NewCounter("wren_storage_fdatasync_errors_total")
-	m.commitBatch = m.set.NewPrometheusHistogramExt("wren_storage_group_commit_batch_appends", batchBuckets)
-	m.set.RegisterMetricsWriter(m.writeScraped)
+	m := &Metrics{set: newMetricSet()}
+	m.received = m.set.counter("wren_kafka_received_bytes_total", "", "bytes of Kafka requests received")
+	m.sent = m.set.counter("wren_kafka_sent_bytes_total", "", "bytes of Kafka responses sent")
+	m.refused = m.set.counter("wren_kafka_connections_refused_total", "", "client connections refused at the connection limit")
+	m.syncLatency = m.set.histogram("wren_storage_fdatasync_latency_seconds", "", "time one group-commit fdatasync took", syncLatencyBuckets)
+	m.syncErrors = m.set.counter("wren_storage_fdatasync_errors_total", "", "group-commit fdatasyncs that failed")
+	m.commitBatch = m.set.histogram("wren_storage_group_commit_batch_appends", "", "appends made durable by one fdatasync", batchBuckets)
 	return m
 }
 
@@ -123,18 +120,22 @@ func NewMetrics() *Metrics {
 // them.
 func (m *Metrics) Attach(src Sources) { m.sources.Store(&src) }
 
-// WritePrometheus writes every metric in Prometheus' text format, the Go
-// runtime's and the process's (RSS, goroutines, GC, file descriptors)
-// included.
+// WritePrometheus writes every metric in Prometheus' text format (0.0.4),
+// the Go runtime's and the process's (RSS, goroutines, GC, file
+// descriptors, CPU time) included.
 func (m *Metrics) WritePrometheus(w io.Writer) {
-	m.set.WritePrometheus(w)
-	metrics.WriteProcessMetrics(w)
+	bw := bufio.NewWriter(w)
+	m.set.write(bw)
+	m.writeScraped(bw)
+	writeGoMetrics(bw)
+	writeProcessMetrics(bw)
+	bw.Flush()
 }
 
 // RequestDone implements kafka.Observer.
 func (m *Metrics) RequestDone(key int16, requestBytes, responseBytes int64, took time.Duration) {
-	m.received.AddInt64(requestBytes)
-	m.sent.AddInt64(responseBytes)
+	m.received.Add(requestBytes)
+	m.sent.Add(responseBytes)
 	if key < 0 || int(key) >= maxAPIKeys {
 		return
 	}
@@ -143,7 +144,7 @@ func (m *Metrics) RequestDone(key int16, requestBytes, responseBytes int64, took
 		a = m.makeAPI(key)
 	}
 	a.requests.Inc()
-	a.latency.Update(took.Seconds())
+	a.latency.Observe(took.Seconds())
 }
 
 func (m *Metrics) makeAPI(key int16) *apiMetrics {
@@ -154,8 +155,9 @@ func (m *Metrics) makeAPI(key int16) *apiMetrics {
 	}
 	label := quote(kmsg.NameForKey(key))
 	a := &apiMetrics{
-		requests: m.set.NewCounter("wren_kafka_requests_total{request=" + label + "}"),
-		latency:  m.set.NewPrometheusHistogramExt("wren_kafka_request_latency_seconds{request="+label+"}", requestLatencyBuckets),
+		requests: m.set.counter("wren_kafka_requests_total", "request="+label, "Kafka requests served, by API"),
+		latency: m.set.histogram("wren_kafka_request_latency_seconds", "request="+label,
+			"time from reading a Kafka request to writing its response, by API", requestLatencyBuckets),
 	}
 	m.apis[key].Store(a)
 	return a
@@ -167,13 +169,13 @@ func (m *Metrics) ConnectionRefused() { m.refused.Inc() }
 // Produced implements kafka.Observer.
 func (m *Metrics) Produced(topic string, records, bytes int64) {
 	t := m.topic(topic)
-	t.recordsProduced.AddInt64(records)
-	t.bytesProduced.AddInt64(bytes)
+	t.recordsProduced.Add(records)
+	t.bytesProduced.Add(bytes)
 }
 
 // Fetched implements kafka.Observer.
 func (m *Metrics) Fetched(topic string, bytes int64) {
-	m.topic(topic).bytesFetched.AddInt64(bytes)
+	m.topic(topic).bytesFetched.Add(bytes)
 }
 
 func (m *Metrics) topic(name string) *topicMetrics {
@@ -194,9 +196,9 @@ func (m *Metrics) topic(name string) *topicMetrics {
 	}
 	q := quote(label)
 	t := &topicMetrics{
-		recordsProduced: m.set.GetOrCreateCounter("wren_kafka_records_produced_total{topic=" + q + "}"),
-		bytesProduced:   m.set.GetOrCreateCounter(`wren_kafka_request_bytes_total{request="produce",topic=` + q + "}"),
-		bytesFetched:    m.set.GetOrCreateCounter(`wren_kafka_request_bytes_total{request="consume",topic=` + q + "}"),
+		recordsProduced: m.set.counter("wren_kafka_records_produced_total", "topic="+q, "records produced, by topic"),
+		bytesProduced:   m.set.counter("wren_kafka_request_bytes_total", `request="produce",topic=`+q, "record batch bytes produced and fetched, by topic"),
+		bytesFetched:    m.set.counter("wren_kafka_request_bytes_total", `request="consume",topic=`+q, "record batch bytes produced and fetched, by topic"),
 	}
 	m.topics.Store(label, t)
 	m.topicSeries++
@@ -209,8 +211,8 @@ func (m *Metrics) ObserveSync(took time.Duration, appends int, err error) {
 		m.syncErrors.Inc()
 		return
 	}
-	m.syncLatency.Update(took.Seconds())
-	m.commitBatch.Update(float64(appends))
+	m.syncLatency.Observe(took.Seconds())
+	m.commitBatch.Observe(float64(appends))
 }
 
 // writeScraped writes the gauges read from the broker's parts at scrape
@@ -221,11 +223,11 @@ func (m *Metrics) writeScraped(w io.Writer) {
 		return
 	}
 	if src.Version != "" {
-		family(w, "wren_build_info", "gauge", "the running build: 1, labelled with its version and commit")
+		writeFamily(w, "wren_build_info", "gauge", "the running build: 1, labelled with its version and commit")
 		fmt.Fprintf(w, "wren_build_info{version=%s,commit=%s} 1\n", quote(src.Version), quote(src.Commit))
 	}
 	if src.Connections != nil {
-		family(w, "wren_kafka_connections_open", "gauge", "open client connections")
+		writeFamily(w, "wren_kafka_connections_open", "gauge", "open client connections")
 		fmt.Fprintf(w, "wren_kafka_connections_open %d\n", src.Connections())
 	}
 	if src.Logs != nil {
@@ -233,15 +235,15 @@ func (m *Metrics) writeScraped(w io.Writer) {
 	}
 	if src.Health != nil {
 		h := src.Health()
-		family(w, "wren_cluster_brokers", "gauge", "brokers in the cluster")
+		writeFamily(w, "wren_cluster_brokers", "gauge", "brokers in the cluster")
 		fmt.Fprintf(w, "wren_cluster_brokers %d\n", len(h.Nodes))
-		family(w, "wren_cluster_brokers_down", "gauge", "brokers this node sees down")
+		writeFamily(w, "wren_cluster_brokers_down", "gauge", "brokers this node sees down")
 		fmt.Fprintf(w, "wren_cluster_brokers_down %d\n", len(h.DownNodes))
-		family(w, "wren_cluster_controller_id", "gauge", "node id of the controller, -1 when none is known")
+		writeFamily(w, "wren_cluster_controller_id", "gauge", "node id of the controller, -1 when none is known")
 		fmt.Fprintf(w, "wren_cluster_controller_id %d\n", h.ControllerID)
-		family(w, "wren_cluster_unavailable_partitions", "gauge", "partitions without a leader")
+		writeFamily(w, "wren_cluster_unavailable_partitions", "gauge", "partitions without a leader")
 		fmt.Fprintf(w, "wren_cluster_unavailable_partitions %d\n", len(h.LeaderlessPartitions))
-		family(w, "wren_kafka_under_replicated_replicas", "gauge", "partitions whose ISR is smaller than their replica set")
+		writeFamily(w, "wren_kafka_under_replicated_replicas", "gauge", "partitions whose ISR is smaller than their replica set")
 		fmt.Fprintf(w, "wren_kafka_under_replicated_replicas %d\n", len(h.UnderReplicatedPartitions))
 	}
 	if src.Groups != nil && src.Replicas != nil {
@@ -256,11 +258,6 @@ func quote(v string) string {
 }
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-// family writes a metric family's HELP and TYPE lines.
-func family(w io.Writer, name, typ, help string) {
-	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-}
 
 // writeLogDir writes the per-log-dir gauges: partitions, segments, bytes,
 // producer ids, whether the directory failed, and its file system's
@@ -281,13 +278,13 @@ func writeLogDir(w io.Writer, logs *engine.Manager) {
 	if logs.Failed() != nil {
 		failed = 1
 	}
-	family(w, "wren_storage_log_partitions", "gauge", "partition logs in the log dir")
+	writeFamily(w, "wren_storage_log_partitions", "gauge", "partition logs in the log dir")
 	fmt.Fprintf(w, "wren_storage_log_partitions{log_dir=%s} %d\n", dir, partitions)
-	family(w, "wren_storage_log_segments", "gauge", "segments in the log dir")
+	writeFamily(w, "wren_storage_log_segments", "gauge", "segments in the log dir")
 	fmt.Fprintf(w, "wren_storage_log_segments{log_dir=%s} %d\n", dir, segments)
-	family(w, "wren_storage_log_bytes", "gauge", "bytes of segment files in the log dir")
+	writeFamily(w, "wren_storage_log_bytes", "gauge", "bytes of segment files in the log dir")
 	fmt.Fprintf(w, "wren_storage_log_bytes{log_dir=%s} %d\n", dir, bytes)
-	family(w, "wren_storage_log_dir_failed", "gauge", "1 once a write or fdatasync in the log dir failed")
+	writeFamily(w, "wren_storage_log_dir_failed", "gauge", "1 once a write or fdatasync in the log dir failed")
 	fmt.Fprintf(w, "wren_storage_log_dir_failed{log_dir=%s} %d\n", dir, failed)
 	var damagedPartitions, damagedRanges int
 	for _, l := range logs.Logs() {
@@ -296,36 +293,36 @@ func writeLogDir(w io.Writer, logs *engine.Manager) {
 			damagedRanges += len(d)
 		}
 	}
-	family(w, "wren_storage_damaged_partitions", "gauge", "partitions holding damaged data on disk: offline for those offsets and for appends until repaired (wren storage check)")
+	writeFamily(w, "wren_storage_damaged_partitions", "gauge", "partitions holding damaged data on disk: offline for those offsets and for appends until repaired (wren storage check)")
 	fmt.Fprintf(w, "wren_storage_damaged_partitions{log_dir=%s} %d\n", dir, damagedPartitions)
-	family(w, "wren_storage_damaged_ranges", "gauge", "damaged byte ranges known in the log dir's partitions")
+	writeFamily(w, "wren_storage_damaged_ranges", "gauge", "damaged byte ranges known in the log dir's partitions")
 	fmt.Fprintf(w, "wren_storage_damaged_ranges{log_dir=%s} %d\n", dir, damagedRanges)
 	passes, scrubbed, found := logs.ScrubTotals()
-	family(w, "wren_storage_scrubber_passes_total", "counter", "scrubber passes completed over the log dir")
+	writeFamily(w, "wren_storage_scrubber_passes_total", "counter", "scrubber passes completed over the log dir")
 	fmt.Fprintf(w, "wren_storage_scrubber_passes_total{log_dir=%s} %d\n", dir, passes)
-	family(w, "wren_storage_scrubber_read_bytes_total", "counter", "bytes the scrubber read and checked")
+	writeFamily(w, "wren_storage_scrubber_read_bytes_total", "counter", "bytes the scrubber read and checked")
 	fmt.Fprintf(w, "wren_storage_scrubber_read_bytes_total{log_dir=%s} %d\n", dir, scrubbed)
-	family(w, "wren_storage_scrubber_damage_found_total", "counter", "damaged ranges the scrubber found")
+	writeFamily(w, "wren_storage_scrubber_damage_found_total", "counter", "damaged ranges the scrubber found")
 	fmt.Fprintf(w, "wren_storage_scrubber_damage_found_total{log_dir=%s} %d\n", dir, found)
 	if sp, ok := logs.DiskSpace(); ok {
 		below := 0
 		if sp.BelowFloor {
 			below = 1
 		}
-		family(w, "wren_storage_below_free_space_floor", "gauge", "1 while the log dir is below its free-space floor and produce is refused")
+		writeFamily(w, "wren_storage_below_free_space_floor", "gauge", "1 while the log dir is below its free-space floor and produce is refused")
 		fmt.Fprintf(w, "wren_storage_below_free_space_floor{log_dir=%s} %d\n", dir, below)
-		family(w, "wren_storage_free_space_floor_bytes", "gauge", "the log dir's free-space floor (log.dir.min.free.bytes and .percent, the smaller)")
+		writeFamily(w, "wren_storage_free_space_floor_bytes", "gauge", "the log dir's free-space floor (log.dir.min.free.bytes and .percent, the smaller)")
 		fmt.Fprintf(w, "wren_storage_free_space_floor_bytes{log_dir=%s} %d\n", dir, sp.FloorBytes)
 	}
-	family(w, "wren_kafka_producer_ids_tracked", "gauge", "idempotent producers' states kept, summed over partitions")
+	writeFamily(w, "wren_kafka_producer_ids_tracked", "gauge", "idempotent producers' states kept, summed over partitions")
 	fmt.Fprintf(w, "wren_kafka_producer_ids_tracked %d\n", producers)
 	var st unix.Statfs_t
 	if err := unix.Statfs(logs.Dir(), &st); err == nil {
 		// Field widths differ between architectures (int32 block size on
 		// armv7): widen before multiplying.
-		family(w, "wren_storage_disk_free_bytes", "gauge", "bytes an unprivileged writer may still use on the log dir's file system")
+		writeFamily(w, "wren_storage_disk_free_bytes", "gauge", "bytes an unprivileged writer may still use on the log dir's file system")
 		fmt.Fprintf(w, "wren_storage_disk_free_bytes{log_dir=%s} %d\n", dir, uint64(st.Bavail)*uint64(st.Bsize))
-		family(w, "wren_storage_disk_total_bytes", "gauge", "size of the log dir's file system")
+		writeFamily(w, "wren_storage_disk_total_bytes", "gauge", "size of the log dir's file system")
 		fmt.Fprintf(w, "wren_storage_disk_total_bytes{log_dir=%s} %d\n", dir, uint64(st.Blocks)*uint64(st.Bsize))
 	}
 }
@@ -372,11 +369,11 @@ func writeGroupLag(w io.Writer, d *coordinator.Driver, replicas *replication.Man
 	if len(lags) == 0 {
 		return
 	}
-	family(w, "wren_kafka_consumer_group_lag_sum", "gauge", "sum over the group's committed partitions of high watermark minus committed offset")
+	writeFamily(w, "wren_kafka_consumer_group_lag_sum", "gauge", "sum over the group's committed partitions of high watermark minus committed offset")
 	for _, l := range lags {
 		fmt.Fprintf(w, "wren_kafka_consumer_group_lag_sum{group=%s} %d\n", quote(l.group), l.sum)
 	}
-	family(w, "wren_kafka_consumer_group_lag_max", "gauge", "largest lag of one of the group's committed partitions")
+	writeFamily(w, "wren_kafka_consumer_group_lag_max", "gauge", "largest lag of one of the group's committed partitions")
 	for _, l := range lags {
 		fmt.Fprintf(w, "wren_kafka_consumer_group_lag_max{group=%s} %d\n", quote(l.group), l.max)
 	}

@@ -213,13 +213,103 @@ func zstdDecoder(limit int) (*zstd.Decoder, error) {
 	return d, nil
 }
 
-// decompress decodes src into dst[:0], reusing dst's capacity.
-func decompress(dst []byte, ct CompressionType, src []byte, limit int) ([]byte, error) {
+// decompressLimit is the cap in force for a Limits.MaxDecompressedBytes.
+func decompressLimit(limit int) int {
 	if limit <= 0 {
 		limit = DefaultMaxDecompressedBytes
 	}
 	// Keeps limit+1 and doubling inside an int on 32-bit ARM.
-	limit = min(limit, maxDecompressedBytes)
+	return min(limit, maxDecompressedBytes)
+}
+
+// decompressionPlan says how much of the decompression budget one batch
+// reserves. Where the batch declares its decompressed size exactly
+// (snappy, zstd with a frame content size) that is all it reserves; a
+// batch that lies cannot decode past it. Where the size is only a hint
+// (gzip's trailer) or unknown (lz4), a first try runs under firstLimit
+// holding firstReserve, and only a batch that passes it retries under the
+// full cap, holding fullReserve. Streamed decoders grow their output by
+// doubling, so they reserve twice what they may produce.
+type decompressionPlan struct {
+	firstLimit   int // 0: no first try
+	firstReserve int64
+	fullReserve  int64
+}
+
+// unknownSizeFirstTry bounds the first try of a batch whose size is
+// unknown: four times its compressed size, at least 64 KiB.
+func unknownSizeFirstTry(src []byte) int { return max(64<<10, 4*len(src)) }
+
+func planDecompression(ct CompressionType, src []byte, limit int) decompressionPlan {
+	streamed := decompressionPlan{fullReserve: 2 * int64(limit)}
+	switch ct {
+	case CompressionSnappy:
+		n, ok := snappyDeclaredLen(src)
+		if !ok || n > limit {
+			return decompressionPlan{} // refused before decoding anything
+		}
+		return decompressionPlan{fullReserve: int64(n)}
+	case CompressionZstd:
+		var hdr zstd.Header
+		if hdr.Decode(src) == nil && hdr.HasFCS && !hdr.Skippable {
+			if hdr.FrameContentSize > uint64(limit) {
+				return decompressionPlan{}
+			}
+			return decompressionPlan{fullReserve: int64(hdr.FrameContentSize)}
+		}
+		// Streamed: read as lz4 is.
+		if first := unknownSizeFirstTry(src); first < limit {
+			return decompressionPlan{firstLimit: first, firstReserve: 2 * int64(first), fullReserve: streamed.fullReserve}
+		}
+		return streamed
+	case CompressionGzip:
+		if len(src) >= 4 {
+			hint := int(min(uint64(binary.LittleEndian.Uint32(src[len(src)-4:])), uint64(len(src))*deflateMaxRatio))
+			if first := max(hint, 4096); first < limit {
+				return decompressionPlan{firstLimit: first, firstReserve: int64(first) + 1, fullReserve: streamed.fullReserve}
+			}
+		}
+		return streamed
+	case CompressionLZ4:
+		if first := unknownSizeFirstTry(src); first < limit {
+			return decompressionPlan{firstLimit: first, firstReserve: 2 * int64(first), fullReserve: streamed.fullReserve}
+		}
+		return streamed
+	}
+	return decompressionPlan{}
+}
+
+// snappyDeclaredLen is the decoded size a raw or xerial-framed snappy
+// section declares; ok is false when it cannot be read (decoding then
+// fails without allocating).
+func snappyDeclaredLen(src []byte) (int, bool) {
+	if !(len(src) >= xerialHeaderSize && bytes.Equal(src[:len(xerialMagic)], xerialMagic)) {
+		n, err := s2.DecodedLen(src)
+		return n, err == nil
+	}
+	total := 0
+	for rem := src[xerialHeaderSize:]; len(rem) > 0; {
+		if len(rem) < 4 {
+			return 0, false
+		}
+		size := binary.BigEndian.Uint32(rem)
+		rem = rem[4:]
+		if uint64(size) > uint64(len(rem)) {
+			return 0, false
+		}
+		n, err := s2.DecodedLen(rem[:size])
+		if err != nil || n > maxDecompressedBytes-total {
+			return 0, false
+		}
+		total += n
+		rem = rem[size:]
+	}
+	return total, true
+}
+
+// decompress decodes src into dst[:0], reusing dst's capacity.
+func decompress(dst []byte, ct CompressionType, src []byte, limit int) ([]byte, error) {
+	limit = decompressLimit(limit)
 	dst = dst[:0]
 	if ct == CompressionNone {
 		if len(src) > limit {
@@ -280,25 +370,25 @@ func decompressLZ4(dst, src []byte, limit int) ([]byte, error) {
 	return readBounded(dst, l.r, limit, 0)
 }
 
-// decompressZstd decodes with the decoder for this cap. A frame that
-// declares its content size (librdkafka, franz-go, kafka-python) gets an
-// exact buffer; for streamed frames (the Java client) the decoder grows a
-// buffer sized from the input, and stops after the block that passes the
-// cap.
+// decompressZstd decodes with the decoder for this cap a frame that
+// declares its content size (librdkafka, franz-go, kafka-python): it gets
+// an exact buffer. A streamed frame (the Java client) is read through a
+// streaming decoder into readBounded, as gzip is: DecodeAll would grow its
+// buffer by append in 1.25x steps, allocating about six times the cap for
+// a bomb before it stops.
 func decompressZstd(dst, src []byte, limit int) ([]byte, error) {
+	var hdr zstd.Header
+	if hdr.Decode(src) != nil || !hdr.HasFCS || hdr.Skippable {
+		return decompressZstdStreamed(dst, src, limit)
+	}
+	if hdr.FrameContentSize > uint64(limit) {
+		return nil, ErrTooLarge
+	}
 	d, err := zstdDecoder(limit)
 	if err != nil {
 		return nil, err
 	}
-	size := min(max(len(src)*4, 16<<10), limit)
-	var hdr zstd.Header
-	if hdr.Decode(src) == nil && hdr.HasFCS && !hdr.Skippable {
-		if hdr.FrameContentSize > uint64(limit) {
-			return nil, ErrTooLarge
-		}
-		size = int(hdr.FrameContentSize)
-	}
-	dst = growTo(dst, size)
+	dst = growTo(dst, int(hdr.FrameContentSize))
 	out, err := d.DecodeAll(src, dst)
 	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
 		return nil, ErrTooLarge
@@ -310,6 +400,38 @@ func decompressZstd(dst, src []byte, limit int) ([]byte, error) {
 		return nil, ErrTooLarge
 	}
 	return out, nil
+}
+
+// zstdStreamMaxWindow bounds the window a streamed frame may ask for: the
+// streaming decoder holds a buffer of that size. Every standard zstd level
+// (up to 19) uses at most 8 MiB.
+const zstdStreamMaxWindow = 8 << 20
+
+// zstdStreamDecoders are synchronous streaming decoders (concurrency 1
+// starts no goroutines).
+var zstdStreamDecoders = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(zstdStreamMaxWindow))
+	if err != nil {
+		panic(fmt.Sprintf("batch: zstd stream decoder: %v", err))
+	}
+	return d
+}}
+
+func decompressZstdStreamed(dst, src []byte, limit int) ([]byte, error) {
+	d := zstdStreamDecoders.Get().(*zstd.Decoder)
+	defer func() {
+		d.Reset(nil)
+		zstdStreamDecoders.Put(d)
+	}()
+	if err := d.Reset(bytes.NewReader(src)); err != nil {
+		return nil, err
+	}
+	out, err := readBounded(dst, d, limit, min(max(len(src)*4, 16<<10), limit))
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		return nil, ErrTooLarge
+	}
+	return out, err
 }
 
 func decompressSnappy(dst, src []byte, limit int) ([]byte, error) {
@@ -386,7 +508,9 @@ func readBounded(dst []byte, r io.Reader, limit, hint int) ([]byte, error) {
 		hint = 4096
 	}
 	if cap(dst) == 0 {
-		dst = make([]byte, 0, min(hint, limit+1))
+		// One byte past the hint: an exact hint then reads to EOF without
+		// growing (and copying) the buffer.
+		dst = make([]byte, 0, min(hint+1, limit+1))
 	}
 	stalls := 0
 	for {

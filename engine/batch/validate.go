@@ -1,9 +1,12 @@
 package batch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/wren-broker/wren/internal/membudget"
 )
 
 // AppendOrigin says where a batch comes from, which decides the rules it
@@ -41,6 +44,11 @@ type Limits struct {
 	MaxDecompressedBytes int
 	// Origin selects the rules; see AppendOrigin.
 	Origin AppendOrigin
+	// Budget, when not nil, bounds the decompression buffers of all
+	// batches being validated at once, across connections and partitions
+	// (max.decompressed.inflight.bytes): a validation waits for its share
+	// before decompressing. nil: unbounded.
+	Budget *membudget.Budget
 	// CheckTimestamps bounds every CreateTime record timestamp to
 	// [MinTimestampMs, MaxTimestampMs], except NoTimestamp (-1), as Kafka
 	// does with message.timestamp.before.max.ms and
@@ -106,7 +114,7 @@ func ValidateSummary(b []byte, lim Limits) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	defer putBuffer(buf)
+	defer buf.release()
 	maxTs, err := walk(&h, recs, &lim, nil)
 	if err != nil {
 		return Summary{}, err
@@ -126,7 +134,7 @@ func Records(b []byte, lim Limits, fn func(Record) error) error {
 	if err != nil {
 		return err
 	}
-	defer putBuffer(buf)
+	defer buf.release()
 	if _, err := walk(&h, recs, &lim, nil); err != nil {
 		return err
 	}
@@ -187,22 +195,74 @@ func checkHeader(b []byte, lim *Limits) (Header, error) {
 	return h, nil
 }
 
-// records returns the uncompressed records section, and the pooled buffer
-// holding it (nil when it aliases b) for putBuffer.
-func records(b []byte, h Header, lim *Limits) ([]byte, *[]byte, error) {
+// records returns the uncompressed records section, and what holds it
+// (nothing when it aliases b) for release.
+func records(b []byte, h Header, lim *Limits) ([]byte, recordsBuffer, error) {
 	recs := b[RecordsOffset:]
 	ct := h.CompressionType()
 	if ct == CompressionNone {
-		return recs, nil, nil
+		return recs, recordsBuffer{}, nil
 	}
-	buf := getBuffer()
-	out, err := decompress(*buf, ct, recs, lim.MaxDecompressedBytes)
+	rb := recordsBuffer{buf: getBuffer(), budget: lim.Budget}
+	limit := decompressLimit(lim.MaxDecompressedBytes)
+	plan := planDecompression(ct, recs, limit)
+	if plan.firstLimit > 0 {
+		// A first try under what the batch claims, holding only that much
+		// of the budget; a batch that decompresses past its claim is tried
+		// again under the full cap.
+		rb.reserve(plan.firstReserve)
+		out, err := decompress(*rb.buf, ct, recs, plan.firstLimit)
+		if err == nil {
+			*rb.buf = out
+			return out, rb, nil
+		}
+		if !errors.Is(err, ErrTooLarge) || plan.firstLimit >= limit {
+			rb.release()
+			return nil, recordsBuffer{}, err
+		}
+		rb.unreserve()
+	}
+	rb.reserve(plan.fullReserve)
+	out, err := decompress(*rb.buf, ct, recs, limit)
 	if err != nil {
-		putBuffer(buf)
-		return nil, nil, err
+		rb.release()
+		return nil, recordsBuffer{}, err
 	}
-	*buf = out
-	return out, buf, nil
+	*rb.buf = out
+	return out, rb, nil
+}
+
+// recordsBuffer is a pooled decompression buffer and the share of the
+// decompression budget it holds.
+type recordsBuffer struct {
+	buf      *[]byte
+	budget   *membudget.Budget
+	reserved int64
+}
+
+// reserve waits for n bytes of the budget. Holders release theirs as soon
+// as a batch is walked, with no other wait in between, so the wait ends.
+func (r *recordsBuffer) reserve(n int64) {
+	if r.budget == nil || n <= 0 {
+		return
+	}
+	r.budget.Acquire(context.Background(), n) // never fails: Background
+	r.reserved = n
+}
+
+func (r *recordsBuffer) unreserve() {
+	if r.reserved > 0 {
+		r.budget.Release(r.reserved)
+		r.reserved = 0
+	}
+}
+
+func (r *recordsBuffer) release() {
+	if r.buf != nil {
+		putBuffer(r.buf)
+		r.buf = nil
+	}
+	r.unreserve()
 }
 
 // rawRecord is a parsed record before header decoding.
