@@ -148,7 +148,7 @@ func displaceLeaders(t *testing.T, brokers []*Broker, topic string, id int32) []
 // leadership back to the preferred replicas once they are in the ISR; a
 // second one is ELECTION_NOT_NEEDED; an unclean election of partitions
 // that have leaders is ELECTION_NOT_NEEDED; a node that is not the
-// controller answers NOT_CONTROLLER.
+// controller forwards the request to it.
 func TestElectLeadersThreeBrokers(t *testing.T) {
 	brokers := startThreeBrokersWith(t, "[replication]\nauto.leader.rebalance.enable = false\n")
 	cl, adm := threeNodeAdmin(t, brokers)
@@ -160,7 +160,7 @@ func TestElectLeadersThreeBrokers(t *testing.T) {
 	}
 	preferred := displaceLeaders(t, brokers, "orders", victim)
 
-	// A non-controller answers NOT_CONTROLLER, at the top and per partition.
+	// Through a node that is not the controller.
 	var other *Broker
 	for _, b := range brokers {
 		if !b.Controller().Acting() {
@@ -169,6 +169,7 @@ func TestElectLeadersThreeBrokers(t *testing.T) {
 		}
 	}
 	req := kmsg.NewPtrElectLeadersRequest()
+	req.ElectionType = 1 // unclean, of a led partition: changes nothing
 	rt := kmsg.NewElectLeadersRequestTopic()
 	rt.Topic, rt.Partitions = "orders", []int32{preferred[0]}
 	req.Topics = append(req.Topics, rt)
@@ -176,12 +177,14 @@ func TestElectLeadersThreeBrokers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A node that is not the controller forwards the request, and the
+	// controller's answer comes back.
 	er := resp.(*kmsg.ElectLeadersResponse)
-	wantCode(t, "ElectLeaders on a non-controller", er.ErrorCode, kerr.NotController)
+	wantCode(t, "ElectLeaders through a non-controller", er.ErrorCode, nil)
 	if len(er.Topics) != 1 || len(er.Topics[0].Partitions) != 1 {
-		t.Fatalf("ElectLeaders on a non-controller answered %+v, want the one partition", er.Topics)
+		t.Fatalf("ElectLeaders through a non-controller answered %+v, want the one partition", er.Topics)
 	}
-	wantCode(t, "ElectLeaders on a non-controller, partition", er.Topics[0].Partitions[0].ErrorCode, kerr.NotController)
+	wantCode(t, "ElectLeaders through a non-controller, partition", er.Topics[0].Partitions[0].ErrorCode, kerr.ElectionNotNeeded)
 
 	// Unclean on partitions that have leaders: nothing to do.
 	res, err := adm.ElectLeaders(testContext(t), kadm.ElectLiveReplica, kadm.TopicsSet{"orders": {preferred[0]: {}}})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/internal/sdnotify"
@@ -14,7 +15,9 @@ import (
 
 // ServeFile is `wren serve`: load the config file (or, with no path, the
 // built-in single-node defaults), set up logging as it says, and serve
-// until ctx ends (SIGINT or SIGTERM), then shut down cleanly. Under
+// until ctx ends (SIGINT or SIGTERM), then shut down cleanly: first a
+// controlled shutdown that moves its partition leaderships to other
+// replicas (bounded by controlledShutdownTimeout), then close. Under
 // systemd (Type=notify) it sends READY=1 once /readyz would pass,
 // WATCHDOG=1 keep-alives when WatchdogSec asks for them, and STOPPING=1
 // when the shutdown begins.
@@ -59,6 +62,16 @@ func ServeFile(ctx context.Context, configPath, logLevel string, nodeID int32) e
 	}
 	stopNotify()
 	<-notified
+	// Leadership moves before the listener closes, so clients find the
+	// new leaders while this node still answers (controlled shutdown).
+	sctx, cancel := context.WithTimeout(context.Background(), controlledShutdownTimeout)
+	began := time.Now()
+	if err := b.ControlledShutdown(sctx); err != nil {
+		logger.Warn("controlled shutdown incomplete, closing anyway", "err", err)
+	} else {
+		logger.Info("controlled shutdown: leadership moved", "took", time.Since(began).Round(time.Millisecond).String())
+	}
+	cancel()
 	return b.Close()
 }
 

@@ -153,10 +153,23 @@ func TestTopicDescribeUnderReplicatedThreeBrokers(t *testing.T) {
 	b := brokers[0].Addr().String() + "," + brokers[1].Addr().String() + "," + brokers[2].Addr().String()
 	mustRun(t, "", "topic", "create", "rf3", "-p", "3", "-r", "3", "-b", b)
 	mustRun(t, "", "topic", "create", "rf1", "-p", "3", "-r", "1", "-b", b)
-	pollUntil(t, "full ISRs", func() bool {
-		for _, p := range brokers[0].Controller().Image().Topic("rf3").Partitions {
-			if len(p.ISR) != 3 {
+	// Every node's view: describe asks whichever node the client picks.
+	pollUntil(t, "full ISRs and leaders on every node", func() bool {
+		for _, br := range brokers {
+			im := br.Controller().Image()
+			rf3, rf1 := im.Topic("rf3"), im.Topic("rf1")
+			if rf3 == nil || rf1 == nil {
 				return false
+			}
+			for _, p := range rf3.Partitions {
+				if len(p.ISR) != 3 || p.Leader < 0 {
+					return false
+				}
+			}
+			for _, p := range rf1.Partitions {
+				if p.Leader < 0 {
+					return false
+				}
 			}
 		}
 		return true

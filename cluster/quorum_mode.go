@@ -71,6 +71,10 @@ type quorumState struct {
 	applied chan struct{}
 
 	forwardHandler atomic.Pointer[ForwardHandler]
+	// shuttingDown is set once this node asked for a controlled
+	// shutdown: its heartbeats say so, and the controller does not
+	// unfence it while they do (Kafka's WantShutDown).
+	shuttingDown bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -79,6 +83,9 @@ type quorumState struct {
 type heardBroker struct {
 	at  time.Time
 	reg BrokerRegistrationRecord
+	// shuttingDown: the broker asked for a controlled shutdown and must
+	// stay fenced while it finishes.
+	shuttingDown bool
 }
 
 // openQuorum starts the quorum driver. The image is rebuilt by the
@@ -246,6 +253,8 @@ type appMessage struct {
 	Kind string `json:"kind"`
 	// heartbeat: the broker's registration.
 	Registration *BrokerRegistrationRecord `json:"registration,omitempty"`
+	// heartbeat: the broker is in a controlled shutdown.
+	ShuttingDown bool `json:"shutting_down,omitempty"`
 	// alter_isr request (its answer carries the partition's state).
 	AlterISR *alterISRMessage `json:"alter_isr,omitempty"`
 	// allocate_producer_ids request and answer.
@@ -266,6 +275,7 @@ const (
 	appHeartbeat          = "heartbeat"
 	appAllocateProducerID = "allocate_producer_ids"
 	appAlterISR           = "alter_isr"
+	appControlledShutdown = "controlled_shutdown"
 	appAnswer             = "answer"
 	appKafkaRequest       = "kafka_request"
 )
@@ -316,7 +326,7 @@ func decodeApp(body []byte) (appMessage, error) {
 		if m.Body == nil {
 			return m, errors.New("cluster: kafka_request without a body")
 		}
-	case appAllocateProducerID, appAnswer:
+	case appAllocateProducerID, appAnswer, appControlledShutdown:
 	default:
 		return m, fmt.Errorf("cluster: app message kind %q", m.Kind)
 	}
@@ -342,8 +352,23 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 			return
 		}
 		q.mu.Lock()
-		q.heard[int32(from)] = heardBroker{at: time.Now(), reg: *m.Registration}
+		q.heard[int32(from)] = heardBroker{at: time.Now(), reg: *m.Registration, shuttingDown: m.ShuttingDown}
 		q.mu.Unlock()
+	case appControlledShutdown:
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+			defer cancel()
+			ans := appMessage{Kind: appAnswer, ID: m.ID}
+			if c.Acting() {
+				if err := c.controlledShutdownOf(ctx, int32(from)); err != nil {
+					ans.ErrorCode, ans.ErrMessage = errorCode(err), err.Error()
+				}
+			} else {
+				ans.ErrorCode, ans.ErrMessage = kerr.NotController.Code, fmt.Sprintf("node %d is not the acting controller", c.cfg.NodeID)
+			}
+			b, _ := json.Marshal(ans)
+			q.cfg.SendApp(from, b)
+		}()
 	case appAllocateProducerID:
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
@@ -492,11 +517,15 @@ func (c *Controller) heartbeat() {
 			case election.None:
 			case election.NodeID(c.cfg.NodeID):
 				q.mu.Lock()
-				q.heard[c.cfg.NodeID] = heardBroker{at: time.Now(), reg: *reg}
+				q.heard[c.cfg.NodeID] = heardBroker{at: time.Now(), reg: *reg, shuttingDown: q.shuttingDown}
 				q.mu.Unlock()
 			default:
-				b, _ := json.Marshal(appMessage{Kind: appHeartbeat, Registration: reg})
+				// Queued under mu: a heartbeat without the shutdown flag
+				// never follows the controlled shutdown request.
+				q.mu.Lock()
+				b, _ := json.Marshal(appMessage{Kind: appHeartbeat, Registration: reg, ShuttingDown: q.shuttingDown})
 				q.cfg.SendApp(ctrl, b)
+				q.mu.Unlock()
 			}
 		}
 		select {
@@ -582,6 +611,9 @@ func (c *Controller) maintainOnce(ctx context.Context, now, actingSince time.Tim
 			} else {
 				q.log.Info("metadata quorum: broker registered", "broker", id, "listeners", fmt.Sprint(h.reg.Listeners))
 			}
+		case b.Fenced && h.shuttingDown:
+			// In a controlled shutdown: it stays fenced until it
+			// restarts and heartbeats without the flag.
 		case b.Fenced:
 			if err := c.UnfenceBroker(ctx, id); err == nil {
 				q.log.Info("metadata quorum: broker heard again, unfenced", "broker", id)
@@ -621,4 +653,44 @@ func (c *Controller) rebalanceOnce(ctx context.Context, percentPerBroker int) {
 
 func sameListeners(b BrokerImage, r *BrokerRegistrationRecord) bool {
 	return b.Rack == r.Rack && fmt.Sprint(b.Listeners) == fmt.Sprint(r.Listeners)
+}
+
+// RequestControlledShutdown is this node's broker asking the acting
+// controller to move its leaderships away before it exits (SIGTERM):
+// applied here when this node is the acting controller, else sent over
+// the CONTROLLER listener as the heartbeats are. From then on its
+// heartbeats carry the shutdown flag, so the controller keeps it fenced.
+// It returns once the change is committed; the caller waits for its image
+// to show it. A one-voter controller has nobody to hand leadership to:
+// nothing to do.
+func (c *Controller) RequestControlledShutdown(ctx context.Context) error {
+	q := c.q
+	if q == nil {
+		return nil
+	}
+	q.mu.Lock()
+	q.shuttingDown = true
+	q.mu.Unlock()
+	if c.Acting() {
+		return c.controlledShutdownOf(ctx, c.cfg.NodeID)
+	}
+	a, err := c.forward(ctx, appMessage{Kind: appControlledShutdown})
+	if err != nil {
+		return err
+	}
+	return a.err
+}
+
+// controlledShutdownOf runs on the acting controller: the broker is
+// marked shutting down before its leaderships move, so no heartbeat
+// already in flight unfences it again.
+func (c *Controller) controlledShutdownOf(ctx context.Context, id int32) error {
+	q := c.q
+	q.mu.Lock()
+	if h, ok := q.heard[id]; ok {
+		h.shuttingDown = true
+		q.heard[id] = h
+	}
+	q.mu.Unlock()
+	return c.ControlledShutdown(ctx, id)
 }

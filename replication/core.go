@@ -217,7 +217,7 @@ func (c *replicaCore) followerFetch(id int32, fetchOffset, nowMs int64) {
 	}
 	f.fetchOffset = fetchOffset
 	f.lastFetchMs, f.lastFetchLeaderLogEndOffset = nowMs, c.logEndOffset
-	c.maybeExpandISR()
+	c.maybeExpandISR(id)
 	c.maybeAdvanceHighWatermark()
 	c.checkWaiters()
 }
@@ -249,30 +249,20 @@ func (c *replicaCore) tick(nowMs int64) {
 	c.propose(isr)
 }
 
-func (c *replicaCore) maybeExpandISR() {
-	if c.pending != nil {
+// maybeExpandISR asks for the fetching follower id to join the ISR once
+// it caught up, as Kafka's maybeExpandIsr does for the replica that
+// fetched. Only the fetching follower: a dead one's last position stays
+// caught up, and asking for it on every other follower's fetch while the
+// controller refuses it (fenced) spun a request per fetch.
+func (c *replicaCore) maybeExpandISR(id int32) {
+	if c.pending != nil || id == c.self || slices.Contains(c.isr, id) || !slices.Contains(c.replicas, id) {
 		return
 	}
-	var in []int32
-	for _, r := range c.replicas {
-		f := c.followers[r]
-		if r == c.self || f == nil || slices.Contains(c.isr, r) {
-			continue
-		}
-		if f.fetchOffset >= c.highWatermark && f.fetchOffset >= c.leaderEpochStartOffset {
-			in = append(in, r)
-		}
-	}
-	if len(in) == 0 {
+	f := c.followers[id]
+	if f == nil || f.fetchOffset < c.highWatermark || f.fetchOffset < c.leaderEpochStartOffset {
 		return
 	}
-	isr := slices.Clone(c.isr)
-	for _, r := range c.replicas {
-		if slices.Contains(in, r) {
-			isr = append(isr, r)
-		}
-	}
-	c.propose(isr)
+	c.propose(append(slices.Clone(c.isr), id))
 }
 
 func (c *replicaCore) propose(isr []int32) {

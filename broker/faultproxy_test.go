@@ -1,0 +1,182 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wren-broker/wren/cluster/quorum"
+)
+
+// peerProxies stand in front of every node's CONTROLLER listener, so a
+// test can cut a node off from its peers (F07) while clients still reach
+// its client listener. controller.quorum.voters names the proxies; each
+// proxy forwards to its node's real CONTROLLER listener. Every peer
+// connection opens with a handshake that names the dialing node, so a
+// proxy knows both ends of each connection it carries.
+type peerProxies struct {
+	mu sync.Mutex
+	// cut are the nodes cut off from every peer: their connections are
+	// closed and new ones refused, both ways.
+	cut     map[int32]bool
+	conns   map[*proxiedConn]bool
+	lns     []net.Listener
+	closed  bool
+	wg      sync.WaitGroup
+	refused int
+}
+
+type proxiedConn struct {
+	from, to         int32
+	client, upstream net.Conn
+}
+
+func (c *proxiedConn) close() {
+	c.client.Close()
+	c.upstream.Close()
+}
+
+// newPeerProxies listens on a free loopback port for each node; targets
+// are the nodes' real CONTROLLER addresses, by id from 1. It returns the
+// proxies' addresses in the same order.
+func newPeerProxies(t *testing.T, targets []string) (*peerProxies, []string) {
+	t.Helper()
+	pp := &peerProxies{cut: map[int32]bool{}, conns: map[*proxiedConn]bool{}}
+	var addrs []string
+	for i, target := range targets {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pp.lns = append(pp.lns, ln)
+		addrs = append(addrs, ln.Addr().String())
+		pp.wg.Add(1)
+		go pp.accept(ln, int32(i+1), target)
+	}
+	t.Cleanup(pp.close)
+	return pp, addrs
+}
+
+func (pp *peerProxies) accept(ln net.Listener, to int32, target string) {
+	defer pp.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		pp.wg.Add(1)
+		go func() {
+			defer pp.wg.Done()
+			pp.carry(c, to, target)
+		}()
+	}
+}
+
+// carry reads the handshake frame to learn the dialing node, then pipes
+// bytes both ways unless either end is cut off.
+func (pp *peerProxies) carry(client net.Conn, to int32, target string) {
+	client.SetReadDeadline(time.Now().Add(5 * time.Second))
+	frame, from, err := readHandshakeFrame(client)
+	client.SetReadDeadline(time.Time{})
+	if err != nil {
+		client.Close()
+		return
+	}
+	upstream, err := net.DialTimeout("tcp", target, 5*time.Second)
+	if err != nil {
+		client.Close()
+		return
+	}
+	pc := &proxiedConn{from: from, to: to, client: client, upstream: upstream}
+	pp.mu.Lock()
+	if pp.closed || pp.cut[from] || pp.cut[to] {
+		pp.refused++
+		pp.mu.Unlock()
+		pc.close()
+		return
+	}
+	pp.conns[pc] = true
+	pp.mu.Unlock()
+	defer func() {
+		pp.mu.Lock()
+		delete(pp.conns, pc)
+		pp.mu.Unlock()
+		pc.close()
+	}()
+	if _, err := upstream.Write(frame); err != nil {
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(upstream, client); done <- struct{}{} }()
+	go func() { io.Copy(client, upstream); done <- struct{}{} }()
+	<-done
+	pc.close()
+	<-done
+}
+
+// readHandshakeFrame reads the first frame of a peer connection (size,
+// Kafka request header v1, handshake body) and returns it whole with the
+// node it comes from.
+func readHandshakeFrame(r io.Reader) ([]byte, int32, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, 0, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 10 || n > 64<<10 {
+		return nil, 0, fmt.Errorf("proxy: handshake frame of %d bytes", n)
+	}
+	frame := make([]byte, 4+n)
+	copy(frame, size[:])
+	if _, err := io.ReadFull(r, frame[4:]); err != nil {
+		return nil, 0, err
+	}
+	// api key, api version, correlation id, then the client id.
+	idLen := int(int16(binary.BigEndian.Uint16(frame[12:14])))
+	if idLen < 0 || 14+idLen > len(frame) {
+		return nil, 0, errors.New("proxy: bad client id in the handshake frame")
+	}
+	hs, err := quorum.DecodeHandshake(frame[14+idLen:])
+	if err != nil {
+		return nil, 0, err
+	}
+	return frame, int32(hs.From), nil
+}
+
+// isolate cuts node off from every peer, both ways: its connections close
+// and new ones are refused until heal.
+func (pp *peerProxies) isolate(node int32) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	pp.cut[node] = true
+	for pc := range pp.conns {
+		if pc.from == node || pc.to == node {
+			pc.close()
+		}
+	}
+}
+
+// heal lets every node reach its peers again.
+func (pp *peerProxies) heal() {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	clear(pp.cut)
+}
+
+func (pp *peerProxies) close() {
+	pp.mu.Lock()
+	pp.closed = true
+	for _, ln := range pp.lns {
+		ln.Close()
+	}
+	for pc := range pp.conns {
+		pc.close()
+	}
+	pp.mu.Unlock()
+	pp.wg.Wait()
+}
