@@ -21,6 +21,9 @@ import (
 func startThreeInProcess(t *testing.T) []*Broker {
 	t.Helper()
 	ports := freePorts(t, 3)
+	// The data dirs first: cleanups run last-in first-out, so the brokers
+	// close before their directories are removed.
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	var brokers []*Broker
 	t.Cleanup(func() {
 		for _, b := range brokers {
@@ -28,7 +31,7 @@ func startThreeInProcess(t *testing.T) []*Broker {
 		}
 	})
 	for id := 1; id <= 3; id++ {
-		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", id), []byte(quorumConfigText(id, filepath.Join(t.TempDir(), "data"), ports)))
+		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", id), []byte(quorumConfigText(id, filepath.Join(dirs[id-1], "data"), ports)))
 		if err != nil {
 			t.Fatal(err)
 		}

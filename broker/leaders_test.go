@@ -28,6 +28,9 @@ import (
 func startThreeBrokersWith(t *testing.T, extra string) []*Broker {
 	t.Helper()
 	ports := freePorts(t, 3)
+	// The data dirs first: cleanups run last-in first-out, so the brokers
+	// close before their directories are removed.
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	var brokers []*Broker
 	t.Cleanup(func() {
 		for _, b := range brokers {
@@ -35,7 +38,7 @@ func startThreeBrokersWith(t *testing.T, extra string) []*Broker {
 		}
 	})
 	for id := 1; id <= 3; id++ {
-		text := quorumConfigText(id, filepath.Join(t.TempDir(), "data"), ports) + extra
+		text := quorumConfigText(id, filepath.Join(dirs[id-1], "data"), ports) + extra
 		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", id), []byte(text))
 		if err != nil {
 			t.Fatal(err)

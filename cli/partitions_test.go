@@ -84,6 +84,9 @@ func threeWrenBrokers(t *testing.T) []*broker.Broker {
 		ln.Close()
 	}
 	voters := fmt.Sprintf("%q, %q, %q", fmt.Sprintf("1@127.0.0.1:%d", ports[0]), fmt.Sprintf("2@127.0.0.1:%d", ports[1]), fmt.Sprintf("3@127.0.0.1:%d", ports[2]))
+	// The data dirs first: cleanups run last-in first-out, so the brokers
+	// close before their directories are removed.
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	var brokers []*broker.Broker
 	t.Cleanup(func() {
 		for _, b := range brokers {
@@ -108,7 +111,7 @@ broker.heartbeat.interval.ms = 100
 broker.session.timeout.ms = 1000
 [replication]
 auto.leader.rebalance.enable = false
-`, id, t.TempDir(), ports[id-1], voters)
+`, id, dirs[id-1], ports[id-1], voters)
 		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", id), []byte(text))
 		if err != nil {
 			t.Fatal(err)
