@@ -418,3 +418,44 @@ func TestRecoveryIsLogged(t *testing.T) {
 		t.Fatalf("damage not logged at ERROR: %d records", len(recs))
 	}
 }
+
+// TestRetentionIsLogged: each partition's retention deletions are logged
+// at INFO with the segments, bytes and the new log start offset.
+func TestRetentionIsLogged(t *testing.T) {
+	var recs []slog.Record
+	opts := testOptions(nil)
+	opts.SegmentBytes = 4096
+	cfg := ManagerConfig{ClusterID: "ret", NodeID: 1, Defaults: opts, Logger: slog.New(capture{&recs})}
+	m, err := OpenManager(vfs.NewMem(), "/data", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.GetOrCreateLog(TopicPartition{"t", 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		if _, err := l.Append(makeBatch(t, batch.CompressionNone, i, 1, 300, int64(1000+i)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := l.Options()
+	o.RetentionBytes = 4096
+	if err := l.UpdateOptions(o); err != nil {
+		t.Fatal(err)
+	}
+	n, err := m.RunRetention(func(l *Log) int64 { return l.LogEndOffset() })
+	if err != nil || n == 0 {
+		t.Fatalf("retention deleted %d segments: %v", n, err)
+	}
+	var got map[string]string
+	for _, r := range recs {
+		if r.Message == "retention deleted segments" && r.Level == slog.LevelInfo {
+			got = attrsOf(r)
+		}
+	}
+	if got == nil || got["partition"] != "t-0" || got["segments"] != fmt.Sprint(n) || got["bytes"] == "0" || got["log_start_offset"] != fmt.Sprint(l.LogStartOffset()) {
+		t.Fatalf("retention logged %v", got)
+	}
+}

@@ -452,8 +452,13 @@ func (m *Manager) RunRetention(highWatermark func(*Log) int64) (int, error) {
 	total := 0
 	var errs []error
 	for _, l := range m.Logs() {
+		before := l.Size()
 		n, err := l.DeleteOldSegments(highWatermark(l))
 		total += n
+		if n > 0 && m.cfg.Logger != nil {
+			m.cfg.Logger.Info("retention deleted segments", "partition", l.tp.String(), "segments", n,
+				"bytes", before-l.Size(), "log_start_offset", l.LogStartOffset())
+		}
 		if err != nil && !errors.Is(err, ErrClosed) {
 			errs = append(errs, err)
 		}

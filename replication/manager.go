@@ -313,10 +313,8 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 				p.tick()
 			}
 		case <-retention.C:
-			n, err := m.logs.RunRetention(m.highWatermark)
-			if n > 0 {
-				m.logger.Info("retention deleted segments", "segments", n)
-			}
+			// The engine logs each partition's deletions with its figures.
+			_, err := m.logs.RunRetention(m.highWatermark)
 			m.logIfErr("retention", err)
 		case <-flush.C:
 			m.logIfErr("flush", m.logs.FlushDirty())
@@ -328,9 +326,17 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 			m.checkpointHighWatermarks()
 		case <-cleaner:
 			// The pass stops when ctx ends, before the logs close.
-			_, err := m.logs.RunCleaner(ctx, iv.CleanerConfig, m.highWatermark)
+			started := time.Now()
+			st, err := m.logs.RunCleaner(ctx, iv.CleanerConfig, m.highWatermark)
 			if ctx.Err() == nil {
 				m.logIfErr("log cleaner", err)
+			}
+			if st.LogsCleaned > 0 || st.LogsAborted > 0 {
+				m.logger.Info("log cleaner pass", "logs_cleaned", st.LogsCleaned, "logs_aborted", st.LogsAborted,
+					"segments_cleaned", st.SegmentsCleaned, "segments_written", st.SegmentsWritten,
+					"bytes_read", st.BytesRead, "bytes_written", st.BytesWritten,
+					"records_read", st.RecordsRead, "records_retained", st.RecordsRetained,
+					"took", time.Since(started).Round(time.Millisecond).String())
 			}
 		case <-expiration.C:
 			for _, p := range m.Partitions() {
