@@ -91,6 +91,11 @@ func (l *loader) selectNode(o Options) {
 	case fileID || len(voters) <= 1:
 		// A per-node file, or a single node: as before.
 		id = NoNode
+	case !o.Serve && o.IsLocal == nil:
+		// config check and dump: no name lookups (they would make the
+		// result depend on DNS, and a missing resolver takes seconds),
+		// the default node.id as for a per-node file.
+		id = NoNode
 	default:
 		isLocal := o.IsLocal
 		if isLocal == nil {

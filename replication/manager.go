@@ -172,7 +172,9 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 				p = newPartition(tp, l, m.hooks, m.checkpointed[tp])
 				m.partitions[tp] = p
 			}
+			p.mu.Lock()
 			p.topicID = t.ID
+			p.mu.Unlock()
 			if err := p.log.UpdateOptions(opts); err != nil {
 				m.logger.Error("invalid topic config for log", "partition", tp.String(), "err", err)
 			}
