@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/engine/producer"
 	"github.com/wren-broker/wren/groups"
@@ -94,3 +95,14 @@ func kafkaGroupCoordinator(d *coordinator.Driver) kafka.GroupCoordinator {
 	}
 	return kafkaGroups{d}
 }
+
+// The concrete types the broker passes fit the seam; a change on either
+// side fails the build here rather than in a handler.
+var (
+	_ kafka.Metadata         = (*cluster.Controller)(nil)
+	_ kafka.ControllerAPI    = (*cluster.Controller)(nil)
+	_ kafka.ProducerIDs      = (*cluster.ProducerIDManager)(nil)
+	_ kafka.Partitions       = kafkaPartitions{}
+	_ kafka.Replica          = kafkaReplica{}
+	_ kafka.GroupCoordinator = kafkaGroups{}
+)
