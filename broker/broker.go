@@ -226,8 +226,9 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		Observer:     b.ops.metrics,
 	}, cfg)
 	if err == nil {
-		b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Controller: b.controller, Replicas: b.replicas, Host: host, Port: port,
-			ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID), Groups: b.groups})
+		b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Metadata: b.controller, Controller: b.controller,
+			Partitions: kafkaPartitions{b.replicas}, Host: host, Port: port,
+			ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID), Groups: kafkaGroupCoordinator(b.groups)})
 	}
 	if err == nil {
 		err = b.controller.Subscribe(func(_, im *cluster.Image) { applyConnectionLimits(cfg, b.server, im, o.Logger) })

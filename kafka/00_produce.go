@@ -62,7 +62,7 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 	}
 	var waits []func() error
 	var errs []*kmsg.ProduceResponseTopicPartition
-	replicas := s.node().Replicas
+	replicas := s.node().Partitions
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -82,7 +82,7 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			if err := part.Log().CheckWritable(); err != nil {
+			if err := part.CheckWritable(); err != nil {
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
@@ -93,7 +93,7 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 				rp.ErrorMessage = kafkaMessage(err)
 				// KIP-360: a producer told UNKNOWN_PRODUCER_ID compares this
 				// with its last acknowledged offset to decide how to recover.
-				rp.LogStartOffset = part.Log().LogStartOffset()
+				rp.LogStartOffset = part.LogStartOffset()
 			} else {
 				rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
 				waits = append(waits, wait)

@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/engine"
-	"github.com/wren-broker/wren/replication"
 )
 
 // Fetch: v4-12
@@ -102,14 +101,14 @@ type fetchPlan struct {
 }
 
 type fetchTarget struct {
-	p    *replication.Partition
+	p    Replica
 	err  int16
 	part kmsg.FetchRequestTopicPartition
 }
 
 func (s *Server) planFetch(r *kmsg.FetchRequest) *fetchPlan {
 	plan := &fetchPlan{s: s, targets: make([][]*fetchTarget, len(r.Topics))}
-	replicas := s.node().Replicas
+	replicas := s.node().Partitions
 	for i, t := range r.Topics {
 		for _, p := range t.Partitions {
 			ft := &fetchTarget{part: p}

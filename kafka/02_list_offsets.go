@@ -25,7 +25,7 @@ import (
 func (s *Server) handleListOffsets(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.ListOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
-	replicas := s.node().Replicas
+	replicas := s.node().Partitions
 	for _, t := range r.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
@@ -48,7 +48,7 @@ func (s *Server) handleListOffsets(req *Request) (Pending, error) {
 			case p.CurrentLeaderEpoch > epoch:
 				rp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
-				listOffset(part.Log(), part.HighWatermark(), p.Timestamp, &rp)
+				listOffset(part, part.HighWatermark(), p.Timestamp, &rp)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -57,7 +57,7 @@ func (s *Server) handleListOffsets(req *Request) (Pending, error) {
 	return Respond(resp), nil
 }
 
-func listOffset(l *engine.Log, hw, ts int64, rp *kmsg.ListOffsetsResponseTopicPartition) {
+func listOffset(l Replica, hw, ts int64, rp *kmsg.ListOffsetsResponseTopicPartition) {
 	switch ts {
 	case engine.LatestTimestamp:
 		rp.Offset = hw

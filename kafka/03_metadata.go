@@ -36,7 +36,7 @@ func (s *Server) handleMetadata(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	n := s.node()
-	c := n.Controller
+	c := n.Metadata
 	for _, id := range c.Brokers() {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID = id
@@ -95,12 +95,12 @@ func (s *Server) handleMetadata(req *Request) (Pending, error) {
 // autoCreate creates a topic with the broker's defaults; on success it
 // refreshes *im and returns the topic.
 func (s *Server) autoCreate(name string, im **cluster.Image) *cluster.TopicImage {
-	c := s.node().Controller
-	res, err := c.CreateTopics(context.Background(), []cluster.CreateTopic{{Name: name, NumPartitions: -1, ReplicationFactor: -1}}, false)
+	n := s.node()
+	res, err := n.Controller.CreateTopics(context.Background(), []cluster.CreateTopic{{Name: name, NumPartitions: -1, ReplicationFactor: -1}}, false)
 	if err != nil || (res[0].Err != nil && errorCode(res[0].Err) != kerr.TopicAlreadyExists.Code) {
 		return nil
 	}
-	*im = c.Image()
+	*im = n.Metadata.Image()
 	return (*im).Topic(name)
 }
 

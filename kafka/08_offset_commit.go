@@ -49,7 +49,7 @@ func (s *Server) handleOffsetCommit(req *Request) (Pending, error) {
 	// index[i] is where the i-th submitted partition sits in resp.
 	type slot struct{ t, p int }
 	var index []slot
-	im := s.node().Controller.Image()
+	im := s.node().Metadata.Image()
 	for ti, t := range r.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic

@@ -95,10 +95,10 @@ func (s *Server) handleCreateTopics(req *Request) (Pending, error) {
 // logDirWritable is nil when this node's log dir can take new partitions:
 // healthy and above its free-space floor.
 func logDirWritable(n *Node) error {
-	if n.Replicas == nil {
+	if n.Partitions == nil {
 		return nil
 	}
-	if err := n.Replicas.Logs().CheckWritable(); err != nil {
+	if err := n.Partitions.CheckWritable(); err != nil {
 		return fmt.Errorf("cannot create partitions here: %w", err)
 	}
 	return nil

@@ -43,7 +43,7 @@ func (s *Server) handleDeleteTopics(req *Request) (Pending, error) {
 		}
 	}
 	c := s.node().Controller
-	targets := resolveDeleteTopics(c.Image(), entries)
+	targets := resolveDeleteTopics(s.node().Metadata.Image(), entries)
 	var names []string
 	var at []int
 	for i, t := range targets {

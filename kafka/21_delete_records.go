@@ -8,7 +8,6 @@ import (
 
 	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/engine"
-	"github.com/wren-broker/wren/replication"
 )
 
 // DeleteRecords: v0-2
@@ -35,7 +34,7 @@ func (s *Server) handleDeleteRecords(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DeleteRecordsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	n := s.node()
-	im := n.Controller.Image()
+	im := n.Metadata.Image()
 	for _, t := range r.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
@@ -59,7 +58,7 @@ func (s *Server) deleteRecords(im *cluster.Image, topic string, p kmsg.DeleteRec
 	case policyErr != nil:
 		return -1, policyErr.Code
 	}
-	lowWatermark, err := s.node().Replicas.DeleteRecords(engine.TopicPartition{Topic: topic, Partition: p.Partition}, p.Offset)
+	lowWatermark, err := s.node().Partitions.DeleteRecords(engine.TopicPartition{Topic: topic, Partition: p.Partition}, p.Offset)
 	if err != nil {
 		return -1, errorCode(err)
 	}
@@ -88,8 +87,8 @@ func deletePolicy(n *Node, im *cluster.Image, topic string) *kerr.Error {
 // UNKNOWN_TOPIC_OR_PARTITION when the metadata does not have the
 // partition, NOT_LEADER_OR_FOLLOWER when it does but this node does not
 // lead it (or has not opened it yet).
-func (s *Server) leaderPartition(im *cluster.Image, topic string, partition int32) (*replication.Partition, int32, *kerr.Error) {
-	p := s.node().Replicas.Partition(engine.TopicPartition{Topic: topic, Partition: partition})
+func (s *Server) leaderPartition(im *cluster.Image, topic string, partition int32) (Replica, int32, *kerr.Error) {
+	p := s.node().Partitions.Partition(engine.TopicPartition{Topic: topic, Partition: partition})
 	if p == nil {
 		if t := im.Topic(topic); t != nil && partition >= 0 && int(partition) < len(t.Partitions) {
 			return nil, 0, kerr.NotLeaderForPartition

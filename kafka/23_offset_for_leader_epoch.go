@@ -5,7 +5,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
-	"github.com/wren-broker/wren/replication"
 )
 
 // OffsetForLeaderEpoch: v2-4
@@ -36,7 +35,7 @@ import (
 func (s *Server) handleOffsetForLeaderEpoch(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	im := s.node().Controller.Image()
+	im := s.node().Metadata.Image()
 	for _, t := range r.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
@@ -79,8 +78,7 @@ func checkCurrentLeaderEpoch(current, leaderEpoch int32) *kerr.Error {
 
 // endOffsetFor answers for one partition that this node leads at
 // leaderEpoch.
-func endOffsetFor(p *replication.Partition, leaderEpoch, requested int32) (int32, int64) {
-	l := p.Log()
+func endOffsetFor(l Replica, leaderEpoch, requested int32) (int32, int64) {
 	epoch, end := l.EndOffsetForEpoch(requested)
 	if end != -1 || requested < 0 || requested > leaderEpoch {
 		return epoch, end

@@ -52,7 +52,7 @@ func (s *Server) handleDescribeConfigs(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	n := s.node()
-	im := n.Controller.Image()
+	im := n.Metadata.Image()
 	dyn := dynamicConfigs(n, im)
 	synonyms := r.IncludeSynonyms
 	docs := r.Version >= 3 && r.IncludeDocumentation

@@ -83,7 +83,7 @@ func (s *Server) alterConfigsResource(ctx context.Context, rr *kmsg.AlterConfigs
 	if err := checkConfigKeys(names, nulls); err != nil {
 		return err
 	}
-	im := s.node().Controller.Image()
+	im := s.node().Metadata.Image()
 	a, err := s.configResource(im, rr.ResourceType, rr.ResourceName)
 	if err != nil {
 		return err

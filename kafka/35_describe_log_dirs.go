@@ -33,7 +33,7 @@ func (s *Server) handleDescribeLogDirs(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	n := s.node()
-	logs := n.Replicas.Logs()
+	logs := n.Partitions.Logs()
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = logs.Dir()
 	if abs, err := filepath.Abs(dir.Dir); err == nil {
@@ -76,7 +76,7 @@ func (s *Server) handleDescribeLogDirs(req *Request) (Pending, error) {
 		dp.Partition = tp.Partition
 		dp.Size = l.Size()
 		dp.OffsetLag = -1
-		if p := n.Replicas.Partition(tp); p != nil {
+		if p := n.Partitions.Partition(tp); p != nil {
 			dp.OffsetLag = max(0, p.HighWatermark()-l.LogEndOffset())
 		}
 		dt := &dir.Topics[len(dir.Topics)-1]

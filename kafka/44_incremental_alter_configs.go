@@ -93,7 +93,7 @@ func (s *Server) incrementalAlterResource(ctx context.Context, rr *kmsg.Incremen
 	}
 	// The image is read per resource: an earlier resource of the same
 	// request may have changed it.
-	im := s.node().Controller.Image()
+	im := s.node().Metadata.Image()
 	a, err := s.configResource(im, rr.ResourceType, rr.ResourceName)
 	if err != nil {
 		return err

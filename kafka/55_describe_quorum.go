@@ -34,7 +34,7 @@ const metadataTopicName = "__cluster_metadata"
 func (s *Server) handleDescribeQuorum(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeQuorumRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
-	c := s.node().Controller
+	c := s.node().Metadata
 	for _, t := range r.Topics {
 		rt := kmsg.NewDescribeQuorumResponseTopic()
 		rt.Topic = t.Topic

@@ -7,7 +7,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/ops"
 )
 
@@ -49,7 +48,7 @@ const ControlPlaneTag uint32 = 0x7772656e // "wren"
 
 // ControlPlaneFacts are the control plane's facts from c's committed
 // image, for DescribeCluster's tag and /v1/cluster/health.
-func ControlPlaneFacts(c *cluster.Controller) ops.ControlPlane {
+func ControlPlaneFacts(c Metadata) ops.ControlPlane {
 	im := c.Image()
 	f := ops.ControlPlane{ControllerEpoch: c.ControllerEpoch()}
 	for _, b := range im.Brokers() {
@@ -85,7 +84,7 @@ func (s *Server) handleDescribeCluster(req *Request) (Pending, error) {
 		return Respond(resp), nil
 	}
 	n := s.node()
-	c := n.Controller
+	c := n.Metadata
 	resp.ClusterID = c.ClusterID()
 	resp.ControllerID = c.ControllerID()
 	for _, id := range c.Brokers() {

@@ -19,7 +19,7 @@ import (
 func (s *Server) handleDescribeProducers(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeProducersRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeProducersResponse)
-	replicas := s.node().Replicas
+	replicas := s.node().Partitions
 	for _, t := range r.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
@@ -37,7 +37,7 @@ func (s *Server) handleDescribeProducers(req *Request) (Pending, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			for _, e := range part.Log().ProducerStates() {
+			for _, e := range part.ProducerStates() {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch = e.ProducerID, int32(e.ProducerEpoch)
 				ap.LastSequence = e.LastSequence()

@@ -37,7 +37,7 @@ func (s *Server) handleConsumerGroupDescribe(req *Request) (Pending, error) {
 	return func(ctx context.Context) (Response, error) {
 		resp := kmsg.NewPtrConsumerGroupDescribeResponse()
 		resp.Version = version
-		im := n.Controller.Image()
+		im := n.Metadata.Image()
 		assignment := func(tps []groups.TopicPartitions) kmsg.Assignment {
 			a := kmsg.Assignment{TopicPartitions: []kmsg.AssignmentTopicPartition{}}
 			for _, tp := range tps {

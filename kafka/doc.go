@@ -91,6 +91,20 @@
 //     treated the same way; that recover is a last line of defence, not a
 //     check.
 //
+// # The seam
+//
+// Handlers reach the broker only through Server's Node, whose fields are
+// the narrow interfaces of seam.go: Partitions (and each Replica's few
+// verbs), Metadata (the committed image), ControllerAPI (metadata changes
+// and forwarding), GroupCoordinator and ProducerIDs. The package imports
+// the value types of engine, cluster and groups but not replication or
+// the group coordinator's driver; the broker package adapts those
+// (broker/seam.go). Handlers turn what the verbs answer into Kafka error
+// codes, so NOT_LEADER_OR_FOLLOWER, the leader-epoch fences, NOT_CONTROLLER
+// and forwarding (forward.go) are decided here, and each API is tested
+// beside its NN_name.go with small fakes (seam_test.go). The package's
+// place among the others is in docs/ARCHITECTURE.md.
+//
 // # Listeners
 //
 // A Server serves one listener kind. On a client listener internal keys

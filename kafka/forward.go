@@ -43,8 +43,8 @@ func (s *Server) maybeForward(req *Request) (Pending, bool) {
 	if !forwardedKeys[kmsg.Key(req.Header.ApiKey)] || req.CompatOnly {
 		return nil, false
 	}
-	n, ok := s.broker.(*Node)
-	if !ok || n.Controller == nil || !n.Controller.ShouldForward() {
+	n := s.broker
+	if n == nil || n.Controller == nil || !n.Controller.ShouldForward() {
 		return nil, false
 	}
 	version := req.Header.ApiVersion

@@ -8,18 +8,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/wren-broker/wren/groups"
-	"github.com/wren-broker/wren/groups/coordinator"
 )
 
-// groupInput feeds one request to a group's coordinator (see
-// coordinator.Driver.Submit).
-type groupInput = func(c *groups.Coordinator, requestID uint64, nowMs int64)
+// groupInput feeds one request to a group's coordinator.
+type groupInput = GroupInput
 
 // groupCall is one group request in flight: Submit at once (so a
 // connection's requests reach the coordinator in order), Wait in the
 // Pending.
 type groupCall struct {
-	call *coordinator.Call
+	call GroupCall
 	code int16 // set when there is no coordinator to ask
 }
 
@@ -43,9 +41,9 @@ func (g groupCall) wait(ctx context.Context) (groups.Response, int16, error) {
 	switch {
 	case err == nil:
 		return r, 0, nil
-	case errors.Is(err, coordinator.ErrNotCoordinator):
+	case errors.Is(err, kerr.NotCoordinator):
 		return r, kerr.NotCoordinator.Code, nil
-	case errors.Is(err, coordinator.ErrClosed):
+	case errors.Is(err, kerr.CoordinatorNotAvailable):
 		return r, kerr.CoordinatorNotAvailable.Code, nil
 	}
 	return r, 0, err

@@ -1,24 +1,28 @@
 package kafka
 
 import (
-	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/config"
-	"github.com/wren-broker/wren/groups/coordinator"
-	"github.com/wren-broker/wren/replication"
 )
 
-// Node is the broker state the handlers act on: the configuration, the
-// controller and its metadata image, and this node's partitions. The
-// broker package builds it and passes it to NewServer as the Broker.
+// Node is the broker state the handlers act on, through the narrow
+// interfaces of seam.go: the configuration, the committed metadata image,
+// the controller's write requests, this node's partitions, the group
+// coordinator and producer ids. The broker package builds it and passes it
+// to NewServer; handler tests build one with fakes.
 type Node struct {
-	Config     *config.Config
-	Controller *cluster.Controller
-	Replicas   *replication.Manager
+	Config *config.Config
+	// Metadata is the committed image and the quorum's facts.
+	Metadata Metadata
+	// Controller takes the requests that change metadata, and forwards
+	// them to the acting controller.
+	Controller ControllerAPI
+	// Partitions are this node's replicas.
+	Partitions Partitions
 	// ProducerIDs hands out idempotent producers' ids.
-	ProducerIDs *cluster.ProducerIDManager
+	ProducerIDs ProducerIDs
 	// Groups is the group coordinator; nil means none (FindCoordinator
 	// answers COORDINATOR_NOT_AVAILABLE, the group APIs likewise).
-	Groups *coordinator.Driver
+	Groups GroupCoordinator
 	// Host and Port are what Metadata and FindCoordinator advertise for
 	// this node (the advertised listener, or the bound address).
 	Host string
@@ -26,4 +30,4 @@ type Node struct {
 }
 
 // node returns the handlers' view of the broker.
-func (s *Server) node() *Node { return s.broker.(*Node) }
+func (s *Server) node() *Node { return s.broker }

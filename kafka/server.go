@@ -204,16 +204,13 @@ const smallFrameBytes = 64 << 10
 // request with a long client id.
 const minFrameBytes = 1024
 
-// Broker is the broker state that handlers reach through Server.broker:
-// metadata, partitions, groups. It is a narrow seam, grown one verb at a
-// time by the handlers that need it, so tests can fake it.
-type Broker interface{}
-
 // Server accepts Kafka connections on one or more listeners of the same
 // kind and dispatches their requests through the API table.
 type Server struct {
-	cfg    ServerConfig
-	broker Broker
+	cfg ServerConfig
+	// broker is the state handlers act on (node.go, seam.go); nil for
+	// servers of test tables that need none.
+	broker *Node
 	log    *slog.Logger
 	apis   apiIndex
 
@@ -249,13 +246,13 @@ type Server struct {
 }
 
 // NewServer returns a Server that serves the API table of apis.go.
-func NewServer(cfg ServerConfig, broker Broker) (*Server, error) {
+func NewServer(cfg ServerConfig, broker *Node) (*Server, error) {
 	return newServer(cfg, broker, apiTable[:])
 }
 
 // newServer takes the table as an argument so tests can serve handlers of
 // their own through the same dispatcher.
-func newServer(cfg ServerConfig, broker Broker, table []apiEntry) (*Server, error) {
+func newServer(cfg ServerConfig, broker *Node, table []apiEntry) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,136 @@
+package kafka
+
+import (
+	"context"
+	"time"
+
+	"github.com/wren-broker/wren/cluster"
+	"github.com/wren-broker/wren/cluster/metalog"
+	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/engine/producer"
+	"github.com/wren-broker/wren/groups"
+)
+
+// The seam between the wire protocol and the broker: the few verbs the
+// handlers need, on five nouns (this node's partitions, the committed
+// metadata image, the controller's write requests, the group coordinator,
+// producer ids). The broker package passes its concrete cluster,
+// replication and coordinator types (broker/seam.go adapts the shapes
+// that differ); the handler tests pass small fakes (seam_test.go). A
+// handler turns what these return into Kafka error codes, so
+// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, NOT_CONTROLLER and
+// forwarding are decided on this side of the seam from the verbs' answers.
+
+// Partitions are the partitions this node hosts.
+type Partitions interface {
+	// Partition returns this node's replica of tp, or nil when the node
+	// does not host it (it must be a nil interface, not a typed nil).
+	Partition(tp engine.TopicPartition) Replica
+	// DeleteRecords moves tp's log start offset up to offset (-1: the
+	// high watermark) and returns the new low watermark.
+	DeleteRecords(tp engine.TopicPartition, offset int64) (int64, error)
+	// CheckWritable is nil when the log directory can take writes and new
+	// partitions: healthy and above its free-space floor.
+	CheckWritable() error
+	// Logs is the log directory, for DescribeLogDirs.
+	Logs() *engine.Manager
+}
+
+// Replica is one partition replica on this node: its leadership, the
+// high watermark, and the reads and writes of its log that the handlers
+// make.
+type Replica interface {
+	// Leader reports whether this node leads the partition, and the
+	// leader epoch it knows.
+	Leader() (leader bool, leaderEpoch int32)
+	HighWatermark() int64
+	// HighWatermarkChanged returns a channel closed when the high
+	// watermark next moves.
+	HighWatermarkChanged() <-chan struct{}
+	// AppendAsLeaderTimeout appends a batch as leader and returns the
+	// wait for its acknowledgement under acks (at most timeout).
+	AppendAsLeaderTimeout(records []byte, acks int16, timeout time.Duration) (engine.AppendInfo, func() error, error)
+	// ReadForConsumer reads from offset below the high watermark and
+	// returns the read, the high watermark and the log start offset.
+	ReadForConsumer(offset, maxBytes int64, minOneMessage bool) (*engine.ReadResult, int64, int64, error)
+
+	// The log's own verbs.
+	CheckWritable() error
+	LogStartOffset() int64
+	LogEndOffset() int64
+	OffsetForTimestamp(ts int64) (offset, timestamp int64, leaderEpoch int32, found bool, err error)
+	EndOffsetForEpoch(epoch int32) (int32, int64)
+	LeaderEpochs() []engine.EpochEntry
+	ProducerStates() []producer.Entry
+}
+
+// Metadata is the read side of the control plane: the committed metadata
+// image and the facts about the quorum that handlers report.
+type Metadata interface {
+	// Image is the committed metadata image; never nil, never modified.
+	Image() *cluster.Image
+	ClusterID() string
+	NodeID() int32
+	// ControllerID is the acting controller, -1 while none is known.
+	ControllerID() int32
+	ControllerEpoch() int32
+	// Brokers lists the live brokers' ids, sorted.
+	Brokers() []int32
+	// BrokerAddr is the address broker id registered for listener.
+	BrokerAddr(id int32, listener string) (host string, port int32, ok bool)
+	Voters() []int32
+	QuorumStatus(ctx context.Context) (metalog.Status, bool, error)
+}
+
+// ControllerAPI is the write side of the control plane: requests that
+// change the metadata image. On a node that is not the acting controller
+// they fail with an error wrapping kerr.NotController, unless forwarded.
+type ControllerAPI interface {
+	CreateTopics(ctx context.Context, topics []cluster.CreateTopic, validateOnly bool) ([]cluster.TopicResult, error)
+	DeleteTopics(ctx context.Context, names []string) ([]cluster.TopicResult, error)
+	CreatePartitions(ctx context.Context, name string, count int32, assignment [][]int32, validateOnly bool) error
+	AlterConfigs(ctx context.Context, rt cluster.ResourceType, name string, ops []cluster.ConfigOp, replace, validateOnly bool) error
+	ElectLeaders(ctx context.Context, el cluster.Election, partitions []cluster.TopicPartition) ([]cluster.ElectLeadersResult, error)
+	AlterPartitionReassignments(ctx context.Context, reqs []cluster.Reassignment, allowRFChange bool) ([]cluster.ReassignmentResult, error)
+	ListPartitionReassignments(partitions []cluster.TopicPartition) ([]cluster.OngoingReassignment, error)
+
+	// ShouldForward reports whether requests that change metadata should
+	// go to another node, the acting controller.
+	ShouldForward() bool
+	// ForwardRequest sends an encoded request to the acting controller
+	// and returns its encoded response.
+	ForwardRequest(ctx context.Context, key, version int16, body []byte) ([]byte, error)
+}
+
+// GroupInput feeds one request to a group's coordinator core.
+type GroupInput = func(c *groups.Coordinator, requestID uint64, nowMs int64)
+
+// GroupCoordinator serves the consumer groups whose __consumer_offsets
+// partitions this node leads.
+type GroupCoordinator interface {
+	// Submit hands input to the coordinator of group at once, so one
+	// connection's requests reach it in order.
+	Submit(ctx context.Context, group string, input GroupInput) GroupCall
+	// ListGroups lists the groups of the partitions this node leads, with
+	// a Kafka error code when some could not be listed.
+	ListGroups(ctx context.Context) ([]groups.ListedGroup, int16, error)
+	// Partitions is the partition count of __consumer_offsets.
+	Partitions() int32
+	// Leads reports whether this node coordinates the groups of partition
+	// i of __consumer_offsets.
+	Leads(i int32) bool
+}
+
+// GroupCall is one submitted group request.
+type GroupCall interface {
+	// Wait returns the coordinator's response. An error wrapping
+	// kerr.NotCoordinator or kerr.CoordinatorNotAvailable is answered
+	// with that code; any other error means ctx ended.
+	Wait(ctx context.Context) (groups.Response, error)
+}
+
+// ProducerIDs hands out idempotent producers' ids.
+type ProducerIDs interface {
+	// Next returns an id never handed out before, in this cluster.
+	Next(ctx context.Context) (int64, error)
+}

@@ -1,0 +1,387 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/cluster"
+	"github.com/wren-broker/wren/cluster/metalog"
+	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/engine/producer"
+)
+
+// Small fakes of the seam (seam.go), so each API's behaviour is tested
+// beside its NN_name.go by calling its handler: no sockets, no disks. The
+// end-to-end tests with real clients live in the broker package.
+
+// fakeReplica is one partition: its answers are its fields.
+type fakeReplica struct {
+	leader      bool
+	leaderEpoch int32
+	hw          int64
+	logStart    int64
+	logEnd      int64
+	// writable is CheckWritable's answer (a failed or full log dir).
+	writable error
+	// appendErr fails AppendAsLeaderTimeout; ackErr fails its wait.
+	appendErr error
+	ackErr    error
+	appended  [][]byte
+	epochs    []engine.EpochEntry
+	producers []producer.Entry
+	hwChanged chan struct{}
+}
+
+func (r *fakeReplica) Leader() (bool, int32) { return r.leader, r.leaderEpoch }
+func (r *fakeReplica) HighWatermark() int64  { return r.hw }
+func (r *fakeReplica) HighWatermarkChanged() <-chan struct{} {
+	if r.hwChanged == nil {
+		r.hwChanged = make(chan struct{})
+	}
+	return r.hwChanged
+}
+
+func (r *fakeReplica) AppendAsLeaderTimeout(records []byte, acks int16, _ time.Duration) (engine.AppendInfo, func() error, error) {
+	if !r.leader {
+		// As replication.Partition answers on a follower.
+		return engine.AppendInfo{}, nil, fmt.Errorf("%w: not led by this node", kerr.NotLeaderForPartition)
+	}
+	if r.appendErr != nil {
+		return engine.AppendInfo{}, nil, r.appendErr
+	}
+	r.appended = append(r.appended, records)
+	info := engine.AppendInfo{FirstOffset: r.logEnd, LogAppendTime: -1, LogStartOffset: r.logStart, RecordCount: 1, Bytes: int64(len(records))}
+	r.logEnd++
+	return info, func() error { return r.ackErr }, nil
+}
+
+func (r *fakeReplica) ReadForConsumer(offset, _ int64, _ bool) (*engine.ReadResult, int64, int64, error) {
+	if offset > r.hw || offset < r.logStart {
+		return nil, r.hw, r.logStart, fmt.Errorf("%w: offset %d", engine.ErrOffsetOutOfRange, offset)
+	}
+	return &engine.ReadResult{}, r.hw, r.logStart, nil
+}
+
+func (r *fakeReplica) CheckWritable() error  { return r.writable }
+func (r *fakeReplica) LogStartOffset() int64 { return r.logStart }
+func (r *fakeReplica) LogEndOffset() int64   { return r.logEnd }
+
+func (r *fakeReplica) OffsetForTimestamp(ts int64) (int64, int64, int32, bool, error) {
+	switch ts {
+	case engine.LatestTimestamp:
+		return r.logEnd, -1, r.leaderEpoch, true, nil
+	case engine.EarliestTimestamp:
+		return r.logStart, -1, 0, true, nil
+	}
+	return 0, 0, 0, false, nil
+}
+
+// EndOffsetForEpoch answers as engine.Log does from its epoch cache
+// (Kafka's LeaderEpochFileCache.endOffsetFor).
+func (r *fakeReplica) EndOffsetForEpoch(requested int32) (int32, int64) {
+	if len(r.epochs) == 0 || requested < 0 {
+		return -1, -1
+	}
+	last := r.epochs[len(r.epochs)-1]
+	switch {
+	case requested == last.Epoch:
+		return requested, r.logEnd
+	case requested > last.Epoch:
+		return -1, -1
+	}
+	i := 0
+	for r.epochs[i].Epoch <= requested {
+		i++
+	}
+	if i == 0 {
+		return requested, r.epochs[0].StartOffset
+	}
+	return r.epochs[i-1].Epoch, r.epochs[i].StartOffset
+}
+
+func (r *fakeReplica) LeaderEpochs() []engine.EpochEntry { return r.epochs }
+func (r *fakeReplica) ProducerStates() []producer.Entry  { return r.producers }
+
+// fakePartitions hosts the replicas of its map.
+type fakePartitions struct {
+	replicas map[engine.TopicPartition]*fakeReplica
+	writable error
+}
+
+func (p *fakePartitions) Partition(tp engine.TopicPartition) Replica {
+	if r, ok := p.replicas[tp]; ok {
+		return r
+	}
+	return nil
+}
+
+func (p *fakePartitions) DeleteRecords(tp engine.TopicPartition, offset int64) (int64, error) {
+	r := p.replicas[tp]
+	if r == nil {
+		return -1, fmt.Errorf("%w: %v", engine.ErrInvalidTopicPartition, tp)
+	}
+	if offset == -1 {
+		offset = r.hw
+	}
+	if offset > r.hw {
+		return -1, fmt.Errorf("%w: %d is above the high watermark", engine.ErrOffsetOutOfRange, offset)
+	}
+	r.logStart = max(r.logStart, offset)
+	return r.logStart, nil
+}
+
+func (p *fakePartitions) CheckWritable() error  { return p.writable }
+func (p *fakePartitions) Logs() *engine.Manager { return nil }
+
+// fakeMetadata is a committed image and the quorum's facts.
+type fakeMetadata struct {
+	image        *cluster.Image
+	nodeID       int32
+	controllerID int32
+	brokers      []int32
+}
+
+func (m *fakeMetadata) Image() *cluster.Image  { return m.image }
+func (m *fakeMetadata) ClusterID() string      { return m.image.ClusterID }
+func (m *fakeMetadata) NodeID() int32          { return m.nodeID }
+func (m *fakeMetadata) ControllerID() int32    { return m.controllerID }
+func (m *fakeMetadata) ControllerEpoch() int32 { return 1 }
+func (m *fakeMetadata) Brokers() []int32       { return m.brokers }
+func (m *fakeMetadata) Voters() []int32        { return m.brokers }
+func (m *fakeMetadata) BrokerAddr(id int32, _ string) (string, int32, bool) {
+	return fmt.Sprintf("node%d.test", id), 9092, true
+}
+
+func (m *fakeMetadata) QuorumStatus(context.Context) (metalog.Status, bool, error) {
+	return metalog.Status{}, false, nil
+}
+
+// fakeController is the controller's write side. A node that is not the
+// controller answers every write with NOT_CONTROLLER, as cluster does.
+type fakeController struct {
+	notController bool
+	// forward, when set, is the acting controller elsewhere: ShouldForward
+	// is true and ForwardRequest calls it.
+	forward func(key, version int16, body []byte) ([]byte, error)
+	created []cluster.CreateTopic
+	// createErrs are the per-topic results by name.
+	createErrs map[string]error
+}
+
+func (c *fakeController) errNotController() error {
+	return fmt.Errorf("%w: node 1 is not the acting controller", kerr.NotController)
+}
+
+func (c *fakeController) CreateTopics(_ context.Context, topics []cluster.CreateTopic, validateOnly bool) ([]cluster.TopicResult, error) {
+	var out []cluster.TopicResult
+	for _, t := range topics {
+		res := cluster.TopicResult{Name: t.Name, NumPartitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor}
+		switch {
+		case c.notController:
+			res.Err = c.errNotController()
+		case c.createErrs[t.Name] != nil:
+			res.Err = c.createErrs[t.Name]
+		case !validateOnly:
+			c.created = append(c.created, t)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func (c *fakeController) DeleteTopics(_ context.Context, names []string) ([]cluster.TopicResult, error) {
+	var out []cluster.TopicResult
+	for _, n := range names {
+		res := cluster.TopicResult{Name: n}
+		if c.notController {
+			res.Err = c.errNotController()
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func (c *fakeController) CreatePartitions(context.Context, string, int32, [][]int32, bool) error {
+	if c.notController {
+		return c.errNotController()
+	}
+	return nil
+}
+
+func (c *fakeController) AlterConfigs(context.Context, cluster.ResourceType, string, []cluster.ConfigOp, bool, bool) error {
+	if c.notController {
+		return c.errNotController()
+	}
+	return nil
+}
+
+func (c *fakeController) ElectLeaders(context.Context, cluster.Election, []cluster.TopicPartition) ([]cluster.ElectLeadersResult, error) {
+	if c.notController {
+		return nil, c.errNotController()
+	}
+	return nil, nil
+}
+
+func (c *fakeController) AlterPartitionReassignments(context.Context, []cluster.Reassignment, bool) ([]cluster.ReassignmentResult, error) {
+	if c.notController {
+		return nil, c.errNotController()
+	}
+	return nil, nil
+}
+
+func (c *fakeController) ListPartitionReassignments([]cluster.TopicPartition) ([]cluster.OngoingReassignment, error) {
+	return nil, nil
+}
+
+func (c *fakeController) ShouldForward() bool { return c.forward != nil }
+
+func (c *fakeController) ForwardRequest(_ context.Context, key, version int16, body []byte) ([]byte, error) {
+	return c.forward(key, version, body)
+}
+
+// fakeProducerIDs counts up from next, or fails with err.
+type fakeProducerIDs struct {
+	next int64
+	err  error
+}
+
+func (p *fakeProducerIDs) Next(context.Context) (int64, error) {
+	if p.err != nil {
+		return -1, p.err
+	}
+	p.next++
+	return p.next - 1, nil
+}
+
+// seamFixture is a Node of fakes: node 1 of brokers 1-3, hosting the
+// replicas of partitions, with topic "t" (3 partitions, led by 1, 2, 3 at
+// epoch 5) in its image.
+type seamFixture struct {
+	node        *Node
+	s           *Server
+	partitions  *fakePartitions
+	metadata    *fakeMetadata
+	controller  *fakeController
+	producerIDs *fakeProducerIDs
+}
+
+var testTopicID = cluster.UUID{1, 2, 3}
+
+func newSeamFixture(t *testing.T) *seamFixture {
+	t.Helper()
+	records := []cluster.Record{
+		{Kind: cluster.KindCluster, Cluster: &cluster.ClusterRecord{ClusterID: "test-cluster"}},
+		{Kind: cluster.KindTopic, Topic: &cluster.TopicRecord{Name: "t", ID: testTopicID}},
+	}
+	for p := range int32(3) {
+		records = append(records, cluster.Record{Kind: cluster.KindPartition, Partition: &cluster.PartitionRecord{
+			TopicID: testTopicID, Partition: p, Replicas: []int32{p + 1}, ISR: []int32{p + 1}, Leader: p + 1, LeaderEpoch: 5}})
+	}
+	im, err := cluster.ImageOf(records...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.NodeID = 1
+	f := &seamFixture{
+		partitions: &fakePartitions{replicas: map[engine.TopicPartition]*fakeReplica{
+			{Topic: "t", Partition: 0}: {leader: true, leaderEpoch: 5, hw: 10, logEnd: 10,
+				epochs: []engine.EpochEntry{{Epoch: 2, StartOffset: 0}, {Epoch: 5, StartOffset: 7}}},
+			// Partition 1 is hosted here as a follower.
+			{Topic: "t", Partition: 1}: {leader: false, leaderEpoch: 5, hw: 10, logEnd: 10},
+		}},
+		metadata:    &fakeMetadata{image: im, nodeID: 1, controllerID: 1, brokers: []int32{1, 2, 3}},
+		controller:  &fakeController{},
+		producerIDs: &fakeProducerIDs{next: 1000},
+	}
+	f.node = &Node{Config: cfg, Metadata: f.metadata, Controller: f.controller, Partitions: f.partitions,
+		ProducerIDs: f.producerIDs, Host: "node1.test", Port: 9092}
+	f.s, err = newServer(ServerConfig{Logger: slog.New(slog.DiscardHandler)}, f.node, apiTable[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// replica is the fake replica of partition p of "t".
+func (f *seamFixture) replica(p int32) *fakeReplica {
+	return f.partitions.replicas[engine.TopicPartition{Topic: "t", Partition: p}]
+}
+
+// do serves req as a connection's reader and writer would (conn.go):
+// forwarded when it should be, else handled here, and the Pending run.
+func (f *seamFixture) do(t *testing.T, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	e := f.s.apis.lookup(req.Key())
+	if e == nil {
+		t.Fatalf("no handler for %s", kmsg.NameForKey(req.Key()))
+	}
+	// Round-trip through the wire encoding, so the handler sees what a
+	// client's bytes decode to.
+	body := kmsg.RequestForKey(req.Key())
+	body.SetVersion(req.GetVersion())
+	if err := body.ReadFrom(req.AppendTo(nil)); err != nil {
+		t.Fatalf("%s v%d does not decode: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	r := &Request{Header: RequestHeader{ApiKey: req.Key(), ApiVersion: req.GetVersion(), ClientID: "test"},
+		Body: body, Session: &Session{ListenerName: "PLAINTEXT", ctx: ctx, authenticated: true}}
+	p, ok := f.s.maybeForward(r)
+	if !ok {
+		var err error
+		if p, err = e.Handle(f.s, r); err != nil {
+			t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+		}
+	}
+	if p == nil {
+		return nil
+	}
+	resp, err := p(ctx)
+	if err != nil {
+		t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+	}
+	if resp.Spliced == nil {
+		return resp.Msg
+	}
+	defer resp.Spliced.release()
+	var out []byte
+	for _, c := range resp.Spliced.Chunks {
+		if c.File.File != nil {
+			t.Fatalf("%s: a file chunk from a fake replica", kmsg.NameForKey(req.Key()))
+		}
+		out = append(out, c.Bytes...)
+	}
+	msg := req.ResponseKind()
+	msg.SetVersion(req.GetVersion())
+	if err := msg.ReadFrom(out); err != nil {
+		t.Fatalf("%s: the spliced response does not decode: %v", kmsg.NameForKey(req.Key()), err)
+	}
+	return msg
+}
+
+// codeName names a Kafka error code in failure messages.
+func codeName(code int16) string {
+	if code == 0 {
+		return "NONE"
+	}
+	return kerr.ErrorForCode(code).(*kerr.Error).Message
+}
+
+func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
+	t.Helper()
+	w := int16(0)
+	if want != nil {
+		w = want.Code
+	}
+	if got != w {
+		t.Errorf("%s: error %s, want %s", what, codeName(got), codeName(w))
+	}
+}
