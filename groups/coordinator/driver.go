@@ -29,6 +29,11 @@ var (
 	// ErrNotCoordinator is returned when this node does not coordinate the
 	// group (its __consumer_offsets partition is not loaded here).
 	ErrNotCoordinator = errors.New("coordinator: not the coordinator of this group")
+	// ErrLoadInProgress is returned when this node leads the group's
+	// partition but its coordinator is not loaded yet: the high watermark
+	// does not cover the records earlier leaders wrote (Kafka's
+	// COORDINATOR_LOAD_IN_PROGRESS, which clients retry here).
+	ErrLoadInProgress = errors.New("coordinator: the group coordinator is loading")
 )
 
 // Limits on what grows from client input.
@@ -206,23 +211,36 @@ func (d *Driver) checkLeadership() {
 // checkPartition loads partition i's coordinator if this node leads it
 // and has none (or one of an older epoch), and unloads it if it does not
 // lead. Every request checks its partition first, so a deposed
-// coordinator never answers and a new leader loads at once.
-func (d *Driver) checkPartition(i int32) {
+// coordinator never answers and a new leader loads as soon as it may. It
+// reports whether this node leads but may not load yet.
+//
+// A new leader loads only once its high watermark reaches the log end
+// offset it had when it became leader (its leader epoch start offset).
+// Its high watermark is the one the old leader last sent it, which may
+// lag what the old leader had committed and acknowledged (the last
+// offset commits, the last generation): replaying only up to it would
+// bring the group back without them, so clients saw commits go back or
+// their generation refused. Kafka's new leader likewise learns its high
+// watermark from its followers' fetches. Meanwhile requests get
+// COORDINATOR_LOAD_IN_PROGRESS; the next tick or request tries again.
+func (d *Driver) checkPartition(i int32) (loading bool) {
 	p := d.replicas.Partition(engine.TopicPartition{Topic: OffsetsTopic, Partition: i})
-	leader, epoch := false, int32(0)
+	leader, epoch, hw, epochStart := false, int32(0), int64(0), int64(0)
 	if p != nil {
-		leader, epoch = p.Leader()
+		leader, epoch, hw, epochStart = p.LeaderState()
 	}
+	caughtUp := leader && hw >= epochStart
 	lp := d.loaded[i]
 	switch {
 	case lp != nil && (!leader || lp.epoch != epoch || lp.p != p):
 		d.unload(i)
-		if leader {
+		if caughtUp {
 			d.load(i, p, epoch)
 		}
-	case lp == nil && leader:
+	case lp == nil && caughtUp:
 		d.load(i, p, epoch)
 	}
+	return leader && !caughtUp
 }
 
 // load replays partition i's log into a new coordinator.
@@ -453,9 +471,13 @@ func (d *Driver) Submit(ctx context.Context, group string, input func(c *groups.
 		// metadata a request was made against: a group assigned from
 		// a topic then grown within one tick still sees the growth.
 		d.refreshTopics()
-		d.checkPartition(i)
+		loading := d.checkPartition(i)
 		lp := d.loaded[i]
-		if lp == nil {
+		switch {
+		case lp == nil && loading:
+			call.fail(ErrLoadInProgress)
+			return
+		case lp == nil:
 			call.fail(ErrNotCoordinator)
 			return
 		}
@@ -479,7 +501,8 @@ func (c *Call) fail(err error) {
 }
 
 // Wait returns the response, or the error that kept the request from a
-// coordinator (ErrNotCoordinator, ErrClosed), or ctx's error.
+// coordinator (ErrNotCoordinator, ErrLoadInProgress, ErrClosed), or ctx's
+// error.
 func (c *Call) Wait(ctx context.Context) (groups.Response, error) {
 	select {
 	case r, ok := <-c.ch:
