@@ -45,8 +45,6 @@ func (g groupCall) wait(ctx context.Context) (groups.Response, int16, error) {
 		return r, 0, nil
 	case errors.Is(err, coordinator.ErrNotCoordinator):
 		return r, kerr.NotCoordinator.Code, nil
-	case errors.Is(err, coordinator.ErrLoadInProgress):
-		return r, kerr.CoordinatorLoadInProgress.Code, nil
 	case errors.Is(err, coordinator.ErrClosed):
 		return r, kerr.CoordinatorNotAvailable.Code, nil
 	}

@@ -29,11 +29,6 @@ var (
 	// ErrNotCoordinator is returned when this node does not coordinate the
 	// group (its __consumer_offsets partition is not loaded here).
 	ErrNotCoordinator = errors.New("coordinator: not the coordinator of this group")
-	// ErrLoadInProgress is returned when this node leads the group's
-	// partition but its coordinator is not loaded yet: the high watermark
-	// does not cover the records earlier leaders wrote (Kafka's
-	// COORDINATOR_LOAD_IN_PROGRESS, which clients retry here).
-	ErrLoadInProgress = errors.New("coordinator: the group coordinator is loading")
 )
 
 // Limits on what grows from client input.
@@ -475,7 +470,7 @@ func (d *Driver) Submit(ctx context.Context, group string, input func(c *groups.
 		lp := d.loaded[i]
 		switch {
 		case lp == nil && loading:
-			call.fail(ErrLoadInProgress)
+			d.answerLoading(i, call.id, input)
 			return
 		case lp == nil:
 			call.fail(ErrNotCoordinator)
@@ -490,6 +485,23 @@ func (d *Driver) Submit(ctx context.Context, group string, input func(c *groups.
 	return call
 }
 
+// answerLoading answers a request for partition i, which this node leads
+// but has not loaded yet, as a coordinator still loading does: the groups
+// core gives COORDINATOR_LOAD_IN_PROGRESS (retriable), the code Kafka
+// gives while it loads.
+func (d *Driver) answerLoading(i int32, requestID uint64, input func(c *groups.Coordinator, requestID uint64, nowMs int64)) {
+	c, err := groups.NewCoordinator(d.cfg.Groups, i, d.cfg.Partitions, groups.SeededMemberIDs(0))
+	if err != nil {
+		panic(fmt.Sprintf("coordinator: config validated in New was refused: %v", err))
+	}
+	input(c, requestID, d.nowMs())
+	rd := c.Ready()
+	if len(rd.Records) > 0 {
+		panic(fmt.Sprintf("coordinator: partition %d emitted %d records while loading", i, len(rd.Records)))
+	}
+	d.deliver(rd.Responses)
+}
+
 func (c *Call) fail(err error) {
 	c.d.mu.Lock()
 	defer c.d.mu.Unlock()
@@ -501,8 +513,7 @@ func (c *Call) fail(err error) {
 }
 
 // Wait returns the response, or the error that kept the request from a
-// coordinator (ErrNotCoordinator, ErrLoadInProgress, ErrClosed), or ctx's
-// error.
+// coordinator (ErrNotCoordinator, ErrClosed), or ctx's error.
 func (c *Call) Wait(ctx context.Context) (groups.Response, error) {
 	select {
 	case r, ok := <-c.ch:
