@@ -209,6 +209,22 @@ func (p *Partition) Leader() (bool, int32) {
 	return p.isLeader, p.leaderEpoch
 }
 
+// LeaderState reports whether this replica leads, at which epoch, its
+// high watermark, and the log end offset when it became leader at that
+// epoch (Kafka's leader epoch start offset). Until the high watermark
+// reaches that offset, the records of earlier leaders that this replica
+// holds may have been committed without it knowing yet: a reader that
+// must see every committed record (the group coordinator's load) waits
+// for it.
+func (p *Partition) LeaderState() (leader bool, epoch int32, highWatermark, epochStartOffset int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.isLeader {
+		return false, p.leaderEpoch, p.highWatermark, -1
+	}
+	return true, p.leaderEpoch, p.highWatermark, p.core.leaderEpochStartOffset
+}
+
 // HighWatermark is the offset below which consumers may read.
 func (p *Partition) HighWatermark() int64 {
 	p.mu.Lock()

@@ -7,7 +7,10 @@
 // TickInterval, ExpireOffsets every RetentionCheckInterval, and each tick
 // also compares the partitions' leadership with the loaded coordinators,
 // loading one (replaying its partition's log, then CompleteLoad) when this
-// node starts to lead and unloading it when it stops.
+// node starts to lead and unloading it when it stops. A new leader loads
+// only once its high watermark reaches its leader epoch start offset, so
+// the replay covers every record an earlier leader committed; until then
+// requests get COORDINATOR_LOAD_IN_PROGRESS.
 //
 // # The Ready loop
 //

@@ -206,23 +206,36 @@ func (d *Driver) checkLeadership() {
 // checkPartition loads partition i's coordinator if this node leads it
 // and has none (or one of an older epoch), and unloads it if it does not
 // lead. Every request checks its partition first, so a deposed
-// coordinator never answers and a new leader loads at once.
-func (d *Driver) checkPartition(i int32) {
+// coordinator never answers and a new leader loads as soon as it may. It
+// reports whether this node leads but may not load yet.
+//
+// A new leader loads only once its high watermark reaches the log end
+// offset it had when it became leader (its leader epoch start offset).
+// Its high watermark is the one the old leader last sent it, which may
+// lag what the old leader had committed and acknowledged (the last
+// offset commits, the last generation): replaying only up to it would
+// bring the group back without them, so clients saw commits go back or
+// their generation refused. Kafka's new leader likewise learns its high
+// watermark from its followers' fetches. Meanwhile requests get
+// COORDINATOR_LOAD_IN_PROGRESS; the next tick or request tries again.
+func (d *Driver) checkPartition(i int32) (loading bool) {
 	p := d.replicas.Partition(engine.TopicPartition{Topic: OffsetsTopic, Partition: i})
-	leader, epoch := false, int32(0)
+	leader, epoch, hw, epochStart := false, int32(0), int64(0), int64(0)
 	if p != nil {
-		leader, epoch = p.Leader()
+		leader, epoch, hw, epochStart = p.LeaderState()
 	}
+	caughtUp := leader && hw >= epochStart
 	lp := d.loaded[i]
 	switch {
 	case lp != nil && (!leader || lp.epoch != epoch || lp.p != p):
 		d.unload(i)
-		if leader {
+		if caughtUp {
 			d.load(i, p, epoch)
 		}
-	case lp == nil && leader:
+	case lp == nil && caughtUp:
 		d.load(i, p, epoch)
 	}
+	return leader && !caughtUp
 }
 
 // load replays partition i's log into a new coordinator.
@@ -453,9 +466,13 @@ func (d *Driver) Submit(ctx context.Context, group string, input func(c *groups.
 		// metadata a request was made against: a group assigned from
 		// a topic then grown within one tick still sees the growth.
 		d.refreshTopics()
-		d.checkPartition(i)
+		loading := d.checkPartition(i)
 		lp := d.loaded[i]
-		if lp == nil {
+		switch {
+		case lp == nil && loading:
+			d.answerLoading(i, call.id, input)
+			return
+		case lp == nil:
 			call.fail(ErrNotCoordinator)
 			return
 		}
@@ -466,6 +483,23 @@ func (d *Driver) Submit(ctx context.Context, group string, input func(c *groups.
 		call.fail(err)
 	}
 	return call
+}
+
+// answerLoading answers a request for partition i, which this node leads
+// but has not loaded yet, as a coordinator still loading does: the groups
+// core gives COORDINATOR_LOAD_IN_PROGRESS (retriable), the code Kafka
+// gives while it loads.
+func (d *Driver) answerLoading(i int32, requestID uint64, input func(c *groups.Coordinator, requestID uint64, nowMs int64)) {
+	c, err := groups.NewCoordinator(d.cfg.Groups, i, d.cfg.Partitions, groups.SeededMemberIDs(0))
+	if err != nil {
+		panic(fmt.Sprintf("coordinator: config validated in New was refused: %v", err))
+	}
+	input(c, requestID, d.nowMs())
+	rd := c.Ready()
+	if len(rd.Records) > 0 {
+		panic(fmt.Sprintf("coordinator: partition %d emitted %d records while loading", i, len(rd.Records)))
+	}
+	d.deliver(rd.Responses)
 }
 
 func (c *Call) fail(err error) {
