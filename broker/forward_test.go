@@ -3,54 +3,20 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/wren-broker/wren/config"
 )
 
 // startThreeInProcess starts a three-broker loopback cluster and waits
 // until all three agree on a controller and list each other.
 func startThreeInProcess(t *testing.T) []*Broker {
 	t.Helper()
-	ports := freePorts(t, 3)
-	// The data dirs first: cleanups run last-in first-out, so the brokers
-	// close before their directories are removed.
-	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	var brokers []*Broker
-	t.Cleanup(func() {
-		for _, b := range brokers {
-			b.Close()
-		}
-	})
-	for id := 1; id <= 3; id++ {
-		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", id), []byte(quorumConfigText(id, filepath.Join(dirs[id-1], "data"), ports)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := Start(cfg, Options{Logger: testLogger(t)})
-		if err != nil {
-			t.Fatalf("start node %d: %v", id, err)
-		}
-		brokers = append(brokers, b)
-	}
-	pollFor(t, "one controller known to all, three brokers registered", 20*time.Second, func() bool {
-		ctrl := brokers[0].Controller().ControllerID()
-		for _, b := range brokers {
-			if ctrl < 0 || b.Controller().ControllerID() != ctrl || len(b.Controller().Brokers()) != 3 {
-				return false
-			}
-		}
-		return true
-	})
-	return brokers
+	return startThreeBrokersWith(t, "")
 }
 
 // onlyThrough is a client that reaches every broker it is told of at one
