@@ -95,8 +95,10 @@ apt_install() {
 need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 [[ -x $py ]] || need+=(python3)
-if ! { [[ -x $py ]] && $py -c 'import confluent_kafka' 2>/dev/null; }; then need+=(python3-confluent-kafka); fi
-if ! { [[ -x $py ]] && $py -c 'import kafka' 2>/dev/null; }; then need+=(python3-kafka); fi
+# The checks run from / : in the repository root, Go's kafka/ directory would
+# import as an empty namespace package named kafka.
+if ! { [[ -x $py ]] && (cd / && $py -c 'import confluent_kafka') 2>/dev/null; }; then need+=(python3-confluent-kafka); fi
+if ! { [[ -x $py ]] && (cd / && $py -c 'import kafka.producer') 2>/dev/null; }; then need+=(python3-kafka); fi
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v java >/dev/null 2>&1 || need+=(default-jdk-headless)
 if [[ ${#need[@]} -gt 0 ]]; then
