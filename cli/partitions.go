@@ -63,17 +63,9 @@ func electLeaderCommand(env Env) *ucli.Command {
 			default:
 				return fmt.Errorf("%w: --type %q: want preferred or unclean", ErrUsage, c.String("type"))
 			}
-			var set kadm.TopicsSet
-			switch {
-			case c.Bool("all") && c.NArg() > 0:
-				return fmt.Errorf("%w: give --all or TOPIC/PARTITION arguments, not both", ErrUsage)
-			case c.Bool("all"):
-			case c.NArg() == 0:
-				return fmt.Errorf("%w: name the partitions (TOPIC/PARTITION ...) or give --all", ErrUsage)
-			default:
-				if set, err = parsePartitionArgs(c.Args().Slice()); err != nil {
-					return err
-				}
+			set, err := partitionsOrAll(c)
+			if err != nil {
+				return err
 			}
 			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
 				res, err := adm.ElectLeaders(ctx, how, set)
@@ -520,17 +512,9 @@ func moveCancelCommand(env Env) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			var set kadm.TopicsSet
-			switch {
-			case c.Bool("all") && c.NArg() > 0:
-				return fmt.Errorf("%w: give --all or TOPIC/PARTITION arguments, not both", ErrUsage)
-			case c.Bool("all"):
-			case c.NArg() == 0:
-				return fmt.Errorf("%w: name the partitions (TOPIC/PARTITION ...) or give --all", ErrUsage)
-			default:
-				if set, err = parsePartitionArgs(c.Args().Slice()); err != nil {
-					return err
-				}
+			set, err := partitionsOrAll(c)
+			if err != nil {
+				return err
 			}
 			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, cl *kgo.Client) error {
 				if set == nil {
@@ -580,4 +564,18 @@ func moveCancelCommand(env Env) *ucli.Command {
 			})
 		},
 	}
+}
+
+// partitionsOrAll reads the TOPIC/PARTITION arguments, or --all (a nil
+// set: every partition); exactly one of the two.
+func partitionsOrAll(c *ucli.Context) (kadm.TopicsSet, error) {
+	switch {
+	case c.Bool("all") && c.NArg() > 0:
+		return nil, fmt.Errorf("%w: give --all or TOPIC/PARTITION arguments, not both", ErrUsage)
+	case c.Bool("all"):
+		return nil, nil
+	case c.NArg() == 0:
+		return nil, fmt.Errorf("%w: name the partitions (TOPIC/PARTITION ...) or give --all", ErrUsage)
+	}
+	return parsePartitionArgs(c.Args().Slice())
 }
