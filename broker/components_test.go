@@ -115,8 +115,8 @@ type componentLog struct {
 }
 
 func (l *componentLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *componentLog) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *componentLog) WithGroup(string) slog.Handler           { return l }
+func (l *componentLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *componentLog) WithGroup(string) slog.Handler            { return l }
 
 func (l *componentLog) Handle(_ context.Context, r slog.Record) error {
 	verb, ok := map[string]string{"component started": "start", "component closed": "close", "component failed to start": "fail"}[r.Message]
