@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/wren-broker/wren/config"
 )
 
 // recorded lists, in order, what fake components did.
@@ -153,64 +155,89 @@ func reversed(events []string, from, to string) []string {
 	return out
 }
 
-// TestBrokerClosesComponentsInReverse: a real broker starts its parts in
-// the documented order (doc.go) and closes them in the reverse one.
-func TestBrokerClosesComponentsInReverse(t *testing.T) {
-	var l componentLog
-	b, err := Start(testConfig(t, t.TempDir(), "[storage]\nlog.scrubber.enable = true\n"), Options{Logger: slog.New(&l)})
+// componentConfigs are a one-voter node and a member of a three-voter
+// quorum whose peers are down: Start does not wait for the quorum.
+func componentConfigs(t *testing.T) map[string]*config.Config {
+	quorum, err := config.Parse("node1.toml", []byte(quorumConfigText(1, t.TempDir(), freePorts(t, 3))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	started := l.take()
-	want := []string{"start ops", "start log dir", "start controller", "start replicas", "start offsets topic",
-		"start group coordinator", "start kafka listener", "start disk space watcher", "start scrubber", "start ready"}
-	if !slices.Equal(started, want) {
-		t.Fatalf("start order\n got  %v\n want %v", started, want)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if closed := l.take(); !slices.Equal(closed, reversed(started, "start", "close")) {
-		t.Fatalf("close order %v is not the reverse of the start order %v", closed, started)
+	return map[string]*config.Config{"one voter": testConfig(t, t.TempDir(), ""), "quorum": quorum}
+}
+
+// TestBrokerClosesComponentsInReverse: a real broker starts its parts in
+// the documented order (doc.go) and closes them in the reverse one.
+func TestBrokerClosesComponentsInReverse(t *testing.T) {
+	for name, cfg := range componentConfigs(t) {
+		t.Run(name, func(t *testing.T) {
+			cfg.LogScrubberEnable = true
+			var l componentLog
+			b, err := Start(cfg, Options{Logger: slog.New(&l)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			started := l.take()
+			want := []string{"start ops", "start log dir", "start controller", "start replicas", "start offsets topic",
+				"start group coordinator", "start kafka listener", "start disk space watcher", "start scrubber", "start ready"}
+			if name == "quorum" {
+				want = slices.Insert(want, 2, "start controller listener")
+			}
+			if !slices.Equal(started, want) {
+				t.Fatalf("start order\n got  %v\n want %v", started, want)
+			}
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if closed := l.take(); !slices.Equal(closed, reversed(started, "start", "close")) {
+				t.Fatalf("close order %v is not the reverse of the start order %v", closed, started)
+			}
+		})
 	}
 }
 
 // TestBrokerFailedStartClosesEarlierComponents: a client listener address
 // that is taken fails the kafka listener; the error names it, and every
 // component started before it is closed in reverse, so the data directory
-// is free for the next start.
+// and the CONTROLLER listener are free for the next start.
 func TestBrokerFailedStartClosesEarlierComponents(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	dir := t.TempDir()
-	cfg := testConfig(t, dir, "")
-	port := taken.Addr().(*net.TCPAddr).Port
-	for i, ln := range cfg.Listeners {
-		if ln.Name == "PLAINTEXT" {
-			cfg.Listeners[i].Port = port
-		}
+	for name, cfg := range componentConfigs(t) {
+		t.Run(name, func(t *testing.T) {
+			for i, ln := range cfg.Listeners {
+				if ln.Name == "PLAINTEXT" {
+					cfg.Listeners[i].Port = taken.Addr().(*net.TCPAddr).Port
+				}
+			}
+			var l componentLog
+			b, err := Start(cfg, Options{Logger: slog.New(&l)})
+			if err == nil {
+				b.Close()
+				t.Fatalf("Start on a taken client listener address %s succeeded", taken.Addr())
+			}
+			var se *startError
+			if !errors.As(err, &se) || se.component != "kafka listener" || !strings.HasPrefix(err.Error(), "broker: kafka listener: listen on ") {
+				t.Fatalf("error does not name the kafka listener: %v", err)
+			}
+			events := l.take()
+			failed := slices.Index(events, "fail kafka listener")
+			if failed < 0 {
+				t.Fatalf("no failure logged for the kafka listener: %v", events)
+			}
+			if got, want := events[failed+1:], reversed(events[:failed], "start", "close"); !slices.Equal(got, want) || len(want) == 0 {
+				t.Fatalf("after the failure closed %v, want the reverse of the started %v", got, events[:failed])
+			}
+			// The log dir's lock and the CONTROLLER listener were released
+			// with them: the same node starts.
+			for i, ln := range cfg.Listeners {
+				if ln.Name == "PLAINTEXT" {
+					cfg.Listeners[i].Port = 0
+				}
+			}
+			startBroker(t, cfg)
+		})
 	}
-	var l componentLog
-	b, err := Start(cfg, Options{Logger: slog.New(&l)})
-	if err == nil {
-		b.Close()
-		t.Fatalf("Start on a taken client listener address %s succeeded", taken.Addr())
-	}
-	var se *startError
-	if !errors.As(err, &se) || se.component != "kafka listener" || !strings.HasPrefix(err.Error(), "broker: kafka listener: listen on ") {
-		t.Fatalf("error does not name the kafka listener: %v", err)
-	}
-	events := l.take()
-	failed := slices.Index(events, "fail kafka listener")
-	if failed < 0 {
-		t.Fatalf("no failure logged for the kafka listener: %v", events)
-	}
-	if got, want := events[failed+1:], reversed(events[:failed], "start", "close"); !slices.Equal(got, want) || len(want) == 0 {
-		t.Fatalf("after the failure closed %v, want the reverse of the started %v", got, events[:failed])
-	}
-	// The log dir's lock was released with it.
-	startBroker(t, testConfig(t, dir, ""))
 }
