@@ -63,7 +63,11 @@ func (r kafkaReplica) ProducerStates() []producer.Entry { return r.Log().Produce
 type kafkaGroups struct{ d *coordinator.Driver }
 
 func (g kafkaGroups) Submit(ctx context.Context, group string, input kafka.GroupInput) kafka.GroupCall {
-	return groupCall{g.d.Submit(ctx, group, input)}
+	// The driver runs input on the group's *groups.Coordinator, which is
+	// the seam's GroupCore as it is.
+	return groupCall{g.d.Submit(ctx, group, func(c *groups.Coordinator, requestID uint64, nowMs int64) {
+		input(c, requestID, nowMs)
+	})}
 }
 
 func (g kafkaGroups) ListGroups(ctx context.Context) ([]groups.ListedGroup, int16, error) {
@@ -105,4 +109,5 @@ var (
 	_ kafka.Partitions       = kafkaPartitions{}
 	_ kafka.Replica          = kafkaReplica{}
 	_ kafka.GroupCoordinator = kafkaGroups{}
+	_ kafka.GroupCore        = (*groups.Coordinator)(nil)
 )

@@ -94,7 +94,7 @@ func (s *Server) handleOffsetFetch(req *Request) (Pending, error) {
 }
 
 func (s *Server) submitFetchOffsets(req *Request, fr groups.FetchOffsetsRequest) groupCall {
-	return s.submitGroup(req, fr.Group, func(c *groups.Coordinator, id uint64, _ int64) {
+	return s.submitGroup(req, fr.Group, func(c GroupCore, id uint64, _ int64) {
 		fr.RequestID = id
 		c.FetchOffsets(fr)
 	})
