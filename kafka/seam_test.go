@@ -489,3 +489,24 @@ func wire[T kmsg.Response](t *testing.T, resp T) T {
 func configRecord(rt cluster.ResourceType, name, key, value string) cluster.Record {
 	return cluster.Record{Kind: cluster.KindConfig, Config: &cluster.ConfigRecord{ResourceType: rt, Name: name, Key: key, Value: &value}}
 }
+
+// forwardTo makes the acting controller another node, which answers every
+// forwarded request with answer's response; it returns the requests the
+// controller got, decoded.
+func (f *seamFixture) forwardTo(t *testing.T, answer func(req kmsg.Request) kmsg.Response) *[]kmsg.Request {
+	t.Helper()
+	var got []kmsg.Request
+	f.controller.forward = func(key, version int16, body []byte) ([]byte, error) {
+		req := kmsg.RequestForKey(key)
+		req.SetVersion(version)
+		if err := req.ReadFrom(body); err != nil {
+			t.Errorf("the forwarded %s v%d does not decode: %v", kmsg.NameForKey(key), version, err)
+			return nil, err
+		}
+		got = append(got, req)
+		resp := answer(req)
+		resp.SetVersion(version)
+		return resp.AppendTo(nil), nil
+	}
+	return &got
+}
