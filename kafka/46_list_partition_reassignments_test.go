@@ -15,7 +15,9 @@ import (
 // partition once, with empty lists as empty arrays.
 func TestListPartitionReassignments(t *testing.T) {
 	f := newSeamFixture(t)
-	tp := func(topic string, p int32) cluster.TopicPartition { return cluster.TopicPartition{Topic: topic, Partition: p} }
+	tp := func(topic string, p int32) cluster.TopicPartition {
+		return cluster.TopicPartition{Topic: topic, Partition: p}
+	}
 	f.controller.ongoing = []cluster.OngoingReassignment{
 		{TopicPartition: tp("t", 0), Replicas: []int32{2, 3, 1}, AddingReplicas: []int32{2, 3}, RemovingReplicas: []int32{1}},
 		{TopicPartition: tp("t", 0), Replicas: []int32{2, 3, 1}},
