@@ -171,9 +171,16 @@ func coordinatorClosed(any) (groups.Response, error) {
 	return groups.Response{}, fmt.Errorf("%w: coordinator closed", kerr.CoordinatorNotAvailable)
 }
 
+// loading answers every request as a coordinator still loading its
+// partition does: the request's kind of response with the error.
+func loading(req any) (groups.Response, error) {
+	r, err := emptyGroupResponse(req)
+	return r.WithError(kerr.CoordinatorLoadInProgress.Code), err
+}
+
 // groupErrorCodes are the coordinator-level failures every group API
 // turns into its error code: no coordinator on this node, one that moved
-// away, one shutting down.
+// away, one shutting down, one still loading.
 var groupErrorCodes = []struct {
 	name  string
 	setup func(f *seamFixture, g *fakeCoordinator)
@@ -182,4 +189,5 @@ var groupErrorCodes = []struct {
 	{"no coordinator", func(f *seamFixture, _ *fakeCoordinator) { f.node.Groups = nil }, kerr.CoordinatorNotAvailable},
 	{"not coordinator", func(_ *seamFixture, g *fakeCoordinator) { g.answer = notCoordinator }, kerr.NotCoordinator},
 	{"coordinator closing", func(_ *seamFixture, g *fakeCoordinator) { g.answer = coordinatorClosed }, kerr.CoordinatorNotAvailable},
+	{"coordinator loading", func(_ *seamFixture, g *fakeCoordinator) { g.answer = loading }, kerr.CoordinatorLoadInProgress},
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"testing"
 	"time"
 
@@ -348,6 +349,9 @@ type seamFixture struct {
 
 var testTopicID = cluster.UUID{1, 2, 3}
 
+// testClientAddr is the client's address in the requests do serves.
+var testClientAddr = &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 50000}
+
 func newSeamFixture(t *testing.T) *seamFixture {
 	t.Helper()
 	records := []cluster.Record{
@@ -420,7 +424,7 @@ func (f *seamFixture) do(t *testing.T, req kmsg.Request) kmsg.Response {
 		t.Fatalf("%s v%d does not decode: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 	}
 	r := &Request{Header: RequestHeader{ApiKey: req.Key(), ApiVersion: req.GetVersion(), ClientID: "test"},
-		Body: body, Session: &Session{ListenerName: "PLAINTEXT", ctx: ctx, authenticated: true}}
+		Body: body, Session: &Session{ListenerName: "PLAINTEXT", RemoteAddr: testClientAddr, ctx: ctx, authenticated: true}}
 	p, ok := f.s.maybeForward(r)
 	if !ok {
 		var err error
