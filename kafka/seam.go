@@ -32,8 +32,26 @@ type Partitions interface {
 	// CheckWritable is nil when the log directory can take writes and new
 	// partitions: healthy and above its free-space floor.
 	CheckWritable() error
-	// Logs is the log directory, for DescribeLogDirs.
-	Logs() *engine.Manager
+	// LogDir is the log directory, for DescribeLogDirs.
+	LogDir() LogDir
+}
+
+// LogDir is this node's one log directory as DescribeLogDirs reports it.
+type LogDir interface {
+	Dir() string
+	// Failed is why the directory failed (an fdatasync error), nil while
+	// it is healthy.
+	Failed() error
+	// Logs are its partition logs, sorted by topic, then partition.
+	Logs() []PartitionLog
+}
+
+// PartitionLog is one partition's log in the log directory.
+type PartitionLog interface {
+	TopicPartition() engine.TopicPartition
+	// Size is the bytes of its segments.
+	Size() int64
+	LogEndOffset() int64
 }
 
 // Replica is one partition replica on this node: its leadership, the

@@ -23,11 +23,12 @@ func TestHandlersStayBehindTheSeam(t *testing.T) {
 		"github.com/wren-broker/wren/broker",
 	}
 	// The concrete types behind Metadata, ControllerAPI, ProducerIDs,
-	// Replica and GroupCore.
+	// Replica, LogDir and GroupCore.
 	forbiddenTypes := map[string]bool{
 		"cluster.Controller":        true,
 		"cluster.ProducerIDManager": true,
 		"engine.Log":                true,
+		"engine.Manager":            true,
 		"groups.Coordinator":        true,
 		"groups.Group":              true,
 	}

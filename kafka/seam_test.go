@@ -114,6 +114,7 @@ func (r *fakeReplica) ProducerStates() []producer.Entry  { return r.producers }
 type fakePartitions struct {
 	replicas map[engine.TopicPartition]*fakeReplica
 	writable error
+	logDir   *fakeLogDir
 }
 
 func (p *fakePartitions) Partition(tp engine.TopicPartition) Replica {
@@ -138,8 +139,8 @@ func (p *fakePartitions) DeleteRecords(tp engine.TopicPartition, offset int64) (
 	return r.logStart, nil
 }
 
-func (p *fakePartitions) CheckWritable() error  { return p.writable }
-func (p *fakePartitions) Logs() *engine.Manager { return nil }
+func (p *fakePartitions) CheckWritable() error { return p.writable }
+func (p *fakePartitions) LogDir() LogDir       { return p.logDir }
 
 // fakeMetadata is a committed image and the quorum's facts.
 type fakeMetadata struct {
