@@ -188,6 +188,10 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		b.closeStores()
 		return nil, err
 	}
+	if err := b.controller.Subscribe(func(_, im *cluster.Image) { applyReplicationThrottle(cfg, b.replicas, im, o.Logger) }); err != nil {
+		b.closeStores()
+		return nil, err
+	}
 	var offsetsPartitions int32
 	if quorumCfg != nil {
 		// Only the acting controller can create it, maybe later.
