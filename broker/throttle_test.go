@@ -72,20 +72,24 @@ func alterOK(t *testing.T, what string, res kadm.AlterConfigsResponses, err erro
 // A reassignment under Kafka's replication throttle (KIP-73), set and
 // lifted the way kafka-reassign-partitions --throttle and --verify do it:
 // rates on the brokers of the move (IncrementalAlterConfigs per broker
-// id), throttled replicas lists on the topic. Two single-replica topics
-// of about 1 MiB each move from one broker to another; only "held" is
-// throttled. The unthrottled move completes while the throttled copy is
-// held back, which the throttle's own counters in /metrics show (no
-// timing is asserted); the move completes once the throttle is lifted.
-// Meanwhile the moving partition does not count as under-replicated: its
-// one original replica is in sync.
+// id), throttled replicas lists on the topics. Three single-replica
+// topics of about 1 MiB each move from one broker to another: "free" is
+// not throttled, "held" is throttled by its leader (leader list only) and
+// "fetched" by its new follower (follower list only). The unthrottled
+// move completes while both throttled copies are held back, which the
+// throttle's own counters in /metrics show on each side (no timing is
+// asserted); the moves complete once the throttle is lifted. Meanwhile a
+// moving partition does not count as under-replicated: its one original
+// replica is in sync.
 func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 	brokers := startThreeBrokersWith(t, "[replication]\nauto.leader.rebalance.enable = false\n")
 	cl, adm := threeNodeAdmin(t, brokers)
 	ctrl := actingController(t, brokers)
 	const src, dst = int32(1), int32(2)
-	createOnBroker(t, brokers, cl, "held", src)
-	createOnBroker(t, brokers, cl, "free", src)
+	topics := []string{"held", "fetched", "free"}
+	for _, topic := range topics {
+		createOnBroker(t, brokers, cl, topic, src)
+	}
 
 	// Uncompressed batches of at most 16 KiB, so that the log holds the
 	// MiB and the throttle has many batches to hold.
@@ -97,7 +101,7 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 	defer prod.Close()
 	const records, recordBytes = 256, 4000
 	value := []byte(strings.Repeat("0123456789abcdef", recordBytes/16))
-	for _, topic := range []string{"held", "free"} {
+	for _, topic := range topics {
 		var rs []*kgo.Record
 		for i := 0; i < records; i++ {
 			rs = append(rs, &kgo.Record{Topic: topic, Value: value})
@@ -107,6 +111,7 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 		}
 	}
 	heldTP := engine.TopicPartition{Topic: "held", Partition: 0}
+	fetchedTP := engine.TopicPartition{Topic: "fetched", Partition: 0}
 	leo := brokers[src-1].Replicas().Partition(heldTP).Log().LogEndOffset()
 
 	// 1 KiB/s: the held copy moves a few KiB while the free one moves its
@@ -121,9 +126,12 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 	alterOK(t, "set the throttle rates", res, err)
 	res, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
 		{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: strp(fmt.Sprintf("0:%d", src))},
-		{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: strp(fmt.Sprintf("0:%d", dst))},
 	}, "held")
-	alterOK(t, "set the throttled replicas", res, err)
+	alterOK(t, "set the leader's throttled replicas", res, err)
+	res, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: strp(fmt.Sprintf("0:%d", dst))},
+	}, "fetched")
+	alterOK(t, "set the follower's throttled replicas", res, err)
 
 	// DescribeConfigs shows them where they were set, once the brokers
 	// have the metadata that holds them.
@@ -147,8 +155,8 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 	pollFor(t, "DescribeConfigs to show the throttle", 10*time.Second, func() bool {
 		return describes(func() (kadm.ResourceConfigs, error) { return adm.DescribeBrokerConfigs(ctx, src) },
 			fmt.Sprint(src), "leader.replication.throttled.rate", fmt.Sprint(rate), kmsg.ConfigSourceDynamicBrokerConfig) &&
-			describes(func() (kadm.ResourceConfigs, error) { return adm.DescribeTopicConfigs(ctx, "held") },
-				"held", "follower.replication.throttled.replicas", fmt.Sprintf("0:%d", dst), kmsg.ConfigSourceDynamicTopicConfig)
+			describes(func() (kadm.ResourceConfigs, error) { return adm.DescribeTopicConfigs(ctx, "fetched") },
+				"fetched", "follower.replication.throttled.replicas", fmt.Sprintf("0:%d", dst), kmsg.ConfigSourceDynamicTopicConfig)
 	})
 
 	// In force without a restart.
@@ -159,8 +167,9 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 	})
 
 	var req kadm.AlterPartitionAssignmentsReq
-	req.Assign("held", 0, []int32{dst})
-	req.Assign("free", 0, []int32{dst})
+	for _, topic := range topics {
+		req.Assign(topic, 0, []int32{dst})
+	}
 	ares, err := adm.AlterPartitionAssignments(ctx, req)
 	if err == nil {
 		err = ares.Error()
@@ -172,15 +181,18 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 		p := ctrl.Controller().Image().Topic("free").Partitions[0]
 		return !p.Reassigning() && slices.Equal(p.Replicas, []int32{dst})
 	})
-	// The throttled move holds back: its copy is behind, and the
+	// The throttled moves hold back: their copies are behind, and the
 	// throttle's counters say why.
+	for _, tp := range []engine.TopicPartition{heldTP, fetchedTP} {
+		p := ctrl.Controller().Image().Topic(tp.Topic).Partitions[0]
+		if !p.Reassigning() {
+			t.Fatalf("the throttled move of %s completed with the free one: %+v", tp, p)
+		}
+		if copied := brokers[dst-1].Replicas().Partition(tp).Log().LogEndOffset(); copied >= leo {
+			t.Fatalf("broker %d copied %s to %d of %d under a %d B/s throttle", dst, tp, copied, leo, rate)
+		}
+	}
 	p := ctrl.Controller().Image().Topic("held").Partitions[0]
-	if !p.Reassigning() {
-		t.Fatalf("the throttled move of held-0 completed with the free one: %+v", p)
-	}
-	if copied := brokers[dst-1].Replicas().Partition(heldTP).Log().LogEndOffset(); copied >= leo {
-		t.Fatalf("broker %d copied held-0 to %d of %d under a %d B/s throttle", dst, copied, leo, rate)
-	}
 	// Broker 1 leads both moving partitions; its view of the cluster
 	// does not call held-0 under-replicated: the ISR is the one original
 	// replica, though smaller than the replicas with the one being added.
@@ -192,9 +204,10 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 		t.Fatalf("health lists held/0 as under-replicated during its move: %v", h.UnderReplicatedPartitions)
 	}
 	var srcMetrics, dstMetrics map[string]float64
-	pollFor(t, "the throttle to hold back fetches of held-0", 20*time.Second, func() bool {
+	pollFor(t, "the leader to hold back held-0 and the follower fetched-0", 20*time.Second, func() bool {
 		srcMetrics, dstMetrics = scrape(t, brokers[src-1]), scrape(t, brokers[dst-1])
-		return srcMetrics[`wren_replication_throttle_held_total{side="leader"}`]+dstMetrics[`wren_replication_throttle_held_total{side="follower"}`] > 0
+		return srcMetrics[`wren_replication_throttle_held_total{side="leader"}`] > 0 &&
+			dstMetrics[`wren_replication_throttle_held_total{side="follower"}`] > 0
 	})
 	if v := srcMetrics[`wren_replication_throttled_bytes_total{side="leader"}`]; v <= 0 {
 		t.Errorf("leader %d served no throttled bytes: %v", src, v)
@@ -208,12 +221,15 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 	if v := srcMetrics["wren_kafka_under_replicated_replicas"]; v != 0 {
 		t.Errorf("wren_kafka_under_replicated_replicas %v during the move, want 0", v)
 	}
-	// The free partition's bytes never counted: only held-0 is throttled.
+	// The free partition's bytes never counted: only held-0 is throttled
+	// on the leader, only fetched-0 on the follower.
 	leader, _ := brokers[src-1].Replicas().ReplicationThrottleStats()
-	if leader.Bytes >= int64(records*recordBytes) {
-		t.Errorf("leader counted %d throttled bytes, as much as a whole topic: the free one counted too", leader.Bytes)
+	_, follower := brokers[dst-1].Replicas().ReplicationThrottleStats()
+	if leader.Bytes >= int64(records*recordBytes) || follower.Bytes >= int64(records*recordBytes) {
+		t.Errorf("counted %d (leader) and %d (follower) throttled bytes, as much as a whole topic: the free one counted too", leader.Bytes, follower.Bytes)
 	}
-	t.Logf("while held: copied %d of %d records; leader %+v", brokers[dst-1].Replicas().Partition(heldTP).Log().LogEndOffset(), leo, leader)
+	t.Logf("while held: copied %d and %d of %d records; leader %+v, follower %+v",
+		brokers[dst-1].Replicas().Partition(heldTP).Log().LogEndOffset(), brokers[dst-1].Replicas().Partition(fetchedTP).Log().LogEndOffset(), leo, leader, follower)
 
 	// Lifted as --verify does once a move is done: the rates deleted on
 	// the brokers (with the log dir throttle Kafka's tool also clears),
@@ -227,17 +243,19 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 	res, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
 		{Op: kadm.DeleteConfig, Name: "leader.replication.throttled.replicas"},
 		{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.replicas"},
-	}, "held")
+	}, "held", "fetched")
 	alterOK(t, "delete the throttled replicas", res, err)
-	pollFor(t, "the move of held-0 to complete once the throttle is lifted", 30*time.Second, func() bool {
-		p := ctrl.Controller().Image().Topic("held").Partitions[0]
-		return !p.Reassigning() && slices.Equal(p.Replicas, []int32{dst})
-	})
-	if got := brokers[dst-1].Replicas().Partition(heldTP).Log().LogEndOffset(); got != leo {
-		t.Fatalf("held-0 on broker %d ends at %d, want %d", dst, got, leo)
+	for _, tp := range []engine.TopicPartition{heldTP, fetchedTP} {
+		pollFor(t, fmt.Sprintf("the move of %s to complete once the throttle is lifted", tp), 30*time.Second, func() bool {
+			p := ctrl.Controller().Image().Topic(tp.Topic).Partitions[0]
+			return !p.Reassigning() && slices.Equal(p.Replicas, []int32{dst})
+		})
+		if got := brokers[dst-1].Replicas().Partition(tp).Log().LogEndOffset(); got != leo {
+			t.Fatalf("%s on broker %d ends at %d, want %d", tp, dst, got, leo)
+		}
 	}
 	leader, _ = brokers[src-1].Replicas().ReplicationThrottleStats()
-	_, follower := brokers[dst-1].Replicas().ReplicationThrottleStats()
+	_, follower = brokers[dst-1].Replicas().ReplicationThrottleStats()
 	if leader.Rate != replication.Unthrottled || follower.Rate != replication.Unthrottled {
 		t.Fatalf("rates after the lift: leader %d, follower %d", leader.Rate, follower.Rate)
 	}
