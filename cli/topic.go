@@ -554,7 +554,9 @@ func describeTopics(ctx context.Context, adm *kadm.Client, cl *kgo.Client, topic
 		sort.Slice(d.Partitions, func(i, j int) bool { return d.Partitions[i].Partition < d.Partitions[j].Partition })
 		d.PartitionCount = len(d.Partitions)
 		if len(d.Partitions) > 0 {
-			d.ReplicationFactor = len(d.Partitions[0].Replicas)
+			// kafka-topics' replication factor: a move's adding replicas
+			// do not count.
+			d.ReplicationFactor = len(d.Partitions[0].Replicas) - len(d.Partitions[0].AddingReplicas)
 		}
 		out = append(out, d)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -63,6 +64,10 @@ type followed struct {
 	truncated bool
 	// backoffUntil: a fetch error that only new metadata mends.
 	backoffUntil time.Time
+	// caughtUp: the last fetch brought the log up to the leader's high
+	// watermark (Kafka's isReplicaInSync of a fetch state); the
+	// replication throttle leaves such a replica alone.
+	caughtUp atomic.Bool
 }
 
 type fetcher struct {
@@ -407,6 +412,7 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 			go func() {
 				defer wg.Done()
 				fm.handlePartition(fl, rp)
+				fm.noteCaughtUp(fl, rp)
 			}()
 		}
 	}

@@ -2,11 +2,13 @@ package replication
 
 import (
 	"math"
-
-	"github.com/wren-broker/wren/config"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/config"
 )
 
 // The replication throttle (Kafka's KIP-73 replication quotas): a leader
@@ -158,6 +160,14 @@ func (m *Manager) SetReplicationThrottle(leaderRate, followerRate int64) {
 	m.followerThrottle.SetRate(followerRate)
 }
 
+// noteCaughtUp records whether a fetch brought fl up to the leader's
+// high watermark.
+func (fm *fetcherManager) noteCaughtUp(fl *followed, rp kmsg.FetchResponseTopicPartition) {
+	if rp.ErrorCode == 0 {
+		fl.caughtUp.Store(fl.p.log.LogEndOffset() >= rp.HighWatermark)
+	}
+}
+
 // recordFollower counts the bytes a fetch brought for fl toward the
 // follower rate when fl is throttled here as follower.
 func (fm *fetcherManager) recordFollower(fl *followed, n int) {
@@ -199,14 +209,17 @@ func (p *Partition) leaderThrottledFor(follower int32) bool {
 
 // followerBudget admits the follower's throttled partitions into one
 // fetch: for each of parts, the most bytes it may ask, or 0 when it is
-// held back this round. Partitions not throttled (or this replica in the
-// ISR) ask for maxBytes; the others share what the bucket holds.
+// held back this round. Partitions not throttled, or whose replica here
+// is in the ISR or caught up with the leader's high watermark (Kafka's
+// shouldFollowerThrottle), ask for maxBytes; the others share what the
+// bucket holds. A caught-up replica must fetch, or its leader never sees
+// it at the log end and never adds it to the ISR.
 func (fm *fetcherManager) followerBudget(parts []*followed, maxBytes int32) (kept []*followed, limits []int32) {
 	t := fm.throttle
 	avail := int64(-1)
 	for _, fl := range parts {
 		limit := maxBytes
-		if t != nil && fl.p.throttled.follower.Load() && !fl.p.inISR(fm.self) {
+		if t != nil && fl.p.throttled.follower.Load() && !fl.caughtUp.Load() && !fl.p.inISR(fm.self) {
 			if avail < 0 {
 				avail = max(t.Available(), 0)
 			}
