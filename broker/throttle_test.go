@@ -110,6 +110,21 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 			t.Fatalf("produce to %s: %v", topic, err)
 		}
 	}
+	// "whole" is one batch of 256 KiB, for the last part.
+	createOnBroker(t, brokers, cl, "whole", src)
+	var rs []*kgo.Record
+	for i := 0; i < 64; i++ {
+		rs = append(rs, &kgo.Record{Topic: "whole", Value: value})
+	}
+	one, err := kgo.NewClient(kgo.SeedBrokers(brokers[0].Addr().String()), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(time.Second), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	if err := one.ProduceSync(testContext(t), rs...).FirstErr(); err != nil {
+		t.Fatalf("produce to whole: %v", err)
+	}
 	heldTP := engine.TopicPartition{Topic: "held", Partition: 0}
 	fetchedTP := engine.TopicPartition{Topic: "fetched", Partition: 0}
 	leo := brokers[src-1].Replicas().Partition(heldTP).Log().LogEndOffset()
@@ -259,4 +274,39 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 	if leader.Rate != replication.Unthrottled || follower.Rate != replication.Unthrottled {
 		t.Fatalf("rates after the lift: leader %d, follower %d", leader.Rate, follower.Rate)
 	}
+
+	// A replica caught up with its leader is not throttled, even in
+	// debt, as in Kafka (the leader's ISR check, the follower's
+	// isReplicaInSync): a move whose one batch is larger than the bucket
+	// completes under the throttle instead of waiting out the debt.
+	res, err = adm.AlterBrokerConfigs(ctx, rates, src, dst)
+	alterOK(t, "set the throttle rates again", res, err)
+	res, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: strp("*")},
+		{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: strp("*")},
+	}, "whole")
+	alterOK(t, "throttle every replica of whole", res, err)
+	pollFor(t, "the throttle rates in force again", 10*time.Second, func() bool {
+		leader, _ := brokers[src-1].Replicas().ReplicationThrottleStats()
+		_, follower := brokers[dst-1].Replicas().ReplicationThrottleStats()
+		wholeOnDst := brokers[dst-1].Controller().Image().Topic("whole").Configs[followerThrottledReplicasKey] == "*"
+		return leader.Rate == rate && follower.Rate == rate && wholeOnDst
+	})
+	before, _ := brokers[src-1].Replicas().ReplicationThrottleStats()
+	req = nil
+	req.Assign("whole", 0, []int32{dst})
+	if ares, err := adm.AlterPartitionAssignments(ctx, req); err != nil || ares.Error() != nil {
+		t.Fatalf("reassign whole: %v %v", err, ares.Error())
+	}
+	pollFor(t, "the move of whole-0, one batch over the bucket, to complete under the throttle", 30*time.Second, func() bool {
+		p := ctrl.Controller().Image().Topic("whole").Partitions[0]
+		return !p.Reassigning() && slices.Equal(p.Replicas, []int32{dst})
+	})
+	after, _ := brokers[src-1].Replicas().ReplicationThrottleStats()
+	if after.Rate != rate || after.Bytes-before.Bytes < 64*recordBytes {
+		t.Fatalf("whole-0 moved without the throttle: before %+v, after %+v", before, after)
+	}
 }
+
+// followerThrottledReplicasKey is the topic config the image holds.
+const followerThrottledReplicasKey = "follower.replication.throttled.replicas"
