@@ -54,18 +54,29 @@ func derefString(s *string) string {
 
 func strp(s string) *string { return &s }
 
-func alterOK(t *testing.T, what string, res kadm.AlterConfigsResponses, err error) {
+// alter runs an alter-configs call until it succeeds, retrying what
+// Kafka calls retriable (NOT_CONTROLLER while the controller moves), and
+// fails the test on anything else or after 20 s.
+func alter(t *testing.T, what string, call func() (kadm.AlterConfigsResponses, error)) {
 	t.Helper()
-	if err == nil {
-		for _, r := range res {
-			if r.Err != nil {
-				err = fmt.Errorf("%s: %w %s", r.Name, r.Err, r.ErrMessage)
-				break
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := call()
+		if err == nil {
+			for _, r := range res {
+				if r.Err != nil {
+					err = fmt.Errorf("%s: %w %s", r.Name, r.Err, r.ErrMessage)
+					break
+				}
 			}
 		}
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
+		if err == nil {
+			return
+		}
+		if !kerr.IsRetriable(err) || time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -137,16 +148,19 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 		{Op: kadm.SetConfig, Name: "leader.replication.throttled.rate", Value: strp(fmt.Sprint(rate))},
 		{Op: kadm.SetConfig, Name: "follower.replication.throttled.rate", Value: strp(fmt.Sprint(rate))},
 	}
-	res, err := adm.AlterBrokerConfigs(ctx, rates, src, dst)
-	alterOK(t, "set the throttle rates", res, err)
-	res, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
-		{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: strp(fmt.Sprintf("0:%d", src))},
-	}, "held")
-	alterOK(t, "set the leader's throttled replicas", res, err)
-	res, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
-		{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: strp(fmt.Sprintf("0:%d", dst))},
-	}, "fetched")
-	alterOK(t, "set the follower's throttled replicas", res, err)
+	alter(t, "set the throttle rates", func() (kadm.AlterConfigsResponses, error) {
+		return adm.AlterBrokerConfigs(ctx, rates, src, dst)
+	})
+	alter(t, "set the leader's throttled replicas", func() (kadm.AlterConfigsResponses, error) {
+		return adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: strp(fmt.Sprintf("0:%d", src))},
+		}, "held")
+	})
+	alter(t, "set the follower's throttled replicas", func() (kadm.AlterConfigsResponses, error) {
+		return adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: strp(fmt.Sprintf("0:%d", dst))},
+		}, "fetched")
+	})
 
 	// DescribeConfigs shows them where they were set, once the brokers
 	// have the metadata that holds them.
@@ -249,17 +263,19 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 	// Lifted as --verify does once a move is done: the rates deleted on
 	// the brokers (with the log dir throttle Kafka's tool also clears),
 	// the lists on the topic.
-	res, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
-		{Op: kadm.DeleteConfig, Name: "leader.replication.throttled.rate"},
-		{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.rate"},
-		{Op: kadm.DeleteConfig, Name: "replica.alter.log.dirs.io.max.bytes.per.second"},
-	}, src, dst)
-	alterOK(t, "delete the throttle rates", res, err)
-	res, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
-		{Op: kadm.DeleteConfig, Name: "leader.replication.throttled.replicas"},
-		{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.replicas"},
-	}, "held", "fetched")
-	alterOK(t, "delete the throttled replicas", res, err)
+	alter(t, "delete the throttle rates", func() (kadm.AlterConfigsResponses, error) {
+		return adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.DeleteConfig, Name: "leader.replication.throttled.rate"},
+			{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.rate"},
+			{Op: kadm.DeleteConfig, Name: "replica.alter.log.dirs.io.max.bytes.per.second"},
+		}, src, dst)
+	})
+	alter(t, "delete the throttled replicas", func() (kadm.AlterConfigsResponses, error) {
+		return adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.DeleteConfig, Name: "leader.replication.throttled.replicas"},
+			{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.replicas"},
+		}, "held", "fetched")
+	})
 	for _, tp := range []engine.TopicPartition{heldTP, fetchedTP} {
 		pollFor(t, fmt.Sprintf("the move of %s to complete once the throttle is lifted", tp), 30*time.Second, func() bool {
 			p := ctrl.Controller().Image().Topic(tp.Topic).Partitions[0]
@@ -279,13 +295,15 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 	// debt, as in Kafka (the leader's ISR check, the follower's
 	// isReplicaInSync): a move whose one batch is larger than the bucket
 	// completes under the throttle instead of waiting out the debt.
-	res, err = adm.AlterBrokerConfigs(ctx, rates, src, dst)
-	alterOK(t, "set the throttle rates again", res, err)
-	res, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
-		{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: strp("*")},
-		{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: strp("*")},
-	}, "whole")
-	alterOK(t, "throttle every replica of whole", res, err)
+	alter(t, "set the throttle rates again", func() (kadm.AlterConfigsResponses, error) {
+		return adm.AlterBrokerConfigs(ctx, rates, src, dst)
+	})
+	alter(t, "throttle every replica of whole", func() (kadm.AlterConfigsResponses, error) {
+		return adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: strp("*")},
+			{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: strp("*")},
+		}, "whole")
+	})
 	pollFor(t, "the throttle rates in force again", 10*time.Second, func() bool {
 		leader, _ := brokers[src-1].Replicas().ReplicationThrottleStats()
 		_, follower := brokers[dst-1].Replicas().ReplicationThrottleStats()
