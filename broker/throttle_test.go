@@ -162,6 +162,21 @@ func TestReassignmentThrottleThreeBrokers(t *testing.T) {
 		}, "fetched")
 	})
 
+	// A broker's configs go to that broker: another one refuses them, as
+	// Kafka's do, rather than forward them to the controller.
+	wrong := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	wr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	wr.ResourceType, wr.ResourceName = kmsg.ConfigResourceTypeBroker, fmt.Sprint(dst)
+	wc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	wc.Name, wc.Value = "leader.replication.throttled.rate", strp("1")
+	wr.Configs = append(wr.Configs, wc)
+	wrong.Resources = append(wrong.Resources, wr)
+	wresp, err := wrong.RequestWith(ctx, cl.Broker(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, fmt.Sprintf("broker %d's configs sent to broker 3", dst), wresp.Resources[0].ErrorCode, kerr.InvalidRequest)
+
 	// DescribeConfigs shows them where they were set, once the brokers
 	// have the metadata that holds them.
 	describes := func(resources func() (kadm.ResourceConfigs, error), name, key, want string, source kmsg.ConfigSource) bool {

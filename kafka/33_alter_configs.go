@@ -28,10 +28,10 @@ import (
 //   config name: x"). A missing topic is UNKNOWN_TOPIC_OR_PARTITION.
 // * BROKER resources: "" is the cluster-wide default, this node's id its
 //   own layer; another name is INVALID_REQUEST.
-//   A request forwarded to the controller may name another broker: an
-//   admin client sends a broker's configs to that broker, which forwards
-//   them (Kafka's brokers check the id before forwarding; wren's
-//   controller takes any broker id it is forwarded). The broker config that
+//   An admin client sends a broker's configs to that broker, which
+//   forwards them to the controller: the controller takes the id a
+//   forwarded request names, and a node does not forward a request that
+//   names another broker (it refuses it, as Kafka's brokers do). The broker config that
 //   would result is checked whole (read-only settings, per-broker settings
 //   set cluster-wide, values, cross-setting checks); a refusal is
 //   INVALID_REQUEST with Kafka's message, since Kafka answers broker

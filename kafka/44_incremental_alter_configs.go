@@ -33,10 +33,10 @@ import (
 //   ("Invalid value x for configuration y: ...").
 // * BROKER resources: "" is the cluster-wide default, this node's id its
 //   own layer, another name INVALID_REQUEST.
-//   A request forwarded to the controller may name another broker: an
-//   admin client sends a broker's configs to that broker, which forwards
-//   them (Kafka's brokers check the id before forwarding; wren's
-//   controller takes any broker id it is forwarded). Which settings may change, and
+//   An admin client sends a broker's configs to that broker, which
+//   forwards them to the controller: the controller takes the id a
+//   forwarded request names, and a node does not forward a request that
+//   names another broker (it refuses it, as Kafka's brokers do). Which settings may change, and
 //   at which level, is the registry's Mode: a read-only setting, or a
 //   per-broker one set cluster-wide, is refused. The broker config that
 //   would result is checked whole; a refusal is INVALID_REQUEST with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -45,6 +46,11 @@ func (s *Server) maybeForward(req *Request) (Pending, bool) {
 	}
 	n := s.broker
 	if n == nil || n.Controller == nil || !n.Controller.ShouldForward() {
+		return nil, false
+	}
+	if namesOtherBroker(req.Body, n.Config.NodeID) {
+		// As Kafka's brokers: configs of another broker are that broker's
+		// to forward; the local handler refuses them.
 		return nil, false
 	}
 	version := req.Header.ApiVersion
@@ -104,4 +110,30 @@ const forwardedListener = "forwarded"
 // isForwarded reports whether another node forwarded req here.
 func isForwarded(req *Request) bool {
 	return req.Session != nil && req.Session.ListenerName == forwardedListener
+}
+
+// namesOtherBroker reports whether an alter-configs request names a
+// BROKER resource by an id other than self.
+func namesOtherBroker(body kmsg.Request, self int32) bool {
+	var names []string
+	switch r := body.(type) {
+	case *kmsg.AlterConfigsRequest:
+		for _, rr := range r.Resources {
+			if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+				names = append(names, rr.ResourceName)
+			}
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		for _, rr := range r.Resources {
+			if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+				names = append(names, rr.ResourceName)
+			}
+		}
+	}
+	for _, name := range names {
+		if name != "" && name != strconv.Itoa(int(self)) {
+			return true
+		}
+	}
+	return false
 }
