@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/internal/vfs"
 )
 
 // fakeClock is a clock the test moves by hand.
@@ -148,5 +152,88 @@ func TestParseThrottledReplicas(t *testing.T) {
 	}
 	if err := config.ValidateTopicConfig("follower.replication.throttled.replicas", "*"); err != nil {
 		t.Errorf("ValidateTopicConfig refused *: %v", err)
+	}
+}
+
+// The leader's side on one Manager, with a fake clock: once the rate is
+// used up, a follower outside the ISR gets no records of a throttled
+// partition, while an ISR member of the same partition and any follower
+// of an unthrottled partition still get theirs; time refills the bucket.
+func TestLeaderThrottleHoldsOnlyReplicasOutsideTheISR(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	m := &Manager{nodeID: 1, partitions: map[engine.TopicPartition]*Partition{},
+		leaderThrottle: NewThrottle(clk.now), followerThrottle: NewThrottle(clk.now)}
+	open := func(topic string, throttled bool) {
+		tp := engine.TopicPartition{Topic: topic}
+		l, _, err := engine.Open(vfs.NewMem(), "/d/"+topic+"-0", tp, engine.DefaultOptions(), engine.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		p := newPartition(tp, l, &partitionHooks{nodeID: 1, now: clk.now}, 0)
+		p.setMetadata(1, []int32{1, 2, 3}, []int32{1, 2}, 1, 30000)
+		if err := p.becomeLeader(1); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 4; i++ {
+			if _, wait, err := p.AppendAsLeader(oneRecord(t), 1); err != nil || wait() != nil {
+				t.Fatalf("append to %s: %v", topic, err)
+			}
+		}
+		p.throttled.leader.Store(throttled)
+		m.partitions[tp] = p
+	}
+	open("slow", true)
+	open("fast", false)
+	fetch := func(from int32) map[string]int {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(ReplicaFetchVersion)
+		req.ReplicaID, req.MaxBytes, req.MinBytes, req.MaxWaitMillis = from, 1<<20, 0, 0
+		for _, topic := range []string{"slow", "fast"} {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = -1, 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := m.serveFetch(from, req)
+		got := map[string]int{}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					t.Fatalf("fetch by %d of %s: error %d", from, rt.Topic, rp.ErrorCode)
+				}
+				got[rt.Topic] = len(rp.RecordBatches)
+			}
+		}
+		return got
+	}
+	all := fetch(2)["fast"]
+	if all == 0 {
+		t.Fatal("an unthrottled fetch returned nothing")
+	}
+	m.leaderThrottle.SetRate(10)
+	// The bucket's 10 bytes let one batch through (a read returns at
+	// least one), which puts it in debt.
+	if got := fetch(3); got["slow"] == 0 || got["slow"] >= all || got["fast"] != all {
+		t.Fatalf("first throttled fetch by 3: %v, want one batch of slow (of %d bytes) and all of fast", got, all)
+	}
+	if got := fetch(3); got["slow"] != 0 || got["fast"] != all {
+		t.Fatalf("fetch by 3 in debt: %v, want nothing of slow and all of fast", got)
+	}
+	// Replica 2 is in the ISR: not held, though its bytes count.
+	before := m.leaderThrottle.Stats()
+	if got := fetch(2); got["slow"] != all || got["fast"] != all {
+		t.Fatalf("fetch by ISR member 2: %v, want everything", got)
+	}
+	after := m.leaderThrottle.Stats()
+	if after.Bytes-before.Bytes != int64(all) || after.Held != 1 {
+		t.Fatalf("throttle stats %+v then %+v: want %d more bytes and 1 held", before, after, all)
+	}
+	// Time pays the debt back.
+	clk.advance(time.Hour)
+	if got := fetch(3); got["slow"] == 0 {
+		t.Fatalf("fetch by 3 after the bucket refilled: %v", got)
 	}
 }
