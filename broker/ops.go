@@ -68,13 +68,6 @@ func (s *opsState) serving(b *Broker) {
 	s.phase.Store(phaseServing)
 }
 
-// closeUnlessServing closes the HTTP server when Start fails.
-func (s *opsState) closeUnlessServing() {
-	if s.phase.Load() == phaseStarting {
-		s.close()
-	}
-}
-
 func (s *opsState) close() error {
 	if s.http == nil {
 		return nil
