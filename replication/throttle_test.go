@@ -237,3 +237,15 @@ func TestLeaderThrottleHoldsOnlyReplicasOutsideTheISR(t *testing.T) {
 		t.Fatalf("fetch by 3 after the bucket refilled: %v", got)
 	}
 }
+
+// The throttle's cost per throttled partition read: one Available and
+// one Record, as a fetch makes them.
+func BenchmarkThrottle(b *testing.B) {
+	th := NewThrottle(nil)
+	th.SetRate(64 << 10)
+	for b.Loop() {
+		if th.Available() > -1<<40 {
+			th.Record(100)
+		}
+	}
+}
