@@ -255,6 +255,9 @@ func (b *Broker) replicasComponent(w *wiring) component {
 			if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
 				return err
 			}
+			if err := b.controller.Subscribe(func(_, im *cluster.Image) { applyReplicationThrottle(cfg, b.replicas, im, b.logger) }); err != nil {
+				return err
+			}
 			run = goTask(func(ctx context.Context) {
 				b.replicas.Run(ctx, replication.BackgroundIntervals{
 					Retention:               time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,

@@ -107,7 +107,7 @@ func (s *opsState) health() (ops.ClusterHealth, bool) {
 			if p.Leader < 0 {
 				h.LeaderlessPartitions = append(h.LeaderlessPartitions, ops.PartitionName(name, p.Partition))
 			}
-			if len(p.ISR) < len(p.Replicas) {
+			if p.UnderReplicated() {
 				h.UnderReplicatedPartitions = append(h.UnderReplicatedPartitions, ops.PartitionName(name, p.Partition))
 			}
 		}

@@ -29,4 +29,12 @@
 // replica checkpoints it in replication-offset-checkpoint. On becoming a
 // follower a replica truncates by leader epoch, never to its local high
 // watermark. See docs/ARCHITECTURE.md.
+//
+// The replication throttle (throttle.go, Kafka's KIP-73) is one token
+// bucket per side: the leader answers a fetch for a partition it throttles
+// with no records while its rate is used up, and the follower leaves such
+// a partition out of its fetch; either only for replicas outside the ISR.
+// Which partitions are throttled comes with the image (the topics'
+// *.replication.throttled.replicas), the rates from the broker's dynamic
+// configs (SetReplicationThrottle).
 package replication
