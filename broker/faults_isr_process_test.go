@@ -120,6 +120,21 @@ func waitLog(t *testing.T, n *clusterNode, s string, before int, timeout time.Du
 	}
 }
 
+// quorumOnFullDisk checks that node n, whose disk was full, stayed in the
+// metadata quorum (its driver waited for space rather than stopping, which
+// left a broker serving a metadata image that never moved again), and
+// says whether its metadata log had to wait.
+func quorumOnFullDisk(t *testing.T, n *clusterNode, fault string) string {
+	t.Helper()
+	if logCount(n, "this node stops taking part in the quorum") > 0 {
+		t.Fatalf("%s: node %d left the metadata quorum for good on its full disk", fault, n.id)
+	}
+	if logCount(n, "no space left for the metadata log") > 0 {
+		return "its metadata log waited for space"
+	}
+	return "its metadata log never needed space"
+}
+
 // replicaBatch is one record batch of a replica's log, as on disk.
 type replicaBatch struct {
 	base, last int64
@@ -326,8 +341,8 @@ func (fc *faultCluster) f15(ctx context.Context, t *testing.T, topic string, w *
 			followed = append(followed, int32(p))
 		}
 	}
-	const below = "below its free-space floor"
-	floorEvents := logCount(n, below)
+	const below, above = "below its free-space floor", "back above its free-space floor"
+	floorEvents, aboveEvents := logCount(n, below), logCount(n, above)
 	from := time.Now()
 	ballast, size := fc.fillDisk(t, leader)
 	waitLog(t, n, below, floorEvents, 30*time.Second)
@@ -374,6 +389,8 @@ func (fc *faultCluster) f15(ctx context.Context, t *testing.T, topic string, w *
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
 	}
+	waitLog(t, n, above, aboveEvents, 30*time.Second)
+	writable := time.Since(freed)
 	w.waitAcksOn(t, led, 200, "F15: after the ballast went")
 	resumed := time.Since(freed)
 	fc.waitHealthy(ctx, observer, topic)
@@ -381,9 +398,10 @@ func (fc *faultCluster) f15(ctx context.Context, t *testing.T, topic string, w *
 	if !processAlive(n) {
 		t.Fatalf("F15: node %d exited after its disk filled", leader)
 	}
-	t.Logf("F15: disk of leader %d (partitions %v) filled with %d MiB of ballast: below the floor after %v; produce to it: %s; out of the ISR of partitions %v after %v; held %v: nothing produced after the refusal acknowledged on its partitions; ballast deleted: acks on its partitions after %v, every ISR full after %v; longest gap between acks on its partitions %v, on all %v",
-		leader, led, size>>20, noticed.Round(time.Millisecond), refusal, followed, left.Round(time.Millisecond), held.Round(time.Millisecond), resumed.Round(time.Millisecond), rejoined.Round(time.Millisecond),
-		w.longestAckGapOn(led, from, time.Now()).Round(time.Millisecond), w.longestAckGap(from, time.Now()).Round(time.Millisecond))
+	quorum := quorumOnFullDisk(t, n, "F15")
+	t.Logf("F15: disk of leader %d (partitions %v) filled with %d MiB of ballast: below the floor after %v; produce to it: %s; out of the ISR of partitions %v after %v; held %v: nothing produced after the refusal acknowledged on its partitions; ballast deleted: writable again after %v, acks on its partitions after %v, every ISR full after %v; %s; longest gap between acks on its partitions %v, on all %v",
+		leader, led, size>>20, noticed.Round(time.Millisecond), refusal, followed, left.Round(time.Millisecond), held.Round(time.Millisecond), writable.Round(time.Millisecond), resumed.Round(time.Millisecond), rejoined.Round(time.Millisecond),
+		quorum, w.longestAckGapOn(led, from, time.Now()).Round(time.Millisecond), w.longestAckGap(from, time.Now()).Round(time.Millisecond))
 }
 
 // f16 is F16: a follower's disk fills up. Its appends fail, so it leaves
@@ -444,7 +462,8 @@ func (fc *faultCluster) f16(ctx context.Context, t *testing.T, topic string, w *
 	if len(led) > 0 {
 		w.waitAcksOn(t, led, 200, "F16: on the partitions the follower leads, after the ballast went")
 	}
-	t.Logf("F16: disk of node %d filled with %d MiB of ballast: out of the ISR of partitions %v after %v (replica.lag.time.max.ms 5 s); longest gap between acks there while full %v; ballast deleted: back in every ISR after %v; partitions it leads %v: longest gap between acks %v",
+	quorum := quorumOnFullDisk(t, n, "F16")
+	t.Logf("F16: disk of node %d filled with %d MiB of ballast: out of the ISR of partitions %v after %v (replica.lag.time.max.ms 5 s); longest gap between acks there while full %v; ballast deleted: back in every ISR after %v; %s; partitions it leads %v: longest gap between acks %v",
 		follower, size>>20, followed, left.Round(time.Millisecond), gapFull.Round(time.Millisecond), rejoined.Round(time.Millisecond),
-		led, w.longestAckGapOn(led, from, time.Now()).Round(time.Millisecond))
+		quorum, led, w.longestAckGapOn(led, from, time.Now()).Round(time.Millisecond))
 }
