@@ -367,6 +367,7 @@ func (fc *faultCluster) f15(ctx context.Context, t *testing.T, topic string, w *
 	w.waitAcksOn(t, followed, 200, "F15: on the partitions the full node follows, with it out of their ISR")
 	if long {
 		time.Sleep(2 * time.Minute) // the fault's length
+		w.waitAcksOn(t, followed, 200, "F15: on the partitions the full node follows, after holding the fault")
 	}
 	held := time.Since(from)
 	_, now, err := topicState(ctx, observer, topic)
@@ -440,6 +441,7 @@ func (fc *faultCluster) f16(ctx context.Context, t *testing.T, topic string, w *
 	w.waitAcksOn(t, followed, 200, "F16: with the full follower out of the ISR")
 	if long {
 		time.Sleep(2 * time.Minute) // the fault's length
+		w.waitAcksOn(t, followed, 200, "F16: with the full follower out of the ISR, after holding the fault")
 	}
 	if !processAlive(n) {
 		t.Fatalf("F16: node %d exited with its disk full", follower)

@@ -38,7 +38,8 @@ import (
 // for (time to a new leader or controller, the longest gap between acks)
 // are logged.
 //
-// The default run is the short form (each scenario once, a few minutes); WREN_FAULTS=long repeats the kills more often and holds
+// The default run is the short form (each scenario once, about two and a
+// half minutes); WREN_FAULTS=long repeats the kills more often and holds
 // each fault for longer. -short skips it: it builds and runs processes.
 
 const faultTopicPartitions = 6
@@ -372,12 +373,17 @@ func startWorkload(t *testing.T, fc *faultCluster, topic string) *faultWorkload 
 }
 
 // run writes one value per partition every 2 ms, with at most 2,000
-// values outstanding, until stop.
+// values outstanding, a sixth of them per partition, until stop. The
+// bound is per partition so that values stuck on one partition whose
+// writes are refused for minutes (F15, F16) do not starve the others.
 func (w *faultWorkload) run() {
 	defer close(w.done)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
-	outstanding := make(chan struct{}, 2000)
+	var outstanding [faultTopicPartitions]chan struct{}
+	for p := range outstanding {
+		outstanding[p] = make(chan struct{}, 2000/faultTopicPartitions)
+	}
 	for {
 		select {
 		case <-w.stop:
@@ -386,7 +392,7 @@ func (w *faultWorkload) run() {
 		}
 		for p := int32(0); p < faultTopicPartitions; p++ {
 			select {
-			case outstanding <- struct{}{}:
+			case outstanding[p] <- struct{}{}:
 			default:
 				continue
 			}
@@ -396,7 +402,7 @@ func (w *faultWorkload) run() {
 			w.mu.Unlock()
 			r := &kgo.Record{Partition: p, Value: []byte(strconv.FormatInt(v, 10))}
 			w.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
-				<-outstanding
+				<-outstanding[r.Partition]
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				if err != nil {
