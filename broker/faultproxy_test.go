@@ -23,16 +23,23 @@ type peerProxies struct {
 	mu sync.Mutex
 	// cut are the nodes cut off from every peer: their connections are
 	// closed and new ones refused, both ways.
-	cut     map[int32]bool
-	conns   map[*proxiedConn]bool
-	lns     []net.Listener
-	closed  bool
-	wg      sync.WaitGroup
-	refused int
+	cut map[int32]bool
+	// fetchCut are the follower-to-leader pairs whose replica
+	// connections (Fetch, OffsetForLeaderEpoch) are closed and refused,
+	// while the quorum's connections between the same nodes carry on.
+	fetchCut map[[2]int32]bool
+	conns    map[*proxiedConn]bool
+	lns      []net.Listener
+	closed   bool
+	wg       sync.WaitGroup
+	refused  int
 }
 
 type proxiedConn struct {
-	from, to         int32
+	from, to int32
+	// replica: the connection opened with a replica handshake, so it
+	// carries a follower's fetches rather than the quorum's messages.
+	replica          bool
 	client, upstream net.Conn
 }
 
@@ -46,7 +53,7 @@ func (c *proxiedConn) close() {
 // proxies' addresses in the same order.
 func newPeerProxies(t *testing.T, targets []string) (*peerProxies, []string) {
 	t.Helper()
-	pp := &peerProxies{cut: map[int32]bool{}, conns: map[*proxiedConn]bool{}}
+	pp := &peerProxies{cut: map[int32]bool{}, fetchCut: map[[2]int32]bool{}, conns: map[*proxiedConn]bool{}}
 	var addrs []string
 	for i, target := range targets {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -92,9 +99,11 @@ func (pp *peerProxies) carry(client net.Conn, to int32, target string) {
 		client.Close()
 		return
 	}
-	pc := &proxiedConn{from: from, to: to, client: client, upstream: upstream}
+	// The request header starts with the api key.
+	replica := int16(binary.BigEndian.Uint16(frame[4:6])) == quorum.APIKeyReplicaHandshake
+	pc := &proxiedConn{from: from, to: to, replica: replica, client: client, upstream: upstream}
 	pp.mu.Lock()
-	if pp.closed || pp.cut[from] || pp.cut[to] {
+	if pp.closed || pp.cut[from] || pp.cut[to] || (replica && pp.fetchCut[[2]int32{from, to}]) {
 		pp.refused++
 		pp.mu.Unlock()
 		pc.close()
@@ -161,11 +170,27 @@ func (pp *peerProxies) isolate(node int32) {
 	}
 }
 
+// cutFetches stops follower from fetching from leader: their replica
+// connections close and new ones are refused until heal. The quorum's
+// connections stay up, so the controller still commits the leader's ISR
+// changes (F13).
+func (pp *peerProxies) cutFetches(follower, leader int32) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	pp.fetchCut[[2]int32{follower, leader}] = true
+	for pc := range pp.conns {
+		if pc.replica && pc.from == follower && pc.to == leader {
+			pc.close()
+		}
+	}
+}
+
 // heal lets every node reach its peers again.
 func (pp *peerProxies) heal() {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	clear(pp.cut)
+	clear(pp.fetchCut)
 }
 
 func (pp *peerProxies) close() {

@@ -18,24 +18,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
 )
 
 // The process-level fault scenarios of the reliability test plan (F02,
-// F03, F04, F05, F07, F22) on three real `wren serve` processes on
-// loopback, with the default timeouts; all traffic between the nodes
+// F03, F04, F05, F07, F12, F22, F24) on three real `wren serve` processes
+// on loopback, with the default timeouts, and F13, F15 and F16 on a second
+// such cluster (faults_isr_process_test.go); all traffic between the nodes
 // passes fault-injecting proxies (faultproxy_test.go) so a node can be cut
-// off from its peers while clients still reach it. Each scenario runs an idempotent franz-go
+// off from its peers, or a follower from its leader's fetches, while
+// clients still reach it. Each scenario runs an idempotent franz-go
 // producer (acks=all, RF 3, min.insync.replicas 2, 5 requests in flight,
 // retries on) that writes a unique increasing integer per partition and
 // records every result, injects its fault, heals, reads every partition
 // back to its high watermark and checks: no acknowledged record lost, no
 // duplicate, no reordering within a partition, and every acknowledged
-// record at the offset it was acknowledged with. The figures the plan asks
+// record at the offset it was acknowledged with; then it byte-compares the
+// three replicas' logs below the high watermark. The figures the plan asks
 // for (time to a new leader or controller, the longest gap between acks)
 // are logged.
 //
-// The default run is the short form (one cluster, each scenario once,
-// about a minute); WREN_FAULTS=long repeats the kills more often and holds
+// The default run is the short form (each scenario once, about two and a
+// half minutes); WREN_FAULTS=long repeats the kills more often and holds
 // each fault for longer. -short skips it: it builds and runs processes.
 
 const faultTopicPartitions = 6
@@ -60,9 +64,31 @@ type faultCluster struct {
 	nodes []*clusterNode
 	// proxies carry all traffic between the nodes.
 	proxies *peerProxies
+	// dataDirs are the nodes' log dirs, by id from 1.
+	dataDirs []string
+	// mounts are the nodes' own tmpfs mounts, each holding its log dir,
+	// by id from 1; nil when the cluster runs on the test's temp dir.
+	mounts []string
+}
+
+// faultClusterOptions shape a fault cluster beyond the defaults.
+type faultClusterOptions struct {
+	// tmpfsSize, if set (a tmpfs size= option such as "256m"), gives each
+	// node's log dir its own tmpfs of that size, so a test can fill one
+	// node's disk. It needs root; startFaultClusterWith fails without it,
+	// so callers check first.
+	tmpfsSize string
+	// config is TOML appended to every node's config file, after its
+	// last section.
+	config string
 }
 
 func startFaultCluster(t *testing.T) *faultCluster {
+	t.Helper()
+	return startFaultClusterWith(t, faultClusterOptions{})
+}
+
+func startFaultClusterWith(t *testing.T, opts faultClusterOptions) *faultCluster {
 	t.Helper()
 	dir := t.TempDir()
 	fc := &faultCluster{t: t, bin: wrenBinary(t)}
@@ -80,6 +106,26 @@ func startFaultCluster(t *testing.T) *faultCluster {
 	}
 	for i := 0; i < 3; i++ {
 		id := i + 1
+		data := filepath.Join(dir, fmt.Sprintf("data%d", id))
+		if opts.tmpfsSize != "" {
+			mnt := filepath.Join(dir, fmt.Sprintf("mnt%d", id))
+			if err := os.Mkdir(mnt, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size="+opts.tmpfsSize); err != nil {
+				t.Fatalf("mount a %s tmpfs for node %d: %v", opts.tmpfsSize, id, err)
+			}
+			// Registered before the cleanup that kills the nodes, so it
+			// runs after it: nothing holds the mount open then.
+			t.Cleanup(func() {
+				if err := unix.Unmount(mnt, 0); err != nil {
+					t.Errorf("unmount %s: %v", mnt, err)
+				}
+			})
+			fc.mounts = append(fc.mounts, mnt)
+			data = filepath.Join(mnt, "data")
+		}
+		fc.dataDirs = append(fc.dataDirs, data)
 		n := &clusterNode{id: id, addr: fmt.Sprintf("127.0.0.1:%d", ports[i]),
 			conf: filepath.Join(dir, fmt.Sprintf("node%d.toml", id)), logf: filepath.Join(dir, fmt.Sprintf("node%d.log", id))}
 		err := os.WriteFile(n.conf, []byte(fmt.Sprintf(`
@@ -93,7 +139,7 @@ listen = "127.0.0.1:0"
 controller.quorum.voters = [%s]
 [logging]
 level = "info"
-`, id, filepath.Join(dir, fmt.Sprintf("data%d", id)), n.addr, ports[3+i], strings.Join(voters, ", "))), 0o644)
+%s`, id, data, n.addr, ports[3+i], strings.Join(voters, ", "), opts.config)), 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,6 +165,14 @@ level = "info"
 		n.start(t, fc.bin)
 	}
 	return fc
+}
+
+// stop kills every node: the scenarios that need another cluster free
+// the machine first.
+func (fc *faultCluster) stop() {
+	for _, n := range fc.nodes {
+		n.kill()
+	}
 }
 
 func (fc *faultCluster) node(id int32) *clusterNode { return fc.nodes[id-1] }
@@ -283,7 +337,9 @@ type faultWorkload struct {
 	unknown [faultTopicPartitions]int
 	sent    [faultTopicPartitions]int64
 	ackedAt []time.Time
-	errs    map[string]int
+	// ackedAtPartition are the acks' times, per partition.
+	ackedAtPartition [faultTopicPartitions][]time.Time
+	errs             map[string]int
 
 	stop chan struct{}
 	done chan struct{}
@@ -317,12 +373,17 @@ func startWorkload(t *testing.T, fc *faultCluster, topic string) *faultWorkload 
 }
 
 // run writes one value per partition every 2 ms, with at most 2,000
-// values outstanding, until stop.
+// values outstanding, a sixth of them per partition, until stop. The
+// bound is per partition so that values stuck on one partition whose
+// writes are refused for minutes (F15, F16) do not starve the others.
 func (w *faultWorkload) run() {
 	defer close(w.done)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
-	outstanding := make(chan struct{}, 2000)
+	var outstanding [faultTopicPartitions]chan struct{}
+	for p := range outstanding {
+		outstanding[p] = make(chan struct{}, 2000/faultTopicPartitions)
+	}
 	for {
 		select {
 		case <-w.stop:
@@ -331,7 +392,7 @@ func (w *faultWorkload) run() {
 		}
 		for p := int32(0); p < faultTopicPartitions; p++ {
 			select {
-			case outstanding <- struct{}{}:
+			case outstanding[p] <- struct{}{}:
 			default:
 				continue
 			}
@@ -341,7 +402,7 @@ func (w *faultWorkload) run() {
 			w.mu.Unlock()
 			r := &kgo.Record{Partition: p, Value: []byte(strconv.FormatInt(v, 10))}
 			w.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
-				<-outstanding
+				<-outstanding[r.Partition]
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				if err != nil {
@@ -349,8 +410,10 @@ func (w *faultWorkload) run() {
 					w.errs[err.Error()]++
 					return
 				}
+				now := time.Now()
 				w.ackedOffset[r.Partition][v] = r.Offset
-				w.ackedAt = append(w.ackedAt, time.Now())
+				w.ackedAt = append(w.ackedAt, now)
+				w.ackedAtPartition[r.Partition] = append(w.ackedAtPartition[r.Partition], now)
 			})
 		}
 	}
@@ -410,6 +473,73 @@ func (w *faultWorkload) longestAckGap(from, to time.Time) time.Duration {
 	w.mu.Lock()
 	at := slices.Clone(w.ackedAt)
 	w.mu.Unlock()
+	return longestGap(at, from, to)
+}
+
+// longestAckGapOn is the longest time between consecutive acks of the
+// given partitions inside [from, to].
+func (w *faultWorkload) longestAckGapOn(partitions []int32, from, to time.Time) time.Duration {
+	w.mu.Lock()
+	var at []time.Time
+	for _, p := range partitions {
+		at = append(at, w.ackedAtPartition[p]...)
+	}
+	w.mu.Unlock()
+	return longestGap(at, from, to)
+}
+
+// acksOn is how many values of the given partitions were acknowledged so
+// far.
+func (w *faultWorkload) acksOn(partitions []int32) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, p := range partitions {
+		n += len(w.ackedOffset[p])
+	}
+	return n
+}
+
+// waitAcksOn waits until n more values of the given partitions than now
+// are acknowledged.
+func (w *faultWorkload) waitAcksOn(t *testing.T, partitions []int32, n int, what string) {
+	t.Helper()
+	want := w.acksOn(partitions) + n
+	deadline := time.Now().Add(60 * time.Second)
+	for w.acksOn(partitions) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the producer got %d of %d acks on partitions %v within 60 s (errors %v)", what, w.acksOn(partitions), want, partitions, w.errorSummary())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sentSoFar is, per partition, the next value the producer will write:
+// every value from it on is produced after this call.
+func (w *faultWorkload) sentSoFar() [faultTopicPartitions]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sent
+}
+
+// ackedFrom returns the acknowledged values of partition p at or above
+// from, at most limit of them.
+func (w *faultWorkload) ackedFrom(p int32, from int64, limit int) []int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []int64
+	for v := range w.ackedOffset[p] {
+		if v >= from && len(out) < limit {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// longestGap is the longest time between consecutive times of at inside
+// [from, to].
+func longestGap(at []time.Time, from, to time.Time) time.Duration {
 	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
 	var gap time.Duration
 	prev := from
@@ -554,8 +684,9 @@ func (r faultReport) mustBeClean(t *testing.T) {
 	}
 }
 
-// TestFaultScenarios runs F02, F03, F04, F05, F07, F24 and F22 on one three-process cluster, each
-// on its own topic.
+// TestFaultScenarios runs F02, F12, F03, F04, F05, F07, F24 and F22 on
+// one three-process cluster, then F13, F15 and F16 on a second one (F15
+// and F16 need root), each on its own topic.
 func TestFaultScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three wren processes")
@@ -585,6 +716,7 @@ func TestFaultScenarios(t *testing.T) {
 			w.finish(t)
 			fc.waitHealthy(ctx, fc.live()[0], topic)
 			w.check(t, fc).mustBeClean(t)
+			fc.compareReplicaLogs(t, topic)
 		})
 	}
 
@@ -611,6 +743,40 @@ func TestFaultScenarios(t *testing.T) {
 				time.Sleep(down) // the fault's length, not a wait for a condition
 			}
 			fc.restart(fc.node(leader))
+		}
+	})
+
+	// F12: SIGKILL keeps the page cache, so neither killed node loses a
+	// byte here, synced or not: what this covers is the truncation by
+	// leader epoch of two logs that diverged (KIP-101 and KIP-279: A holds
+	// records of its epoch that B never got, B of the next that C never
+	// got) and the elections around it. The variant that loses unsynced
+	// bytes is the election rule's script (cluster/testdata/leader/f12.txt)
+	// plus the engine's crash tests, which drop every unsynced byte through
+	// the vfs fault layer; under log.flush.policy ack an acknowledged
+	// record is synced on every ISR member that counted toward its ack.
+	scenario("F12", func(t *testing.T, topic string, w *faultWorkload) {
+		_, ps := fc.waitHealthy(ctx, fc.nodes[0], topic)
+		a, epoch := ps[0].leader, ps[0].leaderEpoch
+		from := time.Now()
+		fc.node(a).kill()
+		tookB, afterA := fc.waitNewLeader(ctx, fc.live()[0], topic, 0, a, from)
+		b := afterA.leader
+		killedB := time.Now()
+		fc.node(b).kill()
+		c := fc.live()[0]
+		// Two of three voters are down: nothing is elected until A is back.
+		fc.restart(fc.node(a))
+		tookC, afterB := fc.waitNewLeader(ctx, c, topic, 0, b, killedB)
+		w.waitAcks(t, 200, "F12: with A back and B down")
+		acksBack := time.Since(killedB)
+		fc.restart(fc.node(b))
+		_, healed := fc.waitHealthy(ctx, c, topic)
+		t.Logf("F12: SIGKILL of leader A=%d of partition 0 (epoch %d): B=%d leads at epoch %d after %v; B killed at once; A restarted: node %d leads at epoch %d %v after B's kill, acks again after %v; B restarted: leader %d epoch %d ISR %v; longest gap between acks %v",
+			a, epoch, b, afterA.leaderEpoch, tookB.Round(time.Millisecond), afterB.leader, afterB.leaderEpoch, tookC.Round(time.Millisecond),
+			acksBack.Round(time.Millisecond), healed[0].leader, healed[0].leaderEpoch, healed[0].isr, w.longestAckGap(from, time.Now()).Round(time.Millisecond))
+		if afterB.leaderEpoch <= afterA.leaderEpoch || afterA.leaderEpoch <= epoch {
+			t.Fatalf("F12: leader epochs %d, %d, %d across two leader changes", epoch, afterA.leaderEpoch, afterB.leaderEpoch)
 		}
 	})
 
@@ -960,6 +1126,34 @@ func TestFaultScenarios(t *testing.T) {
 			leader, after.leader, after.leaderEpoch, took.Round(time.Millisecond), w.longestAckGap(from, time.Now()).Round(time.Millisecond))
 		fc.restart(fc.node(leader))
 	})
+
+	// F13, F15 and F16 run on a second cluster with a short
+	// replica.lag.time.max.ms and, as root, a tmpfs per node
+	// (faults_isr_process_test.go). The first one stops to leave the
+	// machine to it.
+	fc.stop()
+	opts := faultClusterOptions{config: isrClusterConfig}
+	noMount := canMountTmpfs(t)
+	if noMount == nil {
+		opts.tmpfsSize = isrClusterTmpfsSize
+	}
+	fc = startFaultClusterWith(t, opts)
+	begun = time.Now()
+	fc.createTopic(ctx, "f-setup")
+	fc.waitHealthy(ctx, fc.nodes[0], "f-setup")
+	t.Logf("second cluster (replica.lag.time.max.ms 5 s, tmpfs per node: %v) formed %v after the processes started", noMount == nil, time.Since(begun).Round(time.Millisecond))
+	scenario("F13", func(t *testing.T, topic string, w *faultWorkload) { fc.f13(ctx, t, topic, w, long) })
+	diskScenario := func(name string, fn func(t *testing.T, topic string, w *faultWorkload)) {
+		if noMount != nil {
+			t.Run(name, func(t *testing.T) {
+				t.Skipf("fills a node's own tmpfs, which needs root (and the right to mount): %v", noMount)
+			})
+			return
+		}
+		scenario(name, fn)
+	}
+	diskScenario("F15", func(t *testing.T, topic string, w *faultWorkload) { fc.f15(ctx, t, topic, w, long) })
+	diskScenario("F16", func(t *testing.T, topic string, w *faultWorkload) { fc.f16(ctx, t, topic, w, long) })
 }
 
 // produceDirect sends one acks=all record for topic partition p straight

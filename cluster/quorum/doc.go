@@ -28,7 +28,10 @@
 // and the soft state reported; then Advance. A storage error stops the
 // driver (the node leaves the quorum, as a crashed one would): the state
 // on disk is then a prefix of the steps, which the metadata log accepts
-// on restart.
+// on restart. A full disk (ENOSPC, EDQUOT) on the write of the log's
+// entries or of a snapshot, which leaves the storage sound, is not such
+// an error: the driver tries the step again every 100 ms until there is
+// space, a stall like that of a slow disk, after which the node catches up.
 //
 // # Time
 //

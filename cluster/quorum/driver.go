@@ -135,6 +135,10 @@ func (d *Driver) run() {
 		}
 		if d.node.HasReady() {
 			if err := d.handleReady(); err != nil {
+				if errors.Is(err, errClosedWaitingForSpace) {
+					d.failWaiters(ErrStopped)
+					return
+				}
 				d.errMu.Lock()
 				d.err = err
 				d.errMu.Unlock()
@@ -166,7 +170,7 @@ func (d *Driver) handleReady() error {
 	s := d.store
 	synced := false
 	if rd.Snapshot != nil {
-		if err := s.SaveSnapshot(*rd.Snapshot, rd.TruncateAll); err != nil {
+		if err := d.untilSpace(func() error { return s.SaveSnapshot(*rd.Snapshot, rd.TruncateAll) }); err != nil {
 			return err
 		}
 		synced = true
@@ -177,7 +181,17 @@ func (d *Driver) handleReady() error {
 		}
 	}
 	if len(rd.Entries) > 0 {
-		if err := s.Append(rd.Entries); err != nil {
+		ents := rd.Entries
+		err := d.untilSpace(func() error {
+			// The entries before the one that met the full disk are
+			// written; the rest follow them.
+			ents = ents[min(int64(len(ents)), s.nextIndex()-ents[0].Index):]
+			if len(ents) == 0 {
+				return nil
+			}
+			return s.Append(ents)
+		})
+		if err != nil {
 			return err
 		}
 		synced = false
@@ -234,6 +248,47 @@ func (d *Driver) handleReady() error {
 	}
 	d.node.Advance(rd)
 	return nil
+}
+
+// noSpaceRetry is how often a node whose disk is full tries its Ready's
+// write again.
+const noSpaceRetry = 100 * time.Millisecond
+
+// errClosedWaitingForSpace: Close came while a Ready waited for space.
+var errClosedWaitingForSpace = errors.New("quorum: closed while waiting for space")
+
+// untilSpace runs persist, a write step of a Ready, again every
+// noSpaceRetry while it fails for lack of space and leaves the storage
+// sound (the wal undid the write; a snapshot is written aside and renamed
+// into place), until it succeeds, fails otherwise, or the driver closes.
+// A full disk is thus a stall, as of a slow disk: the node persists
+// nothing, so it sends and acknowledges nothing, and on resume it first
+// catches up the ticks that passed (see run), so a controller whose lease
+// lapsed meanwhile stops acting before it answers anyone. Stopping the
+// driver instead left a running broker with a metadata image that never
+// moved again until a restart.
+func (d *Driver) untilSpace(persist func() error) error {
+	var first error
+	for {
+		err := persist()
+		if err == nil || !d.store.isNoSpace(err) {
+			if err == nil && first != nil {
+				d.log.Info("metadata quorum: the metadata log has space again; this node takes part in the quorum again")
+			}
+			return err
+		}
+		if first == nil {
+			first = err
+			d.log.Warn("metadata quorum: no space left for the metadata log; this node waits for space, and takes no part in the quorum meanwhile", "err", err)
+		}
+		t := time.NewTimer(noSpaceRetry)
+		select {
+		case <-d.stop:
+			t.Stop()
+			return errClosedWaitingForSpace
+		case <-t.C:
+		}
+	}
 }
 
 func (d *Driver) failWaiters(err error) {

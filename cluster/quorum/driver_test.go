@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,8 +59,10 @@ func (h *history) fail(err error) {
 }
 
 type testNode struct {
-	id     election.NodeID
-	fs     *vfs.MemFS
+	id election.NodeID
+	fs *vfs.MemFS
+	// faults, if set, wraps fs for this node's storage.
+	faults *vfs.FaultFS
 	d      *Driver
 	mu     sync.Mutex
 	next   int64 // the index this incarnation applies next
@@ -69,7 +73,11 @@ type testNode struct {
 
 func (n *testNode) start(t *testing.T, net *MemNetwork) {
 	t.Helper()
-	store, stored, err := OpenStorage(n.fs, "/data/quorum")
+	var fsys vfs.FS = n.fs
+	if n.faults != nil {
+		fsys = n.faults
+	}
+	store, stored, err := OpenStorage(fsys, "/data/quorum")
 	if err != nil {
 		t.Fatalf("node %d: open storage after restart: %v", n.id, err)
 	}
@@ -249,5 +257,94 @@ func TestHardStateSlots(t *testing.T) {
 	defer s2.Close()
 	if st2.Hard != want && st2.Hard.Election.Epoch != 8 {
 		t.Fatalf("hard state after a torn write %v, want %v or the new one", st2.Hard, want)
+	}
+}
+
+// A node whose metadata log meets a full disk (ENOSPC on the writes of
+// its log and snapshot) waits for space rather than leaving the quorum for
+// good: its driver does not stop, the other two go on committing (after
+// electing a new controller when the full one was acting), and once space
+// is back it persists and applies every entry it missed. The broker's F15
+// fault scenario found the old behaviour: a node whose disk filled kept
+// serving its stale metadata image until restarted.
+func TestFullDiskWaitsForSpace(t *testing.T) {
+	for _, role := range []string{"follower", "controller"} {
+		t.Run(role, func(t *testing.T) { testFullDiskWaitsForSpace(t, role == "controller") })
+	}
+}
+
+func testFullDiskWaitsForSpace(t *testing.T, controller bool) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	voters := []election.NodeID{1, 2, 3}
+	net := NewMemNetwork()
+	hist := &history{entries: map[int64]metalog.Entry{}}
+	var nodes []*testNode
+	for _, id := range voters {
+		n := &testNode{id: id, fs: vfs.NewMem(), hist: hist, voters: voters, seed: seed + uint64(id)*1000}
+		n.faults = vfs.NewFaultFS(n.fs)
+		n.start(t, net)
+		nodes = append(nodes, n)
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.d.Close()
+		}
+	}()
+	waitFor(t, fmt.Sprintf("an acting controller (seed %d)", seed), 10*time.Second, func() bool { return acting(nodes) != nil })
+	full := acting(nodes)
+	if !controller {
+		full = nodes[0]
+		if full.d.SoftState().Acting {
+			full = nodes[1]
+		}
+	}
+	var others []*testNode
+	for _, n := range nodes {
+		if n != full {
+			others = append(others, n)
+		}
+	}
+	remove := full.faults.Inject(vfs.Fault{Op: vfs.OpWrite, Err: syscall.ENOSPC,
+		Path: func(name string) bool { return strings.Contains(name, "/log/") || strings.Contains(name, snapshotName) }})
+	if controller {
+		// A proposal makes the controller write, and stall; it times
+		// out, though it may commit later.
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		if _, err := full.d.Propose(ctx, []byte("stall")); err == nil {
+			t.Fatalf("node %d, its disk full, acknowledged a proposal (seed %d)", full.id, seed)
+		}
+		cancel()
+	}
+	var last int64
+	for i := 0; i < 50; i++ {
+		// A full controller stalls: one of the others takes over.
+		waitFor(t, fmt.Sprintf("an acting controller besides node %d (seed %d)", full.id, seed), 10*time.Second,
+			func() bool { return acting(others) != nil })
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		idx, err := acting(others).d.Propose(ctx, []byte(fmt.Sprintf("e%d", i)))
+		cancel()
+		if err != nil {
+			if controller && errors.Is(err, ErrProposalDropped) {
+				continue
+			}
+			t.Fatalf("proposal %d with node %d's disk full: %v (seed %d)", i, full.id, err, seed)
+		}
+		last = idx
+	}
+	if full.faults.Fired() == 0 {
+		t.Fatalf("node %d never met its full disk (seed %d)", full.id, seed)
+	}
+	if err := full.d.Err(); err != nil {
+		t.Fatalf("node %d stopped on a full disk: %v (seed %d)", full.id, err, seed)
+	}
+	if got := full.applied(); got >= last {
+		t.Fatalf("node %d applied %d of %d with its disk full: it cannot have persisted them (seed %d)", full.id, got, last, seed)
+	}
+	remove()
+	waitFor(t, fmt.Sprintf("node %d to apply up to %d after space came back (seed %d)", full.id, last, seed), 10*time.Second,
+		func() bool { return full.applied() >= last })
+	if err := full.d.Err(); err != nil {
+		t.Fatalf("node %d stopped: %v (seed %d)", full.id, err, seed)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"path/filepath"
+	"syscall"
 
 	"github.com/wren-broker/wren/cluster/metalog"
 	"github.com/wren-broker/wren/election"
@@ -315,6 +316,16 @@ func (s *Storage) Append(ents []metalog.Entry) error {
 		}
 	}
 	return nil
+}
+
+// nextIndex is the index the next appended entry takes.
+func (s *Storage) nextIndex() int64 { return int64(s.log.LastIndex()) + 1 }
+
+// isNoSpace reports whether err is a full disk (ENOSPC, EDQUOT) that left
+// the storage sound: the wal undid the write and has not failed, so the
+// same step may be tried again once there is space.
+func (s *Storage) isNoSpace(err error) bool {
+	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && s.log.Err() == nil
 }
 
 // Sync makes every appended entry durable.
