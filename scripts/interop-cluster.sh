@@ -73,7 +73,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-for tool in java mvn kcat curl; do
+for tool in java mvn kcat /usr/bin/python3; do
 	command -v "$tool" >/dev/null || { echo "interop-cluster: $tool not found (scripts/interop.sh installs what is needed)" >&2; exit 2; }
 done
 libs="$("$root/scripts/kafka-fetch.sh")"
@@ -90,7 +90,12 @@ source "$root/scripts/cluster-ports.sh"
 BASE_PORT=$(free_base_port)
 export BASE_PORT
 addr() { echo "127.0.0.1:$((BASE_PORT + 10 * $1))"; }
-metric() { curl -sf --max-time 5 "http://127.0.0.1:$((BASE_PORT + 10 * $1 + 2))/metrics" | awk -v m="$2" '$1 == m { print $2; exit }'; }
+# metric NODE NAME: a sample of the node's /metrics (through Python's urllib: curl is not on
+# every machine this runs on).
+metric() {
+	/usr/bin/python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+		"http://127.0.0.1:$((BASE_PORT + 10 * $1 + 2))/metrics" 2>/dev/null | awk -v m="$2" '$1 == m { print $2; exit }'
+}
 
 "$root/scripts/local-cluster.sh" start >"$work/logs/start.log"
 echo "interop-cluster: three nodes on 127.0.0.1 (clients $(addr 1), $(addr 2), $(addr 3)), work directory $work"

@@ -65,7 +65,11 @@ client() { echo "127.0.0.1:$((BASE_PORT + 10 * $1))"; }
 echo "steady-state: three nodes on 127.0.0.1, base port $BASE_PORT, work directory $work"
 
 # metric NODE NAME[{LABELS}]: the sample's value from the node's /metrics (empty if absent).
-scrape() { curl -sf --max-time 5 "http://127.0.0.1:$(http "$1")/metrics"; }
+# /metrics through Python's urllib: curl is not on every machine this runs on.
+scrape() {
+	/usr/bin/python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+		"http://127.0.0.1:$(http "$1")/metrics" 2>/dev/null
+}
 metric() { scrape "$1" | awk -v m="$2" '$1 == m { print $2; exit }'; }
 
 # Settled: every node names the same controller, sees three brokers and none down. Polled
