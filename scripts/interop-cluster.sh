@@ -150,7 +150,7 @@ for n in 1 2 3; do
 		field() { awk -v k="$1:" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }' "$log"; }
 		leader=$(field LeaderId) epoch=$(field LeaderEpoch) hw=$(field HighWatermark) lag=$(field MaxFollowerLag) voters=$(field CurrentVoters)
 		leaders+="$leader "
-		voter_ids=$(grep -o '"id": [0-9]*' <<<"$voters" | awk '{print $2}' | sort -n | tr '\n' ' ')
+		voter_ids=$(grep -o '"id": [0-9]*' <<<"$voters" | awk '{print $2}' | sort -n | tr '\n' ' ' || true)
 		if [[ "$leader" == "$controller" && "$epoch" =~ ^[0-9]+$ && "$hw" =~ ^[0-9]+$ && "$hw" -gt 0 &&
 			"$lag" =~ ^[0-9]+$ && "$lag" -le $maxLag && "$voter_ids" == "1 2 3 " ]]; then
 			ok "node $n: kafka-metadata-quorum describe --status: LeaderId $leader, LeaderEpoch $epoch, HighWatermark $hw, MaxFollowerLag $lag, voters $voter_ids"
@@ -253,8 +253,14 @@ if ! kafka "$Topics" --bootstrap-server "$b" --create --topic interop-move --par
 fi
 seq 1 1000 | timeout "$tool_timeout" kcat -P -b "$b" -t interop-move -X acks=all >"$work/logs/move-produce.log" 2>&1 ||
 	fail "kcat -P 1000 records to interop-move" "$work/logs/move-produce.log"
-move_before=$(describe_topic interop-move "$work/logs/move-describe-before.log" | awk '$1 == 0 { print $3 }')
+move_before=$(describe_topic interop-move "$work/logs/move-describe-before.log" | awk '$1 == 0 { print $3 }' || true)
 rf3_before=$(awk '$1 == 0 { print $3 }' <<<"$parts")
+if [[ ! "$move_before" =~ ^[1-3],[1-3]$ || ! "$rf3_before" =~ ^[1-3],[1-3],[1-3]$ ]]; then
+	fail "no plan for the move: interop-move-0 replicas '$move_before', interop-rf3-0 replicas '$rf3_before'"
+	finished=1
+	echo "$passed passed, $failed failed"
+	exit 1
+fi
 IFS=, read -r m1 m2 <<<"$move_before"
 third=$((6 - m1 - m2))
 IFS=, read -r r1 r2 r3 <<<"$rf3_before"
@@ -288,13 +294,13 @@ if [[ $verified == 1 ]]; then
 else
 	fail "kafka-reassign-partitions --verify" "$log"
 fi
-move_after=$(describe_topic interop-move "$work/logs/move-describe-after.log" | awk '$1 == 0 { print $3 "/" $4 }')
+move_after=$(describe_topic interop-move "$work/logs/move-describe-after.log" | awk '$1 == 0 { print $3 "/" $4 }' || true)
 if [[ ${move_after%/*} == "$third,$m2" ]] && [[ $(tr ',' '\n' <<<"${move_after#*/}" | sort | tr '\n' ' ') == "$(printf '%s\n' "$third" "$m2" | sort | tr '\n' ' ')" ]]; then
 	ok "kafka-topics --describe interop-move: replicas $third,$m2 and both in the ISR"
 else
 	fail "kafka-topics --describe interop-move: replicas/ISR '$move_after', want $third,$m2 and both in the ISR" "$work/logs/move-describe-after.log"
 fi
-got=$(timeout "$tool_timeout" kcat -C -b "$b" -t interop-move -o beginning -e -q 2>"$work/logs/move-consume.log" | wc -l)
+got=$(timeout "$tool_timeout" kcat -C -b "$b" -t interop-move -o beginning -e -q 2>"$work/logs/move-consume.log" | wc -l || true)
 if [[ $got == 1000 ]]; then
 	ok "kcat -C reads back the 1000 records of interop-move from its new replicas"
 else
@@ -311,7 +317,7 @@ else
 	fail "kafka-leader-election --election-type PREFERRED --all-topic-partitions" "$log"
 fi
 log="$work/logs/describe-after-election.log"
-leaders_after=$(describe_topic interop-rf3 "$log" | awk '{ split($3, r, ","); printf "%s%s", sep, $1 ":" $2 "/" r[1]; sep = " " }')
+leaders_after=$(describe_topic interop-rf3 "$log" | awk '{ split($3, r, ","); printf "%s%s", sep, $1 ":" $2 "/" r[1]; sep = " " }' || true)
 if [[ -n $leaders_after ]] && awk '{ for (i = 1; i <= NF; i++) { split($i, a, "[:/]"); if (a[2] != a[3]) exit 1 } }' <<<"$leaders_after" &&
 	grep -q "interop-rf3-0" "$work/logs/leader-election.log"; then
 	ok "every interop-rf3 partition led by its preferred replica after the election, interop-rf3-0 among those elected (partition:leader/preferred $leaders_after)"
