@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -27,11 +26,7 @@ import (
 //   message ("Invalid value x for configuration y: ...", "Unknown topic
 //   config name: x"). A missing topic is UNKNOWN_TOPIC_OR_PARTITION.
 // * BROKER resources: "" is the cluster-wide default, this node's id its
-//   own layer; another name is INVALID_REQUEST.
-//   A request forwarded to the controller may name another broker: an
-//   admin client sends a broker's configs to that broker, which forwards
-//   them (Kafka's brokers check the id before forwarding; wren's
-//   controller takes any broker id it is forwarded). The broker config that
+//   own layer; another name is INVALID_REQUEST. The broker config that
 //   would result is checked whole (read-only settings, per-broker settings
 //   set cluster-wide, values, cross-setting checks); a refusal is
 //   INVALID_REQUEST with Kafka's message, since Kafka answers broker
@@ -66,7 +61,7 @@ func (s *Server) handleAlterConfigs(req *Request) (Pending, error) {
 		if dup[i] {
 			err = errDuplicateResource
 		} else {
-			err = s.alterConfigsResource(req.Session.Context(), rr, r.ValidateOnly, isForwarded(req))
+			err = s.alterConfigsResource(req.Session.Context(), rr, r.ValidateOnly)
 		}
 		res.ErrorCode, res.ErrorMessage = errorCode(err), kafkaMessage(err)
 		resp.Resources = append(resp.Resources, res)
@@ -74,7 +69,7 @@ func (s *Server) handleAlterConfigs(req *Request) (Pending, error) {
 	return Respond(resp), nil
 }
 
-func (s *Server) alterConfigsResource(ctx context.Context, rr *kmsg.AlterConfigsRequestResource, validateOnly, forwarded bool) error {
+func (s *Server) alterConfigsResource(ctx context.Context, rr *kmsg.AlterConfigsRequestResource, validateOnly bool) error {
 	names := make([]string, len(rr.Configs))
 	var nulls []string
 	ops := make([]cluster.ConfigOp, len(rr.Configs))
@@ -89,7 +84,7 @@ func (s *Server) alterConfigsResource(ctx context.Context, rr *kmsg.AlterConfigs
 		return err
 	}
 	im := s.node().Metadata.Image()
-	a, err := s.configResource(im, rr.ResourceType, rr.ResourceName, forwarded)
+	a, err := s.configResource(im, rr.ResourceType, rr.ResourceName)
 	if err != nil {
 		return err
 	}
@@ -153,11 +148,8 @@ type configAlter struct {
 }
 
 // configResource checks the resource an alter request names and returns
-// it with its current dynamic configs. A BROKER resource names this node
-// or the cluster-wide default; a request another node forwarded may name
-// that node (or any broker), since the admin client sends a broker's
-// configs to that broker, which forwards them here to the controller.
-func (s *Server) configResource(im *cluster.Image, rt kmsg.ConfigResourceType, name string, forwarded bool) (configAlter, error) {
+// it with its current dynamic configs.
+func (s *Server) configResource(im *cluster.Image, rt kmsg.ConfigResourceType, name string) (configAlter, error) {
 	n := s.node()
 	switch rt {
 	case kmsg.ConfigResourceTypeTopic:
@@ -167,11 +159,7 @@ func (s *Server) configResource(im *cluster.Image, rt kmsg.ConfigResourceType, n
 		}
 		return configAlter{resourceType: cluster.ResourceTopic, name: name, current: t.Configs}, nil
 	case kmsg.ConfigResourceTypeBroker:
-		self := n.Config.NodeID
-		if id, err := strconv.ParseInt(name, 10, 32); err == nil && forwarded {
-			self = int32(id)
-		}
-		perBroker, err := brokerResource(name, self, false)
+		perBroker, err := brokerResource(name, n.Config.NodeID, false)
 		if err != nil {
 			return configAlter{}, err
 		}

@@ -32,11 +32,7 @@ import (
 //   config registry; a refusal is INVALID_CONFIG with Kafka's message
 //   ("Invalid value x for configuration y: ...").
 // * BROKER resources: "" is the cluster-wide default, this node's id its
-//   own layer, another name INVALID_REQUEST.
-//   A request forwarded to the controller may name another broker: an
-//   admin client sends a broker's configs to that broker, which forwards
-//   them (Kafka's brokers check the id before forwarding; wren's
-//   controller takes any broker id it is forwarded). Which settings may change, and
+//   own layer, another name INVALID_REQUEST. Which settings may change, and
 //   at which level, is the registry's Mode: a read-only setting, or a
 //   per-broker one set cluster-wide, is refused. The broker config that
 //   would result is checked whole; a refusal is INVALID_REQUEST with
@@ -70,7 +66,7 @@ func (s *Server) handleIncrementalAlterConfigs(req *Request) (Pending, error) {
 		if dup[i] {
 			err = errDuplicateResource
 		} else {
-			err = s.incrementalAlterResource(req.Session.Context(), rr, r.ValidateOnly, isForwarded(req))
+			err = s.incrementalAlterResource(req.Session.Context(), rr, r.ValidateOnly)
 		}
 		res.ErrorCode, res.ErrorMessage = errorCode(err), kafkaMessage(err)
 		resp.Resources = append(resp.Resources, res)
@@ -78,7 +74,7 @@ func (s *Server) handleIncrementalAlterConfigs(req *Request) (Pending, error) {
 	return Respond(resp), nil
 }
 
-func (s *Server) incrementalAlterResource(ctx context.Context, rr *kmsg.IncrementalAlterConfigsRequestResource, validateOnly, forwarded bool) error {
+func (s *Server) incrementalAlterResource(ctx context.Context, rr *kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
 	names := make([]string, len(rr.Configs))
 	var nulls []string
 	for i, c := range rr.Configs {
@@ -98,7 +94,7 @@ func (s *Server) incrementalAlterResource(ctx context.Context, rr *kmsg.Incremen
 	// The image is read per resource: an earlier resource of the same
 	// request may have changed it.
 	im := s.node().Metadata.Image()
-	a, err := s.configResource(im, rr.ResourceType, rr.ResourceName, forwarded)
+	a, err := s.configResource(im, rr.ResourceType, rr.ResourceName)
 	if err != nil {
 		return err
 	}

@@ -82,7 +82,7 @@ func (s *Server) ServeForwarded(ctx context.Context, key, version int16, body []
 	if err := r.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("%w: forwarded %s v%d: %w", ErrMalformedBody, e.Key.Name(), version, err)
 	}
-	sess := &Session{ListenerName: forwardedListener, ctx: ctx, authenticated: true}
+	sess := &Session{ListenerName: "forwarded", ctx: ctx, authenticated: true}
 	p, err := e.Handle(s, &Request{Header: RequestHeader{ApiKey: key, ApiVersion: version, ClientID: "forwarded"}, Body: r, Session: sess})
 	if err != nil {
 		return nil, err
@@ -98,13 +98,4 @@ func (s *Server) ServeForwarded(ctx context.Context, key, version int16, body []
 		return nil, errors.New("kafka: forwarded request got no answer")
 	}
 	return resp.Msg.AppendTo(nil), nil
-}
-
-// forwardedListener is the listener name of the sessions ServeForwarded
-// makes.
-const forwardedListener = "forwarded"
-
-// isForwarded reports whether another node forwarded req here.
-func isForwarded(req *Request) bool {
-	return req.Session != nil && req.Session.ListenerName == forwardedListener
 }
