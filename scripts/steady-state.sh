@@ -102,10 +102,14 @@ sample() { # FILE
 	date +%s.%N >"$1.time"
 }
 
+# The machine's load is part of the figures: on a busy host the nodes' timers run late.
+loadavg() { [[ -r /proc/loadavg ]] && cut -d' ' -f1-3 /proc/loadavg || echo unknown; }
 sample "$work/start"
+load_start=$(loadavg)
 echo "steady-state: idle for $duration s ..."
 sleep "$duration"
 sample "$work/end"
+load_end=$(loadavg)
 
 elapsed=$(awk '{ s = $1 } END { print s }' "$work/end.time")
 elapsed=$(awk -v a="$(cat "$work/start.time")" -v b="$elapsed" 'BEGIN { printf "%.1f", b - a }')
@@ -131,7 +135,7 @@ sum() {
 rate() { awk -v v="$1" -v t="$elapsed" 'BEGIN { if (v == "NA") print "NA"; else printf "%.1f", v / t }'; }
 
 echo
-echo "steady state over $elapsed s, controller node $controller, default timeouts"
+echo "steady state over $elapsed s, controller node $controller, default timeouts; load average $load_start at the start, $load_end at the end ($(nproc) CPUs)"
 printf '%-5s %-9s %-10s %-26s %-26s %-26s %-26s %s\n' NODE ELECTIONS EPOCH \
 	"CONTROL SENT B/s (msg/s)" "CONTROL RECV B/s (msg/s)" "REPLICA SENT B/s (msg/s)" "REPLICA RECV B/s (msg/s)" "CPU s (% of a core)"
 control=(handshake metalog app)
