@@ -61,6 +61,7 @@ func (s *opsState) serving(b *Broker) {
 		Groups:      b.groups,
 		Connections: b.server.Connections,
 		Health:      func() ops.ClusterHealth { h, _ := s.health(); return h },
+		Quorum:      b.controller.QuorumStats,
 		Version:     build.Version,
 		Commit:      build.Commit,
 	})

@@ -27,6 +27,7 @@ func perfCommand(env Env) *ucli.Command {
 		Subcommands: []*ucli.Command{
 			perfProduceCommand(env),
 			perfConsumeCommand(env),
+			perfMetadataCommand(env),
 		},
 	}
 }

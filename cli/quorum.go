@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wren-broker/wren/kafka"
 )
 
 func clusterQuorumCommand(env Env) *ucli.Command {
@@ -58,8 +60,11 @@ type voterState struct {
 	Reachable bool  `json:"reachable"`
 }
 
+// quorumRequest asks the node it is sent to for its own view (a node
+// that is not the controller would otherwise forward it there).
 func quorumRequest() *kmsg.DescribeQuorumRequest {
 	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.UnknownTags.Set(kafka.QuorumLocalViewTag, []byte{})
 	t := kmsg.NewDescribeQuorumRequestTopic()
 	t.Topic = "__cluster_metadata"
 	p := kmsg.NewDescribeQuorumRequestTopicPartition()

@@ -71,6 +71,7 @@ type quorumState struct {
 	applied chan struct{}
 
 	forwardHandler atomic.Pointer[ForwardHandler]
+	elections      electionCounters
 	// shuttingDown is set once this node asked for a controlled
 	// shutdown: its heartbeats say so, and the controller does not
 	// unfence it while they do (Kafka's WantShutDown).
@@ -109,8 +110,10 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 		return err
 	}
 	c.image.Store(im)
+	q.elections.epoch.Store(stored.Hard.Election.Epoch)
 	q.driver, err = quorum.Start(quorum.Config{Node: qc.Node, Tick: qc.Tick, Apply: c.applyEntries, Restore: c.restoreSnapshot, Logger: qc.Logger,
 		OnSoftState: func(ss election.SoftState) {
+			q.elections.observe(ss)
 			qc.Logger.Info("metadata quorum: role changed", "role", ss.Role.String(), "epoch", ss.Epoch,
 				"controller", int32(ss.Controller), "acting", ss.Acting)
 		}}, store, stored, qc.Transport)

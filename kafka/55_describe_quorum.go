@@ -18,10 +18,17 @@ import (
 //   topic __cluster_metadata partition 0: the acting controller (leader),
 //   its epoch, the high watermark (commit index) and each voter's log end
 //   as the controller last saw it.
-// * A node that is not the acting controller answers
-//   NOT_LEADER_OR_FOLLOWER on the partition, as Kafka does, with the
+// * A node that is not the acting controller forwards the request to the
+//   controller (forward.go) and relays its answer, as Kafka's brokers do:
+//   Kafka's admin client sends DescribeQuorum to any node it knows, so
+//   kafka-metadata-quorum works from every bootstrap node.
+// * A request carrying the tagged field QuorumLocalViewTag (wren's own)
+//   is answered where it arrives: a node that is not the acting
+//   controller answers NOT_LEADER_OR_FOLLOWER on the partition, with the
 //   controller it knows, its own epoch and its own log end (the one voter
-//   listed), so `wren cluster quorum` can show every voter's epoch.
+//   listed), so `wren cluster quorum` can show every voter's epoch. So
+//   does any node when forwarding fails (no controller known, no answer
+//   in time): Kafka's client then asks again.
 // * A one-voter cluster is its own controller in epoch 0; its log end
 //   and high watermark are the image's offset.
 //
@@ -30,6 +37,19 @@ import (
 //   -1.
 
 const metadataTopicName = "__cluster_metadata"
+
+// QuorumLocalViewTag is the tagged field of a DescribeQuorum request that
+// asks the node it is sent to for its own view, not the controller's
+// (any value). Far above the tags Kafka assigns (from 0 up). Part of the
+// wire format.
+const QuorumLocalViewTag uint32 = 0x7772656e // "wren"
+
+// answeredHere reports whether req, of a forwarded key, asks to be
+// answered by this node whatever its role.
+func answeredHere(req *Request) bool {
+	r, ok := req.Body.(*kmsg.DescribeQuorumRequest)
+	return ok && tagged(&r.UnknownTags, QuorumLocalViewTag)
+}
 
 func (s *Server) handleDescribeQuorum(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeQuorumRequest)

@@ -24,10 +24,13 @@ import (
 // * The client's principal is not carried (no ACLs yet): the controller
 //   serves a forwarded request as an authenticated session.
 
-// forwardedKeys are the keys whose requests change the metadata image.
-// DeleteRecords is not one: it moves a partition's log start offset on
-// the partition's leader, which answers NOT_LEADER_OR_FOLLOWER elsewhere.
+// forwardedKeys are the keys whose requests change the metadata image,
+// and DescribeQuorum, which only the acting controller answers for the
+// whole quorum (55_describe_quorum.go). DeleteRecords is not one: it
+// moves a partition's log start offset on the partition's leader, which
+// answers NOT_LEADER_OR_FOLLOWER elsewhere.
 var forwardedKeys = map[kmsg.Key]bool{
+	kmsg.DescribeQuorum:            true,
 	kmsg.CreateTopics:              true,
 	kmsg.DeleteTopics:              true,
 	kmsg.CreatePartitions:          true,
@@ -41,7 +44,7 @@ var forwardedKeys = map[kmsg.Key]bool{
 // there, and returns its answer; false when the local handler should
 // answer.
 func (s *Server) maybeForward(req *Request) (Pending, bool) {
-	if !forwardedKeys[kmsg.Key(req.Header.ApiKey)] || req.CompatOnly {
+	if !forwardedKeys[kmsg.Key(req.Header.ApiKey)] || req.CompatOnly || answeredHere(req) {
 		return nil, false
 	}
 	n := s.broker

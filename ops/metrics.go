@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups"
 	"github.com/wren-broker/wren/groups/coordinator"
@@ -100,6 +101,9 @@ type Sources struct {
 	Connections func() int
 	// Health is the cluster as this node sees it.
 	Health func() ClusterHealth
+	// Quorum is this node's part in the metadata quorum (false on a
+	// single voter).
+	Quorum func() (cluster.QuorumStats, bool)
 	// Version and Commit label wren_build_info.
 	Version, Commit string
 }
@@ -251,6 +255,11 @@ func (m *Metrics) writeScraped(w io.Writer) {
 	}
 	if src.Groups != nil && src.Replicas != nil {
 		writeGroupLag(w, src.Groups, src.Replicas)
+	}
+	if src.Quorum != nil {
+		if st, ok := src.Quorum(); ok {
+			writeQuorum(w, st)
+		}
 	}
 }
 

@@ -71,6 +71,7 @@ type TCPTransport struct {
 	mu       sync.Mutex
 	accepted map[election.NodeID]net.Conn // one per peer: a new one replaces the old
 	conns    map[net.Conn]bool
+	traffic  trafficCounters
 }
 
 type peer struct {
@@ -156,6 +157,10 @@ func (t *TCPTransport) SendApp(to election.NodeID, body []byte) {
 
 // Receive is where messages from peers arrive.
 func (t *TCPTransport) Receive() <-chan metalog.Message { return t.inbox }
+
+// Stats is what the transport sent and received since it started
+// (StatsReporter).
+func (t *TCPTransport) Stats() TransportStats { return t.traffic.snapshot() }
 
 // Close closes the listener and every connection and waits for the
 // transport's goroutines.
@@ -248,10 +253,12 @@ func (t *TCPTransport) serveOutgoing(p *peer, connected func()) error {
 	if err := writeFrame(c, frame); err != nil {
 		return err
 	}
+	t.traffic.count(true, TrafficHandshake, len(frame))
 	resp, err := readFrame(c, t.cfg.MaxFrameBytes)
 	if err != nil {
 		return fmt.Errorf("handshake: %w", err)
 	}
+	t.traffic.count(false, TrafficHandshake, 4+len(resp))
 	if len(resp) < 4 {
 		return errors.New("handshake: short response")
 	}
@@ -288,7 +295,9 @@ func (t *TCPTransport) serveOutgoing(p *peer, connected func()) error {
 		case m = <-p.queue:
 		}
 		for {
+			kind := TrafficMetalog
 			if m.app != nil {
+				kind = TrafficApp
 				buf = appendRequestHeader(buf[:4], APIKeyApp, 0, t.clientID())
 				buf = append(buf, m.app...)
 			} else {
@@ -303,6 +312,10 @@ func (t *TCPTransport) serveOutgoing(p *peer, connected func()) error {
 				if _, err := w.Write(buf); err != nil {
 					return err
 				}
+				// Counted once buffered: a frame the flush then fails to
+				// write is counted, a rare overstatement on a dying
+				// connection.
+				t.traffic.count(true, kind, len(buf))
 			}
 			// Batch what is queued into one write.
 			select {
@@ -378,6 +391,7 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 	if err != nil {
 		return err
 	}
+	t.traffic.count(false, TrafficHandshake, 4+len(frame))
 	h, body, err := parseRequestHeader(frame)
 	if err != nil {
 		return err
@@ -414,6 +428,7 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 	if err := writeFrame(c, resp); err != nil {
 		return err
 	}
+	t.traffic.count(true, TrafficHandshake, len(resp))
 	if reason != "" {
 		t.log.Error("metadata quorum: refusing peer", "remote", c.RemoteAddr().String(), "reason", reason)
 		return errors.New(reason)
@@ -438,6 +453,7 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 		if err != nil {
 			return err
 		}
+		t.traffic.count(false, kindOfKey(h.Key), 4+len(frame))
 		if h.Key == APIKeyApp {
 			if t.cfg.OnApp != nil {
 				t.cfg.OnApp(theirs.From, body)
@@ -504,6 +520,7 @@ func (t *TCPTransport) serveReplica(c net.Conn, r *bufio.Reader, from election.N
 		if err != nil {
 			return err
 		}
+		t.traffic.count(false, TrafficReplica, 4+len(frame))
 		resp := t.cfg.OnReplicaRequest(from, h.Key, h.Version, body)
 		if resp == nil {
 			return fmt.Errorf("quorum: node %d sent a replica request it may not (api key %d v%d)", from, h.Key, h.Version)
@@ -518,6 +535,7 @@ func (t *TCPTransport) serveReplica(c net.Conn, r *bufio.Reader, from election.N
 		if err := writeFrame(c, out); err != nil {
 			return err
 		}
+		t.traffic.count(true, TrafficReplica, len(out))
 	}
 }
 
@@ -555,7 +573,11 @@ func (t *TCPTransport) DialReplica(to election.NodeID) (*ReplicaConn, error) {
 	err = writeFrame(c, frame)
 	var resp []byte
 	if err == nil {
+		t.traffic.count(true, TrafficHandshake, len(frame))
 		resp, err = readFrame(rc.r, t.cfg.MaxFrameBytes)
+	}
+	if err == nil {
+		t.traffic.count(false, TrafficHandshake, 4+len(resp))
 	}
 	if err == nil && len(resp) < 4 {
 		err = errors.New("handshake: short response")
@@ -591,10 +613,12 @@ func (rc *ReplicaConn) RoundTrip(key, version int16, body []byte, deadline time.
 	if err := writeFrame(rc.c, frame); err != nil {
 		return nil, err
 	}
+	rc.t.traffic.count(true, TrafficReplica, len(frame))
 	resp, err := readFrame(rc.r, rc.t.cfg.MaxFrameBytes)
 	if err != nil {
 		return nil, err
 	}
+	rc.t.traffic.count(false, TrafficReplica, 4+len(resp))
 	if len(resp) < 4 || int32(binary.BigEndian.Uint32(resp)) != rc.corr {
 		return nil, fmt.Errorf("quorum: replica response out of order")
 	}

@@ -1,0 +1,39 @@
+# cluster-ports.sh: sourced by the scripts that start scripts/local-cluster.sh, which gives node N
+# the ports BASE_PORT+10*N, +10*N+1 and +10*N+2 (N = 1, 2, 3).
+#
+# free_base_port prints a BASE_PORT whose nine ports nothing on 127.0.0.1 listens on or holds:
+# the kernel's own pick (bind to port 0) rounded down to a multiple of 100, then each of the
+# nine bound and released. Another process may still take one before wren binds it; a node that
+# then fails to start says so in its log.
+free_base_port() {
+	local attempt
+	for attempt in $(seq 1 50); do
+		if base=$(/usr/bin/python3 - <<'PY'
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+base = max(1024, port // 100 * 100 - 100)
+if base + 32 > 65535:
+    sys.exit(1)
+held = []
+try:
+    for n in (1, 2, 3):
+        for off in (0, 1, 2):
+            t = socket.socket()
+            t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            t.bind(("127.0.0.1", base + 10 * n + off))
+            held.append(t)
+except OSError:
+    sys.exit(1)
+finally:
+    for t in held:
+        t.close()
+print(base)
+PY
+		); then
+			echo "$base"
+			return 0
+		fi
+	done
+	echo "cluster-ports: no free block of ports on 127.0.0.1 after 50 tries" >&2
+	return 1
+}
