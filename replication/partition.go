@@ -341,15 +341,17 @@ func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout ti
 		return engine.AppendInfo{}, nil, err
 	}
 	if !info.Duplicate {
-		p.mu.Lock()
-		close(p.appended)
-		p.appended = make(chan struct{})
-		p.mu.Unlock()
+		p.notifyAppended()
 		p.maybeAdvanceHighWatermark()
 	}
 	return info, func() error {
 		if err := wait(); err != nil {
 			return err
+		}
+		if !info.Duplicate {
+			// Followers read only what is durable (readLimitForFollower):
+			// wake them again now that this append is.
+			p.notifyAppended()
 		}
 		p.maybeAdvanceHighWatermark()
 		if acks != -1 {

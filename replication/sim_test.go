@@ -793,7 +793,7 @@ func (s *replSim) serveFetch(n *simNode, m *simMsg) {
 	l := n.p.Log()
 	r.hw, r.lso = n.p.HighWatermark(), l.LogStartOffset()
 	if r.code == 0 {
-		b, err := l.ReadBatches(m.offset, 1500, l.LogEndOffset())
+		b, err := l.ReadBatches(m.offset, 1500, n.p.readLimitForFollower())
 		if err != nil {
 			r.code = simErrorCode(err)
 		} else {
