@@ -52,13 +52,21 @@ var replScenarios = []replScenario{
 		{At: 400, Kind: evCrashAll},
 		{At: 1, Kind: evRestartAll},
 	}},
+	// F14 with the nodes down past the session timeout: the controller
+	// fences them one by one (the ISR shrinks, the ELR keeps the last
+	// members, KIP-966) and elects from the ELR as they come back.
+	{Name: "F14-fenced", FaultMs: 1500, Faults: replFaults{LossPct: 2, DelayMaxMs: 4}, Events: []replEvent{
+		{At: 300, Kind: evCrashAll},
+		{At: 250, Kind: evRestartAll},
+	}},
 }
 
 // TestReplicationSim runs the data-plane simulator over seeds:
-// WREN_REPL_SIM_SEEDS of them, else WREN_SIM_SEEDS, else 120; WREN_SEED=n
-// runs seed n alone, as a failure says.
+// WREN_REPL_SIM_SEEDS of them, else WREN_SIM_SEEDS, else 300; WREN_SEED=n
+// runs seed n alone, as a failure says, and WREN_SIM_TRACE=1 prints the
+// trace of every seed run.
 func TestReplicationSim(t *testing.T) {
-	seeds := simEnvInt(t, "WREN_REPL_SIM_SEEDS", simEnvInt(t, "WREN_SIM_SEEDS", 120))
+	seeds := simEnvInt(t, "WREN_REPL_SIM_SEEDS", simEnvInt(t, "WREN_SIM_SEEDS", 300))
 	first := uint64(1)
 	if s := os.Getenv("WREN_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -72,7 +80,11 @@ func TestReplicationSim(t *testing.T) {
 	for seed := first; seed < first+uint64(seeds); seed++ {
 		sc := replScenarios[seed%uint64(len(replScenarios))]
 		s := newReplSim(sc, seed, bugNone)
-		if err := s.run(); err != nil {
+		err := s.run()
+		if os.Getenv("WREN_SIM_TRACE") != "" {
+			t.Logf("seed %d, scenario %s, trace (its last lines):\n%s", seed, sc.Name, strings.Join(s.trace, "\n"))
+		}
+		if err != nil {
 			t.Fatalf("%v\nreplay: WREN_SEED=%d go test ./replication/ -run 'TestReplicationSim$' -v", err, seed)
 		}
 		total.crashes += s.stats.crashes
@@ -131,4 +143,21 @@ func simEnvInt(t *testing.T, key string, def int) int {
 		t.Fatalf("%s=%q: want a positive number", key, s)
 	}
 	return n
+}
+
+// Under flush policy interval (Kafka's page-cache durability) the same
+// power loss of every node loses acknowledged records, and the checker
+// says so: the ack policy is what F14 depends on.
+func TestReplicationSimIntervalLosesOnPowerLoss(t *testing.T) {
+	sc := replScenario{Name: "F14-interval", FaultMs: 1000, Faults: replFaults{DelayMaxMs: 4}, Events: []replEvent{
+		{At: 300, Kind: evCrashAll},
+		{At: 50, Kind: evRestartAll},
+	}}
+	for seed := uint64(1); seed <= 50; seed++ {
+		if err := newReplSim(sc, seed, bugFlushInterval).run(); err != nil {
+			t.Logf("seed %d: %v", seed, firstLine(err))
+			return
+		}
+	}
+	t.Fatal("50 seeds of every node losing power under flush policy interval lost nothing")
 }

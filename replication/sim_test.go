@@ -111,6 +111,10 @@ const (
 	// bugTruncateToHighWatermark: a follower truncates to its own high
 	// watermark before asking the leader (KIP-101's first scenario).
 	bugTruncateToHighWatermark
+	// bugFlushInterval is not a bug but flush policy interval: appends
+	// count when written, and a power loss drops what the page cache
+	// held.
+	bugFlushInterval
 )
 
 type simMsgKind int
@@ -310,6 +314,9 @@ func (s *replSim) options() engine.Options {
 	o.IndexIntervalBytes = 256
 	o.RetentionMs, o.RetentionBytes = -1, -1
 	o.Now = s.clock
+	if s.bug == bugFlushInterval {
+		o.FlushPolicy = engine.FlushInterval
+	}
 	return o
 }
 
