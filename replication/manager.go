@@ -74,7 +74,7 @@ func (m *Manager) SetReplication(cfg ReplicationConfig) {
 
 // sendAlterISR asks the controller for an ISR change, off the caller's
 // goroutine.
-func (m *Manager) sendAlterISR(tp engine.TopicPartition, topicID cluster.UUID, ch ISRChange, done func(ok bool, partitionEpoch int32)) {
+func (m *Manager) sendAlterISR(tp engine.TopicPartition, topicID cluster.UUID, ch ISRChange, done func(partitionEpoch int32, err error)) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -84,7 +84,7 @@ func (m *Manager) sendAlterISR(tp engine.TopicPartition, topicID cluster.UUID, c
 		} else {
 			m.logger.Info("ISR change committed", "partition", tp.String(), "isr", fmt.Sprint(after.ISR), "partition_epoch", after.PartitionEpoch)
 		}
-		done(err == nil, after.PartitionEpoch)
+		done(after.PartitionEpoch, err)
 	}()
 }
 

@@ -153,7 +153,7 @@ type simMsg struct {
 	endEpoch    int32
 	endOffset   int64
 	alter       ISRChange
-	ok          bool
+	err         error
 	pe          int32
 	producer    int
 	first, last int64
@@ -194,7 +194,7 @@ type simAlter struct {
 	reqID    uint64
 	deadline int64
 	pe       int32
-	done     func(ok bool, partitionEpoch int32)
+	done     func(partitionEpoch int32, err error)
 }
 
 type simSync struct {
@@ -335,7 +335,7 @@ func (s *replSim) start(n *simNode) error {
 	if err != nil {
 		return fmt.Errorf("node %d: replication-offset-checkpoint: %w", n.id, err)
 	}
-	hooks := &partitionHooks{nodeID: n.id, now: s.clock, alterISR: func(_ engine.TopicPartition, _ cluster.UUID, ch ISRChange, done func(bool, int32)) {
+	hooks := &partitionHooks{nodeID: n.id, now: s.clock, alterISR: func(_ engine.TopicPartition, _ cluster.UUID, ch ISRChange, done func(int32, error)) {
 		// As Manager.sendAlterISR: the answer, or a refusal at the
 		// request's timeout.
 		s.reqID++
@@ -744,7 +744,7 @@ func (s *replSim) deliver(m *simMsg) error {
 		}
 		a := m.alter
 		ch, err := cluster.AlterISR(s.img, m.from, a.LeaderEpoch, a.PartitionEpoch, a.ISR, s.liveCtx())
-		r := &simMsg{kind: msgAlterISRResp, ok: err == nil}
+		r := &simMsg{kind: msgAlterISRResp, err: err}
 		if err == nil {
 			s.commitChange(ch, fmt.Sprintf("alter-isr from %d %v", m.from, a.ISR))
 		} else {
@@ -780,7 +780,7 @@ func (s *replSim) deliver(m *simMsg) error {
 		if i := slices.IndexFunc(n.alters, func(a simAlter) bool { return a.reqID == m.reqID }); i >= 0 {
 			a := n.alters[i]
 			n.alters = slices.Delete(n.alters, i, i+1)
-			a.done(m.ok, m.pe)
+			a.done(m.pe, m.err)
 		}
 	case msgProduce:
 		s.serveProduce(n, m)
@@ -989,7 +989,7 @@ func (s *replSim) nodeStep(n *simNode) error {
 	for len(n.alters) > 0 && s.now >= n.alters[0].deadline {
 		a := n.alters[0]
 		n.alters = n.alters[1:]
-		a.done(false, a.pe)
+		a.done(a.pe, fmt.Errorf("%w: no answer from the controller", kerr.RequestTimedOut))
 	}
 	if s.now%simTickEveryMs == int64(n.id) {
 		n.p.tick()
