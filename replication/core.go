@@ -28,7 +28,10 @@ import (
 //     comes back in the metadata image, and only then counts. While one
 //     is in flight the high watermark counts the maximal ISR (the
 //     committed ISR plus any replica being added), so it never runs
-//     ahead of a replica that may be in the ISR.
+//     ahead of a replica that may be in the ISR. A change stays in flight
+//     until the image settles it or the controller refuses it outright; a
+//     timeout or any other answer that leaves its outcome unknown keeps
+//     it, and it is sent again.
 //   - The high watermark is the minimum fetch offset over the maximal ISR
 //     (the leader's own: its durable offset under flush policy ack, the
 //     log end offset under interval); it moves only forward, and only

@@ -178,8 +178,19 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 			if err := p.log.UpdateOptions(opts); err != nil {
 				m.logger.Error("invalid topic config for log", "partition", tp.String(), "err", err)
 			}
+			// A replica that stops leading does so before it takes the
+			// image's ISR: that ISR is the new leader's, and counted
+			// over this replica's followers it could move the high
+			// watermark over records the new leader does not hold.
+			lead := pi.Leader == m.nodeID
+			var err error
+			if !lead {
+				err = p.becomeLeaderOrFollower(false, pi.LeaderEpoch)
+			}
 			p.setMetadata(pi.PartitionEpoch, pi.Replicas, pi.ISR, im.ElectionContext(t, pi.Partition, m.leaderDefaults, nil).MinISR, m.repl.LagTimeMaxMs)
-			err := p.becomeLeaderOrFollower(pi.Leader == m.nodeID, pi.LeaderEpoch)
+			if lead {
+				err = p.becomeLeaderOrFollower(true, pi.LeaderEpoch)
+			}
 			if m.fetchers != nil && err == nil {
 				m.fetchers.follow(tp, p, pi.Leader, pi.LeaderEpoch)
 			}

@@ -903,12 +903,20 @@ func (s *replSim) handleOffsetForEpochResp(n *simNode, m *simMsg) error {
 	return nil
 }
 
-// applyImage is Manager.ApplyImage for the one partition, and the
+// applyImage is Manager.ApplyImage for the one partition (a replica that
+// stops leading does so before it takes the image's ISR), and the
 // fetcher's follow.
 func (s *replSim) applyImage(n *simNode) {
 	im := s.img
+	lead := im.Leader == n.id
+	var err error
+	if !lead {
+		err = n.p.becomeLeaderOrFollower(false, im.LeaderEpoch)
+	}
 	n.p.setMetadata(im.PartitionEpoch, im.Replicas, im.ISR, s.sc.MinISR, simLagMs)
-	err := n.p.becomeLeaderOrFollower(im.Leader == n.id, im.LeaderEpoch)
+	if lead {
+		err = n.p.becomeLeaderOrFollower(true, im.LeaderEpoch)
+	}
 	n.appliedPE = im.PartitionEpoch
 	if err != nil {
 		if !errors.Is(err, ErrStaleLeaderEpoch) {
