@@ -62,11 +62,12 @@ var replScenarios = []replScenario{
 }
 
 // TestReplicationSim runs the data-plane simulator over seeds:
-// WREN_REPL_SIM_SEEDS of them, else WREN_SIM_SEEDS, else 300; WREN_SEED=n
+// WREN_REPL_SIM_SEEDS of them, else WREN_SIM_SEEDS, else 300 (100 under
+// the race detector); WREN_SEED=n
 // runs seed n alone, as a failure says, and WREN_SIM_TRACE=1 prints the
 // trace of every seed run.
 func TestReplicationSim(t *testing.T) {
-	seeds := simEnvInt(t, "WREN_REPL_SIM_SEEDS", simEnvInt(t, "WREN_SIM_SEEDS", 300))
+	seeds := simEnvInt(t, "WREN_REPL_SIM_SEEDS", simEnvInt(t, "WREN_SIM_SEEDS", simDefaultSeeds))
 	first := uint64(1)
 	if s := os.Getenv("WREN_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)

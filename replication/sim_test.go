@@ -133,9 +133,9 @@ const (
 // simController is the node id of the controller in messages.
 const simController int32 = 0
 
-// simMsg is one message in flight. Node-to-node messages name the
-// sender's incarnation, so a reply to a node that restarted since is
-// dropped, as a closed connection would drop it.
+// simMsg is one message in flight. A request names the incarnation of
+// the node that sent it, and so does its reply: a reply to a node that
+// restarted since is dropped, as a closed connection would drop it.
 type simMsg struct {
 	kind     simMsgKind
 	from, to int32
@@ -185,8 +185,8 @@ type simNode struct {
 	alters  []simAlter
 	// lastHW is the high watermark this incarnation last reported.
 	lastHW int64
-	// unsyncedReported is, under bugCountUnsyncedFollower, the log end
-	// offset of the not yet synced append.
+	// pendingFollowerSync is, under bugCountUnsyncedFollower, the
+	// follower append written but not yet synced.
 	pendingFollowerSync *simMsg
 }
 
@@ -944,7 +944,7 @@ func (s *replSim) nodeStep(n *simNode) error {
 		return nil
 	}
 	// The planted bug's follower fdatasync, late.
-	if m := n.pendingFollowerSync; m != nil && s.rng.IntN(4) == 0 {
+	if m := n.pendingFollowerSync; m != nil && s.rng.IntN(20) == 0 {
 		n.pendingFollowerSync = nil
 		if err := n.p.log.Flush(); err != nil {
 			return nil
