@@ -259,8 +259,10 @@ type replSim struct {
 	trace []string
 	// cut[a][b]: messages from a to b are lost; node 0 is the controller.
 	cut [simNodes + 1][simNodes + 1]bool
-	// Controller state.
+	// Controller state: the image, and every one before it, by
+	// partition epoch.
 	img       cluster.PartitionImage
+	history   []cluster.PartitionImage
 	fenced    map[int32]bool
 	lastHeard map[int32]int64
 	producers []*simProducer
@@ -285,6 +287,7 @@ func newReplSim(sc replScenario, seed uint64, bug simBug) *replSim {
 	}
 	replicas := []int32{1, 2, 3}
 	s.img = cluster.PartitionImage{Replicas: replicas, ISR: slices.Clone(replicas), Leader: 1, LeaderEpoch: 0, PartitionEpoch: 0}
+	s.history = []cluster.PartitionImage{s.img}
 	for i := range simNodes {
 		n := &simNode{id: int32(i + 1), fs: vfs.NewMem(), appliedPE: -1, leader: -1, epoch: -1, downUntil: -1}
 		s.nodes = append(s.nodes, n)
@@ -710,6 +713,10 @@ func (s *replSim) commitChange(ch cluster.PartitionChange, why string) {
 		s.stats.leaderChanges++
 	}
 	s.img = ch.After
+	if int(s.img.PartitionEpoch) != len(s.history) {
+		panic(fmt.Sprintf("partition epoch %d after %d images", s.img.PartitionEpoch, len(s.history)))
+	}
+	s.history = append(s.history, s.img)
 	s.logf("controller: %s: leader %d epoch %d isr %v elr %v pe %d", why, s.img.Leader, s.img.LeaderEpoch, s.img.ISR, s.img.ELR, s.img.PartitionEpoch)
 }
 
@@ -906,8 +913,7 @@ func (s *replSim) handleOffsetForEpochResp(n *simNode, m *simMsg) error {
 // applyImage is Manager.ApplyImage for the one partition (a replica that
 // stops leading does so before it takes the image's ISR), and the
 // fetcher's follow.
-func (s *replSim) applyImage(n *simNode) {
-	im := s.img
+func (s *replSim) applyImage(n *simNode, im cluster.PartitionImage) {
 	lead := im.Leader == n.id
 	var err error
 	if !lead {
@@ -928,7 +934,12 @@ func (s *replSim) applyImage(n *simNode) {
 		n.leader, n.epoch, n.truncated, n.inflight = im.Leader, im.LeaderEpoch, false, 0
 		if im.Leader == n.id {
 			n.leader = -1
-			s.logf("node %d leads at epoch %d: leo=%d hw=%d", n.id, im.LeaderEpoch, n.p.log.LogEndOffset(), n.p.HighWatermark())
+			s.logf("node %d leads at epoch %d (partition epoch %d): leo=%d hw=%d", n.id, im.LeaderEpoch, im.PartitionEpoch, n.p.log.LogEndOffset(), n.p.HighWatermark())
+			// Only the current image's leader must hold everything
+			// committed; an older one replayed late may not.
+			if im.PartitionEpoch != s.img.PartitionEpoch {
+				return
+			}
 			if err := s.checkLeaderHoldsCommitted(n); err != nil {
 				panic(err.Error())
 			}
@@ -937,8 +948,15 @@ func (s *replSim) applyImage(n *simNode) {
 }
 
 func (s *replSim) nodeStep(n *simNode) error {
+	// Metadata reaches a node late, and it applies the images in order,
+	// or several at once (the latest); a restarted node starts from the
+	// latest.
 	if n.appliedPE != s.img.PartitionEpoch && !(s.faults && s.cut[simController][n.id]) && s.rng.IntN(4) == 0 {
-		s.applyImage(n)
+		im := s.img
+		if n.appliedPE >= 0 && s.rng.IntN(2) == 0 {
+			im = s.history[n.appliedPE+1]
+		}
+		s.applyImage(n, im)
 	}
 	if n.fs.CrashState() != nil {
 		return nil
