@@ -62,7 +62,7 @@ var replScenarios = []replScenario{
 }
 
 // TestReplicationSim runs the data-plane simulator over seeds:
-// WREN_REPL_SIM_SEEDS of them, else WREN_SIM_SEEDS, else 300 (100 under
+// WREN_REPL_SIM_SEEDS of them, else WREN_SIM_SEEDS, else 300 (40 under
 // the race detector); WREN_SEED=n
 // runs seed n alone, as a failure says, and WREN_SIM_TRACE=1 prints the
 // trace of every seed run.
