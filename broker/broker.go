@@ -39,10 +39,11 @@ type Broker struct {
 	listener   net.Listener
 	ops        *opsState
 
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	closeOnce sync.Once
-	closeErr  error
+	// components are the parts above in start order; Close closes them
+	// in reverse.
+	components components
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // Options are what tests and the CLI may change beyond the config file.
@@ -54,7 +55,9 @@ type Options struct {
 
 // Start opens (and recovers) the data directory, the metadata log and
 // every partition, then binds the client listener and serves. It returns
-// once the listener accepts connections.
+// once the listener accepts connections. It starts the broker's
+// components in order (componentList); when one fails, it closes the
+// ones before it in reverse and the error names the one that failed.
 func Start(cfg *config.Config, o Options) (*Broker, error) {
 	if o.FS == nil {
 		o.FS = vfs.NewOS()
@@ -73,23 +76,81 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		return nil, err
 	}
 	logConfigWarnings(cfg, o.Logger)
-	dir := cfg.LogDirs[0]
 	b := &Broker{cfg: cfg, logger: o.Logger}
-	if b.ops, err = startOps(cfg, o); err != nil {
+	w := &wiring{o: o, dir: cfg.LogDirs[0], client: client}
+	b.components = components{list: b.componentList(w), logger: o.Logger}
+	if err := b.components.start(); err != nil {
 		return nil, err
 	}
-	defer b.ops.closeUnlessServing()
-	voters := make([]int32, len(cfg.Voters))
-	for i, v := range cfg.Voters {
-		voters[i] = v.ID
-	}
-	defaults := logOptions(cfg, cfg.TopicDefaults)
-	// One decompression budget for every partition of the node
+	o.Logger.Info("wren started", "node.id", cfg.NodeID, "cluster.id", b.controller.ClusterID(), "listener", b.listener.Addr().String(), "log.dir", w.dir, "log.flush.policy", cfg.LogFlushPolicy)
+	return b, nil
+}
+
+// wiring is what the components hand on to later ones while they start,
+// beyond the Broker's own fields.
+type wiring struct {
+	o      Options
+	dir    string
+	client listenerAddr
+	// decompression is one budget for every partition of the node
 	// (max.decompressed.inflight.bytes).
-	decompression := membudget.New(cfg.MaxDecompressedInflightBytes)
-	defaults.DecompressionBudget = decompression
-	// The engine locks the data directory first: nothing else opens a file
-	// in it before the lock is held.
+	decompression *membudget.Budget
+	// quorum is nil with one voter.
+	quorum *cluster.QuorumConfig
+	// The CONTROLLER listener's transport answers peers before the
+	// controller and the replicas exist; it finds them here once they do.
+	ctrlRef atomic.Pointer[cluster.Controller]
+	replRef atomic.Pointer[replication.Manager]
+	// offsetsPartitions is the partition count of __consumer_offsets
+	// the group coordinator hashes groups over.
+	offsetsPartitions int32
+}
+
+// componentList is the broker's components in start order; doc.go says
+// why the order is this one.
+func (b *Broker) componentList(w *wiring) []component {
+	cfg := b.cfg
+	list := []component{
+		{name: "ops", start: func() (err error) { b.ops, err = startOps(cfg, w.o); return err }, close: func() error { return b.ops.close() }},
+		{name: "log dir", start: func() error { return b.openLogs(w) }, close: func() error { return b.logs.Close() }},
+	}
+	if len(cfg.Voters) > 1 {
+		// The CONTROLLER listener and its transport come before the
+		// controller: its driver starts talking to its peers at once. The
+		// controller closes the transport with its own; closing it again
+		// does nothing.
+		list = append(list, component{name: "controller listener",
+			start: func() (err error) {
+				w.quorum, err = quorumConfig(cfg, w.dir, b.logger, &w.ctrlRef, &w.replRef, b.logs)
+				return err
+			},
+			close: func() error { return w.quorum.Transport.Close() }})
+	}
+	list = append(list,
+		component{name: "controller", start: func() error { return b.openController(w) }, close: func() error { return b.controller.Close() }},
+		b.replicasComponent(w),
+		b.offsetsTopicComponent(w),
+		b.groupsComponent(w),
+		b.kafkaListenerComponent(w),
+		background("disk space watcher", b.watchDiskSpace),
+	)
+	if cfg.LogScrubberEnable {
+		list = append(list, background("scrubber", b.runScrubber))
+	}
+	// Last: /readyz passes only once every part is up, and fails first
+	// when Close begins.
+	return append(list, component{name: "ready",
+		start: func() error { b.ops.serving(b); return nil },
+		close: func() error { b.ops.phase.Store(phaseStopping); return nil }})
+}
+
+// openLogs opens and recovers the log dir. The engine locks the data
+// directory first: nothing else opens a file in it before the lock is held.
+func (b *Broker) openLogs(w *wiring) (err error) {
+	cfg, o, dir := b.cfg, w.o, w.dir
+	defaults := logOptions(cfg, cfg.TopicDefaults)
+	w.decompression = membudget.New(cfg.MaxDecompressedInflightBytes)
+	defaults.DecompressionBudget = w.decompression
 	b.logs, err = engine.OpenManager(o.FS, dir, engine.ManagerConfig{
 		ClusterID: cfg.ClusterID,
 		NodeID:    cfg.NodeID,
@@ -112,22 +173,19 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		// controller (recordClusterID).
 		JoinCluster: len(cfg.Voters) > 1 && cfg.ClusterID == "",
 	})
-	if err != nil {
-		return nil, err
+	return err
+}
+
+// openController opens the metadata log, alone or as a member of the
+// quorum.
+func (b *Broker) openController(w *wiring) error {
+	cfg := b.cfg
+	voters := make([]int32, len(cfg.Voters))
+	for i, v := range cfg.Voters {
+		voters[i] = v.ID
 	}
-	// On a quorum the CONTROLLER listener and its transport come first:
-	// the controller's driver starts talking to its peers at once.
-	var quorumCfg *cluster.QuorumConfig
-	var ctrlRef atomic.Pointer[cluster.Controller]
-	var replRef atomic.Pointer[replication.Manager]
-	if len(cfg.Voters) > 1 {
-		if quorumCfg, err = quorumConfig(cfg, dir, o.Logger, &ctrlRef, &replRef, b.logs); err != nil {
-			b.logs.Close()
-			return nil, err
-		}
-	}
-	b.controller, err = cluster.OpenController(o.FS, dir+"/"+metadataDirName, cluster.ControllerConfig{
-		Quorum:                   quorumCfg,
+	c, err := cluster.OpenController(w.o.FS, w.dir+"/"+metadataDirName, cluster.ControllerConfig{
+		Quorum:                   w.quorum,
 		NodeID:                   cfg.NodeID,
 		Voters:                   voters,
 		ClusterID:                firstNonEmpty(cfg.ClusterID, b.logs.Meta().ClusterID),
@@ -155,140 +213,171 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		},
 	})
 	if err != nil {
-		if quorumCfg != nil {
-			quorumCfg.Transport.Close()
-		}
-		b.logs.Close()
-		return nil, err
+		return err
 	}
-	ctrlRef.Store(b.controller)
-	b.replicas = replication.NewManager(cfg.NodeID, b.logs, func(im *cluster.Image, topic string, overrides map[string]string) engine.Options {
-		opts, err := topicOptions(cfg, dynamicConfigs(cfg, im), overrides)
-		if err != nil {
-			o.Logger.Error("topic configs do not resolve; using the broker defaults", "topic", topic, "err", err)
-		}
-		opts.DecompressionBudget = decompression
-		return opts
-	}, o.Logger)
-	b.replicas.SetLeaderDefaults(cluster.LeaderConfig{
-		MinInsyncReplicas:           int(cfg.TopicDefaults.MinInsyncReplicas),
-		UncleanLeaderElectionEnable: cfg.TopicDefaults.UncleanLeaderElectionEnable,
-	})
-	if quorumCfg != nil {
-		b.replicas.SetReplication(replicationConfig(cfg, quorumCfg.Transport.(*quorum.TCPTransport), b.controller))
-		replRef.Store(b.replicas)
-	}
-	if quorumCfg != nil {
-		if err := b.controller.Subscribe(b.recordClusterID); err != nil {
-			b.closeStores()
-			return nil, err
+	b.controller = c
+	w.ctrlRef.Store(c)
+	if w.quorum != nil {
+		if err := c.Subscribe(b.recordClusterID); err != nil {
+			c.Close()
+			return err
 		}
 	}
-	if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
-		b.closeStores()
-		return nil, err
+	return nil
+}
+
+// replicasComponent is this node's replicas: they follow the metadata
+// image from the moment they subscribe, and their background work
+// (retention, flushes, checkpoints, ISR checks, follower fetchers) runs
+// until close, which stops the fetchers and checkpoints the high
+// watermarks.
+func (b *Broker) replicasComponent(w *wiring) component {
+	var run *task
+	return component{name: "replicas",
+		start: func() error {
+			cfg, logger := b.cfg, b.logger
+			b.replicas = replication.NewManager(cfg.NodeID, b.logs, func(im *cluster.Image, topic string, overrides map[string]string) engine.Options {
+				opts, err := topicOptions(cfg, dynamicConfigs(cfg, im), overrides)
+				if err != nil {
+					logger.Error("topic configs do not resolve; using the broker defaults", "topic", topic, "err", err)
+				}
+				opts.DecompressionBudget = w.decompression
+				return opts
+			}, logger)
+			b.replicas.SetLeaderDefaults(cluster.LeaderConfig{
+				MinInsyncReplicas:           int(cfg.TopicDefaults.MinInsyncReplicas),
+				UncleanLeaderElectionEnable: cfg.TopicDefaults.UncleanLeaderElectionEnable,
+			})
+			if w.quorum != nil {
+				b.replicas.SetReplication(replicationConfig(cfg, w.quorum.Transport.(*quorum.TCPTransport), b.controller))
+				w.replRef.Store(b.replicas)
+			}
+			if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
+				return err
+			}
+			if err := b.controller.Subscribe(func(_, im *cluster.Image) { applyReplicationThrottle(cfg, b.replicas, im, b.logger) }); err != nil {
+				return err
+			}
+			run = goTask(func(ctx context.Context) {
+				b.replicas.Run(ctx, replication.BackgroundIntervals{
+					Retention:               time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
+					Flush:                   time.Second,
+					Checkpoint:              time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
+					ProducerExpirationCheck: time.Duration(cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,
+					ProducerIDExpirationMs:  int64(cfg.ProducerIDExpirationMs),
+					Cleaner:                 cleanerInterval(cfg),
+					CleanerConfig: engine.CleanerConfig{
+						DedupeBufferBytes: cfg.LogCleanerDedupeBufferSize,
+					},
+				})
+			})
+			return nil
+		},
+		close: func() error { return run.stop() },
 	}
-	var offsetsPartitions int32
-	if quorumCfg != nil {
-		// Only the acting controller can create it, maybe later.
-		offsetsPartitions = offsetsTopicPartitions(cfg, b.controller)
-	} else if offsetsPartitions, err = ensureOffsetsTopic(context.Background(), cfg, b.controller); err != nil {
-		b.closeStores()
-		return nil, err
+}
+
+// offsetsTopicComponent makes sure __consumer_offsets exists. One voter
+// creates it at once; on a quorum only the acting controller can create
+// it, maybe later, so a goroutine retries until then.
+func (b *Broker) offsetsTopicComponent(w *wiring) component {
+	var later *task
+	return component{name: "offsets topic",
+		start: func() (err error) {
+			if w.quorum == nil {
+				w.offsetsPartitions, err = ensureOffsetsTopic(context.Background(), b.cfg, b.controller)
+				return err
+			}
+			w.offsetsPartitions = offsetsTopicPartitions(b.cfg, b.controller)
+			later = goTask(b.ensureOffsetsTopicLater)
+			return nil
+		},
+		close: func() error {
+			if later == nil {
+				return nil
+			}
+			return later.stop()
+		},
 	}
-	b.groups, err = coordinator.New(coordinator.Config{
-		Groups:                 groupsConfig(cfg),
-		Partitions:             offsetsPartitions,
-		TickInterval:           groupTickInterval,
-		RetentionCheckInterval: time.Duration(cfg.OffsetsRetentionCheckIntervalMs) * time.Millisecond,
-		Topics:                 topicsFor(b.controller),
-		Logger:                 o.Logger,
-	}, b.replicas)
-	if err != nil {
-		b.closeStores()
-		return nil, err
+}
+
+// groupsComponent is the group coordinator, on the replicas of
+// __consumer_offsets.
+func (b *Broker) groupsComponent(w *wiring) component {
+	var run *task
+	return component{name: "group coordinator",
+		start: func() (err error) {
+			cfg := b.cfg
+			b.groups, err = coordinator.New(coordinator.Config{
+				Groups:                 groupsConfig(cfg),
+				Partitions:             w.offsetsPartitions,
+				TickInterval:           groupTickInterval,
+				RetentionCheckInterval: time.Duration(cfg.OffsetsRetentionCheckIntervalMs) * time.Millisecond,
+				Topics:                 topicsFor(b.controller),
+				Logger:                 b.logger,
+			}, b.replicas)
+			if err != nil {
+				return err
+			}
+			run = goTask(b.groups.Run)
+			return nil
+		},
+		close: func() error { return run.stop() },
 	}
-	ln, err := net.Listen("tcp", client.addr)
-	if err != nil {
-		b.closeStores()
-		return nil, fmt.Errorf("broker: listen on %s: %w", client.addr, err)
+}
+
+// kafkaListenerComponent binds the client listener and serves Kafka on
+// it. Its close stops accepting and closes every client connection before
+// anything the handlers use closes.
+func (b *Broker) kafkaListenerComponent(w *wiring) component {
+	var serve *task
+	return component{name: "kafka listener",
+		start: func() error {
+			cfg, logger := b.cfg, b.logger
+			ln, err := net.Listen("tcp", w.client.addr)
+			if err != nil {
+				return fmt.Errorf("broker: listen on %s: %w", w.client.addr, err)
+			}
+			b.listener = ln
+			host, port := advertised(cfg, w.client, ln.Addr())
+			if w.quorum != nil {
+				// The heartbeats to the controller carry this registration.
+				b.controller.SetRegistration(context.Background(), "", []cluster.BrokerListener{
+					{Name: w.client.name, Host: host, Port: port, SecurityProtocol: "PLAINTEXT"}})
+			}
+			serverCfg, err := withLimits(kafka.ServerConfig{
+				ListenerName: w.client.name,
+				Logger:       logger,
+				Observer:     b.ops.metrics,
+			}, cfg)
+			if err == nil {
+				b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Metadata: b.controller, Controller: b.controller,
+					Partitions: kafkaPartitions{b.replicas}, Host: host, Port: port,
+					ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID), Groups: kafkaGroupCoordinator(b.groups)})
+			}
+			if err == nil {
+				err = b.controller.Subscribe(func(_, im *cluster.Image) { applyConnectionLimits(cfg, b.server, im, logger) })
+			}
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			// Requests that change metadata and reach a node that is not the
+			// controller are forwarded to it, and served there by this server.
+			b.controller.SetForwardHandler(b.server.ServeForwarded)
+			serve = goTask(func(context.Context) {
+				if err := b.server.Serve(ln); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+					logger.Error("kafka listener stopped", "err", err)
+				}
+			})
+			return nil
+		},
+		close: func() error {
+			err := b.server.Close()
+			serve.stop()
+			return err
+		},
 	}
-	b.listener = ln
-	host, port := advertised(cfg, client, ln.Addr())
-	if quorumCfg != nil {
-		// The heartbeats to the controller carry this registration.
-		b.controller.SetRegistration(context.Background(), "", []cluster.BrokerListener{
-			{Name: client.name, Host: host, Port: port, SecurityProtocol: "PLAINTEXT"}})
-	}
-	serverCfg, err := withLimits(kafka.ServerConfig{
-		ListenerName: client.name,
-		Logger:       o.Logger,
-		Observer:     b.ops.metrics,
-	}, cfg)
-	if err == nil {
-		b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Metadata: b.controller, Controller: b.controller,
-			Partitions: kafkaPartitions{b.replicas}, Host: host, Port: port,
-			ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID), Groups: kafkaGroupCoordinator(b.groups)})
-	}
-	if err == nil {
-		err = b.controller.Subscribe(func(_, im *cluster.Image) { applyConnectionLimits(cfg, b.server, im, o.Logger) })
-	}
-	if err != nil {
-		ln.Close()
-		b.closeStores()
-		return nil, err
-	}
-	// Requests that change metadata and reach a node that is not the
-	// controller are forwarded to it, and served there by this server.
-	b.controller.SetForwardHandler(b.server.ServeForwarded)
-	ctx, cancel := context.WithCancel(context.Background())
-	b.cancel = cancel
-	b.wg.Add(4)
-	go func() {
-		defer b.wg.Done()
-		b.groups.Run(ctx)
-	}()
-	go func() {
-		defer b.wg.Done()
-		b.watchDiskSpace(ctx)
-	}()
-	go func() {
-		defer b.wg.Done()
-		if err := b.server.Serve(ln); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
-			o.Logger.Error("kafka listener stopped", "err", err)
-		}
-	}()
-	go func() {
-		defer b.wg.Done()
-		b.replicas.Run(ctx, replication.BackgroundIntervals{
-			Retention:               time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
-			Flush:                   time.Second,
-			Checkpoint:              time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
-			ProducerExpirationCheck: time.Duration(cfg.ProducerIDExpirationCheckIntervalMs) * time.Millisecond,
-			ProducerIDExpirationMs:  int64(cfg.ProducerIDExpirationMs),
-			Cleaner:                 cleanerInterval(cfg),
-			CleanerConfig: engine.CleanerConfig{
-				DedupeBufferBytes: cfg.LogCleanerDedupeBufferSize,
-			},
-		})
-	}()
-	if quorumCfg != nil {
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			b.ensureOffsetsTopicLater(ctx)
-		}()
-	}
-	if cfg.LogScrubberEnable {
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			b.runScrubber(ctx)
-		}()
-	}
-	b.ops.serving(b)
-	o.Logger.Info("wren started", "node.id", cfg.NodeID, "cluster.id", b.controller.ClusterID(), "listener", ln.Addr().String(), "log.dir", dir, "log.flush.policy", cfg.LogFlushPolicy)
-	return b, nil
 }
 
 // Addr is the bound client listener address.
@@ -301,26 +390,13 @@ func (b *Broker) Controller() *cluster.Controller { return b.controller }
 func (b *Broker) Replicas() *replication.Manager { return b.replicas }
 
 // Close stops serving, then closes partitions and the data directory
-// cleanly (checkpoints written, indexes trimmed). Safe to call twice.
+// cleanly (checkpoints written, indexes trimmed): the components in the
+// reverse of their start order. Safe to call twice.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
-		b.ops.phase.Store(phaseStopping)
-		errs := []error{b.server.Close()}
-		b.cancel()
-		b.wg.Wait()
-		errs = append(errs, b.closeStores(), b.ops.close())
-		b.closeErr = errors.Join(errs...)
+		b.closeErr = b.components.close()
 	})
 	return b.closeErr
-}
-
-func (b *Broker) closeStores() error {
-	var errs []error
-	if b.controller != nil {
-		errs = append(errs, b.controller.Close())
-	}
-	errs = append(errs, b.logs.Close())
-	return errors.Join(errs...)
 }
 
 // Run starts a broker and serves until ctx ends, then shuts down cleanly.

@@ -109,13 +109,10 @@ level = "warn"
 	checkExactlyOnceInOrder(t, ctx, consumer, "killed", 6, records)
 }
 
+// freePort is one port from freePorts.
 func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Helper()
+	return freePorts(t, 1)[0]
 }
 
 // waitListening polls until addr accepts a connection, with a deadline.

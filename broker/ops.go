@@ -68,13 +68,6 @@ func (s *opsState) serving(b *Broker) {
 	s.phase.Store(phaseServing)
 }
 
-// closeUnlessServing closes the HTTP server when Start fails.
-func (s *opsState) closeUnlessServing() {
-	if s.phase.Load() == phaseStarting {
-		s.close()
-	}
-}
-
 func (s *opsState) close() error {
 	if s.http == nil {
 		return nil
@@ -114,7 +107,7 @@ func (s *opsState) health() (ops.ClusterHealth, bool) {
 			if p.Leader < 0 {
 				h.LeaderlessPartitions = append(h.LeaderlessPartitions, ops.PartitionName(name, p.Partition))
 			}
-			if len(p.ISR) < len(p.Replicas) {
+			if p.UnderReplicated() {
 				h.UnderReplicatedPartitions = append(h.UnderReplicatedPartitions, ops.PartitionName(name, p.Partition))
 			}
 		}

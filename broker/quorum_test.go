@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -21,16 +23,42 @@ import (
 // fill controller.quorum.voters before the nodes start.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
+	lo, hi := reservablePortRange()
+	seen := map[int]bool{}
 	var ports []int
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			t.Fatalf("no free loopback port in [%d, %d) after %d tries", lo, hi, tries)
 		}
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-		defer ln.Close()
+		p := lo + rand.IntN(hi-lo)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		ports = append(ports, p)
 	}
 	return ports
+}
+
+// reservablePortRange is where freePorts draws from: below the kernel's
+// ephemeral range, because a port that is free now must still be free
+// when the broker binds it moments later, and every outgoing connection
+// on a busy machine takes an ephemeral port (a port the kernel handed to
+// "127.0.0.1:0" was one of those and was taken in between more than once).
+func reservablePortRange() (int, int) {
+	hi := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var first, last int
+		if _, err := fmt.Sscan(string(b), &first, &last); err == nil && first > 12000 {
+			hi = first
+		}
+	}
+	return 10000, hi
 }
 
 // quorumConfigText is one node's file of a three-node loopback cluster,

@@ -37,7 +37,19 @@ func (p kafkaPartitions) DeleteRecords(tp engine.TopicPartition, offset int64) (
 
 func (p kafkaPartitions) CheckWritable() error { return p.m.Logs().CheckWritable() }
 
-func (p kafkaPartitions) Logs() *engine.Manager { return p.m.Logs() }
+func (p kafkaPartitions) LogDir() kafka.LogDir { return kafkaLogDir{p.m.Logs()} }
+
+// kafkaLogDir is the engine.Manager as kafka.LogDir.
+type kafkaLogDir struct{ *engine.Manager }
+
+func (d kafkaLogDir) Logs() []kafka.PartitionLog {
+	logs := d.Manager.Logs()
+	out := make([]kafka.PartitionLog, len(logs))
+	for i, l := range logs {
+		out[i] = l
+	}
+	return out
+}
 
 // kafkaReplica is a replication.Partition as kafka.Replica: the log's
 // verbs are its engine.Log's.
@@ -63,7 +75,11 @@ func (r kafkaReplica) ProducerStates() []producer.Entry { return r.Log().Produce
 type kafkaGroups struct{ d *coordinator.Driver }
 
 func (g kafkaGroups) Submit(ctx context.Context, group string, input kafka.GroupInput) kafka.GroupCall {
-	return groupCall{g.d.Submit(ctx, group, input)}
+	// The driver runs input on the group's *groups.Coordinator, which is
+	// the seam's GroupCore as it is.
+	return groupCall{g.d.Submit(ctx, group, func(c *groups.Coordinator, requestID uint64, nowMs int64) {
+		input(c, requestID, nowMs)
+	})}
 }
 
 func (g kafkaGroups) ListGroups(ctx context.Context) ([]groups.ListedGroup, int16, error) {
@@ -104,5 +120,8 @@ var (
 	_ kafka.ProducerIDs      = (*cluster.ProducerIDManager)(nil)
 	_ kafka.Partitions       = kafkaPartitions{}
 	_ kafka.Replica          = kafkaReplica{}
+	_ kafka.LogDir           = kafkaLogDir{}
+	_ kafka.PartitionLog     = (*engine.Log)(nil)
 	_ kafka.GroupCoordinator = kafkaGroups{}
+	_ kafka.GroupCore        = (*groups.Coordinator)(nil)
 )

@@ -80,12 +80,15 @@ func clusterHealth(ctx context.Context, adm *kadm.Client, cl *kgo.Client) (ops.C
 	for _, b := range md.Brokers {
 		h.Nodes = append(h.Nodes, b.NodeID)
 	}
+	// Replicas a reassignment is adding do not count toward
+	// under-replication; if the moves cannot be listed, none are known.
+	ongoing, _ := listReassignments(ctx, cl, nil)
 	for _, t := range md.Topics {
 		for _, p := range t.Partitions {
 			if p.Leader < 0 {
 				h.LeaderlessPartitions = append(h.LeaderlessPartitions, ops.PartitionName(t.Topic, p.Partition))
 			}
-			if len(p.ISR) < len(p.Replicas) {
+			if len(p.ISR) < len(p.Replicas)-len(ongoing[topicPartition{t.Topic, p.Partition}].adding) {
 				h.UnderReplicatedPartitions = append(h.UnderReplicatedPartitions, ops.PartitionName(t.Topic, p.Partition))
 			}
 		}

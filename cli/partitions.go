@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -197,6 +198,8 @@ func moveCommand(env Env) *ucli.Command {
 		Flags: clientFlags(timeoutFlag(),
 			&ucli.StringFlag{Name: "file", Usage: "a kafka-reassign-partitions plan: {\"version\":1,\"partitions\":[{\"topic\":T,\"partition\":P,\"replicas\":[...]}]}"},
 			&ucli.BoolFlag{Name: "wait", Aliases: []string{"w"}, Usage: "wait until every move completes, showing progress (bounded by --timeout)"},
+			&ucli.Int64Flag{Name: "throttle", Value: -1, Usage: "limit the replication of the moving replicas to `BYTES_PER_SEC` per broker " +
+				"(kafka-reassign-partitions --throttle); move-status, or --wait, removes the throttle once the moves complete"},
 		),
 		Action: func(c *ucli.Context) error {
 			format, err := formatOf(c)
@@ -207,7 +210,17 @@ func moveCommand(env Env) *ucli.Command {
 			if err != nil {
 				return err
 			}
+			throttle := c.Int64("throttle")
+			if c.IsSet("throttle") && throttle < 0 {
+				return fmt.Errorf("%w: --throttle %d: want bytes per second, 0 or more", ErrUsage, throttle)
+			}
+			notes := notesWriter(env, format)
 			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, cl *kgo.Client) error {
+				if throttle >= 0 {
+					if err := setMoveThrottle(ctx, adm, notes, req, throttle); err != nil {
+						return err
+					}
+				}
 				res, err := adm.AlterPartitionAssignments(ctx, req)
 				if err != nil {
 					return fmt.Errorf("cli: reassign partitions: %w", err)
@@ -226,7 +239,13 @@ func moveCommand(env Env) *ucli.Command {
 				if !c.Bool("wait") {
 					return nil
 				}
-				return waitMoves(ctx, env, cl, started)
+				if err := waitMoves(ctx, env, cl, started); err != nil {
+					return err
+				}
+				if throttle < 0 {
+					return nil
+				}
+				return clearMoveThrottles(ctx, adm, notes, slices.Sorted(maps.Keys(started)))
 			})
 		},
 	}
@@ -474,7 +493,7 @@ func printMoveStatus(w io.Writer, st []movingPartition) {
 func moveStatusCommand(env Env) *ucli.Command {
 	return &ucli.Command{
 		Name:      "move-status",
-		Usage:     "list partitions being moved, with how much each new replica has copied (kafka-reassign-partitions --verify)",
+		Usage:     "list partitions being moved, with how much each new replica has copied (kafka-reassign-partitions --verify); once none is, remove the replication throttle a move set",
 		ArgsUsage: "[TOPIC/PARTITION ...]",
 		Flags:     clientFlags(timeoutFlag()),
 		Action: func(c *ucli.Context) error {
@@ -488,12 +507,29 @@ func moveStatusCommand(env Env) *ucli.Command {
 					return err
 				}
 			}
-			return runAdmin(c, func(ctx context.Context, _ *kadm.Client, cl *kgo.Client) error {
+			return runAdmin(c, func(ctx context.Context, adm *kadm.Client, cl *kgo.Client) error {
 				st, err := moveStatus(ctx, cl, set)
 				if err != nil {
 					return err
 				}
-				return printResult(env.Stdout, format, st, func(w io.Writer) { printMoveStatus(w, st) })
+				if err := printResult(env.Stdout, format, st, func(w io.Writer) { printMoveStatus(w, st) }); err != nil {
+					return err
+				}
+				if len(st) > 0 {
+					return nil
+				}
+				// Nothing it looks at is moving: a throttle left by a move
+				// goes, as kafka-reassign-partitions --verify does.
+				var topics []string
+				if set != nil {
+					topics = slices.Sorted(maps.Keys(set))
+				}
+				// The status is the command's answer; a throttle it cannot
+				// check (a broker down) is reported, not a failure.
+				if err := clearMoveThrottles(ctx, adm, notesWriter(env, format), topics); err != nil {
+					fmt.Fprintf(env.Stderr, "warning: cannot look for a replication throttle to remove: %v\n", err)
+				}
+				return nil
 			})
 		},
 	}
@@ -578,4 +614,13 @@ func partitionsOrAll(c *ucli.Context) (kadm.TopicsSet, error) {
 		return nil, fmt.Errorf("%w: name the partitions (TOPIC/PARTITION ...) or give --all", ErrUsage)
 	}
 	return parsePartitionArgs(c.Args().Slice())
+}
+
+// notesWriter is where a command says what it did beside its result:
+// after the text, or on stderr when stdout holds one JSON document.
+func notesWriter(env Env, format outputFormat) io.Writer {
+	if format == formatJSON {
+		return env.Stderr
+	}
+	return env.Stdout
 }

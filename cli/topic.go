@@ -237,7 +237,7 @@ func topicDescribeCommand(env Env) *ucli.Command {
 		ArgsUsage: "[TOPIC...]",
 		Flags: clientFlags(append([]ucli.Flag{timeoutFlag(),
 			&ucli.BoolFlag{Name: "producers", Usage: "also list each partition's idempotent producers (kafka-transactions describe-producers)"},
-			&ucli.BoolFlag{Name: "under-replicated-partitions", Usage: "list only partitions whose ISR is smaller than their replica set (no topic lines)"},
+			&ucli.BoolFlag{Name: "under-replicated-partitions", Usage: "list only partitions whose ISR is smaller than their replica set, less replicas a move is adding (no topic lines)"},
 			&ucli.BoolFlag{Name: "unavailable-partitions", Usage: "list only partitions without a leader, or led by a broker that is not live (no topic lines)"},
 		}, internalFlags()...)...),
 		Action: func(c *ucli.Context) error {
@@ -314,7 +314,8 @@ type topicDescription struct {
 }
 
 // filterPartitions keeps the partitions kafka-topics --describe reports
-// with --under-replicated-partitions (an ISR smaller than the replicas)
+// with --under-replicated-partitions (an ISR smaller than the replicas,
+// less those a reassignment is adding)
 // and --unavailable-partitions (live set: no leader, or a leader that is
 // not a live broker); with both, a partition either reports is kept.
 // Topics left without partitions are dropped.
@@ -323,7 +324,7 @@ func filterPartitions(descs []*topicDescription, underReplicated bool, live map[
 	for _, d := range descs {
 		var keep []partitionDescription
 		for _, p := range d.Partitions {
-			if underReplicated && len(p.ISR) < len(p.Replicas) || live != nil && (p.Leader < 0 || !live[p.Leader]) {
+			if underReplicated && p.underReplicated() || live != nil && (p.Leader < 0 || !live[p.Leader]) {
 				keep = append(keep, p)
 			}
 		}
@@ -346,6 +347,11 @@ type partitionDescription struct {
 	ELR          []int32 `json:"elr"`
 	LastKnownELR []int32 `json:"last_known_elr"`
 	elrKnown     bool
+	// AddingReplicas and RemovingReplicas are set while the partition is
+	// being reassigned (ListPartitionReassignments).
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
+	reassigning      bool
 	// Producers is set (if only to an empty list) by --producers alone,
 	// so that the JSON without it stays as it was.
 	Producers []producerDescription `json:"producers,omitzero"`
@@ -403,6 +409,9 @@ func (d *topicDescription) printPartitions(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s",
 			d.Topic, p.Partition, leader, joinIDs(p.Replicas), joinIDs(p.ISR))
+		if p.reassigning {
+			fmt.Fprintf(b, "\tAdding Replicas: %s\tRemoving Replicas: %s", joinIDs(p.AddingReplicas), joinIDs(p.RemovingReplicas))
+		}
 		if p.elrKnown {
 			fmt.Fprintf(b, "\tElr: %s\tLastKnownElr: %s\n", joinIDs(p.ELR), joinIDs(p.LastKnownELR))
 		} else {
@@ -502,6 +511,24 @@ func describeTopics(ctx context.Context, adm *kadm.Client, cl *kgo.Client, topic
 			return nil, err
 		}
 	}
+	var set kadm.TopicsSet
+	for _, d := range descs {
+		for _, p := range d.Partitions {
+			set.Add(d.Topic, p.Partition)
+		}
+	}
+	if len(set) > 0 {
+		// Best effort: without the list, no partition is known to move.
+		ongoing, _ := listReassignments(ctx, cl, set)
+		for _, d := range descs {
+			for i := range d.Partitions {
+				p := &d.Partitions[i]
+				if r, ok := ongoing[topicPartition{d.Topic, p.Partition}]; ok {
+					p.AddingReplicas, p.RemovingReplicas, p.reassigning = r.adding, r.removing, true
+				}
+			}
+		}
+	}
 	configs, err := adm.DescribeTopicConfigs(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("cli: describe topic configs: %w", err)
@@ -527,7 +554,9 @@ func describeTopics(ctx context.Context, adm *kadm.Client, cl *kgo.Client, topic
 		sort.Slice(d.Partitions, func(i, j int) bool { return d.Partitions[i].Partition < d.Partitions[j].Partition })
 		d.PartitionCount = len(d.Partitions)
 		if len(d.Partitions) > 0 {
-			d.ReplicationFactor = len(d.Partitions[0].Replicas)
+			// kafka-topics' replication factor: a move's adding replicas
+			// do not count.
+			d.ReplicationFactor = len(d.Partitions[0].Replicas) - len(d.Partitions[0].AddingReplicas)
 		}
 		out = append(out, d)
 	}
@@ -799,4 +828,41 @@ func alterConfigs(set, del []string) ([]kadm.AlterConfig, error) {
 		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 	}
 	return alters, nil
+}
+
+// underReplicated is kafka-topics' rule: the ISR is smaller than the
+// replication factor, which during a reassignment counts the original
+// replicas only (the replicas less those being added).
+func (p partitionDescription) underReplicated() bool {
+	return len(p.ISR) < len(p.Replicas)-len(p.AddingReplicas)
+}
+
+type reassigningReplicas struct {
+	adding, removing []int32
+}
+
+// listReassignments lists the ongoing reassignments of set (nil: of
+// every partition). Callers treat an error as "none known": a cluster
+// that cannot list them still describes its partitions.
+func listReassignments(ctx context.Context, cl *kgo.Client, set kadm.TopicsSet) (map[topicPartition]reassigningReplicas, error) {
+	req := kmsg.NewPtrListPartitionReassignmentsRequest()
+	for _, t := range set.IntoList() {
+		rt := kmsg.NewListPartitionReassignmentsRequestTopic()
+		rt.Topic, rt.Partitions = t.Topic, t.Partitions
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, err
+	}
+	out := map[topicPartition]reassigningReplicas{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			out[topicPartition{t.Topic, p.Partition}] = reassigningReplicas{adding: nonNil(p.AddingReplicas), removing: nonNil(p.RemovingReplicas)}
+		}
+	}
+	return out, nil
 }

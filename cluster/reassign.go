@@ -128,6 +128,16 @@ func finishReassignment(p PartitionImage, final []int32, ctx ElectionContext, ca
 	return PartitionChange{Before: p, After: after, DataLoss: ch.DataLoss}
 }
 
+// UnderReplicated reports whether p's ISR is smaller than its replica
+// set. During a reassignment the replicas being added do not count, as
+// Kafka's Partition.isUnderReplicated and kafka-topics have it: the
+// replication factor is then the original replicas' (Replicas less
+// AddingReplicas), so a move onto new brokers is not reported while the
+// replicas it started from are all in sync.
+func (p PartitionImage) UnderReplicated() bool {
+	return len(p.ISR) < len(p.Replicas)-len(p.AddingReplicas)
+}
+
 // checkTarget vets a reassignment's target with Kafka's
 // INVALID_REPLICA_ASSIGNMENT: at least one replica, no duplicates, only
 // registered brokers.

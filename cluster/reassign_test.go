@@ -151,3 +151,43 @@ func TestControllerReassignment(t *testing.T) {
 		t.Fatalf("still ongoing: %+v", ongoing)
 	}
 }
+
+// Under-replicated during a reassignment counts against the original
+// replicas, not those being added (Kafka's Partition.isUnderReplicated).
+func TestUnderReplicatedDuringReassignment(t *testing.T) {
+	ctx := ElectionContext{Live: allLive, MinISR: 1}
+	p := PartitionImage{Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 7}
+	for _, tc := range []struct {
+		name   string
+		p      PartitionImage
+		target []int32
+		want   bool
+	}{
+		{name: "in sync, no move", p: p, want: false},
+		{name: "one out of the ISR, no move", p: PartitionImage{Replicas: []int32{1, 2}, ISR: []int32{1}}, want: true},
+		{name: "moving 1,2 to 2,3: 3 being added", p: p, target: []int32{2, 3}, want: false},
+		{name: "moving 1,2 to 3,4: both being added", p: p, target: []int32{3, 4}, want: false},
+		{name: "growing 1,2 to 1,2,3", p: p, target: []int32{1, 2, 3}, want: false},
+		{name: "moving while 2 is out of the ISR", p: PartitionImage{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1}, target: []int32{1, 3}, want: true},
+	} {
+		q := tc.p
+		if tc.target != nil {
+			ch, err := StartReassignment(q, tc.target, allLive, ctx)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			q = ch.After
+			if !q.Reassigning() {
+				t.Fatalf("%s: not reassigning: %+v", tc.name, q)
+			}
+			// The old rule, ISR against every replica, calls each of these
+			// under-replicated: the cross-check that the case matters.
+			if len(q.ISR) >= len(q.Replicas) {
+				t.Fatalf("%s: ISR %v covers replicas %v; the case tests nothing", tc.name, q.ISR, q.Replicas)
+			}
+		}
+		if got := q.UnderReplicated(); got != tc.want {
+			t.Errorf("%s: %+v UnderReplicated = %v, want %v", tc.name, q, got, tc.want)
+		}
+	}
+}

@@ -79,6 +79,8 @@ type Config struct {
 	ReplicaFetchWaitMaxMs               int32 `config:"replica.fetch.wait.max.ms"`
 	ReplicaFetchResponseMaxBytes        int32 `config:"replica.fetch.response.max.bytes"`
 	ReplicaFetchBackoffMs               int32 `config:"replica.fetch.backoff.ms"`
+	LeaderReplicationThrottledRate      int64 `config:"leader.replication.throttled.rate"`
+	FollowerReplicationThrottledRate    int64 `config:"follower.replication.throttled.rate"`
 
 	// [groups]
 	GroupInitialRebalanceDelayMs        int32    `config:"group.initial.rebalance.delay.ms"`

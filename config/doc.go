@@ -15,7 +15,10 @@
 // config.example.toml all read the registry, and the typed fields of Config
 // and TopicConfig are bound to it by their `config` tags; nothing else
 // knows a name, type or default. Adding a setting means adding an Entry
-// and, unless it is a topic config's broker default, a tagged field.
+// and, unless it is a topic config's broker default, a tagged field. The
+// few topic configs no broker setting defaults (Kafka's replication
+// throttle lists) are TopicEntries of their own, in topicOnly, with a
+// Default.
 //
 // # The file
 //

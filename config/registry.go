@@ -380,6 +380,12 @@ var registry = []*Entry{
 	{Name: "replica.fetch.backoff.ms", Section: "replication", Type: TypeInt, Default: int64(1000), Validator: atLeast(0),
 		Importance: Medium, Mode: ReadOnly,
 		Doc: "How long a follower waits after a fetch error before it fetches again."},
+	{Name: "leader.replication.throttled.rate", Section: "replication", Type: TypeLong, Default: int64(math.MaxInt64), Validator: atLeast(0),
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "Bytes per second this broker serves, as leader, to followers of the partitions its topics name with this broker's id in leader.replication.throttled.replicas (KIP-73). Only followers outside the ISR are held back, but the bytes of every throttled partition count. kafka-reassign-partitions --throttle and wren partitions move --throttle set it for the move and remove it afterwards. 0 holds throttled replicas back entirely."},
+	{Name: "follower.replication.throttled.rate", Section: "replication", Type: TypeLong, Default: int64(math.MaxInt64), Validator: atLeast(0),
+		Importance: Medium, Mode: ClusterWide,
+		Doc: "Bytes per second this broker fetches, as follower, of the partitions its topics name with this broker's id in follower.replication.throttled.replicas (KIP-73), while it is outside their ISR. Set and removed with leader.replication.throttled.rate by a throttled reassignment."},
 
 	// [groups]
 	{Name: "group.initial.rebalance.delay.ms", Section: "groups", Type: TypeInt, Default: int64(3000), Validator: atLeast(0),
@@ -460,6 +466,16 @@ var registry = []*Entry{
 		Doc: "text (logfmt) or json lines."},
 }
 
+// topicOnly are the topic configs that no broker setting gives a default
+// to: Kafka's replication throttle lists (KIP-73), set per topic by a
+// throttled reassignment.
+var topicOnly = []*TopicEntry{
+	{Name: "leader.replication.throttled.replicas", Type: TypeList, Default: []string{}, Validator: throttledReplicasValidator, Importance: Medium,
+		Doc: "Replicas whose leader throttles replication to followers outside the ISR, at the leading broker's leader.replication.throttled.rate: partition:broker pairs (\"0:1,0:2\": partition 0 led by broker 1 or 2), or * for every replica of the topic."},
+	{Name: "follower.replication.throttled.replicas", Type: TypeList, Default: []string{}, Validator: throttledReplicasValidator, Importance: Medium,
+		Doc: "Replicas that throttle their own fetching while outside the ISR, at their broker's follower.replication.throttled.rate: partition:broker pairs (\"0:3\": partition 0's replica on broker 3), or * for every replica of the topic."},
+}
+
 // byName indexes the registry; topics indexes the topic-level configs.
 var (
 	byName = map[string]*Entry{}
@@ -484,6 +500,13 @@ func init() {
 			topicOrder = append(topicOrder, e.Topic)
 		}
 		t.Synonyms = append(t.Synonyms, e)
+	}
+	for _, t := range topicOnly {
+		if _, dup := topics[t.Name]; dup {
+			panic("config: duplicate topic config " + t.Name)
+		}
+		topics[t.Name] = t
+		topicOrder = append(topicOrder, t.Name)
 	}
 	checkBindings()
 }
@@ -605,5 +628,10 @@ var httpListenValidator = custom("empty, or host:port", func(v any) error {
 		return nil
 	}
 	_, _, err := splitHostPort(s, 0)
+	return err
+})
+
+var throttledReplicasValidator = custom("[partitionId]:[brokerId],[partitionId]:[brokerId],... or *", func(v any) error {
+	_, err := parseThrottledReplicas(v.([]string))
 	return err
 })

@@ -19,6 +19,8 @@ type TopicEntry struct {
 	// precedence first: log.retention.ms, log.retention.minutes,
 	// log.retention.hours for retention.ms.
 	Synonyms []*Entry
+	// Default is the value of a topic config without Synonyms.
+	Default any
 }
 
 // TopicEntries lists every topic-level config in registry order.
@@ -62,6 +64,9 @@ type TopicConfig struct {
 	UncleanLeaderElectionEnable bool     `config:"unclean.leader.election.enable"`
 	FileDeleteDelayMs           int64    `config:"file.delete.delay.ms"`
 	Preallocate                 bool     `config:"preallocate"`
+	// The replication throttle lists (KIP-73): see ThrottledReplicas.
+	LeaderReplicationThrottledReplicas   []string `config:"leader.replication.throttled.replicas"`
+	FollowerReplicationThrottledReplicas []string `config:"follower.replication.throttled.replicas"`
 }
 
 // Dynamic holds broker settings altered at run time (IncrementalAlterConfigs
@@ -202,6 +207,9 @@ func (c *Config) topicChain(t *TopicEntry, overrides map[string]string, dyn *Dyn
 		return nil, err
 	}
 	out = append(out, rest...)
+	if len(t.Synonyms) == 0 && t.Default != nil {
+		out = append(out, layer{name: t.Name, value: t.Default, source: SourceDefault, scale: 1})
+	}
 	if len(out) == 0 {
 		panic(fmt.Sprintf("config: topic config %s has no default", t.Name))
 	}

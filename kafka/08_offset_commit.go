@@ -77,7 +77,7 @@ func (s *Server) handleOffsetCommit(req *Request) (Pending, error) {
 	if len(cr.Offsets) == 0 {
 		return Respond(resp), nil
 	}
-	call := s.submitGroup(req, r.Group, func(c *groups.Coordinator, id uint64, nowMs int64) {
+	call := s.submitGroup(req, r.Group, func(c GroupCore, id uint64, nowMs int64) {
 		cr.RequestID = id
 		c.CommitOffsets(cr, nowMs)
 	})

@@ -47,10 +47,16 @@ func (s *Server) handleOffsetFetch(req *Request) (Pending, error) {
 			}
 			resp := kmsg.NewPtrOffsetFetchResponse()
 			resp.Version = version
+			offsets := fres.Offsets
 			if version >= 2 {
 				resp.ErrorCode = fres.ErrorCode
+			} else if fres.ErrorCode != 0 && len(offsets) == 0 {
+				// v0-1 have no top-level error: each partition asked
+				// carries it, as in Kafka. Without them the client would
+				// read "nothing committed" and reset its position.
+				offsets = unfetched(fr.Partitions)
 			}
-			for _, f := range fres.Offsets {
+			for _, f := range offsets {
 				if version < 2 && f.ErrorCode == 0 {
 					f.ErrorCode = fres.ErrorCode
 				}
@@ -94,7 +100,7 @@ func (s *Server) handleOffsetFetch(req *Request) (Pending, error) {
 }
 
 func (s *Server) submitFetchOffsets(req *Request, fr groups.FetchOffsetsRequest) groupCall {
-	return s.submitGroup(req, fr.Group, func(c *groups.Coordinator, id uint64, _ int64) {
+	return s.submitGroup(req, fr.Group, func(c GroupCore, id uint64, _ int64) {
 		fr.RequestID = id
 		c.FetchOffsets(fr)
 	})
@@ -110,11 +116,16 @@ func waitFetchOffsets(ctx context.Context, call groupCall, fr groups.FetchOffset
 	if res.Fetch != nil {
 		return res.Fetch, nil
 	}
-	out := &groups.FetchOffsetsResponse{ErrorCode: code}
-	for _, tp := range fr.Partitions {
-		out.Offsets = append(out.Offsets, groups.FetchedOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: -1, LeaderEpoch: -1})
+	return &groups.FetchOffsetsResponse{ErrorCode: code, Offsets: unfetched(fr.Partitions)}, nil
+}
+
+// unfetched is partitions with no offset.
+func unfetched(partitions []groups.TopicPartition) []groups.FetchedOffset {
+	var out []groups.FetchedOffset
+	for _, tp := range partitions {
+		out = append(out, groups.FetchedOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: -1, LeaderEpoch: -1})
 	}
-	return out, nil
+	return out
 }
 
 func appendFetchedV0(ts []kmsg.OffsetFetchResponseTopic, f groups.FetchedOffset) []kmsg.OffsetFetchResponseTopic {

@@ -28,7 +28,7 @@ func (s *Server) handleDescribeGroups(req *Request) (Pending, error) {
 	names := r.Groups
 	calls := make([]groupCall, len(names))
 	for i, name := range names {
-		calls[i] = s.submitGroup(req, name, func(c *groups.Coordinator, id uint64, _ int64) {
+		calls[i] = s.submitGroup(req, name, func(c GroupCore, id uint64, _ int64) {
 			c.DescribeGroup(groups.DescribeGroupRequest{RequestID: id, Group: name})
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,7 +27,11 @@ import (
 //   message ("Invalid value x for configuration y: ...", "Unknown topic
 //   config name: x"). A missing topic is UNKNOWN_TOPIC_OR_PARTITION.
 // * BROKER resources: "" is the cluster-wide default, this node's id its
-//   own layer; another name is INVALID_REQUEST. The broker config that
+//   own layer; another name is INVALID_REQUEST.
+//   An admin client sends a broker's configs to that broker, which
+//   forwards them to the controller: the controller takes the id a
+//   forwarded request names, and a node does not forward a request that
+//   names another broker (it refuses it, as Kafka's brokers do). The broker config that
 //   would result is checked whole (read-only settings, per-broker settings
 //   set cluster-wide, values, cross-setting checks); a refusal is
 //   INVALID_REQUEST with Kafka's message, since Kafka answers broker
@@ -61,7 +66,7 @@ func (s *Server) handleAlterConfigs(req *Request) (Pending, error) {
 		if dup[i] {
 			err = errDuplicateResource
 		} else {
-			err = s.alterConfigsResource(req.Session.Context(), rr, r.ValidateOnly)
+			err = s.alterConfigsResource(req.Session.Context(), rr, r.ValidateOnly, isForwarded(req))
 		}
 		res.ErrorCode, res.ErrorMessage = errorCode(err), kafkaMessage(err)
 		resp.Resources = append(resp.Resources, res)
@@ -69,7 +74,7 @@ func (s *Server) handleAlterConfigs(req *Request) (Pending, error) {
 	return Respond(resp), nil
 }
 
-func (s *Server) alterConfigsResource(ctx context.Context, rr *kmsg.AlterConfigsRequestResource, validateOnly bool) error {
+func (s *Server) alterConfigsResource(ctx context.Context, rr *kmsg.AlterConfigsRequestResource, validateOnly, forwarded bool) error {
 	names := make([]string, len(rr.Configs))
 	var nulls []string
 	ops := make([]cluster.ConfigOp, len(rr.Configs))
@@ -84,7 +89,7 @@ func (s *Server) alterConfigsResource(ctx context.Context, rr *kmsg.AlterConfigs
 		return err
 	}
 	im := s.node().Metadata.Image()
-	a, err := s.configResource(im, rr.ResourceType, rr.ResourceName)
+	a, err := s.configResource(im, rr.ResourceType, rr.ResourceName, forwarded)
 	if err != nil {
 		return err
 	}
@@ -148,8 +153,11 @@ type configAlter struct {
 }
 
 // configResource checks the resource an alter request names and returns
-// it with its current dynamic configs.
-func (s *Server) configResource(im *cluster.Image, rt kmsg.ConfigResourceType, name string) (configAlter, error) {
+// it with its current dynamic configs. A BROKER resource names this node
+// or the cluster-wide default; a request another node forwarded may name
+// that node (or any broker), since the admin client sends a broker's
+// configs to that broker, which forwards them here to the controller.
+func (s *Server) configResource(im *cluster.Image, rt kmsg.ConfigResourceType, name string, forwarded bool) (configAlter, error) {
 	n := s.node()
 	switch rt {
 	case kmsg.ConfigResourceTypeTopic:
@@ -159,7 +167,11 @@ func (s *Server) configResource(im *cluster.Image, rt kmsg.ConfigResourceType, n
 		}
 		return configAlter{resourceType: cluster.ResourceTopic, name: name, current: t.Configs}, nil
 	case kmsg.ConfigResourceTypeBroker:
-		perBroker, err := brokerResource(name, n.Config.NodeID, false)
+		self := n.Config.NodeID
+		if id, err := strconv.ParseInt(name, 10, 32); err == nil && forwarded {
+			self = int32(id)
+		}
+		perBroker, err := brokerResource(name, self, false)
 		if err != nil {
 			return configAlter{}, err
 		}

@@ -33,7 +33,7 @@ func (s *Server) handleDescribeLogDirs(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	n := s.node()
-	logs := n.Partitions.Logs()
+	logs := n.Partitions.LogDir()
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = logs.Dir()
 	if abs, err := filepath.Abs(dir.Dir); err == nil {

@@ -32,7 +32,11 @@ import (
 //   config registry; a refusal is INVALID_CONFIG with Kafka's message
 //   ("Invalid value x for configuration y: ...").
 // * BROKER resources: "" is the cluster-wide default, this node's id its
-//   own layer, another name INVALID_REQUEST. Which settings may change, and
+//   own layer, another name INVALID_REQUEST.
+//   An admin client sends a broker's configs to that broker, which
+//   forwards them to the controller: the controller takes the id a
+//   forwarded request names, and a node does not forward a request that
+//   names another broker (it refuses it, as Kafka's brokers do). Which settings may change, and
 //   at which level, is the registry's Mode: a read-only setting, or a
 //   per-broker one set cluster-wide, is refused. The broker config that
 //   would result is checked whole; a refusal is INVALID_REQUEST with
@@ -66,7 +70,7 @@ func (s *Server) handleIncrementalAlterConfigs(req *Request) (Pending, error) {
 		if dup[i] {
 			err = errDuplicateResource
 		} else {
-			err = s.incrementalAlterResource(req.Session.Context(), rr, r.ValidateOnly)
+			err = s.incrementalAlterResource(req.Session.Context(), rr, r.ValidateOnly, isForwarded(req))
 		}
 		res.ErrorCode, res.ErrorMessage = errorCode(err), kafkaMessage(err)
 		resp.Resources = append(resp.Resources, res)
@@ -74,7 +78,7 @@ func (s *Server) handleIncrementalAlterConfigs(req *Request) (Pending, error) {
 	return Respond(resp), nil
 }
 
-func (s *Server) incrementalAlterResource(ctx context.Context, rr *kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+func (s *Server) incrementalAlterResource(ctx context.Context, rr *kmsg.IncrementalAlterConfigsRequestResource, validateOnly, forwarded bool) error {
 	names := make([]string, len(rr.Configs))
 	var nulls []string
 	for i, c := range rr.Configs {
@@ -94,7 +98,7 @@ func (s *Server) incrementalAlterResource(ctx context.Context, rr *kmsg.Incremen
 	// The image is read per resource: an earlier resource of the same
 	// request may have changed it.
 	im := s.node().Metadata.Image()
-	a, err := s.configResource(im, rr.ResourceType, rr.ResourceName)
+	a, err := s.configResource(im, rr.ResourceType, rr.ResourceName, forwarded)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func (s *Server) handleOffsetDelete(req *Request) (Pending, error) {
 			dr.Partitions = append(dr.Partitions, groups.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
 	}
-	call := s.submitGroup(req, r.Group, func(c *groups.Coordinator, id uint64, nowMs int64) {
+	call := s.submitGroup(req, r.Group, func(c GroupCore, id uint64, nowMs int64) {
 		dr.RequestID = id
 		c.DeleteOffsets(dr, nowMs)
 	})

@@ -49,7 +49,7 @@ func (s *Server) handleConsumerGroupHeartbeat(req *Request) (Pending, error) {
 	for _, t := range r.Topics {
 		hr.TopicPartitions = append(hr.TopicPartitions, groups.TopicPartitions{TopicID: t.TopicID, Partitions: t.Partitions})
 	}
-	call := s.submitGroup(req, r.Group, func(c *groups.Coordinator, id uint64, nowMs int64) {
+	call := s.submitGroup(req, r.Group, func(c GroupCore, id uint64, nowMs int64) {
 		hr.RequestID = id
 		c.ConsumerHeartbeat(hr, nowMs)
 	})

@@ -96,13 +96,16 @@
 // Handlers reach the broker only through Server's Node, whose fields are
 // the narrow interfaces of seam.go: Partitions (and each Replica's few
 // verbs), Metadata (the committed image), ControllerAPI (metadata changes
-// and forwarding), GroupCoordinator and ProducerIDs. The package imports
+// and forwarding), GroupCoordinator (whose inputs see the coordinator's
+// core only as GroupCore's verbs) and ProducerIDs. The package imports
 // the value types of engine, cluster and groups but not replication or
 // the group coordinator's driver; the broker package adapts those
 // (broker/seam.go). Handlers turn what the verbs answer into Kafka error
 // codes, so NOT_LEADER_OR_FOLLOWER, the leader-epoch fences, NOT_CONTROLLER
 // and forwarding (forward.go) are decided here, and each API is tested
-// beside its NN_name.go with small fakes (seam_test.go). The package's
+// beside its NN_name.go with small fakes (seam_test.go; the group APIs
+// with a core that records the requests they build, groups_seam_test.go);
+// TestHandlersStayBehindTheSeam keeps the concrete types out. The package's
 // place among the others is in docs/ARCHITECTURE.md.
 //
 // # Listeners

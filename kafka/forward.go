@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -47,6 +48,11 @@ func (s *Server) maybeForward(req *Request) (Pending, bool) {
 	if n == nil || n.Controller == nil || !n.Controller.ShouldForward() {
 		return nil, false
 	}
+	if namesOtherBroker(req.Body, n.Config.NodeID) {
+		// As Kafka's brokers: configs of another broker are that broker's
+		// to forward; the local handler refuses them.
+		return nil, false
+	}
 	version := req.Header.ApiVersion
 	out, err := n.Controller.ForwardRequest(req.Session.Context(), req.Header.ApiKey, version, req.Body.AppendTo(nil))
 	if err != nil {
@@ -79,7 +85,7 @@ func (s *Server) ServeForwarded(ctx context.Context, key, version int16, body []
 	if err := r.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("%w: forwarded %s v%d: %w", ErrMalformedBody, e.Key.Name(), version, err)
 	}
-	sess := &Session{ListenerName: "forwarded", ctx: ctx, authenticated: true}
+	sess := &Session{ListenerName: forwardedListener, ctx: ctx, authenticated: true}
 	p, err := e.Handle(s, &Request{Header: RequestHeader{ApiKey: key, ApiVersion: version, ClientID: "forwarded"}, Body: r, Session: sess})
 	if err != nil {
 		return nil, err
@@ -95,4 +101,39 @@ func (s *Server) ServeForwarded(ctx context.Context, key, version int16, body []
 		return nil, errors.New("kafka: forwarded request got no answer")
 	}
 	return resp.Msg.AppendTo(nil), nil
+}
+
+// forwardedListener is the listener name of the sessions ServeForwarded
+// makes.
+const forwardedListener = "forwarded"
+
+// isForwarded reports whether another node forwarded req here.
+func isForwarded(req *Request) bool {
+	return req.Session != nil && req.Session.ListenerName == forwardedListener
+}
+
+// namesOtherBroker reports whether an alter-configs request names a
+// BROKER resource by an id other than self.
+func namesOtherBroker(body kmsg.Request, self int32) bool {
+	var names []string
+	switch r := body.(type) {
+	case *kmsg.AlterConfigsRequest:
+		for _, rr := range r.Resources {
+			if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+				names = append(names, rr.ResourceName)
+			}
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		for _, rr := range r.Resources {
+			if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+				names = append(names, rr.ResourceName)
+			}
+		}
+	}
+	for _, name := range names {
+		if name != "" && name != strconv.Itoa(int(self)) {
+			return true
+		}
+	}
+	return false
 }

@@ -32,8 +32,26 @@ type Partitions interface {
 	// CheckWritable is nil when the log directory can take writes and new
 	// partitions: healthy and above its free-space floor.
 	CheckWritable() error
-	// Logs is the log directory, for DescribeLogDirs.
-	Logs() *engine.Manager
+	// LogDir is the log directory, for DescribeLogDirs.
+	LogDir() LogDir
+}
+
+// LogDir is this node's one log directory as DescribeLogDirs reports it.
+type LogDir interface {
+	Dir() string
+	// Failed is why the directory failed (an fdatasync error), nil while
+	// it is healthy.
+	Failed() error
+	// Logs are its partition logs, sorted by topic, then partition.
+	Logs() []PartitionLog
+}
+
+// PartitionLog is one partition's log in the log directory.
+type PartitionLog interface {
+	TopicPartition() engine.TopicPartition
+	// Size is the bytes of its segments.
+	Size() int64
+	LogEndOffset() int64
 }
 
 // Replica is one partition replica on this node: its leadership, the
@@ -103,7 +121,45 @@ type ControllerAPI interface {
 }
 
 // GroupInput feeds one request to a group's coordinator core.
-type GroupInput = func(c *groups.Coordinator, requestID uint64, nowMs int64)
+type GroupInput = func(c GroupCore, requestID uint64, nowMs int64)
+
+// GroupCore is the group coordinator's core (a groups.Coordinator) as the
+// handlers' inputs see it: only its request verbs, one small interface per
+// protocol, so a handler test can record the request a handler built and
+// answer it without a real coordinator.
+type GroupCore interface {
+	ClassicGroups
+	GroupOffsets
+	GroupAdmin
+	ConsumerGroups
+}
+
+// ClassicGroups are the classic rebalance protocol's verbs.
+type ClassicGroups interface {
+	Join(req groups.JoinRequest, nowMs int64)
+	Sync(req groups.SyncRequest, nowMs int64)
+	Heartbeat(req groups.HeartbeatRequest, nowMs int64)
+	Leave(req groups.LeaveRequest, nowMs int64)
+}
+
+// GroupOffsets are the committed offsets' verbs.
+type GroupOffsets interface {
+	CommitOffsets(req groups.CommitRequest, nowMs int64)
+	FetchOffsets(req groups.FetchOffsetsRequest)
+	DeleteOffsets(req groups.OffsetDeleteRequest, nowMs int64)
+}
+
+// GroupAdmin describes and deletes classic groups.
+type GroupAdmin interface {
+	DescribeGroup(req groups.DescribeGroupRequest)
+	DeleteGroup(req groups.DeleteGroupRequest, nowMs int64)
+}
+
+// ConsumerGroups are the KIP-848 consumer protocol's verbs.
+type ConsumerGroups interface {
+	ConsumerHeartbeat(req groups.ConsumerHeartbeatRequest, nowMs int64)
+	ConsumerDescribe(req groups.ConsumerDescribeRequest)
+}
 
 // GroupCoordinator serves the consumer groups whose __consumer_offsets
 // partitions this node leads.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"testing"
 	"time"
 
@@ -113,6 +114,7 @@ func (r *fakeReplica) ProducerStates() []producer.Entry  { return r.producers }
 type fakePartitions struct {
 	replicas map[engine.TopicPartition]*fakeReplica
 	writable error
+	logDir   *fakeLogDir
 }
 
 func (p *fakePartitions) Partition(tp engine.TopicPartition) Replica {
@@ -137,8 +139,8 @@ func (p *fakePartitions) DeleteRecords(tp engine.TopicPartition, offset int64) (
 	return r.logStart, nil
 }
 
-func (p *fakePartitions) CheckWritable() error  { return p.writable }
-func (p *fakePartitions) Logs() *engine.Manager { return nil }
+func (p *fakePartitions) CheckWritable() error { return p.writable }
+func (p *fakePartitions) LogDir() LogDir       { return p.logDir }
 
 // fakeMetadata is a committed image and the quorum's facts.
 type fakeMetadata struct {
@@ -146,6 +148,10 @@ type fakeMetadata struct {
 	nodeID       int32
 	controllerID int32
 	brokers      []int32
+	// quorum, onQuorum and quorumErr are QuorumStatus's answer.
+	quorum    metalog.Status
+	onQuorum  bool
+	quorumErr error
 }
 
 func (m *fakeMetadata) Image() *cluster.Image  { return m.image }
@@ -160,7 +166,7 @@ func (m *fakeMetadata) BrokerAddr(id int32, _ string) (string, int32, bool) {
 }
 
 func (m *fakeMetadata) QuorumStatus(context.Context) (metalog.Status, bool, error) {
-	return metalog.Status{}, false, nil
+	return m.quorum, m.onQuorum, m.quorumErr
 }
 
 // fakeController is the controller's write side. A node that is not the
@@ -173,6 +179,55 @@ type fakeController struct {
 	created []cluster.CreateTopic
 	// createErrs are the per-topic results by name.
 	createErrs map[string]error
+
+	// deleted are the names DeleteTopics was asked to delete; deleteErrs
+	// the per-topic results by name.
+	deleted    []string
+	deleteErrs map[string]error
+	// partitionCalls are CreatePartitions' calls; partitionErrs the
+	// results by topic.
+	partitionCalls []createPartitionsCall
+	partitionErrs  map[string]error
+	// alters are AlterConfigs' calls; alterErr its answer.
+	alters   []alterConfigsCall
+	alterErr error
+	// elections are ElectLeaders' calls; elect answers them (nil: no
+	// partition needed an election).
+	elections []electCall
+	elect     func(cluster.Election, []cluster.TopicPartition) ([]cluster.ElectLeadersResult, error)
+	// reassignCalls are AlterPartitionReassignments' calls; reassignErrs
+	// the per-partition results.
+	reassignCalls []reassignCall
+	reassignErrs  map[cluster.TopicPartition]error
+	// listAsked are ListPartitionReassignments' arguments; ongoing and
+	// listErr its answer.
+	listAsked [][]cluster.TopicPartition
+	ongoing   []cluster.OngoingReassignment
+	listErr   error
+}
+
+type createPartitionsCall struct {
+	topic        string
+	count        int32
+	assignment   [][]int32
+	validateOnly bool
+}
+
+type alterConfigsCall struct {
+	rt                    cluster.ResourceType
+	name                  string
+	ops                   []cluster.ConfigOp
+	replace, validateOnly bool
+}
+
+type electCall struct {
+	election   cluster.Election
+	partitions []cluster.TopicPartition
+}
+
+type reassignCall struct {
+	reqs          []cluster.Reassignment
+	allowRFChange bool
 }
 
 func (c *fakeController) errNotController() error {
@@ -200,44 +255,64 @@ func (c *fakeController) DeleteTopics(_ context.Context, names []string) ([]clus
 	var out []cluster.TopicResult
 	for _, n := range names {
 		res := cluster.TopicResult{Name: n}
-		if c.notController {
+		switch {
+		case c.notController:
 			res.Err = c.errNotController()
+		case c.deleteErrs[n] != nil:
+			res.Err = c.deleteErrs[n]
+		default:
+			c.deleted = append(c.deleted, n)
 		}
 		out = append(out, res)
 	}
 	return out, nil
 }
 
-func (c *fakeController) CreatePartitions(context.Context, string, int32, [][]int32, bool) error {
+func (c *fakeController) CreatePartitions(_ context.Context, name string, count int32, assignment [][]int32, validateOnly bool) error {
 	if c.notController {
 		return c.errNotController()
 	}
-	return nil
+	c.partitionCalls = append(c.partitionCalls, createPartitionsCall{name, count, assignment, validateOnly})
+	return c.partitionErrs[name]
 }
 
-func (c *fakeController) AlterConfigs(context.Context, cluster.ResourceType, string, []cluster.ConfigOp, bool, bool) error {
+func (c *fakeController) AlterConfigs(_ context.Context, rt cluster.ResourceType, name string, ops []cluster.ConfigOp, replace, validateOnly bool) error {
 	if c.notController {
 		return c.errNotController()
 	}
-	return nil
+	c.alters = append(c.alters, alterConfigsCall{rt, name, ops, replace, validateOnly})
+	return c.alterErr
 }
 
-func (c *fakeController) ElectLeaders(context.Context, cluster.Election, []cluster.TopicPartition) ([]cluster.ElectLeadersResult, error) {
+func (c *fakeController) ElectLeaders(_ context.Context, el cluster.Election, partitions []cluster.TopicPartition) ([]cluster.ElectLeadersResult, error) {
 	if c.notController {
 		return nil, c.errNotController()
 	}
-	return nil, nil
+	c.elections = append(c.elections, electCall{el, partitions})
+	if c.elect == nil {
+		return nil, nil
+	}
+	return c.elect(el, partitions)
 }
 
-func (c *fakeController) AlterPartitionReassignments(context.Context, []cluster.Reassignment, bool) ([]cluster.ReassignmentResult, error) {
+func (c *fakeController) AlterPartitionReassignments(_ context.Context, reqs []cluster.Reassignment, allowRFChange bool) ([]cluster.ReassignmentResult, error) {
 	if c.notController {
 		return nil, c.errNotController()
 	}
-	return nil, nil
+	c.reassignCalls = append(c.reassignCalls, reassignCall{reqs, allowRFChange})
+	out := make([]cluster.ReassignmentResult, len(reqs))
+	for i, r := range reqs {
+		out[i] = cluster.ReassignmentResult{TopicPartition: r.TopicPartition, Err: c.reassignErrs[r.TopicPartition]}
+	}
+	return out, nil
 }
 
-func (c *fakeController) ListPartitionReassignments([]cluster.TopicPartition) ([]cluster.OngoingReassignment, error) {
-	return nil, nil
+func (c *fakeController) ListPartitionReassignments(partitions []cluster.TopicPartition) ([]cluster.OngoingReassignment, error) {
+	if c.notController {
+		return nil, c.errNotController()
+	}
+	c.listAsked = append(c.listAsked, partitions)
+	return c.ongoing, c.listErr
 }
 
 func (c *fakeController) ShouldForward() bool { return c.forward != nil }
@@ -266,6 +341,7 @@ func (p *fakeProducerIDs) Next(context.Context) (int64, error) {
 type seamFixture struct {
 	node        *Node
 	s           *Server
+	records     []cluster.Record
 	partitions  *fakePartitions
 	metadata    *fakeMetadata
 	controller  *fakeController
@@ -273,6 +349,9 @@ type seamFixture struct {
 }
 
 var testTopicID = cluster.UUID{1, 2, 3}
+
+// testClientAddr is the client's address in the requests do serves.
+var testClientAddr = &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 50000}
 
 func newSeamFixture(t *testing.T) *seamFixture {
 	t.Helper()
@@ -297,6 +376,7 @@ func newSeamFixture(t *testing.T) *seamFixture {
 			// Partition 1 is hosted here as a follower.
 			{Topic: "t", Partition: 1}: {leader: false, leaderEpoch: 5, hw: 10, logEnd: 10},
 		}},
+		records:     records,
 		metadata:    &fakeMetadata{image: im, nodeID: 1, controllerID: 1, brokers: []int32{1, 2, 3}},
 		controller:  &fakeController{},
 		producerIDs: &fakeProducerIDs{next: 1000},
@@ -308,6 +388,18 @@ func newSeamFixture(t *testing.T) *seamFixture {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// addRecords commits records after the fixture's, as the metadata log
+// would: the image the handlers see is rebuilt from them all.
+func (f *seamFixture) addRecords(t *testing.T, records ...cluster.Record) {
+	t.Helper()
+	f.records = append(f.records, records...)
+	im, err := cluster.ImageOf(f.records...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.metadata.image = im
 }
 
 // replica is the fake replica of partition p of "t".
@@ -333,7 +425,7 @@ func (f *seamFixture) do(t *testing.T, req kmsg.Request) kmsg.Response {
 		t.Fatalf("%s v%d does not decode: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 	}
 	r := &Request{Header: RequestHeader{ApiKey: req.Key(), ApiVersion: req.GetVersion(), ClientID: "test"},
-		Body: body, Session: &Session{ListenerName: "PLAINTEXT", ctx: ctx, authenticated: true}}
+		Body: body, Session: &Session{ListenerName: "PLAINTEXT", RemoteAddr: testClientAddr, ctx: ctx, authenticated: true}}
 	p, ok := f.s.maybeForward(r)
 	if !ok {
 		var err error
@@ -384,4 +476,42 @@ func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
 	if got != w {
 		t.Errorf("%s: error %s, want %s", what, codeName(got), codeName(w))
 	}
+}
+
+// wire is resp as the client decodes it: encoded at its version and
+// decoded again, so fields the version does not carry are gone.
+func wire[T kmsg.Response](t *testing.T, resp T) T {
+	t.Helper()
+	fresh := resp.RequestKind().ResponseKind()
+	fresh.SetVersion(resp.GetVersion())
+	if err := fresh.ReadFrom(resp.AppendTo(nil)); err != nil {
+		t.Fatalf("%s v%d: the response does not decode: %v", kmsg.NameForKey(resp.Key()), resp.GetVersion(), err)
+	}
+	return fresh.(T)
+}
+
+// configRecord sets key of a topic's or the brokers' configs.
+func configRecord(rt cluster.ResourceType, name, key, value string) cluster.Record {
+	return cluster.Record{Kind: cluster.KindConfig, Config: &cluster.ConfigRecord{ResourceType: rt, Name: name, Key: key, Value: &value}}
+}
+
+// forwardTo makes the acting controller another node, which answers every
+// forwarded request with answer's response; it returns the requests the
+// controller got, decoded.
+func (f *seamFixture) forwardTo(t *testing.T, answer func(req kmsg.Request) kmsg.Response) *[]kmsg.Request {
+	t.Helper()
+	var got []kmsg.Request
+	f.controller.forward = func(key, version int16, body []byte) ([]byte, error) {
+		req := kmsg.RequestForKey(key)
+		req.SetVersion(version)
+		if err := req.ReadFrom(body); err != nil {
+			t.Errorf("the forwarded %s v%d does not decode: %v", kmsg.NameForKey(key), version, err)
+			return nil, err
+		}
+		got = append(got, req)
+		resp := answer(req)
+		resp.SetVersion(version)
+		return resp.AppendTo(nil), nil
+	}
+	return &got
 }

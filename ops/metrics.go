@@ -243,11 +243,41 @@ func (m *Metrics) writeScraped(w io.Writer) {
 		fmt.Fprintf(w, "wren_cluster_controller_id %d\n", h.ControllerID)
 		writeFamily(w, "wren_cluster_unavailable_partitions", "gauge", "partitions without a leader")
 		fmt.Fprintf(w, "wren_cluster_unavailable_partitions %d\n", len(h.LeaderlessPartitions))
-		writeFamily(w, "wren_kafka_under_replicated_replicas", "gauge", "partitions whose ISR is smaller than their replica set")
+		writeFamily(w, "wren_kafka_under_replicated_replicas", "gauge", "partitions whose ISR is smaller than their replica set (during a reassignment, than the original replicas)")
 		fmt.Fprintf(w, "wren_kafka_under_replicated_replicas %d\n", len(h.UnderReplicatedPartitions))
+	}
+	if src.Replicas != nil {
+		writeReplicationThrottle(w, src.Replicas)
 	}
 	if src.Groups != nil && src.Replicas != nil {
 		writeGroupLag(w, src.Groups, src.Replicas)
+	}
+}
+
+// writeReplicationThrottle writes the replication throttle's rates and
+// counters (KIP-73), by side: what this broker serves as leader, and what
+// it fetches as follower.
+func writeReplicationThrottle(w io.Writer, replicas *replication.Manager) {
+	leader, follower := replicas.ReplicationThrottleStats()
+	sides := []struct {
+		name string
+		st   replication.ThrottleStats
+	}{{"leader", leader}, {"follower", follower}}
+	writeFamily(w, "wren_replication_throttle_rate_bytes_per_second", "gauge", "the replication throttle's rate (leader.replication.throttled.rate, follower.replication.throttled.rate); -1 when none")
+	for _, s := range sides {
+		rate := s.st.Rate
+		if rate == replication.Unthrottled {
+			rate = -1
+		}
+		fmt.Fprintf(w, "wren_replication_throttle_rate_bytes_per_second{side=%q} %d\n", s.name, rate)
+	}
+	writeFamily(w, "wren_replication_throttled_bytes_total", "counter", "bytes of throttled partitions served to followers (leader) or fetched (follower), which count toward the rate")
+	for _, s := range sides {
+		fmt.Fprintf(w, "wren_replication_throttled_bytes_total{side=%q} %d\n", s.name, s.st.Bytes)
+	}
+	writeFamily(w, "wren_replication_throttle_held_total", "counter", "partition fetches of replicas outside the ISR held back because the throttle's rate was used up")
+	for _, s := range sides {
+		fmt.Fprintf(w, "wren_replication_throttle_held_total{side=%q} %d\n", s.name, s.st.Held)
 	}
 }
 

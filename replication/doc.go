@@ -42,4 +42,12 @@
 // changed; replicas byte-identical below their high watermarks; high
 // watermarks monotonic while a replica runs). Scenarios are data
 // (sim_scenarios_test.go); WREN_SEED=n replays a seed.
+//
+// The replication throttle (throttle.go, Kafka's KIP-73) is one token
+// bucket per side: the leader answers a fetch for a partition it throttles
+// with no records while its rate is used up, and the follower leaves such
+// a partition out of its fetch; either only for replicas outside the ISR.
+// Which partitions are throttled comes with the image (the topics'
+// *.replication.throttled.replicas), the rates from the broker's dynamic
+// configs (SetReplicationThrottle).
 package replication

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -41,6 +42,10 @@ type fetcherManager struct {
 	self   int32
 	logger *slog.Logger
 
+	// throttle is the follower's replication throttle (throttle.go); nil
+	// throttles nothing.
+	throttle *Throttle
+
 	mu       sync.Mutex
 	fetchers map[int32]*fetcher
 	assigned map[engine.TopicPartition]*followed
@@ -59,6 +64,10 @@ type followed struct {
 	truncated bool
 	// backoffUntil: a fetch error that only new metadata mends.
 	backoffUntil time.Time
+	// caughtUp: the last fetch brought the log up to the leader's high
+	// watermark (Kafka's isReplicaInSync of a fetch state); the
+	// replication throttle leaves such a replica alone.
+	caughtUp atomic.Bool
 }
 
 type fetcher struct {
@@ -243,6 +252,7 @@ func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) 
 		}
 	}
 	fm.mu.Unlock()
+	fetch, limits := fm.followerBudget(fetch, fm.cfg.MaxBytes)
 	if len(truncate) > 0 {
 		if err := fm.truncate(conn, truncate); err != nil {
 			return err
@@ -259,7 +269,7 @@ func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) 
 		}
 		return nil
 	}
-	return fm.fetch(conn, fetch)
+	return fm.fetch(conn, fetch, limits)
 }
 
 func (fm *fetcherManager) backoff(fl *followed) {
@@ -346,8 +356,9 @@ func (fm *fetcherManager) truncate(conn LeaderConn, parts []*followed) error {
 	return nil
 }
 
-// fetch sends one Fetch for parts and appends what comes back.
-func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed) error {
+// fetch sends one Fetch for parts, asking at most limits[i] bytes of
+// parts[i], and appends what comes back.
+func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int32) error {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(ReplicaFetchVersion)
 	req.ReplicaID = fm.self
@@ -357,7 +368,7 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed) error {
 	req.SessionEpoch = -1
 	byTopic := map[string]int{}
 	byTP := map[engine.TopicPartition]*followed{}
-	for _, fl := range parts {
+	for j, fl := range parts {
 		i, ok := byTopic[fl.p.tp.Topic]
 		if !ok {
 			i = len(req.Topics)
@@ -371,7 +382,7 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed) error {
 		rp.CurrentLeaderEpoch = fl.epoch
 		rp.FetchOffset = fl.p.log.LogEndOffset()
 		rp.LogStartOffset = fl.p.log.LogStartOffset()
-		rp.PartitionMaxBytes = fm.cfg.MaxBytes
+		rp.PartitionMaxBytes = limits[j]
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		byTP[fl.p.tp] = fl
 	}
@@ -396,10 +407,12 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed) error {
 			if fl == nil {
 				continue
 			}
+			fm.recordFollower(fl, len(rp.RecordBatches))
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				fm.handlePartition(fl, rp)
+				fm.noteCaughtUp(fl, rp)
 			}()
 		}
 	}

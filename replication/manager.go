@@ -38,6 +38,9 @@ type Manager struct {
 	// checkpointed are the high watermarks of replication-offset-checkpoint
 	// read at start, for the partitions opened from them.
 	checkpointed map[engine.TopicPartition]int64
+	// leaderThrottle and followerThrottle are the replication throttle's
+	// rates (throttle.go).
+	leaderThrottle, followerThrottle *Throttle
 }
 
 // ReplicationConfig connects the Manager to its peers: follower fetching,
@@ -70,6 +73,7 @@ func (m *Manager) SetReplication(cfg ReplicationConfig) {
 		m.hooks.alterISR = m.sendAlterISR
 	}
 	m.fetchers = newFetcherManager(m.nodeID, cfg.Fetch, m.logger)
+	m.fetchers.throttle = m.followerThrottle
 }
 
 // sendAlterISR asks the controller for an ISR change, off the caller's
@@ -100,7 +104,7 @@ func NewManager(nodeID int32, logs *engine.Manager, topicOptions func(im *cluste
 	return &Manager{nodeID: nodeID, logs: logs, topicOptions: topicOptions, logger: logger,
 		partitions: map[engine.TopicPartition]*Partition{}, topicIDs: map[string]cluster.UUID{},
 		hooks: &partitionHooks{nodeID: nodeID, now: time.Now}, checkpointed: hws,
-		repl: ReplicationConfig{LagTimeMaxMs: 30000}}
+		repl: ReplicationConfig{LagTimeMaxMs: 30000}, leaderThrottle: NewThrottle(nil), followerThrottle: NewThrottle(nil)}
 }
 
 // Logs is the data directory.
@@ -151,6 +155,7 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 		t := im.Topic(name)
 		m.topicIDs[name] = t.ID
 		opts := m.topicOptions(im, name, t.Configs)
+		leaderThrottled, followerThrottled := m.throttledReplicas(name, t.Configs)
 		for _, pi := range t.Partitions {
 			tp := engine.TopicPartition{Topic: name, Partition: pi.Partition}
 			if !contains(pi.Replicas, m.nodeID) {
@@ -175,6 +180,8 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 			p.mu.Lock()
 			p.topicID = t.ID
 			p.mu.Unlock()
+			p.throttled.leader.Store(leaderThrottled.Has(pi.Partition))
+			p.throttled.follower.Store(followerThrottled.Has(pi.Partition))
 			if err := p.log.UpdateOptions(opts); err != nil {
 				m.logger.Error("invalid topic config for log", "partition", tp.String(), "err", err)
 			}

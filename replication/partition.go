@@ -54,6 +54,9 @@ type Partition struct {
 	topicID    cluster.UUID
 	// replicaCount is the number of assigned replicas.
 	replicaCount int
+	// throttled says whether the replication throttle applies to this
+	// replica as leader and as follower (the topic's throttled replicas).
+	throttled throttledAs
 }
 
 // partitionHooks connect a Partition to its Manager.

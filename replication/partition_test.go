@@ -250,7 +250,7 @@ func TestFollowerFetchReadsOnlyDurable(t *testing.T) {
 			rp.PartitionMaxBytes = 1 << 20
 			req.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{rp}}}
 			targets := [][]replicaFetchTarget{{{p: p, part: rp, err: p.followerFetch(2, 0, 1)}}}
-			resp, _ := (&Manager{}).readForFollower(req, targets)
+			resp, _, _ := (&Manager{}).readForFollower(2, req, targets)
 			if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
 				t.Fatalf("%v: fetch error %d", policy, c)
 			}

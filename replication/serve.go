@@ -89,26 +89,32 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *kmsg.FetchResp
 				}
 			}
 		}
-		resp, size := m.readForFollower(req, targets)
+		resp, size, th := m.readForFollower(from, req, targets)
 		if size >= int64(req.MinBytes) || len(wake) == 0 || !time.Now().Before(deadline) {
+			m.leaderThrottle.recordFetch(th)
 			return resp
 		}
 		if !waitAnyUntil(wake, deadline) {
-			resp, _ = m.readForFollower(req, targets)
+			resp, _, th = m.readForFollower(from, req, targets)
+			m.leaderThrottle.recordFetch(th)
 			return resp
 		}
 	}
 }
 
 // readForFollower reads every partition once, up to the leader's log end
-// offset.
-func (m *Manager) readForFollower(req *kmsg.FetchRequest, targets [][]replicaFetchTarget) (*kmsg.FetchResponse, int64) {
+// offset, for follower from. The leader's replication throttle holds back
+// the partitions it throttles for from once its rate is used up; what the
+// read took from the throttle is counted when its response is sent.
+func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets [][]replicaFetchTarget) (*kmsg.FetchResponse, int64, throttledRead) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	budget := int64(req.MaxBytes)
 	if budget <= 0 {
 		budget = 10 << 20
 	}
 	var total int64
+	var th throttledRead
+	throttleAvail := int64(-1)
 	for i, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
@@ -121,14 +127,34 @@ func (m *Manager) readForFollower(req *kmsg.FetchRequest, targets [][]replicaFet
 				l := ft.p.Log()
 				hw := ft.p.HighWatermark()
 				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, l.LogStartOffset()
-				if ft.err == 0 {
-					limit := max(0, min(int64(ft.part.PartitionMaxBytes), budget-total))
+				limit := max(0, min(int64(ft.part.PartitionMaxBytes), budget-total))
+				throttled := ft.err == 0 && ft.p.throttled.leader.Load()
+				held := false
+				if throttled && !ft.p.inISR(from) {
+					if throttleAvail < 0 {
+						throttleAvail = max(m.leaderThrottle.Available(), 0)
+					}
+					// Held back when the rate is used up: no records, and
+					// the follower asks again.
+					held = throttleAvail == 0
+					limit = min(limit, throttleAvail)
+					if held {
+						th.held++
+					}
+				}
+				if ft.err == 0 && !held {
 					b, err := l.ReadBatches(ft.part.FetchOffset, limit, ft.p.readLimitForFollower())
 					if err != nil {
 						rp.ErrorCode = errorCodeFor(err)
 					} else {
 						rp.RecordBatches = b
 						total += int64(len(b))
+						if throttled {
+							th.bytes += int64(len(b))
+							if throttleAvail > 0 {
+								throttleAvail = max(throttleAvail-int64(len(b)), 0)
+							}
+						}
 					}
 				}
 			}
@@ -136,7 +162,7 @@ func (m *Manager) readForFollower(req *kmsg.FetchRequest, targets [][]replicaFet
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp, total
+	return resp, total, th
 }
 
 func errorCodeFor(err error) int16 {

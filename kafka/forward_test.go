@@ -1,0 +1,138 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// forwardCases are the requests that change metadata, one per forwarded
+// key but CreateTopics (19_create_topics_test.go): the request, and the
+// code the acting controller's answer carries and the client must see.
+var forwardCases = []struct {
+	req  func() kmsg.Request
+	code func(kmsg.Response) int16
+}{
+	{func() kmsg.Request { return deleteTopicsRequest(6, "t") },
+		func(r kmsg.Response) int16 { return r.(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode }},
+	{func() kmsg.Request { return createPartitionsRequest(3, 5, "t") },
+		func(r kmsg.Response) int16 { return r.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode }},
+	{func() kmsg.Request {
+		return alterConfigsRequest(2, alterConfigsResource(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", "1"))
+	}, func(r kmsg.Response) int16 { return r.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode }},
+	{func() kmsg.Request {
+		return incrementalAlterConfigsRequest(1, incrementalResource(kmsg.ConfigResourceTypeTopic, "t", setOp("retention.ms", "1")))
+	}, func(r kmsg.Response) int16 { return r.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode }},
+	{func() kmsg.Request { return electLeadersRequest(2, electionPreferred, "t", 0) },
+		func(r kmsg.Response) int16 { return r.(*kmsg.ElectLeadersResponse).ErrorCode }},
+	{func() kmsg.Request { return alterReassignmentsRequest(1, reassignPartition{"t", 0, []int32{2}}) },
+		func(r kmsg.Response) int16 { return r.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode }},
+}
+
+// controllerAnswer is what the acting controller answers in these tests:
+// an error no local handler would give, so the client's answer shows
+// where it came from.
+func controllerAnswer(req kmsg.Request) kmsg.Response {
+	resp := req.ResponseKind()
+	code := kerr.PolicyViolation.Code
+	switch r := resp.(type) {
+	case *kmsg.DeleteTopicsResponse:
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode = kmsg.StringPtr("t"), code
+		r.Topics = append(r.Topics, rt)
+	case *kmsg.CreatePartitionsResponse:
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic, rt.ErrorCode = "t", code
+		r.Topics = append(r.Topics, rt)
+	case *kmsg.AlterConfigsResponse:
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = kmsg.ConfigResourceTypeTopic, "t", code
+		r.Resources = append(r.Resources, rr)
+	case *kmsg.IncrementalAlterConfigsResponse:
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = kmsg.ConfigResourceTypeTopic, "t", code
+		r.Resources = append(r.Resources, rr)
+	case *kmsg.ElectLeadersResponse:
+		r.ErrorCode = code
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		r.ErrorCode = code
+	}
+	return resp
+}
+
+// TestForwardedToController: on a node that is not the acting controller
+// every request that changes metadata goes to the controller, at the
+// client's version, and the client gets the controller's answer; the
+// local controller is not asked.
+func TestForwardedToController(t *testing.T) {
+	for _, c := range forwardCases {
+		req := c.req()
+		name := kmsg.NameForKey(req.Key())
+		f := newSeamFixture(t)
+		f.controller.notController = true
+		got := f.forwardTo(t, controllerAnswer)
+		resp := f.do(t, req)
+		if len(*got) != 1 || (*got)[0].Key() != req.Key() || (*got)[0].GetVersion() != req.GetVersion() {
+			t.Errorf("%s v%d: the controller got %v", name, req.GetVersion(), *got)
+			continue
+		}
+		wantCode(t, name, c.code(resp), kerr.PolicyViolation)
+
+		// The controller does not answer: answered here, NOT_CONTROLLER.
+		f.controller.forward = func(int16, int16, []byte) ([]byte, error) {
+			return nil, errors.New("controller did not answer in time")
+		}
+		wantCode(t, name+", forwarding failed", c.code(f.do(t, req)), kerr.NotController)
+	}
+}
+
+// TestNotForwarded: reads, and DeleteRecords (decided by the partition's
+// leader), are answered here even when a controller elsewhere acts.
+func TestNotForwarded(t *testing.T) {
+	f := newSeamFixture(t)
+	got := f.forwardTo(t, controllerAnswer)
+	f.do(t, describeConfigsRequest(4, kmsg.ConfigResourceTypeTopic, "t"))
+	f.do(t, kmsg.NewPtrListPartitionReassignmentsRequest())
+	dr := kmsg.NewPtrDeleteRecordsRequest()
+	dr.SetVersion(2)
+	f.do(t, dr)
+	if len(*got) != 0 {
+		t.Errorf("forwarded %d requests, want none", len(*got))
+	}
+}
+
+// TestServeForwarded: the acting controller serves a forwarded request
+// with the handler its own clients get, encoded at the request's version;
+// keys that are not forwarded and versions not served are refused.
+func TestServeForwarded(t *testing.T) {
+	f := newSeamFixture(t)
+	ctx := context.Background()
+	req := alterConfigsRequest(1, alterConfigsResource(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", "2000"))
+	out, err := f.s.ServeForwarded(ctx, req.Key(), 1, req.AppendTo(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrAlterConfigsResponse()
+	resp.SetVersion(1)
+	if err := resp.ReadFrom(out); err != nil {
+		t.Fatalf("the answer does not decode at v1: %v", err)
+	}
+	wantCode(t, "t", resp.Resources[0].ErrorCode, nil)
+	if len(f.controller.alters) != 1 || f.controller.alters[0].name != "t" {
+		t.Errorf("controller asked %+v, want t's configs", f.controller.alters)
+	}
+
+	read := describeConfigsRequest(4, kmsg.ConfigResourceTypeTopic, "t")
+	if _, err := f.s.ServeForwarded(ctx, read.Key(), 4, read.AppendTo(nil)); err == nil {
+		t.Error("a forwarded DescribeConfigs was served")
+	}
+	if _, err := f.s.ServeForwarded(ctx, req.Key(), 9, req.AppendTo(nil)); err == nil {
+		t.Error("a forwarded AlterConfigs v9 was served")
+	}
+	if _, err := f.s.ServeForwarded(ctx, req.Key(), 1, []byte{0xff}); !errors.Is(err, ErrMalformedBody) {
+		t.Errorf("a body that does not decode: %v, want ErrMalformedBody", err)
+	}
+}

@@ -1,0 +1,76 @@
+package kafka
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestHandlersStayBehindTheSeam: the package's code reaches the broker
+// only through seam.go's interfaces. It imports neither replication, nor
+// the group coordinator's driver, nor the broker; and it names none of
+// the concrete types those interfaces stand for, so a handler cannot
+// cast its way past a fake.
+func TestHandlersStayBehindTheSeam(t *testing.T) {
+	forbiddenImports := []string{
+		"github.com/wren-broker/wren/replication",
+		"github.com/wren-broker/wren/groups/coordinator",
+		"github.com/wren-broker/wren/broker",
+	}
+	// The concrete types behind Metadata, ControllerAPI, ProducerIDs,
+	// Replica, LogDir and GroupCore.
+	forbiddenTypes := map[string]bool{
+		"cluster.Controller":        true,
+		"cluster.ProducerIDManager": true,
+		"engine.Log":                true,
+		"engine.Manager":            true,
+		"groups.Coordinator":        true,
+		"groups.Group":              true,
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := parser.ParseFile(fset, name, src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			for _, bad := range forbiddenImports {
+				if path == bad || strings.HasPrefix(path, bad+"/") {
+					t.Errorf("%s imports %s", fset.Position(imp.Pos()), path)
+				}
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if pkg, ok := sel.X.(*ast.Ident); ok && forbiddenTypes[pkg.Name+"."+sel.Sel.Name] {
+				t.Errorf("%s names %s.%s, a concrete type behind the seam", fset.Position(sel.Pos()), pkg.Name, sel.Sel.Name)
+			}
+			return true
+		})
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d files; is the test running in the package's directory?", checked)
+	}
+}
