@@ -321,6 +321,36 @@ func TestFlushIntervalPolicy(t *testing.T) {
 	}
 }
 
+// A leader deposed before it appended anything leaves an epoch entry at
+// its log end. As a follower it truncates at (or above) its log end, and
+// that must drop the entry: otherwise the older epoch's batches it copies
+// next sit under the later entry, and its next truncation by epoch cuts
+// committed records (found by the replication simulator, seed 1924 of
+// TestReplicationSim).
+func TestTruncateAtLogEndDropsEmptyEpoch(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := openTestLog(t, fsys, testOptions(nil), OpenOptions{})
+	_, err := l.Append(makeBatch(t, batch.CompressionNone, 0, 2, 10, 1000), 0)
+	mustNotErr(t, err)
+	mustNotErr(t, l.AssignLeaderEpoch(1))
+	if ep := l.LeaderEpochs(); len(ep) != 2 || ep[1] != (EpochEntry{1, 2}) {
+		t.Fatalf("epochs after becoming leader: %v", ep)
+	}
+	mustNotErr(t, l.TruncateTo(l.LogEndOffset()))
+	if ep := l.LeaderEpochs(); len(ep) != 1 || ep[0] != (EpochEntry{0, 0}) {
+		t.Fatalf("epochs after truncating at the log end: %v, want only epoch 0", ep)
+	}
+	if e, off := l.EndOffsetForEpoch(0); e != 0 || off != 2 {
+		t.Fatalf("EndOffsetForEpoch(0) = %d, %d, want 0, 2", e, off)
+	}
+	// Durably: the checkpoint was rewritten.
+	mustNotErr(t, l.Close())
+	l = openTestLog(t, fsys.Crash(vfs.CrashOptions{}), testOptions(nil), OpenOptions{})
+	if ep := l.LeaderEpochs(); len(ep) != 1 {
+		t.Fatalf("epochs after a crash: %v, want only epoch 0", ep)
+	}
+}
+
 func TestTruncateTo(t *testing.T) {
 	fsys := vfs.NewMem()
 	opts := testOptions(nil)

@@ -25,6 +25,19 @@ func (l *Log) TruncateTo(offset int64) error {
 		return err
 	}
 	if offset >= l.logEndOffset {
+		// Nothing to cut but a leader epoch that starts at the log end:
+		// a leader that was deposed before it appended anything leaves
+		// one (AssignLeaderEpoch), and a follower must not keep it, or
+		// the earlier epoch's batches it copies next sit above an entry
+		// that claims them for the later epoch, and a later truncation
+		// by that entry cuts committed records (as Kafka's truncateTo).
+		if !l.epochs.truncateFromEnd(l.logEndOffset) {
+			return nil
+		}
+		if err := l.epochs.flush(); err != nil {
+			l.fail(err)
+			return l.health.check()
+		}
 		return nil
 	}
 	if offset <= l.segments[0].baseOffset {

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -27,7 +28,10 @@ import (
 //     comes back in the metadata image, and only then counts. While one
 //     is in flight the high watermark counts the maximal ISR (the
 //     committed ISR plus any replica being added), so it never runs
-//     ahead of a replica that may be in the ISR.
+//     ahead of a replica that may be in the ISR. A change stays in flight
+//     until the image settles it or the controller refuses it outright; a
+//     timeout or any other answer that leaves its outcome unknown keeps
+//     it, and it is sent again.
 //   - The high watermark is the minimum fetch offset over the maximal ISR
 //     (the leader's own: its durable offset under flush policy ack, the
 //     log end offset under interval); it moves only forward, and only
@@ -67,7 +71,10 @@ type replicaCore struct {
 	// pending is the ISR change sent to the controller and not yet seen
 	// committed (or refused); nil when none.
 	pending *ISRChange
-	waiters []waiter
+	// resendAtMs, when not zero, is when tick sends pending again: its
+	// outcome is unknown (alterISRUnknown).
+	resendAtMs int64
+	waiters    []waiter
 
 	ready Ready
 }
@@ -141,7 +148,7 @@ func (c *replicaCore) becomeLeader(epoch int32, nowMs, logEndOffset, localOffset
 	c.leading, c.leaderEpoch = true, epoch
 	c.leaderEpochStartOffset = logEndOffset
 	c.logEndOffset, c.localOffset = logEndOffset, localOffset
-	c.pending = nil
+	c.pending, c.resendAtMs = nil, 0
 	c.followers = map[int32]*followerState{}
 	for _, r := range c.replicas {
 		if r != c.self {
@@ -160,7 +167,7 @@ func (c *replicaCore) becomeLeader(epoch int32, nowMs, logEndOffset, localOffset
 // from now on.
 func (c *replicaCore) becomeFollower(epoch int32) {
 	c.leading, c.leaderEpoch = false, epoch
-	c.pending = nil
+	c.pending, c.resendAtMs = nil, 0
 	c.followers = map[int32]*followerState{}
 	for _, w := range c.waiters {
 		c.ready.Released = append(c.ready.Released, Release{ID: w.id,
@@ -177,7 +184,7 @@ func (c *replicaCore) setMetadata(partitionEpoch int32, replicas, isr []int32, m
 	c.replicas, c.isr = slices.Clone(replicas), slices.Clone(isr)
 	c.minISR, c.lagTimeMaxMs = minISR, lagTimeMaxMs
 	if c.pending != nil && partitionEpoch > c.pending.PartitionEpoch {
-		c.pending = nil
+		c.pending, c.resendAtMs = nil, 0
 	}
 	if c.leading {
 		for _, r := range replicas {
@@ -190,9 +197,35 @@ func (c *replicaCore) setMetadata(partitionEpoch int32, replicas, isr []int32, m
 	}
 }
 
-// alterISRFailed settles a pending change the controller refused or did
-// not answer; the next tick or fetch may ask again.
-func (c *replicaCore) alterISRFailed() { c.pending = nil }
+// alterISRFailed settles a pending change the controller refused (and so
+// never applied) or took without a change; the next tick or fetch may ask
+// again.
+func (c *replicaCore) alterISRFailed() { c.pending, c.resendAtMs = nil, 0 }
+
+// alterISRRetryMs is how long a change whose outcome is unknown waits
+// before tick sends it again (Kafka's AlterPartitionManager retries too).
+const alterISRRetryMs = 500
+
+// alterISRUnknown is a pending change whose outcome the leader does not
+// know: a timeout, a controller change, a stale partition epoch. The
+// controller may have committed it, so it stays pending and its maximal
+// ISR keeps counting: dropping a pending expansion would let the high
+// watermark pass the replica it added, which the controller may count in
+// the ISR and elect (Kafka keeps the pending state on every error but
+// INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED). The image settles it,
+// or tick sends it again after alterISRRetryMs.
+func (c *replicaCore) alterISRUnknown(nowMs int64) {
+	if c.pending != nil {
+		c.resendAtMs = max(nowMs+alterISRRetryMs, 1)
+	}
+}
+
+// alterISRNotApplied reports an AlterISR error that proves the change was
+// not applied and never will be: the controller checked the request at
+// the partition's current epochs and refused it.
+func alterISRNotApplied(err error) bool {
+	return errors.Is(err, kerr.IneligibleReplica) || errors.Is(err, kerr.InvalidRequest) || errors.Is(err, kerr.OperationNotAttempted)
+}
 
 // localAppend moves the local log's offsets.
 func (c *replicaCore) localAppend(logEndOffset, localOffset int64) {
@@ -222,8 +255,14 @@ func (c *replicaCore) followerFetch(id int32, fetchOffset, nowMs int64) {
 	c.checkWaiters()
 }
 
-// tick looks for ISR members that fell behind.
+// tick looks for ISR members that fell behind, and sends again a
+// pending change whose outcome is unknown.
 func (c *replicaCore) tick(nowMs int64) {
+	if c.leading && c.pending != nil && c.resendAtMs != 0 && nowMs >= c.resendAtMs {
+		ch := *c.pending
+		ch.ISR = slices.Clone(ch.ISR)
+		c.ready.AlterISR, c.resendAtMs = &ch, 0
+	}
 	if !c.leading || c.pending != nil {
 		return
 	}
@@ -266,7 +305,7 @@ func (c *replicaCore) maybeExpandISR(id int32) {
 }
 
 func (c *replicaCore) propose(isr []int32) {
-	c.pending = &ISRChange{ISR: isr, LeaderEpoch: c.leaderEpoch, PartitionEpoch: c.partitionEpoch}
+	c.pending, c.resendAtMs = &ISRChange{ISR: isr, LeaderEpoch: c.leaderEpoch, PartitionEpoch: c.partitionEpoch}, 0
 	ch := *c.pending
 	ch.ISR = slices.Clone(isr)
 	c.ready.AlterISR = &ch

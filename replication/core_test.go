@@ -45,6 +45,10 @@ func TestReplicaCoreScripts(t *testing.T) {
 				c.setMetadata(c.pending.PartitionEpoch+1, c.replicas, c.pending.ISR, c.minISR, c.lagTimeMaxMs)
 			case "refused":
 				c.alterISRFailed()
+			case "unknown":
+				// No answer, or one that does not say whether the
+				// controller applied the change.
+				c.alterISRUnknown(int64(d.Int(t, "now", 0)))
 			case "append":
 				leo := int64(d.Int(t, "leo", 0))
 				c.localAppend(leo, int64(d.Int(t, "durable", int(leo))))

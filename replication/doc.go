@@ -28,7 +28,20 @@
 // follower learns the high watermark from fetch responses, and every
 // replica checkpoints it in replication-offset-checkpoint. On becoming a
 // follower a replica truncates by leader epoch, never to its local high
-// watermark. See docs/ARCHITECTURE.md.
+// watermark. Under flush policy ack a leader serves followers only what
+// it made durable (readLimitForFollower): a leader that restarts before
+// the controller fences it leads again at the same leader epoch, and no
+// follower may hold records of that epoch it lost. See
+// docs/ARCHITECTURE.md.
+//
+// sim_test.go is a seeded, deterministic simulator of this package's data
+// plane: real Partitions over real engine logs on crashable in-memory file
+// systems, a simulated controller using cluster's pure rules, a lossy
+// network, idempotent acks=all producers, and checks after every
+// simulated millisecond (committed records never lost, duplicated or
+// changed; replicas byte-identical below their high watermarks; high
+// watermarks monotonic while a replica runs). Scenarios are data
+// (sim_scenarios_test.go); WREN_SEED=n replays a seed.
 //
 // The replication throttle (throttle.go, Kafka's KIP-73) is one token
 // bucket per side: the leader answers a fetch for a partition it throttles

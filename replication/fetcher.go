@@ -476,9 +476,8 @@ func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {
 	if lead, e := p.Leader(); lead || e != epoch {
 		return errNotFollowing
 	}
-	if offset >= p.log.LogEndOffset() {
-		return nil
-	}
+	// Even at or above the log end: the log drops a leader epoch that
+	// starts there with no batch in it (engine.Log.TruncateTo).
 	if err := p.log.TruncateTo(offset); err != nil {
 		return err
 	}

@@ -78,7 +78,7 @@ func (m *Manager) SetReplication(cfg ReplicationConfig) {
 
 // sendAlterISR asks the controller for an ISR change, off the caller's
 // goroutine.
-func (m *Manager) sendAlterISR(tp engine.TopicPartition, topicID cluster.UUID, ch ISRChange, done func(ok bool, partitionEpoch int32)) {
+func (m *Manager) sendAlterISR(tp engine.TopicPartition, topicID cluster.UUID, ch ISRChange, done func(partitionEpoch int32, err error)) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -88,7 +88,7 @@ func (m *Manager) sendAlterISR(tp engine.TopicPartition, topicID cluster.UUID, c
 		} else {
 			m.logger.Info("ISR change committed", "partition", tp.String(), "isr", fmt.Sprint(after.ISR), "partition_epoch", after.PartitionEpoch)
 		}
-		done(err == nil, after.PartitionEpoch)
+		done(after.PartitionEpoch, err)
 	}()
 }
 
@@ -185,8 +185,19 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 			if err := p.log.UpdateOptions(opts); err != nil {
 				m.logger.Error("invalid topic config for log", "partition", tp.String(), "err", err)
 			}
+			// A replica that stops leading does so before it takes the
+			// image's ISR: that ISR is the new leader's, and counted
+			// over this replica's followers it could move the high
+			// watermark over records the new leader does not hold.
+			lead := pi.Leader == m.nodeID
+			var err error
+			if !lead {
+				err = p.becomeLeaderOrFollower(false, pi.LeaderEpoch)
+			}
 			p.setMetadata(pi.PartitionEpoch, pi.Replicas, pi.ISR, im.ElectionContext(t, pi.Partition, m.leaderDefaults, nil).MinISR, m.repl.LagTimeMaxMs)
-			err := p.becomeLeaderOrFollower(pi.Leader == m.nodeID, pi.LeaderEpoch)
+			if lead {
+				err = p.becomeLeaderOrFollower(true, pi.LeaderEpoch)
+			}
 			if m.fetchers != nil && err == nil {
 				m.fetchers.follow(tp, p, pi.Leader, pi.LeaderEpoch)
 			}

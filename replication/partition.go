@@ -64,8 +64,9 @@ type partitionHooks struct {
 	nodeID int32
 	now    func() time.Time
 	// alterISR sends an ISR change to the controller and reports the
-	// outcome through done (ok when the controller took it).
-	alterISR func(tp engine.TopicPartition, topicID cluster.UUID, ch ISRChange, done func(ok bool, partitionEpoch int32))
+	// outcome through done: err nil when the controller took it, with
+	// the partition epoch after it.
+	alterISR func(tp engine.TopicPartition, topicID cluster.UUID, ch ISRChange, done func(partitionEpoch int32, err error))
 }
 
 func defaultHooks() *partitionHooks {
@@ -166,14 +167,22 @@ func (p *Partition) applyReadyLocked() func() {
 	}
 	ch, topicID, alter := *r.AlterISR, p.topicID, p.hooks.alterISR
 	return func() {
-		alter(p.tp, topicID, ch, func(ok bool, partitionEpoch int32) {
+		alter(p.tp, topicID, ch, func(partitionEpoch int32, err error) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			// Refused, or taken without a change: the next fetch or tick
-			// may ask again. Taken with a change: the image settles it.
-			if pend := p.core.pending; pend != nil && pend.PartitionEpoch == ch.PartitionEpoch && (!ok || partitionEpoch <= ch.PartitionEpoch) {
-				p.core.alterISRFailed()
+			if pend := p.core.pending; pend == nil || pend.PartitionEpoch != ch.PartitionEpoch {
+				return
 			}
+			switch {
+			case err == nil && partitionEpoch <= ch.PartitionEpoch, err != nil && alterISRNotApplied(err):
+				// Taken without a change, or refused: the next fetch or
+				// tick may ask again.
+				p.core.alterISRFailed()
+			case err != nil:
+				// Maybe committed: still pending, sent again later.
+				p.core.alterISRUnknown(p.nowMs())
+			}
+			// Taken with a change: the image settles it.
 		})
 	}
 }
@@ -344,15 +353,17 @@ func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout ti
 		return engine.AppendInfo{}, nil, err
 	}
 	if !info.Duplicate {
-		p.mu.Lock()
-		close(p.appended)
-		p.appended = make(chan struct{})
-		p.mu.Unlock()
+		p.notifyAppended()
 		p.maybeAdvanceHighWatermark()
 	}
 	return info, func() error {
 		if err := wait(); err != nil {
 			return err
+		}
+		if !info.Duplicate {
+			// Followers read only what is durable (readLimitForFollower):
+			// wake them again now that this append is.
+			p.notifyAppended()
 		}
 		p.maybeAdvanceHighWatermark()
 		if acks != -1 {

@@ -3,8 +3,10 @@ package replication
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/engine/batch"
@@ -220,5 +222,64 @@ func TestNoAppendAsDeposedLeader(t *testing.T) {
 		}
 		last = h.PartitionLeaderEpoch
 		raw = raw[h.Size():]
+	}
+}
+
+// Under flush policy ack a follower's fetch reads only what the leader
+// made durable: a leader that crashes and leads again at the same leader
+// epoch (restarted before the controller fenced it) must not find a
+// follower holding records of that epoch it lost, or its next appends
+// diverge from them below the high watermark (found by the replication
+// simulator, seed 1959 of TestReplicationSim, scenario F14).
+func TestFollowerFetchReadsOnlyDurable(t *testing.T) {
+	for _, policy := range []engine.FlushPolicy{engine.FlushAck, engine.FlushInterval} {
+		opts := engine.DefaultOptions()
+		opts.FlushPolicy = policy
+		l, _, err := engine.Open(vfs.NewMem(), "/d/t-0", engine.TopicPartition{Topic: "t"}, opts, engine.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newPartition(engine.TopicPartition{Topic: "t"}, l, nil, 0)
+		p.setMetadata(0, []int32{-1, 2}, []int32{-1, 2}, 1, 1000)
+		if err := p.becomeLeader(1); err != nil {
+			t.Fatal(err)
+		}
+		fetch := func() int {
+			req := kmsg.NewPtrFetchRequest()
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.PartitionMaxBytes = 1 << 20
+			req.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{rp}}}
+			targets := [][]replicaFetchTarget{{{p: p, part: rp, err: p.followerFetch(2, 0, 1)}}}
+			resp, _, _ := (&Manager{}).readForFollower(2, req, targets)
+			if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
+				t.Fatalf("%v: fetch error %d", policy, c)
+			}
+			return len(resp.Topics[0].Partitions[0].RecordBatches)
+		}
+		appended, _ := p.appendedOrHighWatermarkChanged()
+		_, wait, err := p.AppendAsLeaderTimeout(oneRecord(t), 1, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-appended
+		n := fetch()
+		if policy == engine.FlushAck && n != 0 {
+			t.Fatalf("ack: a follower read %d bytes before the leader's fdatasync", n)
+		}
+		if policy == engine.FlushInterval && n == 0 {
+			t.Fatal("interval: a follower read nothing of a written append")
+		}
+		appended, _ = p.appendedOrHighWatermarkChanged()
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-appended:
+		default:
+			t.Fatalf("%v: waiting followers not woken when the append became durable", policy)
+		}
+		if n := fetch(); n == 0 {
+			t.Fatalf("%v: a follower read nothing after the fdatasync", policy)
+		}
 	}
 }

@@ -143,7 +143,7 @@ func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets []
 					}
 				}
 				if ft.err == 0 && !held {
-					b, err := l.ReadBatches(ft.part.FetchOffset, limit, l.LogEndOffset())
+					b, err := l.ReadBatches(ft.part.FetchOffset, limit, ft.p.readLimitForFollower())
 					if err != nil {
 						rp.ErrorCode = errorCodeFor(err)
 					} else {
@@ -283,3 +283,20 @@ func (p *Partition) followerFetch(from int32, fetchOffset int64, currentLeaderEp
 }
 
 func errorsIs(err error, target error) bool { return errors.Is(err, target) }
+
+// readLimitForFollower is where a follower's fetch stops: the leader's
+// durable offset under flush policy ack, its log end offset under
+// interval. A follower never holds a record its leader could lose in a
+// crash, so a leader that restarts before the controller fences it, and
+// leads again at the same leader epoch without the records it had not
+// synced, appends new ones where no follower holds others of that epoch
+// (they would pass the epoch check and diverge below the high watermark).
+func (p *Partition) readLimitForFollower() int64 { return p.localOffset() }
+
+// notifyAppended wakes followers' fetches waiting for new records.
+func (p *Partition) notifyAppended() {
+	p.mu.Lock()
+	close(p.appended)
+	p.appended = make(chan struct{})
+	p.mu.Unlock()
+}

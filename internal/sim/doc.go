@@ -47,4 +47,9 @@
 // Everything random comes from the seed, so a failure replays exactly:
 // WREN_SEED=n go test ./internal/sim/ -run 'TestSim$' -v. The default run
 // takes 300 seeds; WREN_SIM_SEEDS=10000 runs more.
+//
+// The data plane (partition replication, the high watermark, the
+// idempotent producer) has its own simulator beside the code it drives,
+// in the replication package's tests (TestReplicationSim), since it
+// needs that package's unexported replica core.
 package sim

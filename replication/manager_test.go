@@ -1,0 +1,66 @@
+package replication
+
+import (
+	"testing"
+
+	"github.com/wren-broker/wren/cluster"
+	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/internal/vfs"
+)
+
+// A leader that learns from an image that another replica now leads
+// stops leading before it takes that image's ISR: the ISR is the new
+// leader's, and counted over the old leader's follower positions it moved
+// the deposed leader's high watermark over records the new leader may
+// not hold (found by the replication simulator, seed 2458 of
+// TestReplicationSim, scenario chaos-minisr1).
+func TestApplyImageDeposedLeaderKeepsHighWatermark(t *testing.T) {
+	logs, err := engine.OpenManager(vfs.NewMem(), "/data", engine.ManagerConfig{ClusterID: "c", NodeID: 1, Defaults: engine.DefaultOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(1, logs, func(*cluster.Image, string, map[string]string) engine.Options { return engine.DefaultOptions() }, nil)
+	id := cluster.NewUUID()
+	image := func(pe, leader, epoch int32, isr ...int32) *cluster.Image {
+		im, err := cluster.ImageOf(
+			cluster.Record{Kind: cluster.KindTopic, Topic: &cluster.TopicRecord{Name: "t", ID: id}},
+			cluster.Record{Kind: cluster.KindPartition, Partition: &cluster.PartitionRecord{TopicID: id, Partition: 0,
+				Replicas: []int32{1, 2, 3}, ISR: isr, Leader: leader, LeaderEpoch: epoch, PartitionEpoch: pe}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return im
+	}
+	first := image(0, 1, 0, 1, 2, 3)
+	m.ApplyImage(nil, first)
+	p := m.Partition(engine.TopicPartition{Topic: "t"})
+	for range 2 {
+		_, wait, err := p.AppendAsLeader(oneRecord(t), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Replica 3 fetched both records, replica 2 only the first: the high
+	// watermark is 1.
+	if code := p.followerFetch(3, 2, 0); code != 0 {
+		t.Fatalf("fetch from 3: error %d", code)
+	}
+	if code := p.followerFetch(2, 1, 0); code != 0 {
+		t.Fatalf("fetch from 2: error %d", code)
+	}
+	if hw := p.HighWatermark(); hw != 1 {
+		t.Fatalf("high watermark %d, want 1", hw)
+	}
+	// The controller moved leadership to 3 (epoch 1) with ISR [3]: not
+	// this replica's ISR, and nothing commits offset 1 here.
+	m.ApplyImage(first, image(1, 3, 1, 3))
+	if lead, epoch := p.Leader(); lead || epoch != 1 {
+		t.Fatalf("after the image: leads=%v epoch %d, want a follower at epoch 1", lead, epoch)
+	}
+	if hw := p.HighWatermark(); hw != 1 {
+		t.Fatalf("the deposed leader's high watermark moved to %d by the new leader's ISR, want 1", hw)
+	}
+}
