@@ -184,9 +184,13 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 			return nil, err
 		}
 	}
-	if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
-		b.closeStores()
-		return nil, err
+	// On a quorum the replicas follow the image only once it is current
+	// (serveWhenCaughtUp).
+	if quorumCfg == nil {
+		if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
+			b.closeStores()
+			return nil, err
+		}
 	}
 	var offsetsPartitions int32
 	if quorumCfg != nil {
@@ -254,7 +258,7 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	}()
 	go func() {
 		defer b.wg.Done()
-		if err := b.server.Serve(ln); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+		if err := b.serveWhenCaughtUp(ctx, ln, quorumCfg != nil); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 			o.Logger.Error("kafka listener stopped", "err", err)
 		}
 	}()

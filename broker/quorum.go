@@ -199,3 +199,53 @@ func leaderRebalance(cfg *config.Config) *cluster.LeaderRebalanceConfig {
 		PerBrokerPercentage: int(cfg.LeaderImbalancePerBrokerPercentage),
 	}
 }
+
+// catchUpWarnInterval is how often a node that cannot catch up with the
+// metadata log says so.
+const catchUpWarnInterval = 5 * time.Second
+
+// serveWhenCaughtUp starts serving clients once this node's metadata
+// image is current, as a KRaft broker starts its data-plane acceptors
+// only after its initial catch-up: until then the client listener is
+// bound but does not accept, so a client's first answer (Metadata,
+// FindCoordinator, Produce, Fetch) already reflects every change made
+// while this node was down, and its replicas neither lead nor follow from
+// the stale image it replayed (on a quorum they subscribe to the image
+// only here). Connections made meanwhile wait in the listen backlog and
+// are served once it opens. A node that cannot reach a controller (the
+// minority side) keeps waiting, and says so in its log and in /readyz.
+func (b *Broker) serveWhenCaughtUp(ctx context.Context, ln net.Listener, quorum bool) error {
+	if quorum {
+		t := time.NewTicker(catchUpWarnInterval)
+		defer t.Stop()
+		waiting := time.Now()
+	wait:
+		for {
+			select {
+			case <-b.controller.CaughtUp():
+				break wait
+			case <-ctx.Done():
+				// Closing: Serve on a closed server closes the listener.
+				return b.server.Serve(ln)
+			case <-t.C:
+				b.logger.Warn("not serving clients yet", "reason", b.catchUpStatus(),
+					"waiting_for", time.Since(waiting).Round(time.Second).String())
+			}
+		}
+		if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
+			ln.Close()
+			return err
+		}
+		b.logger.Info("caught up with the metadata log; serving clients", "metadata_offset", b.controller.Image().Offset,
+			"took", time.Since(waiting).Round(time.Millisecond).String())
+	}
+	return b.server.Serve(ln)
+}
+
+// catchUpStatus is why this node does not serve clients yet, "" once it
+// does not wait any more.
+func (b *Broker) catchUpStatus() string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return b.controller.CatchUpStatus(ctx)
+}
