@@ -94,6 +94,15 @@
 // member of a majority, which is what DESIGN asks a new controller to
 // reach first.
 //
+// # Initial catch-up
+//
+// A node's applied state starts as the replay of its own disk, which may
+// lack entries committed while it was down. CaughtUp turns true (and
+// stays so) once it applied up to the commit index the controller of its
+// epoch sent in a fetch answer (a follower), or its own leader-change
+// entry while Acting (a controller). The driver publishes it, so the
+// broker serves nothing from a stale state (testdata/catch_up.txt).
+//
 // # Snapshots
 //
 // The driver calls Compact(index, image) with an index it has applied;
