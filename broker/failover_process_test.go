@@ -286,13 +286,9 @@ func TestControllerLeaderFailover(t *testing.T) {
 			}
 		}
 		// The controller leads some of the partitions: preferred leaders
-		// are spread evenly at first, and a new controller leads the
-		// partitions it took over.
-		pc.waitFor(fmt.Sprintf("controller %d leading part of topic led, three brokers", old.id), others[0], 60*time.Second, func(md *kmsg.MetadataResponse) bool {
-			tp := topicOf(md, "led")
-			return md.ControllerID == int32(old.id) && len(md.Brokers) == 3 && tp != nil &&
-				slices.ContainsFunc(tp.Partitions, func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader == int32(old.id) })
-		})
+		// are spread evenly, so a preferred election gives it its share
+		// once it is back in the ISRs.
+		pc.leadSome(ctx, old, others)
 		old.kill()
 		killed := time.Now()
 		var ctrlAt time.Duration
@@ -317,4 +313,40 @@ func TestControllerLeaderFailover(t *testing.T) {
 		trials, newLeader[0].Round(time.Millisecond), newLeader[len(newLeader)/2].Round(time.Millisecond),
 		newLeader[len(newLeader)-1].Round(time.Millisecond), newController[len(newController)/2].Round(time.Millisecond),
 		newController[len(newController)-1].Round(time.Millisecond))
+}
+
+// leadSome waits until node n is the controller, three brokers are up and
+// n leads part of topic led, asking for preferred elections meanwhile.
+func (pc *processCluster) leadSome(ctx context.Context, n *clusterNode, via []*clusterNode) {
+	pc.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(via[0].addr, via[1].addr))
+	if err != nil {
+		pc.t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		md, err := pc.metadata(c, via[0])
+		cancel()
+		if err == nil {
+			tp := topicOf(md, "led")
+			if md.ControllerID == int32(n.id) && len(md.Brokers) == 3 && tp != nil &&
+				slices.ContainsFunc(tp.Partitions, func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader == int32(n.id) }) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			what := fmt.Sprint(err)
+			if err == nil {
+				what = describeMetadata(md)
+			}
+			pc.t.Fatalf("node %d is not the controller leading part of topic led after 90 s: %s", n.id, what)
+		}
+		c, cancel = context.WithTimeout(ctx, 5*time.Second)
+		adm.ElectLeaders(c, kadm.ElectPreferredReplica, nil)
+		cancel()
+		time.Sleep(200 * time.Millisecond)
+	}
 }
