@@ -186,8 +186,15 @@ func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[i
 		}
 		reg := h.Registration
 		reg.BrokerID = id
-		reg.Fenced = h.CatchingUp || h.ShuttingDown
 		b, ok := im.Broker(id)
+		// A new broker starts fenced while it catches up or shuts down. A
+		// known one keeps its state through a new registration: fencing
+		// is the Fence action's, which moves its leaderships too (a
+		// registration alone would leave it leading while fenced).
+		reg.Fenced = h.CatchingUp || h.ShuttingDown
+		if ok {
+			reg.Fenced = b.Fenced
+		}
 		switch {
 		case !ok || !sameListeners(b, &reg):
 			out = append(out, LivenessAction{Kind: ActionRegister, Broker: id, Registration: reg, Reason: registerReason(ok)})
