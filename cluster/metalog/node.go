@@ -177,7 +177,14 @@ func (n *Node) maybeCaughtUp() {
 	case n.leaderEpoch != 0 && n.e.Acting() && n.applied >= n.leaderChangeIndex:
 		n.caughtUp = true
 	case n.fetchFrom != election.None && n.controllerCommitEpoch == n.fetchEpoch && n.applied >= n.controllerCommit:
-		n.caughtUp = true
+		// Only a commit index that points at an entry of the
+		// controller's own epoch is current: before its leader-change
+		// entry commits, a new controller still sends the commit index
+		// it inherited, which may lack entries its predecessor
+		// committed.
+		if ep, ok := n.log.epochAt(n.controllerCommit); ok && ep == n.controllerCommitEpoch {
+			n.caughtUp = true
+		}
 	}
 }
 
