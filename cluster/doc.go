@@ -83,7 +83,7 @@
 // from the last time this node heard anything from it, quorum traffic
 // included and also from before it became the acting controller, so a
 // dead old controller is fenced a session after it went silent; but a new
-// controller never fences within two heartbeat intervals of taking over
+// controller never fences within 1.5 heartbeat intervals of taking over
 // (a live broker needs that long to find it), and a broker heard within
 // the session is never fenced for silence. A broker is unfenced only when
 // it heartbeats, has caught up, and is not shutting down.
