@@ -45,6 +45,13 @@ const quorumDirName = "__cluster_quorum"
 // divided by it, so they are honoured to within one tick.
 const quorumTick = 50 * time.Millisecond
 
+// probeRoundTimeout is how long a node that would run waits for the
+// probe answers of higher ids (election.Config.ProbeTicks). Answers on a
+// LAN take milliseconds; the heartbeat interval it used to be (500 ms)
+// was paid in full by every failover of the highest id, whose successor
+// waited for the dead node's answer.
+const probeRoundTimeout = 150 * time.Millisecond
+
 // controllerListenerAddr is where this node accepts its peers: the
 // listener named in controller.listener.names, else its own entry of
 // controller.quorum.voters.
@@ -130,6 +137,7 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 				LeaseTicks:          ticks(cfg.ControllerLeaseMs),
 				ElectionTicks:       ticks(cfg.QuorumFetchTimeoutMs),
 				ElectionJitterTicks: ticks(cfg.QuorumElectionBackoffMaxMs),
+				ProbeTicks:          min(ticks(cfg.ControllerHeartbeatIntervalMs), max(1, int(probeRoundTimeout/quorumTick))),
 				Seed:                uint64(time.Now().UnixNano()) ^ uint64(cfg.NodeID),
 			},
 			FetchWaitTicks:        fetchWait,

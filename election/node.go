@@ -126,8 +126,11 @@ func (n *Node) Tick() {
 	n.electionElapsed++
 	if n.role == PreCandidate {
 		n.probeElapsed++
-		if n.probeElapsed >= n.cfg.HeartbeatTicks {
+		switch {
+		case n.probeElapsed >= n.cfg.HeartbeatTicks:
 			n.decideProbe(true)
+		case n.probeElapsed >= n.cfg.probeTicks():
+			n.decideProbe(false)
 		}
 	}
 	if n.role != PreCandidate && n.quietLeft == 0 && n.electionElapsed >= n.randomizedElectionTicks {
@@ -332,6 +335,9 @@ func (n *Node) startProbe() {
 // grants, after every higher id answered or the round timed out.
 func (n *Node) decideProbe(timedOut bool) {
 	granted, higherAnswered, deferTo := 1, true, None
+	// Once ProbeTicks passed, a majority of grants is enough: a higher id
+	// that has not answered yet is likely down.
+	higherWaitOver := n.probeElapsed >= n.cfg.probeTicks()
 	for _, v := range n.cfg.Voters {
 		r, ok := n.probes[v]
 		if ok && !r.Reject {
@@ -352,7 +358,7 @@ func (n *Node) decideProbe(timedOut bool) {
 		n.role = Follower
 		n.probes = nil
 		n.resetElectionTimer()
-	case granted >= n.majority && (higherAnswered || timedOut || n.deferred):
+	case granted >= n.majority && (higherAnswered || higherWaitOver || timedOut || n.deferred):
 		n.becomeCandidate()
 	case timedOut || len(n.probes) == len(n.cfg.Voters)-1:
 		n.role = Follower
