@@ -590,6 +590,13 @@ func (c *Controller) heardBrokers() map[int32]BrokerHeard {
 			ShuttingDown: h.shuttingDown, CatchingUp: h.catchingUp}
 	}
 	q.mu.Unlock()
+	// Its own state is known now, not as of its last heartbeat: a node
+	// elected before it ever caught up has caught up by the time it can
+	// commit anything, and must not fence itself for a stale flag.
+	if h, ok := out[c.cfg.NodeID]; ok {
+		h.CatchingUp = !c.caughtUp()
+		out[c.cfg.NodeID] = h
+	}
 	for id, at := range q.driver.LastHeard() {
 		h := out[int32(id)]
 		h.Quorum, h.QuorumSeen = at.Sub(q.base), true
