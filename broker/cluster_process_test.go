@@ -230,6 +230,20 @@ level = "info"
 		failovers = append(failovers, took)
 		t.Logf("trial %d: %s of controller %d, controller %d took over in %v (seen by both survivors through Metadata)",
 			trial+1, signal, old.id, newCtrl, took.Round(time.Millisecond))
+		if took > 3*time.Second {
+			// Slower than the target: the survivors' last role changes
+			// say where the time went.
+			for _, n := range others {
+				b, _ := os.ReadFile(n.logf)
+				var changes []string
+				for _, line := range strings.Split(string(b), "\n") {
+					if strings.Contains(line, "role changed") {
+						changes = append(changes, line)
+					}
+				}
+				t.Logf("node %d's last role changes:\n%s", n.id, strings.Join(changes[max(0, len(changes)-8):], "\n"))
+			}
+		}
 		if mode == "stop" {
 			if err := old.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
