@@ -99,6 +99,7 @@ func NewNode(cfg Config, st Stored) (*Node, error) {
 	n.commit = max(st.Hard.Commit, st.Snapshot.Index)
 	n.applied = st.Snapshot.Index
 	n.stable = n.log.lastIndex()
+	n.fetchSeq = cfg.FirstFetchSeq
 	n.e.SetLogPosition(n.position())
 	return n, nil
 }
@@ -380,7 +381,10 @@ func (n *Node) handleFetchResp(m Message) {
 	if n.fetchFrom != m.From || n.fetchEpoch != m.Epoch {
 		return
 	}
-	if n.controllerCommitEpoch != m.Epoch || m.Commit > n.controllerCommit {
+	// Only the answer to the fetch in flight tells the commit index as of
+	// a moment after this node started: an earlier answer may be one the
+	// controller held for a previous incarnation.
+	if m.Seq == n.fetchSeq && (n.controllerCommitEpoch != m.Epoch || m.Commit > n.controllerCommit) {
 		n.controllerCommit, n.controllerCommitEpoch = m.Commit, m.Epoch
 	}
 	switch {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,6 +89,12 @@ type proposal struct {
 func Start(cfg Config, store *Storage, stored metalog.Stored, tr Transport) (*Driver, error) {
 	if cfg.Tick <= 0 {
 		return nil, fmt.Errorf("quorum: tick %v must be positive", cfg.Tick)
+	}
+	if cfg.Node.FirstFetchSeq == 0 {
+		// Fetch numbers of this incarnation never meet those of the
+		// last one (metalog.Config.FirstFetchSeq); half the range keeps
+		// them far from overflowing.
+		cfg.Node.FirstFetchSeq = rand.Uint64() >> 1
 	}
 	node, err := metalog.NewNode(cfg.Node, stored)
 	if err != nil {
