@@ -358,6 +358,13 @@ func (n *Node) decideProbe(timedOut bool) {
 		n.role = Follower
 		n.probes = nil
 		n.resetElectionTimer()
+		if n.cfg.DeferTicks > 0 {
+			// The higher id is past its quiet window, so its own timer
+			// fires within about a jitter: waiting a whole election
+			// timeout more for it only delays the cluster when it cannot
+			// win.
+			n.randomizedElectionTicks = n.cfg.DeferTicks
+		}
 	case granted >= n.majority && (higherAnswered || higherWaitOver || timedOut || n.deferred):
 		n.becomeCandidate()
 	case timedOut || len(n.probes) == len(n.cfg.Voters)-1:
