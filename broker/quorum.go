@@ -138,9 +138,10 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 				ElectionTicks:       ticks(cfg.QuorumFetchTimeoutMs),
 				ElectionJitterTicks: ticks(cfg.QuorumElectionBackoffMaxMs),
 				ProbeTicks:          min(ticks(cfg.ControllerHeartbeatIntervalMs), max(1, int(probeRoundTimeout/quorumTick))),
-				// After standing back for a higher id: its jitter and a
-				// probe round, not a whole election timeout more.
-				DeferTicks: ticks(cfg.QuorumElectionBackoffMaxMs) + ticks(cfg.ControllerHeartbeatIntervalMs),
+				// A probe round that did not run is retried after a
+				// heartbeat interval and a jitter, not a whole election
+				// timeout.
+				RetryTicks: ticks(cfg.ControllerHeartbeatIntervalMs),
 				Seed:       uint64(time.Now().UnixNano()) ^ uint64(cfg.NodeID),
 			},
 			FetchWaitTicks:        fetchWait,

@@ -37,14 +37,16 @@ type Config struct {
 	// preference waits for a higher id that may be dead (a failover of
 	// the highest id paid the whole round), never what is safe.
 	ProbeTicks int
-	// DeferTicks is how long a node that stood back for a live higher id
-	// waits before it probes again (and then runs, since it stands back
-	// once per epoch); 0 means a whole election timeout, ElectionTicks
-	// plus jitter. The higher id, past its quiet window when it answered,
-	// runs within about ElectionJitterTicks plus a probe round; waiting
-	// longer only delays the cluster when it cannot win. Like ProbeTicks
-	// it decides when a node runs, never what is safe.
-	DeferTicks int
+	// RetryTicks (plus up to ElectionJitterTicks) is how long a node
+	// whose probe round found too few grants waits before it probes
+	// again. Most often a voter was still quiet for a tick or two after
+	// the same last heartbeat; 0 means a whole election timeout
+	// (ElectionTicks plus jitter), which such a failover paid in full.
+	// (A node that stood back for a higher id still waits a whole
+	// timeout: retrying soon there competes with the higher id's run.)
+	// Like ProbeTicks it decides when a node probes, never what is safe:
+	// a probe changes nothing at the receivers.
+	RetryTicks int
 	// Seed drives the random election timers, so that a run replays.
 	Seed uint64
 }
@@ -94,8 +96,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("election: lease ticks %d must be below election ticks %d, or a new controller could be elected while the old one still holds its lease",
 			c.LeaseTicks, c.ElectionTicks)
 	}
-	if c.DeferTicks < 0 {
-		return fmt.Errorf("election: defer ticks %d is negative", c.DeferTicks)
+	if c.RetryTicks < 0 {
+		return fmt.Errorf("election: retry ticks %d is negative", c.RetryTicks)
 	}
 	if c.ProbeTicks < 0 {
 		return fmt.Errorf("election: probe ticks %d is negative", c.ProbeTicks)

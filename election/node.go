@@ -357,19 +357,20 @@ func (n *Node) decideProbe(timedOut bool) {
 		n.deferred = true
 		n.role = Follower
 		n.probes = nil
+		// A whole election timeout, not RetryTicks: lower ids retrying
+		// soon would compete with the higher id's own run (with five
+		// voters the simulator's p99 failover got worse by half).
 		n.resetElectionTimer()
-		if n.cfg.DeferTicks > 0 {
-			// The higher id is past its quiet window, so its own timer
-			// fires within about a jitter: waiting a whole election
-			// timeout more for it only delays the cluster when it cannot
-			// win.
-			n.randomizedElectionTicks = n.cfg.DeferTicks
-		}
 	case granted >= n.majority && (higherAnswered || higherWaitOver || timedOut || n.deferred):
 		n.becomeCandidate()
 	case timedOut || len(n.probes) == len(n.cfg.Voters)-1:
 		n.role = Follower
 		n.probes = nil
+		// Most often a voter refused because it was still quiet, by a
+		// tick or two: its window ends at once, not an election timeout
+		// from now. A probe changes nothing at the receivers, so probing
+		// again soon is harmless.
+		n.retrySoon()
 	}
 }
 
@@ -418,6 +419,17 @@ func (n *Node) broadcastHeartbeat() {
 		if v != n.cfg.ID {
 			n.send(Message{Type: MsgHeartbeat, To: v, Epoch: n.epoch, LeaseTick: n.now})
 		}
+	}
+}
+
+// retrySoon sets the timer of a node whose probe round ended without
+// running to RetryTicks plus a jitter; with RetryTicks 0 the timer runs
+// on as it was (a whole election timeout from the probe's start, or from
+// the stand-back).
+func (n *Node) retrySoon() {
+	if n.cfg.RetryTicks > 0 {
+		n.electionElapsed = 0
+		n.randomizedElectionTicks = n.cfg.RetryTicks + n.rand.IntN(n.cfg.ElectionJitterTicks)
 	}
 }
 
