@@ -252,8 +252,12 @@ func (b *Broker) replicasComponent(w *wiring) component {
 				b.replicas.SetReplication(replicationConfig(cfg, w.quorum.Transport.(*quorum.TCPTransport), b.controller))
 				w.replRef.Store(b.replicas)
 			}
-			if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
-				return err
+			// On a quorum the replicas follow the image only once it is
+			// current (serveWhenCaughtUp).
+			if w.quorum == nil {
+				if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
+					return err
+				}
 			}
 			if err := b.controller.Subscribe(func(_, im *cluster.Image) { applyReplicationThrottle(cfg, b.replicas, im, b.logger) }); err != nil {
 				return err
@@ -365,8 +369,8 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 			// Requests that change metadata and reach a node that is not the
 			// controller are forwarded to it, and served there by this server.
 			b.controller.SetForwardHandler(b.server.ServeForwarded)
-			serve = goTask(func(context.Context) {
-				if err := b.server.Serve(ln); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+			serve = goTask(func(ctx context.Context) {
+				if err := b.serveWhenCaughtUp(ctx, ln, w.quorum != nil); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 					logger.Error("kafka listener stopped", "err", err)
 				}
 			})

@@ -87,6 +87,9 @@ func (s *opsState) ready() error {
 	case phaseStopping:
 		return errors.New("shutting down")
 	}
+	if reason := s.broker.Load().catchUpStatus(); reason != "" {
+		return errors.New(reason)
+	}
 	if b := s.broker.Load(); !b.server.Listening() {
 		return errors.New("the client listener is not accepting connections")
 	}

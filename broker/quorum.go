@@ -45,6 +45,13 @@ const quorumDirName = "__cluster_quorum"
 // divided by it, so they are honoured to within one tick.
 const quorumTick = 50 * time.Millisecond
 
+// probeRoundTimeout is how long a node that would run waits for the
+// probe answers of higher ids (election.Config.ProbeTicks). Answers on a
+// LAN take milliseconds; the heartbeat interval it used to be (500 ms)
+// was paid in full by every failover of the highest id, whose successor
+// waited for the dead node's answer.
+const probeRoundTimeout = 150 * time.Millisecond
+
 // controllerListenerAddr is where this node accepts its peers: the
 // listener named in controller.listener.names, else its own entry of
 // controller.quorum.voters.
@@ -130,7 +137,12 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 				LeaseTicks:          ticks(cfg.ControllerLeaseMs),
 				ElectionTicks:       ticks(cfg.QuorumFetchTimeoutMs),
 				ElectionJitterTicks: ticks(cfg.QuorumElectionBackoffMaxMs),
-				Seed:                uint64(time.Now().UnixNano()) ^ uint64(cfg.NodeID),
+				ProbeTicks:          min(ticks(cfg.ControllerHeartbeatIntervalMs), max(1, int(probeRoundTimeout/quorumTick))),
+				// A probe round that did not run is retried after a
+				// heartbeat interval and a jitter, not a whole election
+				// timeout.
+				RetryTicks: ticks(cfg.ControllerHeartbeatIntervalMs),
+				Seed:       uint64(time.Now().UnixNano()) ^ uint64(cfg.NodeID),
 			},
 			FetchWaitTicks:        fetchWait,
 			FetchTimeoutTicks:     max(fetchWait+1, ticks(cfg.QuorumRequestTimeoutMs)),
@@ -198,4 +210,54 @@ func leaderRebalance(cfg *config.Config) *cluster.LeaderRebalanceConfig {
 		CheckInterval:       time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		PerBrokerPercentage: int(cfg.LeaderImbalancePerBrokerPercentage),
 	}
+}
+
+// catchUpWarnInterval is how often a node that cannot catch up with the
+// metadata log says so.
+const catchUpWarnInterval = 5 * time.Second
+
+// serveWhenCaughtUp starts serving clients once this node's metadata
+// image is current, as a KRaft broker starts its data-plane acceptors
+// only after its initial catch-up: until then the client listener is
+// bound but does not accept, so a client's first answer (Metadata,
+// FindCoordinator, Produce, Fetch) already reflects every change made
+// while this node was down, and its replicas neither lead nor follow from
+// the stale image it replayed (on a quorum they subscribe to the image
+// only here). Connections made meanwhile wait in the listen backlog and
+// are served once it opens. A node that cannot reach a controller (the
+// minority side) keeps waiting, and says so in its log and in /readyz.
+func (b *Broker) serveWhenCaughtUp(ctx context.Context, ln net.Listener, quorum bool) error {
+	if quorum {
+		t := time.NewTicker(catchUpWarnInterval)
+		defer t.Stop()
+		waiting := time.Now()
+	wait:
+		for {
+			select {
+			case <-b.controller.CaughtUp():
+				break wait
+			case <-ctx.Done():
+				// Closing: Serve on a closed server closes the listener.
+				return b.server.Serve(ln)
+			case <-t.C:
+				b.logger.Warn("not serving clients yet", "reason", b.catchUpStatus(),
+					"waiting_for", time.Since(waiting).Round(time.Second).String())
+			}
+		}
+		if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
+			ln.Close()
+			return err
+		}
+		b.logger.Info("caught up with the metadata log; serving clients", "metadata_offset", b.controller.Image().Offset,
+			"took", time.Since(waiting).Round(time.Millisecond).String())
+	}
+	return b.server.Serve(ln)
+}
+
+// catchUpStatus is why this node does not serve clients yet, "" once it
+// does not wait any more.
+func (b *Broker) catchUpStatus() string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return b.controller.CatchUpStatus(ctx)
 }

@@ -75,5 +75,25 @@
 // brokers that heartbeat to it (their advertised listeners), fences a
 // broker silent for broker.session.timeout.ms and unfences it when heard
 // again; producer-id blocks are asked of it over the CONTROLLER listener.
+//
+// Those liveness decisions are a pure core (liveness.go, Liveness.Decide:
+// image, what was heard from each broker and when, the monotonic time in;
+// actions out; testdata/liveness): the driver in quorum_mode.go only
+// gathers the inputs and commits the actions. A broker's session counts
+// from the last time this node heard anything from it, quorum traffic
+// included and also from before it became the acting controller, so a
+// dead old controller is fenced a session after it went silent; but a new
+// controller never fences within 1.5 heartbeat intervals of taking over
+// (a live broker needs that long to find it), and a broker heard within
+// the session is never fenced for silence. A broker is unfenced only when
+// it heartbeats, has caught up, and is not shutting down.
+//
+// Initial catch-up: a restarted node's image is the replay of its own
+// log, which misses what was committed while it was down. CaughtUp is
+// closed once it applied everything the acting controller had committed
+// when it first heard its commit index (metalog.Node.CaughtUp); until
+// then its heartbeats say it is catching up (the controller keeps it
+// fenced), and the broker neither serves clients nor applies the image to
+// its replicas.
 // See docs/ARCHITECTURE.md, "The cluster protocol".
 package cluster

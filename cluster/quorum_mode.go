@@ -77,6 +77,9 @@ type quorumState struct {
 	// unfence it while they do (Kafka's WantShutDown).
 	shuttingDown bool
 
+	// base is the origin of the Liveness core's monotonic clock.
+	base time.Time
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -87,6 +90,9 @@ type heardBroker struct {
 	// shuttingDown: the broker asked for a controlled shutdown and must
 	// stay fenced while it finishes.
 	shuttingDown bool
+	// catchingUp: the broker has not caught up with the metadata log
+	// since it started, so it cannot lead yet.
+	catchingUp bool
 }
 
 // openQuorum starts the quorum driver. The image is rebuilt by the
@@ -101,7 +107,7 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 		return err
 	}
 	q := &quorumState{cfg: qc, log: qc.Logger, heard: map[int32]heardBroker{}, pending: map[uint64]chan forwardAnswer{},
-		applied: make(chan struct{}), stop: make(chan struct{})}
+		applied: make(chan struct{}), stop: make(chan struct{}), base: time.Now()}
 	c.q = q
 	// The driver hands out the committed entries after the snapshot.
 	im, err := loadSnapshot(stored.Snapshot)
@@ -258,6 +264,9 @@ type appMessage struct {
 	Registration *BrokerRegistrationRecord `json:"registration,omitempty"`
 	// heartbeat: the broker is in a controlled shutdown.
 	ShuttingDown bool `json:"shutting_down,omitempty"`
+	// heartbeat: the broker has not caught up with the metadata log
+	// since it started (absent from older nodes: caught up).
+	CatchingUp bool `json:"catching_up,omitempty"`
 	// alter_isr request (its answer carries the partition's state).
 	AlterISR *alterISRMessage `json:"alter_isr,omitempty"`
 	// allocate_producer_ids request and answer.
@@ -355,7 +364,7 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 			return
 		}
 		q.mu.Lock()
-		q.heard[int32(from)] = heardBroker{at: time.Now(), reg: *m.Registration, shuttingDown: m.ShuttingDown}
+		q.heard[int32(from)] = heardBroker{at: time.Now(), reg: *m.Registration, shuttingDown: m.ShuttingDown, catchingUp: m.CatchingUp}
 		q.mu.Unlock()
 	case appControlledShutdown:
 		go func() {
@@ -520,13 +529,13 @@ func (c *Controller) heartbeat() {
 			case election.None:
 			case election.NodeID(c.cfg.NodeID):
 				q.mu.Lock()
-				q.heard[c.cfg.NodeID] = heardBroker{at: time.Now(), reg: *reg, shuttingDown: q.shuttingDown}
+				q.heard[c.cfg.NodeID] = heardBroker{at: time.Now(), reg: *reg, shuttingDown: q.shuttingDown, catchingUp: !c.caughtUp()}
 				q.mu.Unlock()
 			default:
 				// Queued under mu: a heartbeat without the shutdown flag
 				// never follows the controlled shutdown request.
 				q.mu.Lock()
-				b, _ := json.Marshal(appMessage{Kind: appHeartbeat, Registration: reg, ShuttingDown: q.shuttingDown})
+				b, _ := json.Marshal(appMessage{Kind: appHeartbeat, Registration: reg, ShuttingDown: q.shuttingDown, CatchingUp: !c.caughtUp()})
 				q.cfg.SendApp(ctrl, b)
 				q.mu.Unlock()
 			}
@@ -539,45 +548,72 @@ func (c *Controller) heartbeat() {
 	}
 }
 
-// maintain is the acting controller's housekeeping: create the cluster id
+// maintain is the acting controller's housekeeping, decided by the pure
+// Liveness core (liveness.go) and carried out here: create the cluster id
 // in a new cluster, register brokers that heartbeat, fence those whose
-// session expired, unfence those heard again.
+// session expired, unfence those heard again, finish controlled
+// shutdowns, and check the leader balance.
 func (c *Controller) maintain() {
 	q := c.q
 	defer q.wg.Done()
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
-	var actingSince, lastRebalance time.Time
+	lc := LivenessConfig{SessionTimeout: q.cfg.BrokerSessionTimeout, HeartbeatInterval: q.cfg.BrokerHeartbeatInterval}
+	if rb := c.cfg.LeaderRebalance; rb != nil {
+		lc.RebalanceInterval = rb.CheckInterval
+	}
+	live := NewLiveness(lc)
 	for {
 		select {
 		case <-q.stop:
 			return
 		case <-t.C:
 		}
-		if !c.Acting() {
-			actingSince = time.Time{}
+		acting := c.Acting()
+		actions := live.Decide(time.Since(q.base), acting, c.Image(), c.heardBrokers())
+		if len(actions) == 0 {
 			continue
 		}
-		now := time.Now()
-		if actingSince.IsZero() {
-			// A new controller has heard nobody yet: every broker gets a
-			// full session before it is fenced, and a full interval before
-			// leaders move for balance (brokers are still rejoining ISRs).
-			actingSince, lastRebalance = now, now
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-		c.maintainOnce(ctx, now, actingSince)
-		if rb := c.cfg.LeaderRebalance; rb != nil && now.Sub(lastRebalance) >= rb.CheckInterval {
-			lastRebalance = now
-			c.rebalanceOnce(ctx, rb.PerBrokerPercentage)
+		for _, a := range actions {
+			c.carryOut(ctx, a)
 		}
 		cancel()
 	}
 }
 
-func (c *Controller) maintainOnce(ctx context.Context, now, actingSince time.Time) {
+// heardBrokers is what this node heard from each broker, on Liveness's
+// clock: heartbeats (itself included) and metadata quorum messages.
+func (c *Controller) heardBrokers() map[int32]BrokerHeard {
 	q := c.q
-	if c.Image().ClusterID == "" {
+	out := map[int32]BrokerHeard{}
+	q.mu.Lock()
+	for id, h := range q.heard {
+		out[id] = BrokerHeard{Heartbeat: h.at.Sub(q.base), HeartbeatSeen: true, Registration: h.reg,
+			ShuttingDown: h.shuttingDown, CatchingUp: h.catchingUp}
+	}
+	q.mu.Unlock()
+	// Its own state is known now, not as of its last heartbeat: a node
+	// elected before it ever caught up has caught up by the time it can
+	// commit anything, and must not fence itself for a stale flag.
+	if h, ok := out[c.cfg.NodeID]; ok {
+		h.CatchingUp = !c.caughtUp()
+		out[c.cfg.NodeID] = h
+	}
+	for id, at := range q.driver.LastHeard() {
+		h := out[int32(id)]
+		h.Quorum, h.QuorumSeen = at.Sub(q.base), true
+		out[int32(id)] = h
+	}
+	return out
+}
+
+// carryOut does one decision of the Liveness core through the event loop,
+// and logs it once committed.
+func (c *Controller) carryOut(ctx context.Context, a LivenessAction) {
+	q := c.q
+	switch a.Kind {
+	case ActionClusterID:
 		id := c.cfg.ClusterID
 		if id == "" {
 			id = NewUUID().String()
@@ -593,50 +629,28 @@ func (c *Controller) maintainOnce(ctx context.Context, now, actingSince time.Tim
 			return
 		}
 		q.log.Info("metadata quorum: new cluster", "cluster.id", id)
-	}
-	q.mu.Lock()
-	heard := make(map[int32]heardBroker, len(q.heard))
-	for id, h := range q.heard {
-		heard[id] = h
-	}
-	q.mu.Unlock()
-	im := c.Image()
-	for id, h := range heard {
-		if !h.at.After(actingSince.Add(-q.cfg.BrokerSessionTimeout)) || now.Sub(h.at) > q.cfg.BrokerSessionTimeout {
-			continue
+	case ActionRegister:
+		if err := c.RegisterBroker(ctx, a.Registration, true); err != nil {
+			q.log.Debug("metadata quorum: broker registration not committed", "broker", a.Broker, "err", err)
+			return
 		}
-		b, ok := im.Broker(id)
-		switch {
-		case !ok || !sameRegistration(b, &h.reg) && !(b.Fenced && sameListeners(b, &h.reg)):
-			// A new broker, or one whose rack or listeners changed.
-			if err := c.RegisterBroker(ctx, h.reg, true); err != nil {
-				q.log.Debug("metadata quorum: broker registration not committed", "broker", id, "err", err)
-			} else {
-				q.log.Info("metadata quorum: broker registered", "broker", id, "listeners", fmt.Sprint(h.reg.Listeners))
-			}
-		case b.Fenced && h.shuttingDown:
-			// In a controlled shutdown: it stays fenced until it
-			// restarts and heartbeats without the flag.
-		case b.Fenced:
-			if err := c.UnfenceBroker(ctx, id); err == nil {
-				q.log.Info("metadata quorum: broker heard again, unfenced", "broker", id)
-			}
+		q.log.Info("metadata quorum: broker registered", "broker", a.Broker, "fenced", a.Registration.Fenced,
+			"reason", a.Reason, "listeners", fmt.Sprint(a.Registration.Listeners))
+	case ActionUnfence:
+		if err := c.UnfenceBroker(ctx, a.Broker); err == nil {
+			q.log.Info("metadata quorum: broker heard again, unfenced", "broker", a.Broker)
 		}
-	}
-	for _, b := range c.Image().Brokers() {
-		if b.Fenced {
-			continue
+	case ActionFence:
+		if err := c.FenceBroker(ctx, a.Broker); err == nil {
+			q.log.Warn("metadata quorum: broker fenced", "broker", a.Broker, "reason", a.Reason,
+				"silent_for", a.SilentFor.Round(time.Millisecond).String())
 		}
-		last := actingSince
-		if h, ok := heard[b.ID]; ok && h.at.After(last) {
-			last = h.at
+	case ActionControlledShutdown:
+		if err := c.ControlledShutdown(ctx, a.Broker); err == nil {
+			q.log.Info("metadata quorum: controlled shutdown of a broker", "broker", a.Broker, "reason", a.Reason)
 		}
-		if now.Sub(last) > q.cfg.BrokerSessionTimeout {
-			if err := c.FenceBroker(ctx, b.ID); err == nil {
-				q.log.Warn("metadata quorum: broker session expired, fenced", "broker", b.ID,
-					"silent_for", now.Sub(last).Round(time.Millisecond).String())
-			}
-		}
+	case ActionRebalance:
+		c.rebalanceOnce(ctx, c.cfg.LeaderRebalance.PerBrokerPercentage)
 	}
 }
 
@@ -696,4 +710,48 @@ func (c *Controller) controlledShutdownOf(ctx context.Context, id int32) error {
 	}
 	q.mu.Unlock()
 	return c.ControlledShutdown(ctx, id)
+}
+
+// closedChan is a channel that is always closed.
+var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+// CaughtUp is closed once this node's image is current: on a quorum, once
+// it applied everything the acting controller had committed when this
+// node first heard its commit index (Kafka's initial catch-up of a
+// broker's metadata); at once with one voter. Until then the image is the
+// one replayed from this node's own disk, which misses whatever changed
+// while it was down: it must not answer clients or lead from it.
+func (c *Controller) CaughtUp() <-chan struct{} {
+	if c.q == nil {
+		return closedChan
+	}
+	return c.q.driver.CaughtUp()
+}
+
+func (c *Controller) caughtUp() bool {
+	select {
+	case <-c.CaughtUp():
+		return true
+	default:
+		return false
+	}
+}
+
+// CatchUpStatus says why this node has not caught up yet ("" once it
+// has): no controller is known (a minority side), or how far its applied
+// image is behind the controller's commit index.
+func (c *Controller) CatchUpStatus(ctx context.Context) string {
+	if c.caughtUp() {
+		return ""
+	}
+	st, err := c.q.driver.Status(ctx)
+	if err != nil {
+		return fmt.Sprintf("catching up with the metadata log: quorum status unknown: %v", err)
+	}
+	if ss := st.Election.Soft; ss.Controller == election.None {
+		return fmt.Sprintf("catching up with the metadata log: no controller reachable (epoch %d, applied %d); a majority of controller.quorum.voters must be up and reachable",
+			ss.Epoch, st.Applied)
+	}
+	return fmt.Sprintf("catching up with the metadata log: applied %d of the controller's commit index %d (controller %d)",
+		st.Applied, st.ControllerCommit, int32(st.Election.Soft.Controller))
 }

@@ -76,6 +76,10 @@
 //   - broker.session.timeout.ms 4000 instead of 9000, and
 //     broker.heartbeat.interval.ms 1000 instead of 2000: a dead leader's
 //     partitions move within about 5 s on a three-node LAN cluster.
+//   - controller.quorum.election.backoff.max.ms 500 instead of 1000: a new
+//     controller follows a dead one within controller.quorum.fetch.timeout.ms
+//     plus this backoff, and 1 s put the worst case past 3 s; the Bully
+//     probe round already keeps candidates from splitting the vote.
 //   - log.dir.min.free.bytes 256 MiB and log.dir.min.free.percent 5 (wren's
 //     own; the smaller wins): a free-space floor below which Produce gets a
 //     retriable KAFKA_STORAGE_ERROR, so a full disk is met before ENOSPC.

@@ -30,8 +30,33 @@ type Config struct {
 	// ElectionJitterTicks spreads the nodes' election timers so that they
 	// rarely run at once (controller.quorum.election.backoff.max.ms).
 	ElectionJitterTicks int
+	// ProbeTicks is how long a probe round waits for the answers of the
+	// higher ids before a node with a majority of grants runs without
+	// them; 0 means HeartbeatTicks. The round itself (collecting grants)
+	// still lasts up to HeartbeatTicks. It only decides how long the Bully
+	// preference waits for a higher id that may be dead (a failover of
+	// the highest id paid the whole round), never what is safe.
+	ProbeTicks int
+	// RetryTicks (plus up to ElectionJitterTicks) is how long a node
+	// whose probe round found too few grants waits before it probes
+	// again. Most often a voter was still quiet for a tick or two after
+	// the same last heartbeat; 0 means a whole election timeout
+	// (ElectionTicks plus jitter), which such a failover paid in full.
+	// (A node that stood back for a higher id still waits a whole
+	// timeout: retrying soon there competes with the higher id's run.)
+	// Like ProbeTicks it decides when a node probes, never what is safe:
+	// a probe changes nothing at the receivers.
+	RetryTicks int
 	// Seed drives the random election timers, so that a run replays.
 	Seed uint64
+}
+
+// probeTicks is ProbeTicks, or HeartbeatTicks when it is 0.
+func (c *Config) probeTicks() int {
+	if c.ProbeTicks > 0 {
+		return c.ProbeTicks
+	}
+	return c.HeartbeatTicks
 }
 
 // Validate checks the rules the election's safety rests on and says which
@@ -70,6 +95,12 @@ func (c *Config) Validate() error {
 	if c.LeaseTicks >= c.ElectionTicks {
 		return fmt.Errorf("election: lease ticks %d must be below election ticks %d, or a new controller could be elected while the old one still holds its lease",
 			c.LeaseTicks, c.ElectionTicks)
+	}
+	if c.RetryTicks < 0 {
+		return fmt.Errorf("election: retry ticks %d is negative", c.RetryTicks)
+	}
+	if c.ProbeTicks < 0 {
+		return fmt.Errorf("election: probe ticks %d is negative", c.ProbeTicks)
 	}
 	if c.ElectionJitterTicks < 1 {
 		return fmt.Errorf("election: election jitter ticks %d must be at least 1, or nodes whose timers started together run together forever",

@@ -40,10 +40,11 @@
 //     makes the prober stand back (the Bully order), once per epoch, so a
 //     higher id that cannot win never stalls the cluster;
 //   - otherwise, with grants from a majority (itself included), and every
-//     higher id heard from or the round over, it runs: it bumps its epoch,
-//     votes for itself, persists that, and asks for votes;
-//   - otherwise it waits for its next timeout. An isolated or deaf node
-//     therefore never bumps anyone's epoch (F08, F09).
+//     higher id heard from or the round (ProbeTicks) over, it runs: it
+//     bumps its epoch, votes for itself, persists that, and asks for votes;
+//   - otherwise it waits for its next timeout (RetryTicks plus a jitter,
+//     when set: most often a voter was still quiet by a tick). An isolated
+//     or deaf node therefore never bumps anyone's epoch (F08, F09).
 //
 // A candidate with votes from a majority of the voters is the controller of
 // its epoch and sends heartbeats every HeartbeatTicks.
@@ -98,7 +99,10 @@
 // Settings map to ticks as: HeartbeatTicks = controller.heartbeat.interval.ms,
 // LeaseTicks = controller.lease.ms, ElectionTicks =
 // controller.quorum.fetch.timeout.ms, ElectionJitterTicks =
-// controller.quorum.election.backoff.max.ms, each divided by the tick.
+// controller.quorum.election.backoff.max.ms, each divided by the tick;
+// ProbeTicks (how long a probe round waits for the higher ids' answers)
+// is the broker's 150 ms, at most the heartbeat interval; RetryTicks is
+// the heartbeat interval.
 //
 // The scripts in testdata/ (run by TestDataDriven, rewritten with
 // -rewrite) walk through each rule and the fault scenarios F06, F08, F09,

@@ -13,7 +13,7 @@ import (
 // TestDataDriven runs testdata/*.txt. Commands (ids are node ids; most
 // default to every node):
 //
-//	add-nodes N [heartbeat= lease= election= jitter= seed=]
+//	add-nodes N [heartbeat= lease= election= jitter= probe= retry= seed=]
 //	tick [N] [ids...] [verbose]  tick each node N times
 //	deliver-msgs [ids...]      deliver the messages queued for ids, once
 //	stabilize                  deliver until no message is left
@@ -192,6 +192,8 @@ func (e *env) addNodes(c *datadriven.Cmd) {
 			LeaseTicks:          c.Int(e.t, "lease", 6),
 			ElectionTicks:       c.Int(e.t, "election", 10),
 			ElectionJitterTicks: c.Int(e.t, "jitter", 5),
+			ProbeTicks:          c.Int(e.t, "probe", 0),
+			RetryTicks:          c.Int(e.t, "retry", 0),
 			Seed:                uint64(c.Int(e.t, "seed", 1)),
 		}
 		n, err := NewNode(cfg, HardState{VotedFor: None})

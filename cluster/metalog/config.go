@@ -22,6 +22,13 @@ type Config struct {
 	// MaxUncommittedEntries bounds how far the controller's log may run
 	// ahead of its commit index; Propose refuses beyond it.
 	MaxUncommittedEntries int
+	// FirstFetchSeq is where this incarnation's fetch sequence numbers
+	// start (the first fetch has FirstFetchSeq+1). A driver gives every
+	// start a random one, so an answer to a fetch of an earlier
+	// incarnation (held by the controller, delivered after the restart)
+	// is never taken for the answer to this one's: its commit index is
+	// older than the restart, and CaughtUp must not trust it.
+	FirstFetchSeq uint64
 }
 
 // Validate checks the settings and says which rule is broken.

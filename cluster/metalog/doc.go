@@ -94,6 +94,18 @@
 // member of a majority, which is what DESIGN asks a new controller to
 // reach first.
 //
+// # Initial catch-up
+//
+// A node's applied state starts as the replay of its own disk, which may
+// lack entries committed while it was down. CaughtUp turns true (and
+// stays so) once it applied up to the commit index the controller of its
+// epoch sent in a fetch answer, provided that index holds an entry of the
+// controller's epoch (before its leader-change entry commits, a new
+// controller sends the commit index it inherited, which may lack entries
+// its predecessor committed) (a follower); or once its own leader-change
+// entry is applied while Acting (a controller). The driver publishes it, so the
+// broker serves nothing from a stale state (testdata/catch_up.txt).
+//
 // # Snapshots
 //
 // The driver calls Compact(index, image) with an index it has applied;

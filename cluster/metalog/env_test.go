@@ -33,6 +33,8 @@ import (
 //	restart a
 //	compact a                     snapshot a's applied state, trim its log
 //	status | log [ids...] | applied [ids...]
+//	caught-up [ids...]            CaughtUp, and the applied and known
+//	                              controller commit indexes
 func TestDataDriven(t *testing.T) {
 	datadriven.RunDir(t, "testdata", func(t *testing.T) func(*datadriven.Cmd) string {
 		e := &env{t: t, nodes: map[election.NodeID]*envNode{}, cuts: map[[2]election.NodeID]string{},
@@ -168,6 +170,15 @@ func (e *env) handle(c *datadriven.Cmd) string {
 			}
 			st := en.n.Status()
 			e.printf("%d: %s", id, logString(Snapshot{Index: st.SnapshotIndex}, en.n.Entries(0)))
+		}
+	case "caught-up":
+		for _, id := range e.pick(c.IntArgs(e.t)) {
+			if e.nodes[id].down {
+				e.printf("%d down", id)
+				continue
+			}
+			st := e.nodes[id].n.Status()
+			e.printf("%d caught-up=%t applied=%d controller-commit=%d", id, st.CaughtUp, st.Applied, st.ControllerCommit)
 		}
 	case "applied":
 		for _, id := range e.pick(c.IntArgs(e.t)) {

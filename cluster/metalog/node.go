@@ -48,6 +48,16 @@ type Node struct {
 	fetchEpoch   int32
 	fetchSeq     uint64
 	fetchElapsed int
+	// controllerCommit is the highest commit index the controller of
+	// controllerCommitEpoch sent this follower in a fetch answer.
+	controllerCommit      int64
+	controllerCommitEpoch int32
+	// caughtUp is sticky: set once this node applied every entry that was
+	// committed when it first heard an acting controller's commit index
+	// (or, as controller, its own leader-change entry). Like a KRaft
+	// broker's initial catch-up, it says the applied state is no longer
+	// the possibly stale one replayed from the local disk.
+	caughtUp bool
 
 	msgs     []Message
 	ownMsgs  int // how many of msgs the Ready in flight handed out
@@ -89,6 +99,7 @@ func NewNode(cfg Config, st Stored) (*Node, error) {
 	n.commit = max(st.Hard.Commit, st.Snapshot.Index)
 	n.applied = st.Snapshot.Index
 	n.stable = n.log.lastIndex()
+	n.fetchSeq = cfg.FirstFetchSeq
 	n.e.SetLogPosition(n.position())
 	return n, nil
 }
@@ -103,6 +114,7 @@ func (n *Node) Tick() {
 	n.now++
 	n.e.Tick()
 	n.sync()
+	n.maybeCaughtUp()
 	if n.leaderEpoch != 0 {
 		// In voter order, not map order, so that a run replays exactly.
 		for _, id := range n.voters {
@@ -152,8 +164,38 @@ func (n *Node) Step(m Message) error {
 	default:
 		return fmt.Errorf("metalog: message %v has an unknown type", m)
 	}
+	n.maybeCaughtUp()
 	return nil
 }
+
+// maybeCaughtUp sets caughtUp once the applied state holds everything
+// the current controller had committed when this node heard from it.
+func (n *Node) maybeCaughtUp() {
+	if n.caughtUp {
+		return
+	}
+	switch {
+	case n.leaderEpoch != 0 && n.e.Acting() && n.applied >= n.leaderChangeIndex:
+		n.caughtUp = true
+	case n.fetchFrom != election.None && n.controllerCommitEpoch == n.fetchEpoch && n.applied >= n.controllerCommit:
+		// Only a commit index that points at an entry of the
+		// controller's own epoch is current: before its leader-change
+		// entry commits, a new controller still sends the commit index
+		// it inherited, which may lack entries its predecessor
+		// committed.
+		if ep, ok := n.log.epochAt(n.controllerCommit); ok && ep == n.controllerCommitEpoch {
+			n.caughtUp = true
+		}
+	}
+}
+
+// CaughtUp reports whether this node has applied every entry that was
+// committed when it first learned the commit index of an acting
+// controller (as a follower, from the controller's fetch answer; as the
+// controller, once its leader-change entry is applied). Until then its
+// applied state is what it replayed from its own disk, which may be
+// stale. Once true it stays true.
+func (n *Node) CaughtUp() bool { return n.caughtUp }
 
 // checkFetchResp refuses an answer that could not have come from a
 // correct controller, so a bad peer cannot break the log's invariants.
@@ -339,6 +381,12 @@ func (n *Node) handleFetchResp(m Message) {
 	if n.fetchFrom != m.From || n.fetchEpoch != m.Epoch {
 		return
 	}
+	// Only the answer to the fetch in flight tells the commit index as of
+	// a moment after this node started: an earlier answer may be one the
+	// controller held for a previous incarnation.
+	if m.Seq == n.fetchSeq && (n.controllerCommitEpoch != m.Epoch || m.Commit > n.controllerCommit) {
+		n.controllerCommit, n.controllerCommitEpoch = m.Commit, m.Epoch
+	}
 	switch {
 	case m.Snapshot != nil:
 		n.installSnapshot(*m.Snapshot)
@@ -505,6 +553,7 @@ func (n *Node) Advance(rd Ready) {
 	}
 	n.msgs = slices.Clone(n.msgs[n.ownMsgs:])
 	n.ownMsgs = 0
+	n.maybeCaughtUp()
 }
 
 // Acting reports whether this node is the acting controller (see
@@ -526,6 +575,11 @@ type Status struct {
 	LastEpoch     int32
 	Commit        int64
 	Applied       int64
+	// CaughtUp: see Node.CaughtUp.
+	CaughtUp bool
+	// ControllerCommit is the highest commit index this follower heard
+	// from the controller it fetches from (0 before any answer).
+	ControllerCommit int64
 	// Match is, on the controller, the log end each follower proved it
 	// holds (nil elsewhere).
 	Match map[election.NodeID]int64
@@ -534,7 +588,10 @@ type Status struct {
 // Status returns the node's current state, persisted or not.
 func (n *Node) Status() Status {
 	st := Status{Election: n.e.Status(), SnapshotIndex: n.log.snap.Index, LastIndex: n.log.lastIndex(),
-		LastEpoch: n.log.lastEpoch(), Commit: n.commit, Applied: n.applied}
+		LastEpoch: n.log.lastEpoch(), Commit: n.commit, Applied: n.applied, CaughtUp: n.caughtUp}
+	if n.fetchFrom != election.None && n.controllerCommitEpoch == n.fetchEpoch {
+		st.ControllerCommit = n.controllerCommit
+	}
 	if n.match != nil {
 		st.Match = make(map[election.NodeID]int64, len(n.match))
 		for k, v := range n.match {

@@ -101,3 +101,95 @@ func TestProposeAndCompactRefusals(t *testing.T) {
 		t.Fatalf("compact beyond applied: %v", err)
 	}
 }
+
+// A follower that restarts is caught up only once it applied a commit
+// index of the controller's own epoch: a new controller first sends the
+// commit index it inherited, which may lack entries its predecessor
+// committed.
+func TestCaughtUpNeedsCommitOfControllersEpoch(t *testing.T) {
+	st := stored()
+	st.Hard.Election.Epoch = 1
+	st.Entries = []Entry{{Index: 1, Epoch: 1, Type: EntryLeaderChange}, {Index: 2, Epoch: 1, Type: EntryRecords, Data: []byte("a")},
+		{Index: 3, Epoch: 1, Type: EntryRecords, Data: []byte("b")}}
+	st.Hard.Commit = 1
+	n, err := NewNode(testConfig(1), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain := func() {
+		for n.HasReady() {
+			n.Advance(n.Ready())
+		}
+	}
+	drain()
+	// Controller 2 of epoch 2 heartbeats: node 1 follows it and fetches.
+	hb := election.Message{Type: election.MsgHeartbeat, From: 2, To: 1, Epoch: 2, LeaseTick: 1}
+	if err := n.Step(Message{Type: MsgElection, From: 2, To: 1, Epoch: 2, Election: hb}); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	answer := func(seq uint64, prev int64, prevEpoch int32, commit int64, ents ...Entry) {
+		t.Helper()
+		if err := n.Step(Message{Type: MsgFetchResp, From: 2, To: 1, Epoch: 2, Seq: seq, LastIndex: prev, LastEpoch: prevEpoch,
+			PrevIndex: prev, PrevEpoch: prevEpoch, Commit: commit, Entries: ents}); err != nil {
+			t.Fatal(err)
+		}
+		drain()
+	}
+	// The inherited commit index 3 (an entry of epoch 1).
+	answer(1, 3, 1, 3)
+	if st := n.Status(); st.Applied != 3 || st.CaughtUp {
+		t.Fatalf("after the inherited commit index: applied %d caught up %t, want 3 and false", st.Applied, st.CaughtUp)
+	}
+	// The controller's leader-change entry, committed.
+	answer(2, 3, 1, 4, Entry{Index: 4, Epoch: 2, Type: EntryLeaderChange})
+	if st := n.Status(); st.Applied != 4 || !st.CaughtUp {
+		t.Fatalf("after the controller's own commit: applied %d caught up %t, want 4 and true", st.Applied, st.CaughtUp)
+	}
+}
+
+// An answer the controller held for a fetch of this node's previous
+// incarnation, delivered after the restart, carries a commit index from
+// before the restart: it may extend the log, but the catch-up waits for
+// the answer to this incarnation's own fetch.
+func TestCaughtUpIgnoresAnswersToAnEarlierIncarnation(t *testing.T) {
+	cfg := testConfig(1)
+	cfg.FirstFetchSeq = 100
+	st := stored()
+	st.Hard.Election.Epoch = 1
+	st.Entries = []Entry{{Index: 1, Epoch: 1, Type: EntryLeaderChange}, {Index: 2, Epoch: 1, Type: EntryRecords, Data: []byte("a")}}
+	st.Hard.Commit = 2
+	n, err := NewNode(cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain := func() {
+		for n.HasReady() {
+			n.Advance(n.Ready())
+		}
+	}
+	drain()
+	hb := election.Message{Type: election.MsgHeartbeat, From: 2, To: 1, Epoch: 1, LeaseTick: 1}
+	if err := n.Step(Message{Type: MsgElection, From: 2, To: 1, Epoch: 1, Election: hb}); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	answer := func(seq uint64, prev int64, commit int64, ents ...Entry) {
+		t.Helper()
+		if err := n.Step(Message{Type: MsgFetchResp, From: 2, To: 1, Epoch: 1, Seq: seq, LastIndex: prev, LastEpoch: 1,
+			PrevIndex: prev, PrevEpoch: 1, Commit: commit, Entries: ents}); err != nil {
+			t.Fatal(err)
+		}
+		drain()
+	}
+	// Held for the previous incarnation's fetch 7: entry 3, commit 2.
+	answer(7, 2, 2, Entry{Index: 3, Epoch: 1, Type: EntryRecords, Data: []byte("b")})
+	if st := n.Status(); st.LastIndex != 3 || st.CaughtUp {
+		t.Fatalf("after an earlier incarnation's answer: last %d caught up %t, want 3 and false", st.LastIndex, st.CaughtUp)
+	}
+	// The answer to this incarnation's fetch (101): commit 4.
+	answer(101, 2, 4, Entry{Index: 3, Epoch: 1, Type: EntryRecords, Data: []byte("b")}, Entry{Index: 4, Epoch: 1, Type: EntryRecords, Data: []byte("c")})
+	if st := n.Status(); st.Applied != 4 || !st.CaughtUp {
+		t.Fatalf("after this incarnation's answer: applied %d caught up %t, want 4 and true", st.Applied, st.CaughtUp)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +64,12 @@ type Driver struct {
 	closeOnce sync.Once
 
 	soft atomic.Pointer[election.SoftState]
+	// caughtUp is closed once the node reports metalog.Node.CaughtUp.
+	caughtUp     chan struct{}
+	caughtUpSeen bool // owned by the loop goroutine
+	// heard is when a message from each peer last arrived (monotonic).
+	heardMu sync.Mutex
+	heard   map[election.NodeID]time.Time
 	// err is the storage error that stopped the driver, if any.
 	errMu sync.Mutex
 	err   error
@@ -83,6 +90,12 @@ func Start(cfg Config, store *Storage, stored metalog.Stored, tr Transport) (*Dr
 	if cfg.Tick <= 0 {
 		return nil, fmt.Errorf("quorum: tick %v must be positive", cfg.Tick)
 	}
+	if cfg.Node.FirstFetchSeq == 0 {
+		// Fetch numbers of this incarnation never meet those of the
+		// last one (metalog.Config.FirstFetchSeq); half the range keeps
+		// them far from overflowing.
+		cfg.Node.FirstFetchSeq = rand.Uint64() >> 1
+	}
 	node, err := metalog.NewNode(cfg.Node, stored)
 	if err != nil {
 		return nil, err
@@ -92,7 +105,8 @@ func Start(cfg Config, store *Storage, stored metalog.Stored, tr Transport) (*Dr
 	}
 	d := &Driver{cfg: cfg, node: node, store: store, tr: tr, log: cfg.Logger,
 		proposals: make(chan *proposal), queries: make(chan func(*metalog.Node)),
-		stop: make(chan struct{}), done: make(chan struct{}), waiters: map[int64]*proposal{}}
+		stop: make(chan struct{}), done: make(chan struct{}), waiters: map[int64]*proposal{},
+		caughtUp: make(chan struct{}), heard: map[election.NodeID]time.Time{}}
 	ss := node.Status().Election.Soft
 	d.soft.Store(&ss)
 	go d.run()
@@ -115,6 +129,9 @@ func (d *Driver) run() {
 			return
 		case <-ticker.C:
 		case m := <-d.tr.Receive():
+			d.heardMu.Lock()
+			d.heard[m.From] = time.Now()
+			d.heardMu.Unlock()
 			event = func() {
 				if err := d.node.Step(m); err != nil {
 					d.log.Debug("metadata quorum: message refused", "msg", m.String(), "err", err)
@@ -147,7 +164,31 @@ func (d *Driver) run() {
 				return
 			}
 		}
+		if !d.caughtUpSeen && d.node.CaughtUp() {
+			d.caughtUpSeen = true
+			close(d.caughtUp)
+		}
 	}
+}
+
+// CaughtUp is closed once this node has applied everything the acting
+// controller had committed when this node first heard from it (see
+// metalog.Node.CaughtUp): from then on its applied state is current, not
+// the one it replayed from its own disk.
+func (d *Driver) CaughtUp() <-chan struct{} { return d.caughtUp }
+
+// LastHeard is when a message from each peer last reached this node, on
+// the monotonic clock (peers never heard from since it started are
+// absent). Any message counts: a fetch, a fetch answer, a heartbeat or
+// its ack, a vote or a probe.
+func (d *Driver) LastHeard() map[election.NodeID]time.Time {
+	d.heardMu.Lock()
+	defer d.heardMu.Unlock()
+	out := make(map[election.NodeID]time.Time, len(d.heard))
+	for id, t := range d.heard {
+		out[id] = t
+	}
+	return out
 }
 
 func (d *Driver) propose(p *proposal) {

@@ -14,11 +14,13 @@ import (
 
 // Config is the configuration every simulated node runs: the election
 // defaults (heartbeat 500 ms, lease 1.5 s, election timeout 2 s, jitter up
-// to 1 s) at 100 ms per tick, and a fetch held up to 500 ms.
+// to 500 ms, a probe round of at most 150 ms, here 200 ms, a retry 500 ms
+// plus jitter after a round that did not run) at 100 ms per tick, and a
+// fetch held up to 500 ms.
 func Config(id election.NodeID, voters []election.NodeID, seed uint64) metalog.Config {
 	return metalog.Config{
 		Election: election.Config{ID: id, Voters: voters, HeartbeatTicks: 5, LeaseTicks: 15, ElectionTicks: 20,
-			ElectionJitterTicks: 10, Seed: seed},
+			ElectionJitterTicks: 5, ProbeTicks: 2, RetryTicks: 5, Seed: seed},
 		FetchWaitTicks: 5, FetchTimeoutTicks: 10, MaxFetchEntries: 16, MaxUncommittedEntries: 64,
 	}
 }

@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wren-broker/wren/internal/datadriven"
+)
+
+// TestLiveness runs testdata/liveness/*.txt against the Liveness core on
+// a real Image: the actions a round decides are applied as the broker
+// records they stand for, so the next round sees their effect. Times are
+// milliseconds on the core's clock. Commands:
+//
+//	config session=4000 heartbeat=1000 [rebalance=0]   (first, once)
+//	brokers 1 2 3              register unfenced brokers (cluster id set)
+//	heartbeat B at=T [shutting-down] [catching-up] [port=N]
+//	quorum B at=T              a metadata quorum message from B arrived
+//	decide now=T [not-acting]  one round: its actions, applied
+//	state                      the registered brokers
+func TestLiveness(t *testing.T) {
+	datadriven.RunDir(t, "testdata/liveness", func(t *testing.T) func(*datadriven.Cmd) string {
+		e := &livenessEnv{t: t, le: &leaderEnv{t: t, im: emptyImage()}, heard: map[int32]BrokerHeard{}}
+		return e.handle
+	})
+}
+
+type livenessEnv struct {
+	t     *testing.T
+	le    *leaderEnv // its image and commit
+	live  *Liveness
+	heard map[int32]BrokerHeard
+}
+
+func ms(t *testing.T, c *datadriven.Cmd, key string) time.Duration {
+	if !c.Has(key) {
+		t.Fatalf("%s: %s needs %s=", c.Pos, c.Name, key)
+	}
+	return time.Duration(c.Int(t, key, 0)) * time.Millisecond
+}
+
+func (e *livenessEnv) handle(c *datadriven.Cmd) string {
+	if e.live == nil && c.Name != "config" {
+		e.t.Fatalf("%s: config first", c.Pos)
+	}
+	switch c.Name {
+	case "config":
+		e.live = NewLiveness(LivenessConfig{SessionTimeout: ms(e.t, c, "session"), HeartbeatInterval: ms(e.t, c, "heartbeat"),
+			RebalanceInterval: time.Duration(c.Int(e.t, "rebalance", 0)) * time.Millisecond})
+		return "ok"
+	case "brokers":
+		if e.le.im.ClusterID == "" {
+			e.le.commit([]Record{{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "test"}}})
+		}
+		for _, id := range ids(e.t, c, strings.Join(c.Args, " ")) {
+			e.le.commit([]Record{{Kind: KindBrokerRegistration, BrokerRegistration: &BrokerRegistrationRecord{BrokerID: id,
+				Listeners: []BrokerListener{{Name: "PLAINTEXT", Host: "h", Port: 9000 + id}}}}})
+		}
+		return e.state()
+	case "heartbeat":
+		id := ids(e.t, c, c.Args[0])[0]
+		h := e.heard[id]
+		h.Heartbeat, h.HeartbeatSeen = ms(e.t, c, "at"), true
+		h.Registration = BrokerRegistrationRecord{BrokerID: id,
+			Listeners: []BrokerListener{{Name: "PLAINTEXT", Host: "h", Port: int32(c.Int(e.t, "port", 9000+int(id)))}}}
+		h.ShuttingDown = slices.Contains(c.Args, "shutting-down")
+		h.CatchingUp = slices.Contains(c.Args, "catching-up")
+		e.heard[id] = h
+		return "ok"
+	case "quorum":
+		id := ids(e.t, c, c.Args[0])[0]
+		h := e.heard[id]
+		h.Quorum, h.QuorumSeen = ms(e.t, c, "at"), true
+		e.heard[id] = h
+		return "ok"
+	case "decide":
+		actions := e.live.Decide(ms(e.t, c, "now"), !slices.Contains(c.Args, "not-acting"), e.le.im, e.heard)
+		var out []string
+		for _, a := range actions {
+			line := a.String()
+			if a.Kind == ActionFence && a.SilentFor > 0 {
+				line += fmt.Sprintf(" silent=%dms", a.SilentFor.Milliseconds())
+			}
+			out = append(out, line)
+			e.apply(a)
+		}
+		if len(out) == 0 {
+			return "no action"
+		}
+		return strings.Join(out, "\n")
+	case "state":
+		return e.state()
+	}
+	e.t.Fatalf("%s: unknown command %s", c.Pos, c.Name)
+	return ""
+}
+
+// apply commits the broker records an action stands for (the leader
+// rules' partition changes are TestLeaderRules' subject).
+func (e *livenessEnv) apply(a LivenessAction) {
+	switch a.Kind {
+	case ActionClusterID:
+		e.le.commit([]Record{{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "test"}}})
+	case ActionRegister:
+		r := a.Registration
+		e.le.commit([]Record{{Kind: KindBrokerRegistration, BrokerRegistration: &r}})
+	case ActionFence, ActionControlledShutdown, ActionUnfence:
+		e.le.commit([]Record{{Kind: KindBrokerFence, BrokerFence: &BrokerFenceRecord{BrokerID: a.Broker, Fenced: a.Kind != ActionUnfence}}})
+	}
+}
+
+func (e *livenessEnv) state() string {
+	var out []string
+	for _, b := range e.le.im.Brokers() {
+		s := fmt.Sprintf("broker %d port=%d", b.ID, b.Listeners[0].Port)
+		if b.Fenced {
+			s += " fenced"
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return "no brokers"
+	}
+	return strings.Join(out, "\n")
+}
