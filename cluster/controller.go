@@ -202,6 +202,33 @@ func (c *Controller) run(ctx context.Context, fn func()) error {
 	return nil
 }
 
+// change runs fn, which validates a change against the image and commits
+// it, on the event loop. On a quorum it runs only on the acting controller
+// whose image holds every committed entry: a new controller's image may
+// lack entries its predecessor committed until its own leader-change entry
+// is applied, and a change validated against it could be wrong (a topic
+// created twice) or silently nothing (the delete of a config key the
+// stale image lacks). Otherwise the change is NOT_CONTROLLER, which
+// clients and the forwarding node retry.
+func (c *Controller) change(ctx context.Context, fn func()) error {
+	var refused error
+	err := c.run(ctx, func() {
+		if c.q != nil {
+			ok, err := c.q.driver.ActingAndCurrent(ctx)
+			if err != nil || !ok {
+				refused = fmt.Errorf("%w: node %d is not an acting controller with a current metadata image (the controller is %d)",
+					kerr.NotController, c.cfg.NodeID, c.ControllerID())
+				return
+			}
+		}
+		fn()
+	})
+	if err != nil {
+		return err
+	}
+	return refused
+}
+
 // commit appends records as one durable entry, applies them and publishes
 // the image. Only the event loop (or OpenController before it starts)
 // calls it.

@@ -40,7 +40,7 @@ func unknownBroker(id int32) error {
 // a starting broker is until it has caught up (UnfenceBroker).
 func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistrationRecord, cleanShutdown bool) error {
 	var res error
-	err := c.run(ctx, func() {
+	err := c.change(ctx, func() {
 		im := c.Image()
 		var changes []PartitionChange
 		if !cleanShutdown {
@@ -76,7 +76,7 @@ func (c *Controller) ControlledShutdown(ctx context.Context, id int32) error {
 
 func (c *Controller) setFenced(ctx context.Context, id int32, fenced bool, rule func(*Image, int32, LeaderConfig) []PartitionChange) error {
 	var res error
-	err := c.run(ctx, func() {
+	err := c.change(ctx, func() {
 		im := c.Image()
 		b, ok := im.Broker(id)
 		if !ok {
@@ -117,7 +117,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, el Election, partitions [
 		return nil, err
 	}
 	var results []ElectLeadersResult
-	err := c.run(ctx, func() {
+	err := c.change(ctx, func() {
 		im := c.Image()
 		all := partitions == nil
 		if all {
@@ -159,7 +159,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, el Election, partitions [
 func (c *Controller) AlterISR(ctx context.Context, topicID UUID, partition, leader, leaderEpoch, partitionEpoch int32, isr []int32) (PartitionImage, error) {
 	var out PartitionImage
 	var res error
-	err := c.run(ctx, func() {
+	err := c.change(ctx, func() {
 		im := c.Image()
 		t := im.TopicByID(topicID)
 		if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
@@ -208,7 +208,7 @@ func (c *Controller) RebalanceLeaders(ctx context.Context, percentPerBroker int)
 	}
 	var changes []PartitionChange
 	var res error
-	err := c.run(ctx, func() {
+	err := c.change(ctx, func() {
 		changes = RebalanceLeadersChanges(c.Image(), percentPerBroker, c.leaderConfig())
 		if len(changes) > 0 {
 			if res = c.commit(changeRecords(nil, changes)); res != nil {

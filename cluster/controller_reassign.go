@@ -39,7 +39,7 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Rea
 		return nil, err
 	}
 	results := make([]ReassignmentResult, len(reqs))
-	err := c.run(ctx, func() {
+	err := c.change(ctx, func() {
 		im := c.Image()
 		count := map[TopicPartition]int{}
 		for _, r := range reqs {

@@ -22,7 +22,7 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, broker int32) (fir
 		return c.forwardAllocateProducerIDs(ctx, broker)
 	}
 	var res error
-	runErr := c.run(ctx, func() {
+	runErr := c.change(ctx, func() {
 		start := c.Image().NextProducerID
 		if start > math.MaxInt64-ProducerIDBlockSize {
 			res = fmt.Errorf("%w: producer ids exhausted", kerr.UnknownServerError)

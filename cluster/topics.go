@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -63,12 +64,32 @@ type TopicResult struct {
 // validateOnly nothing is written.
 func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, validateOnly bool) ([]TopicResult, error) {
 	results := make([]TopicResult, len(topics))
-	err := c.run(ctx, func() {
+	err := c.change(ctx, func() {
 		for i, t := range topics {
 			results[i] = c.createTopic(t, validateOnly)
 		}
 	})
-	return results, err
+	return perTopic(results, topicNames(topics), err)
+}
+
+func topicNames(topics []CreateTopic) []string {
+	names := make([]string, len(topics))
+	for i, t := range topics {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// perTopic answers a NOT_CONTROLLER refusal of the whole call (see change)
+// on each topic, as a change the quorum refused is answered.
+func perTopic(results []TopicResult, names []string, err error) ([]TopicResult, error) {
+	if !errors.Is(err, kerr.NotController) {
+		return results, err
+	}
+	for i, name := range names {
+		results[i] = TopicResult{Name: name, Err: err}
+	}
+	return results, nil
 }
 
 func (c *Controller) createTopic(t CreateTopic, validateOnly bool) TopicResult {
@@ -166,7 +187,7 @@ const maxPartitionsPerRequest = 10000
 // DeleteTopics deletes topics by name.
 func (c *Controller) DeleteTopics(ctx context.Context, names []string) ([]TopicResult, error) {
 	results := make([]TopicResult, len(names))
-	err := c.run(ctx, func() {
+	err := c.change(ctx, func() {
 		for i, name := range names {
 			results[i] = TopicResult{Name: name}
 			t := c.Image().Topic(name)
@@ -178,13 +199,13 @@ func (c *Controller) DeleteTopics(ctx context.Context, names []string) ([]TopicR
 			results[i].Err = c.commit([]Record{{Kind: KindRemoveTopic, RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
 		}
 	})
-	return results, err
+	return perTopic(results, names, err)
 }
 
 // CreatePartitions raises a topic's partition count to count.
 func (c *Controller) CreatePartitions(ctx context.Context, name string, count int32, assignment [][]int32, validateOnly bool) error {
 	var res error
-	err := c.run(ctx, func() {
+	err := c.change(ctx, func() {
 		t := c.Image().Topic(name)
 		if t == nil {
 			res = fmt.Errorf("%w: topic %q", kerr.UnknownTopicOrPartition, name)
@@ -247,7 +268,7 @@ type ConfigOp struct {
 // (IncrementalAlterConfigs, after the caller resolved APPEND and SUBTRACT).
 func (c *Controller) AlterConfigs(ctx context.Context, rt ResourceType, name string, ops []ConfigOp, replace, validateOnly bool) error {
 	var res error
-	err := c.run(ctx, func() {
+	err := c.change(ctx, func() {
 		var current map[string]string
 		validate := c.cfg.ValidateBrokerConfig
 		switch rt {

@@ -180,6 +180,10 @@ func (e *env) handle(c *datadriven.Cmd) string {
 			st := e.nodes[id].n.Status()
 			e.printf("%d caught-up=%t applied=%d controller-commit=%d", id, st.CaughtUp, st.Applied, st.ControllerCommit)
 		}
+	case "current":
+		for _, id := range e.pick(c.IntArgs(e.t)) {
+			e.printf("%d acting-and-current=%t", id, e.nodes[id].n.ActingAndCurrent())
+		}
 	case "applied":
 		for _, id := range e.pick(c.IntArgs(e.t)) {
 			e.printf("%d applied [%s]", id, strings.Join(e.nodes[id].applied, " "))

@@ -562,8 +562,14 @@ func (n *Node) Acting() bool { return n.e.Acting() }
 
 // CanPropose reports whether Propose would take an entry now.
 func (n *Node) CanPropose() bool {
-	return n.e.Acting() && n.leaderEpoch != 0 && n.applied >= n.leaderChangeIndex &&
-		n.log.lastIndex()-n.commit < int64(n.cfg.MaxUncommittedEntries)
+	return n.ActingAndCurrent() && n.log.lastIndex()-n.commit < int64(n.cfg.MaxUncommittedEntries)
+}
+
+// ActingAndCurrent reports whether this node is the acting controller
+// and has applied its leader-change entry, so that its applied state
+// holds every committed entry and a change may be validated against it.
+func (n *Node) ActingAndCurrent() bool {
+	return n.e.Acting() && n.leaderEpoch != 0 && n.applied >= n.leaderChangeIndex
 }
 
 // Status is a snapshot of a node for tests, logs and the operations

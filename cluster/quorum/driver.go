@@ -383,6 +383,24 @@ func (d *Driver) Status(ctx context.Context) (metalog.Status, error) {
 	return st, nil
 }
 
+// ActingAndCurrent reports whether this node is the acting controller
+// and has applied its leader-change entry, so its applied state holds
+// every committed entry (metalog.Node.ActingAndCurrent). Read on the
+// driver goroutine.
+func (d *Driver) ActingAndCurrent(ctx context.Context) (bool, error) {
+	var ok bool
+	got := make(chan struct{})
+	select {
+	case d.queries <- func(n *metalog.Node) { ok = n.ActingAndCurrent(); close(got) }:
+	case <-d.done:
+		return false, d.stoppedErr()
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	<-got
+	return ok, nil
+}
+
 // SoftState is the node's latest role, controller and Acting, as the
 // driver last handed them out.
 func (d *Driver) SoftState() election.SoftState { return *d.soft.Load() }
