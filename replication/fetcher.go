@@ -371,7 +371,7 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed) error {
 		rp.CurrentLeaderEpoch = fl.epoch
 		rp.FetchOffset = fl.p.log.LogEndOffset()
 		rp.LogStartOffset = fl.p.log.LogStartOffset()
-		rp.PartitionMaxBytes = fm.cfg.MaxBytes
+		rp.PartitionMaxBytes = partitionFetchBytes(fm.cfg.MaxBytes, fm.cfg.ResponseBytes, len(parts))
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		byTP[fl.p.tp] = fl
 	}

@@ -27,9 +27,12 @@
 #   WREN_BENCH_BATCH_BYTES  the producers' batch size (default 1000012, franz-go's default)
 #   WREN_BENCH_LINGER_MS    the producers' linger (default 10, franz-go's default)
 #   WREN_BENCH_KEEP_LOGS    a directory to copy every node's log into before it is removed
+#   WREN_BENCH_WREN_TOML    extra TOML for every wren node, e.g. $'[replication]\nreplica.fetch.max.bytes = 4194304'
+#   WREN_BIN                a wren binary to measure instead of building one (a profiling build)
 #   WREN_KAFKA_HEAP_OPTS    each Kafka node's heap (default -Xms256m -Xmx512m)
 # Needs: go, python3; java 17 and mvn for Kafka and its perf tool (scripts/kafka-fetch.sh).
 set -euo pipefail
+shopt -s inherit_errexit
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 n="${1:-300000}"
 rounds="${WREN_BENCH_ROUNDS:-2}"
@@ -56,8 +59,14 @@ trap 'exit 130' INT TERM
 
 say() { echo "bench: $*" >&2; }
 
-wren="$work/wren"
-"$here/build.sh" "$wren"
+boot=""
+if [[ -n "${WREN_BIN:-}" ]]; then
+	wren="$WREN_BIN"
+else
+	wren="$work/bin/wren"
+	mkdir -p "$work/bin"
+	"$here/build.sh" "$wren"
+fi
 need_kafka=0
 [[ " $systems $clients " == *" kafka"* ]] && need_kafka=1
 if ((need_kafka)); then
@@ -103,9 +112,11 @@ wait_brokers() { # bootstrap count
 }
 
 # start_wren writes one cluster file for count nodes on free loopback ports and starts them;
-# it prints the bootstrap list.
+# it sets boot to the bootstrap list. (Not called in a command substitution: the pids must
+# reach this shell's cleanup.)
 start_wren() { # count
-	local count=$1 dir="$work/wren" voters="" boot="" i
+	local count=$1 dir="$work/wren" voters="" i
+	boot=""
 	local -a cport pport
 	mkdir -p "$dir"
 	for ((i = 1; i <= count; i++)); do
@@ -117,6 +128,7 @@ start_wren() { # count
 	{
 		printf '[cluster]\ncontroller.quorum.voters = [%s]\n' "$voters"
 		printf '[logging]\nlevel = "warn"\n'
+		[[ -n "${WREN_BENCH_WREN_TOML:-}" ]] && printf '%s\n' "$WREN_BENCH_WREN_TOML"
 		for ((i = 1; i <= count; i++)); do
 			printf '\n[node.%d.broker]\nlog.dirs = ["%s"]\n' "$i" "$dir/data$i"
 			printf 'listeners = ["PLAINTEXT://127.0.0.1:%s", "CONTROLLER://127.0.0.1:%s"]\n' "${cport[i]}" "${pport[i]}"
@@ -128,7 +140,6 @@ start_wren() { # count
 		wren_pids+=("$!")
 	done
 	wait_brokers "$boot" "$count" >&2
-	echo "$boot"
 }
 
 stop_wren() {
@@ -143,7 +154,7 @@ stop_wren() {
 start_kafka() { # extra server.properties lines...
 	kafka_dir="$work/kafka"
 	rm -rf "$kafka_dir"
-	"$here/kafka-cluster.sh" start "$kafka_dir" "$@"
+	boot=$("$here/kafka-cluster.sh" start "$kafka_dir" "$@")
 }
 
 stop_kafka() {
@@ -186,12 +197,12 @@ results="$work/results"
 
 # run_system starts one system, runs every client once against a fresh topic, and stops it.
 run_system() { # system round
-	local sys=$1 round=$2 boot rf=3 minisr=2
+	local sys=$1 round=$2 rf=3 minisr=2
 	case "$sys" in
-	wren-1) boot=$(start_wren 1); rf=1 minisr=1 ;;
-	wren-3) boot=$(start_wren 3) ;;
-	kafka-3) boot=$(start_kafka) ;;
-	kafka-3-fsync) boot=$(start_kafka log.flush.interval.messages=1) ;;
+	wren-1) start_wren 1; rf=1 minisr=1 ;;
+	wren-3) start_wren 3 ;;
+	kafka-3) start_kafka ;;
+	kafka-3-fsync) start_kafka log.flush.interval.messages=1 ;;
 	*) say "unknown system $sys"; exit 2 ;;
 	esac
 	local client topic line
