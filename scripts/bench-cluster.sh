@@ -30,6 +30,7 @@
 #   WREN_BENCH_WREN_TOML    extra TOML for every wren node, e.g. $'[replication]\nreplica.fetch.max.bytes = 4194304'
 #   WREN_BIN                a wren binary to measure instead of building one (a profiling build)
 #   WREN_KAFKA_HEAP_OPTS    each Kafka node's heap (default -Xms256m -Xmx512m)
+#   WREN_KAFKA_STOP_TIMEOUT seconds a Kafka node may take to stop before it is killed (default 20)
 # Needs: go, python3; java 17 and mvn for Kafka and its perf tool (scripts/kafka-fetch.sh).
 set -euo pipefail
 shopt -s inherit_errexit
@@ -43,6 +44,7 @@ batch_bytes="${WREN_BENCH_BATCH_BYTES:-1000012}"
 linger_ms="${WREN_BENCH_LINGER_MS:-10}"
 record_bytes=1024
 export WREN_KAFKA_HEAP_OPTS="${WREN_KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
+export WREN_KAFKA_STOP_TIMEOUT="${WREN_KAFKA_STOP_TIMEOUT:-20}"
 
 work="$(mktemp -d)"
 wren_pids=()
@@ -158,7 +160,9 @@ start_kafka() { # extra server.properties lines...
 }
 
 stop_kafka() {
-	"$here/kafka-cluster.sh" stop "$kafka_dir" >/dev/null
+	# A node that hangs in its shutdown (a KRaft quorum losing its majority as all three stop)
+	# is killed by kafka-cluster.sh after WREN_KAFKA_STOP_TIMEOUT; its data goes anyway.
+	"$here/kafka-cluster.sh" stop "$kafka_dir" >/dev/null || true
 	keep_logs "$kafka_dir"/node*/server.log
 	rm -rf "$kafka_dir"
 	kafka_dir=""
