@@ -17,7 +17,7 @@
 # shared machine spread over all of them; every run is printed, then per system and client the
 # mean and the spread (min..max) of the rounds, then the ratios.
 #
-# Usage: scripts/bench-cluster.sh [NUM_RECORDS]   (default 300000: 293 MiB a run)
+# Usage: scripts/bench-cluster.sh [NUM_RECORDS]   (default 1500000: 1.4 GiB a run, on every replica)
 #
 # Environment:
 #   WREN_BENCH_ROUNDS       rounds over all systems (default 2)
@@ -35,7 +35,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-n="${1:-300000}"
+n="${1:-1500000}"
 rounds="${WREN_BENCH_ROUNDS:-2}"
 systems="${WREN_BENCH_SYSTEMS:-wren-1 wren-3 kafka-3 kafka-3-fsync}"
 clients="${WREN_BENCH_CLIENTS:-wren-perf kafka-perf}"
