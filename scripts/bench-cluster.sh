@@ -51,6 +51,7 @@ wren_pids=()
 kafka_dir=""
 cleanup() {
 	local p
+	if [[ -n "${client_pid:-}" ]]; then kill "$client_pid" 2>/dev/null || true; fi
 	for p in "${wren_pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${wren_pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	if [[ -n "$kafka_dir" ]]; then "$here/kafka-cluster.sh" stop "$kafka_dir" >/dev/null 2>&1 || true; fi
@@ -178,22 +179,30 @@ keep_logs() {
 }
 
 # produce runs one client against bootstrap and prints its final perf-test line (the two tools
-# print the same layout).
+# print the same layout). The client runs in the background and is waited for, so that a signal
+# to this script stops it at once (bash runs traps only between foreground commands).
+client_pid=""
 produce() { # client bootstrap topic
 	case "$1" in
 	wren-perf)
 		"$wren" perf produce -b "$2" --topic "$3" --num-records "$n" \
 			--record-size "$record_bytes" --throughput -1 --acks all --reporting-interval 1h \
-			--producer-props "batch.size=$batch_bytes,linger.ms=$linger_ms" 2>"$work/client.err" | tail -1
+			--producer-props "batch.size=$batch_bytes,linger.ms=$linger_ms" >"$work/client.out" 2>"$work/client.err" &
 		;;
 	kafka-perf)
 		java -Xmx512m -cp "$kafka_home/libs/*" -Dlog4j2.configurationFile="$kafka_home/config/log4j2.yaml" \
 			org.apache.kafka.tools.ProducerPerformance --topic "$3" --num-records "$n" \
 			--record-size "$record_bytes" --throughput -1 \
 			--producer-props bootstrap.servers="$2" acks=all enable.idempotence=true \
-			batch.size="$batch_bytes" linger.ms="$linger_ms" 2>"$work/client.err" | tail -1
+			batch.size="$batch_bytes" linger.ms="$linger_ms" >"$work/client.out" 2>"$work/client.err" &
 		;;
 	esac
+	client_pid=$!
+	local rc=0
+	wait "$client_pid" || rc=$?
+	client_pid=""
+	tail -1 "$work/client.out"
+	return "$rc"
 }
 
 results="$work/results"
