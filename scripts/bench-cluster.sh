@@ -99,6 +99,22 @@ wait_ready() { # bootstrap topic
 	return 1
 }
 
+# create_topic creates topic, trying again while the cluster refuses it for a while: a node
+# listed in the metadata may not have registered with the controller yet, and then a replication
+# factor of 3 is refused.
+create_topic() { # bootstrap topic replication_factor min_insync_replicas
+	local end=$((SECONDS + 60))
+	until "$wren" topic create -b "$1" "$2" -p "$partitions" -r "$3" -c min.insync.replicas="$4" \
+		--if-not-exists >/dev/null 2>"$work/create.err"; do
+		if ((SECONDS >= end)); then
+			say "cannot create topic $2 on $1 within 60 s:"
+			cat "$work/create.err" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
 # wait_brokers polls until the cluster at bootstrap lists count brokers and is healthy.
 wait_brokers() { # bootstrap count
 	local end=$((SECONDS + 60))
@@ -221,7 +237,7 @@ run_system() { # system round
 	local client topic line
 	for client in $clients; do
 		topic="bench-$sys-$client-$round"
-		"$wren" topic create -b "$boot" "$topic" -p "$partitions" -r "$rf" -c min.insync.replicas="$minisr" >/dev/null
+		create_topic "$boot" "$topic" "$rf" "$minisr"
 		wait_ready "$boot" "$topic"
 		if ! line=$(produce "$client" "$boot" "$topic") || [[ "$line" != *"records sent"* ]]; then
 			say "$client against $sys failed: $line"
