@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,6 +72,7 @@ func perfProduceCommand(env Env) *ucli.Command {
 			&ucli.StringFlag{Name: "compression", Aliases: []string{"z"}, Value: "none", Usage: "none, gzip, snappy, lz4 or zstd"},
 			&ucli.IntFlag{Name: "partitions", Aliases: []string{"p"}, Value: -1, Usage: "partitions of the topic if it must be created (-1: broker default)"},
 			&ucli.IntFlag{Name: "replication-factor", Aliases: []string{"r"}, Value: -1, Usage: "replication factor of the topic if it must be created (-1: broker default)"},
+			&ucli.StringSliceFlag{Name: "producer-props", Usage: "producer settings as kafka-producer-perf-test's: batch.size=BYTES, linger.ms=MS (repeatable or comma-separated)"},
 		),
 		Action: func(c *ucli.Context) error {
 			format, err := formatOf(c)
@@ -94,6 +96,11 @@ func perfProduceCommand(env Env) *ucli.Command {
 				return err
 			}
 			opts = append(opts, idempotence...)
+			props, err := parsePerfProducerProps(c.StringSlice("producer-props"))
+			if err != nil {
+				return err
+			}
+			opts = append(opts, props.opts()...)
 			if d := c.Duration("timeout"); d > 0 {
 				opts = append(opts, kgo.RecordDeliveryTimeout(d))
 			}
@@ -135,6 +142,67 @@ func idempotenceOpts(acks string, idempotence, explicit bool) ([]kgo.Opt, error)
 		return nil, fmt.Errorf("%w: --idempotence needs --acks all, got --acks %s", ErrUsage, acks)
 	}
 	return nil, nil
+}
+
+// perfProducerProps are the --producer-props perf produce understands:
+// the batching settings, so that it and kafka-producer-perf-test can be
+// given one load. Zero leaves franz-go's default (a batch of up to
+// 1000012 bytes, 10 ms linger; Java's are 16384 bytes and 5 ms).
+type perfProducerProps struct {
+	batchBytes int32
+	linger     time.Duration
+	lingerSet  bool
+}
+
+// Bounds franz-go accepts for a batch and a linger.
+const (
+	minPerfBatchBytes = 512
+	maxPerfBatchBytes = 1 << 30
+	maxPerfLingerMs   = 60_000
+)
+
+// parsePerfProducerProps reads repeated --producer-props values, each one
+// key=value or several joined by commas (no value of these keys holds a
+// comma).
+func parsePerfProducerProps(values []string) (perfProducerProps, error) {
+	var p perfProducerProps
+	var kvs []string
+	for _, v := range values {
+		kvs = append(kvs, strings.Split(v, ",")...)
+	}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return p, fmt.Errorf("%w: --producer-props %q: want key=value", ErrUsage, kv)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch k = strings.TrimSpace(k); k {
+		case "batch.size":
+			if err != nil || n < minPerfBatchBytes || n > maxPerfBatchBytes {
+				return p, fmt.Errorf("%w: --producer-props batch.size=%s: want bytes in %d..%d", ErrUsage, v, minPerfBatchBytes, maxPerfBatchBytes)
+			}
+			p.batchBytes = int32(n)
+		case "linger.ms":
+			if err != nil || n < 0 || n > maxPerfLingerMs {
+				return p, fmt.Errorf("%w: --producer-props linger.ms=%s: want milliseconds in 0..%d", ErrUsage, v, maxPerfLingerMs)
+			}
+			p.linger, p.lingerSet = time.Duration(n)*time.Millisecond, true
+		default:
+			return p, fmt.Errorf("%w: --producer-props %s: not a setting perf produce takes (batch.size, linger.ms; --acks, --compression and --idempotence are flags)", ErrUsage, k)
+		}
+	}
+	return p, nil
+}
+
+func (p perfProducerProps) opts() []kgo.Opt {
+	var opts []kgo.Opt
+	if p.batchBytes > 0 {
+		opts = append(opts, kgo.ProducerBatchMaxBytes(p.batchBytes))
+	}
+	if p.lingerSet {
+		opts = append(opts, kgo.ProducerLinger(p.linger))
+	}
+	return opts
 }
 
 // ensureTopic creates topic if it does not exist.

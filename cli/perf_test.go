@@ -21,8 +21,10 @@ func TestPerfProduceConsume(t *testing.T) {
 	b := testBrokers(t)
 	topic := uniqueTopic(t)
 	// The topic does not exist: perf produce creates it with 2 partitions.
+	// Small batches (Java's default size) still deliver every record.
 	out := mustRun(t, "", "perf", "produce", "--topic", topic, "--num-records", "2000", "--record-size", "100",
-		"--throughput", "-1", "--partitions", "2", "--reporting-interval", "10ms", "-b", b).stdout
+		"--throughput", "-1", "--partitions", "2", "--reporting-interval", "10ms",
+		"--producer-props", "batch.size=16384,linger.ms=1", "-b", b).stdout
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	m := perfTotalRE.FindStringSubmatch(lines[len(lines)-1])
 	if m == nil || m[1] != "2000" {
@@ -88,10 +90,44 @@ func TestPerfGroupAndDuration(t *testing.T) {
 		{}, // neither
 		{"--num-records", "1", "--record-size", "-1"},
 		{"--num-records", "1", "--acks", "2"},
+		{"--num-records", "1", "--producer-props", "batch.size=100"},
+		{"--num-records", "1", "--producer-props", "acks=all"},
 	} {
 		mustFail(t, "", append([]string{"perf", "produce", "--topic", topic, "-b", b}, args...)...)
 	}
 	mustFail(t, "", "perf", "produce", "--num-records", "1", "-b", b) // --topic is required
+}
+
+// --producer-props takes kafka-producer-perf-test's batching settings and
+// refuses anything else with the key in the message.
+func TestParsePerfProducerProps(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want perfProducerProps
+		err  string
+	}{
+		{in: nil, want: perfProducerProps{}},
+		{in: []string{"batch.size=1000012", "linger.ms=10"}, want: perfProducerProps{batchBytes: 1000012, linger: 10 * time.Millisecond, lingerSet: true}},
+		{in: []string{"linger.ms=0"}, want: perfProducerProps{lingerSet: true}},
+		{in: []string{"batch.size=16384,linger.ms=5"}, want: perfProducerProps{batchBytes: 16384, linger: 5 * time.Millisecond, lingerSet: true}},
+		{in: []string{" batch.size = 512 "}, want: perfProducerProps{batchBytes: 512}},
+		{in: []string{"batch.size=511"}, err: "batch.size=511: want bytes in 512..1073741824"},
+		{in: []string{"batch.size=1k"}, err: "batch.size=1k"},
+		{in: []string{"linger.ms=-1"}, err: "linger.ms=-1: want milliseconds in 0..60000"},
+		{in: []string{"linger.ms=60001"}, err: "linger.ms=60001"},
+		{in: []string{"batch.size"}, err: `"batch.size": want key=value`},
+		{in: []string{"acks=all"}, err: "acks: not a setting perf produce takes"},
+	} {
+		got, err := parsePerfProducerProps(tc.in)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.in, err)
+		case tc.err == "" && got != tc.want:
+			t.Errorf("%q: %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
 }
 
 // perf produce is idempotent unless told not to be: the partition's leader

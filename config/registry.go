@@ -367,7 +367,7 @@ var registry = []*Entry{
 		Doc: "The share of a broker's preferred leaderships held elsewhere that triggers a rebalance."},
 	{Name: "replica.fetch.max.bytes", Section: "replication", Type: TypeInt, Default: int64(mib), Validator: atLeast(0),
 		Importance: Medium, Mode: ReadOnly,
-		Doc: "Bytes a follower asks for per partition in one fetch; a larger first batch is still returned whole."},
+		Doc: "Bytes a follower asks for per partition in one fetch, at least: a follower of few partitions asks each for an equal share of replica.fetch.response.max.bytes, as each fetch round costs it an fdatasync under log.flush.policy ack. A larger first batch is still returned whole."},
 	{Name: "replica.fetch.min.bytes", Section: "replication", Type: TypeInt, Default: int64(1), Validator: atLeast(1),
 		Importance: Medium, Mode: ReadOnly,
 		Doc: "Bytes a follower's fetch waits for before the leader answers (up to replica.fetch.wait.max.ms)."},

@@ -252,7 +252,9 @@ func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) 
 		}
 	}
 	fm.mu.Unlock()
-	fetch, limits := fm.followerBudget(fetch, fm.cfg.MaxBytes)
+	// Each partition may ask its share of the response (fetchsize.go);
+	// the throttle may lower that for throttled ones.
+	fetch, limits := fm.followerBudget(fetch, partitionFetchBytes(fm.cfg.MaxBytes, fm.cfg.ResponseBytes, len(fetch)))
 	if len(truncate) > 0 {
 		if err := fm.truncate(conn, truncate); err != nil {
 			return err

@@ -1,0 +1,313 @@
+#!/usr/bin/env bash
+# bench-cluster.sh: the replication benchmark. The same produce load (1 KiB records, acks=all,
+# one producer, a fixed record count) against, in turn and never two at once:
+#
+#   wren-1        one wren node, topic of P partitions, replication factor 1
+#   wren-3        three wren nodes, P partitions, replication factor 3, min.insync.replicas=2
+#   kafka-3       three Apache Kafka 4.x nodes (KRaft, each broker and controller), same topic;
+#                 Kafka's default durability: no fsync per append (the page cache), while wren
+#                 fdatasyncs on every ISR member before it acknowledges
+#   kafka-3-fsync the same with log.flush.interval.messages=1: Kafka fsyncs every append, the
+#                 like-for-like durability comparison
+#
+# each driven by two clients with the same batch and linger settings: `wren perf produce`
+# (franz-go) and Kafka's own kafka-producer-perf-test (org.apache.kafka.tools.ProducerPerformance,
+# the Java client). Every system starts from empty directories on random free loopback ports
+# and is stopped before the next starts. The rounds interleave the systems, so slow spells of a
+# shared machine spread over all of them; every run is printed, then per system and client the
+# mean and the spread (min..max) of the rounds, then the ratios.
+#
+# Usage: scripts/bench-cluster.sh [NUM_RECORDS]   (default 1500000: 1.4 GiB a run, on every replica)
+#
+# Environment:
+#   WREN_BENCH_ROUNDS       rounds over all systems (default 2)
+#   WREN_BENCH_SYSTEMS      which systems, space-separated (default "wren-1 wren-3 kafka-3 kafka-3-fsync")
+#   WREN_BENCH_CLIENTS      which clients (default "wren-perf kafka-perf")
+#   WREN_BENCH_PARTITIONS   partitions of the topic (default 6)
+#   WREN_BENCH_BATCH_BYTES  the producers' batch size (default 1000012, franz-go's default)
+#   WREN_BENCH_LINGER_MS    the producers' linger (default 10, franz-go's default)
+#   WREN_BENCH_KEEP_LOGS    a directory to copy every node's log into before it is removed
+#   WREN_BENCH_WREN_TOML    extra TOML for every wren node, e.g. $'[replication]\nreplica.fetch.max.bytes = 4194304'
+#   WREN_BIN                a wren binary to measure instead of building one (a profiling build)
+#   WREN_KAFKA_HEAP_OPTS    each Kafka node's heap (default -Xms256m -Xmx512m)
+#   WREN_KAFKA_STOP_TIMEOUT seconds a Kafka node may take to stop before it is killed (default 20)
+# Needs: go, python3; java 17 and mvn for Kafka and its perf tool (scripts/kafka-fetch.sh).
+set -euo pipefail
+shopt -s inherit_errexit
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+n="${1:-1500000}"
+rounds="${WREN_BENCH_ROUNDS:-2}"
+systems="${WREN_BENCH_SYSTEMS:-wren-1 wren-3 kafka-3 kafka-3-fsync}"
+clients="${WREN_BENCH_CLIENTS:-wren-perf kafka-perf}"
+partitions="${WREN_BENCH_PARTITIONS:-6}"
+batch_bytes="${WREN_BENCH_BATCH_BYTES:-1000012}"
+linger_ms="${WREN_BENCH_LINGER_MS:-10}"
+record_bytes=1024
+export WREN_KAFKA_HEAP_OPTS="${WREN_KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
+export WREN_KAFKA_STOP_TIMEOUT="${WREN_KAFKA_STOP_TIMEOUT:-20}"
+
+work="$(mktemp -d)"
+wren_pids=()
+kafka_dir=""
+cleanup() {
+	local p
+	if [[ -n "${client_pid:-}" ]]; then kill "$client_pid" 2>/dev/null || true; fi
+	for p in "${wren_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${wren_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	if [[ -n "$kafka_dir" ]]; then "$here/kafka-cluster.sh" stop "$kafka_dir" >/dev/null 2>&1 || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say() { echo "bench: $*" >&2; }
+
+boot=""
+if [[ -n "${WREN_BIN:-}" ]]; then
+	wren="$WREN_BIN"
+else
+	wren="$work/bin/wren"
+	mkdir -p "$work/bin"
+	"$here/build.sh" "$wren"
+fi
+need_kafka=0
+[[ " $systems $clients " == *" kafka"* ]] && need_kafka=1
+if ((need_kafka)); then
+	libs="$("$here/kafka-fetch.sh")"
+	kafka_home="$(dirname "$libs")"
+	kafka_version="$(basename "$(ls "$libs"/kafka-clients-*.jar)" .jar)"
+	kafka_version="${kafka_version#kafka-clients-}"
+fi
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# wait_ready polls until every partition of topic has a live leader and a full ISR, so that no
+# run pays for elections or followers catching up.
+wait_ready() { # bootstrap topic
+	local end=$((SECONDS + 60)) unavailable under
+	while ((SECONDS < end)); do
+		if unavailable=$("$wren" topic describe -b "$1" --unavailable-partitions "$2" 2>/dev/null) &&
+			under=$("$wren" topic describe -b "$1" --under-replicated-partitions "$2" 2>/dev/null) &&
+			[[ -z "$unavailable" && -z "$under" ]] &&
+			"$wren" topic describe -b "$1" "$2" 2>/dev/null | grep -q 'Leader: [0-9]'; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	say "topic $2 on $1 is not ready within 60 s:"
+	"$wren" topic describe -b "$1" "$2" >&2 || true
+	return 1
+}
+
+# create_topic creates topic, trying again while the cluster refuses it for a while: a node
+# listed in the metadata may not have registered with the controller yet, and then a replication
+# factor of 3 is refused.
+create_topic() { # bootstrap topic replication_factor min_insync_replicas
+	local end=$((SECONDS + 60))
+	until "$wren" topic create -b "$1" "$2" -p "$partitions" -r "$3" -c min.insync.replicas="$4" \
+		--if-not-exists >/dev/null 2>"$work/create.err"; do
+		if ((SECONDS >= end)); then
+			say "cannot create topic $2 on $1 within 60 s:"
+			cat "$work/create.err" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# wait_brokers polls until the cluster at bootstrap lists count brokers and is healthy.
+wait_brokers() { # bootstrap count
+	local end=$((SECONDS + 60))
+	while ((SECONDS < end)); do
+		if [[ "$("$wren" cluster info -b "$1" 2>/dev/null | grep -cE '^[0-9]+\*? +127\.0\.0\.1')" -eq "$2" ]] &&
+			"$wren" cluster health -b "$1" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	say "the cluster at $1 does not list $2 healthy brokers within 60 s"
+	"$wren" cluster health -b "$1" >&2 || true
+	return 1
+}
+
+# start_wren writes one cluster file for count nodes on free loopback ports and starts them;
+# it sets boot to the bootstrap list. (Not called in a command substitution: the pids must
+# reach this shell's cleanup.)
+start_wren() { # count
+	local count=$1 dir="$work/wren" voters="" i
+	boot=""
+	local -a cport pport
+	mkdir -p "$dir"
+	for ((i = 1; i <= count; i++)); do
+		cport[i]=$(free_port)
+		pport[i]=$(free_port)
+		voters+="${voters:+, }\"$i@127.0.0.1:${pport[i]}\""
+		boot+="${boot:+,}127.0.0.1:${cport[i]}"
+	done
+	{
+		printf '[cluster]\ncontroller.quorum.voters = [%s]\n' "$voters"
+		printf '[logging]\nlevel = "warn"\n'
+		[[ -n "${WREN_BENCH_WREN_TOML:-}" ]] && printf '%s\n' "$WREN_BENCH_WREN_TOML"
+		for ((i = 1; i <= count; i++)); do
+			printf '\n[node.%d.broker]\nlog.dirs = ["%s"]\n' "$i" "$dir/data$i"
+			printf 'listeners = ["PLAINTEXT://127.0.0.1:%s", "CONTROLLER://127.0.0.1:%s"]\n' "${cport[i]}" "${pport[i]}"
+			printf '[node.%d.http]\nlisten = "127.0.0.1:%s"\n' "$i" "$(free_port)"
+		done
+	} >"$dir/cluster.toml"
+	for ((i = 1; i <= count; i++)); do
+		"$wren" serve --config "$dir/cluster.toml" --node-id "$i" >"$dir/node$i.log" 2>&1 &
+		wren_pids+=("$!")
+	done
+	wait_brokers "$boot" "$count" >&2
+}
+
+stop_wren() {
+	local p
+	for p in "${wren_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${wren_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	wren_pids=()
+	keep_logs "$work/wren"/node*.log
+	rm -rf "$work/wren"
+}
+
+start_kafka() { # extra server.properties lines...
+	kafka_dir="$work/kafka"
+	rm -rf "$kafka_dir"
+	boot=$("$here/kafka-cluster.sh" start "$kafka_dir" "$@")
+}
+
+stop_kafka() {
+	# A node that hangs in its shutdown (a KRaft quorum losing its majority as all three stop)
+	# is killed by kafka-cluster.sh after WREN_KAFKA_STOP_TIMEOUT; its data goes anyway.
+	"$here/kafka-cluster.sh" stop "$kafka_dir" >/dev/null || true
+	keep_logs "$kafka_dir"/node*/server.log
+	rm -rf "$kafka_dir"
+	kafka_dir=""
+}
+
+keep_logs() {
+	[[ -n "${WREN_BENCH_KEEP_LOGS:-}" ]] || return 0
+	mkdir -p "$WREN_BENCH_KEEP_LOGS"
+	local f
+	for f in "$@"; do
+		[[ -f "$f" ]] && cp "$f" "$WREN_BENCH_KEEP_LOGS/$(date +%H%M%S)-$(basename "$(dirname "$f")")-$(basename "$f")"
+	done
+}
+
+# produce runs one client against bootstrap and prints its final perf-test line (the two tools
+# print the same layout). The client runs in the background and is waited for, so that a signal
+# to this script stops it at once (bash runs traps only between foreground commands).
+client_pid=""
+produce() { # client bootstrap topic
+	case "$1" in
+	wren-perf)
+		"$wren" perf produce -b "$2" --topic "$3" --num-records "$n" \
+			--record-size "$record_bytes" --throughput -1 --acks all --reporting-interval 1h \
+			--producer-props "batch.size=$batch_bytes,linger.ms=$linger_ms" >"$work/client.out" 2>"$work/client.err" &
+		;;
+	kafka-perf)
+		java -Xmx512m -cp "$kafka_home/libs/*" -Dlog4j2.configurationFile="$kafka_home/config/log4j2.yaml" \
+			org.apache.kafka.tools.ProducerPerformance --topic "$3" --num-records "$n" \
+			--record-size "$record_bytes" --throughput -1 \
+			--producer-props bootstrap.servers="$2" acks=all enable.idempotence=true \
+			batch.size="$batch_bytes" linger.ms="$linger_ms" >"$work/client.out" 2>"$work/client.err" &
+		;;
+	esac
+	client_pid=$!
+	local rc=0
+	wait "$client_pid" || rc=$?
+	client_pid=""
+	tail -1 "$work/client.out"
+	return "$rc"
+}
+
+results="$work/results"
+: >"$results"
+
+# run_system starts one system, runs every client once against a fresh topic, and stops it.
+run_system() { # system round
+	local sys=$1 round=$2 rf=3 minisr=2
+	case "$sys" in
+	wren-1) start_wren 1; rf=1 minisr=1 ;;
+	wren-3) start_wren 3 ;;
+	kafka-3) start_kafka ;;
+	kafka-3-fsync) start_kafka log.flush.interval.messages=1 ;;
+	*) say "unknown system $sys"; exit 2 ;;
+	esac
+	local client topic line
+	for client in $clients; do
+		topic="bench-$sys-$client-$round"
+		create_topic "$boot" "$topic" "$rf" "$minisr"
+		wait_ready "$boot" "$topic"
+		if ! line=$(produce "$client" "$boot" "$topic") || [[ "$line" != *"records sent"* ]]; then
+			say "$client against $sys failed: $line"
+			cat "$work/client.err" >&2
+			exit 1
+		fi
+		# "N records sent, R records/sec (M MB/sec), A ms avg latency, X ms max latency,
+		# P50 ms 50th, P95 ms 95th, P99 ms 99th, P999 ms 99.9th."
+		awk -v sys="$sys" -v client="$client" -v round="$round" '{
+			gsub(/[(),]/, "")
+			printf "%-14s %-11s %5s %12.0f %8.2f %8s %8s %8s\n", sys, client, round, $4, $6, $16, $22, $25
+		}' <<<"$line" | tee -a "$results"
+	done
+	case "$sys" in
+	wren-*) stop_wren ;;
+	kafka-*) stop_kafka ;;
+	esac
+}
+
+echo "== $n records of $record_bytes B, acks=all, one producer, $partitions partitions;" \
+	"batch $batch_bytes B, linger $linger_ms ms; $rounds rounds, systems interleaved"
+echo "== wren $("$wren" version 2>/dev/null | head -1)${kafka_version:+; Apache Kafka $kafka_version (KRaft, 3 combined nodes, heap ${WREN_KAFKA_HEAP_OPTS})}"
+echo "== wren fdatasyncs on every ISR member before acking (log.flush.policy=ack);" \
+	"kafka-3 is Kafka's default (no fsync per append, page cache);" \
+	"kafka-3-fsync sets log.flush.interval.messages=1 (fsync every append)"
+echo "== $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+printf '%-14s %-11s %5s %12s %8s %8s %8s %8s\n' system client round records/s MB/s p50_ms p99_ms p999_ms
+for ((round = 1; round <= rounds; round++)); do
+	for sys in $systems; do
+		run_system "$sys" "$round"
+	done
+done
+echo "== load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+
+echo
+echo "== per system and client over $rounds rounds: mean (min..max)"
+printf '%-14s %-11s %24s %20s\n' system client MB/s p99_ms
+awk '{
+	k = $1 " " $2
+	if (!(k in cnt)) order[++nk] = k
+	cnt[k]++; mb[k] += $5; p99[k] += $7
+	if (!(k in mbmin) || $5 < mbmin[k]) mbmin[k] = $5
+	if (!(k in mbmax) || $5 > mbmax[k]) mbmax[k] = $5
+	if (!(k in pmin) || $7 < pmin[k]) pmin[k] = $7
+	if (!(k in pmax) || $7 > pmax[k]) pmax[k] = $7
+}
+END {
+	for (i = 1; i <= nk; i++) {
+		k = order[i]; split(k, f, " ")
+		printf "%-14s %-11s %7.2f (%6.2f..%6.2f) %6.0f (%4d..%4d)\n", f[1], f[2], mb[k]/cnt[k], mbmin[k], mbmax[k], p99[k]/cnt[k], pmin[k], pmax[k]
+	}
+}' "$results"
+
+echo
+echo "== throughput ratios: mean of the rounds' means, and each round's own ratio"
+ratio() { # numerator denominator client
+	awk -v a="$1" -v b="$2" -v c="$3" '
+		$2 == c && $1 == a { na[$3] = $5; sa += $5; ca++ }
+		$2 == c && $1 == b { nb[$3] = $5; sb += $5; cb++ }
+		END {
+			if (!ca || !cb) exit
+			per = ""
+			for (r in na) if (r in nb && nb[r] > 0) per = per sprintf(" r%s=%.2f", r, na[r] / nb[r])
+			printf "%-14s / %-14s %-11s %5.2fx  (per round:%s)\n", a, b, c, (sa / ca) / (sb / cb), per
+		}' "$results"
+}
+for client in $clients; do
+	ratio wren-3 wren-1 "$client"
+	ratio wren-3 kafka-3 "$client"
+	ratio wren-3 kafka-3-fsync "$client"
+	ratio wren-1 kafka-3 "$client"
+done
+echo "== target: wren-3 / wren-1 >= 0.60x"
