@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,7 +20,7 @@ import (
 func clusterQuorumCommand(env Env) *ucli.Command {
 	return &ucli.Command{
 		Name:  "quorum",
-		Usage: "print the metadata quorum: the controller, its epoch and high watermark, each voter's epoch, log end and lag (kafka-metadata-quorum describe)",
+		Usage: "print the metadata quorum: the controller, its epoch and high watermark, each voter's epoch, log end, lag, and how long ago the controller last had a fetch from it and saw it caught up (kafka-metadata-quorum describe)",
 		Flags: clientFlags(timeoutFlag()),
 		Action: func(c *ucli.Context) error {
 			format, err := argsFormat(c, 0, 0, "no arguments")
@@ -58,6 +59,12 @@ type voterState struct {
 	LogEnd    int64 `json:"log_end"`
 	Lag       int64 `json:"lag"`
 	Reachable bool  `json:"reachable"`
+	// LastFetchAgeMs and LastCaughtUpAgeMs are how long before its answer
+	// the controller last had a fetch from this voter and last saw it
+	// caught up with its log end; -1 for the controller itself and for
+	// what it has not seen in its epoch.
+	LastFetchAgeMs    int64 `json:"last_fetch_age_ms"`
+	LastCaughtUpAgeMs int64 `json:"last_caught_up_age_ms"`
 }
 
 // quorumRequest asks the node it is sent to for its own view (a node
@@ -99,18 +106,29 @@ func describeQuorum(ctx context.Context, cl *kgo.Client, md kadm.Metadata) (quor
 		return quorumInfo{}, fmt.Errorf("cli: describe quorum at controller %d: %w", md.Controller, err)
 	}
 	q := quorumInfo{Controller: lp.LeaderID, Epoch: lp.LeaderEpoch, HighWatermark: lp.HighWatermark}
-	var leaderEnd int64
+	// The controller stamps itself with its "now": ages are taken against
+	// it, so this machine's clock does not enter them.
+	var leaderEnd, leaderNow int64 = 0, -1
 	for _, v := range lp.CurrentVoters {
 		if v.ReplicaID == lp.LeaderID {
-			leaderEnd = v.LogEndOffset
+			leaderEnd, leaderNow = v.LogEndOffset, v.LastFetchTimestamp
 		}
+	}
+	age := func(ts int64) int64 {
+		if ts < 0 || leaderNow < 0 {
+			return -1
+		}
+		return max(0, leaderNow-ts)
 	}
 	live := map[int32]bool{}
 	for _, b := range md.Brokers {
 		live[b.NodeID] = true
 	}
 	for _, v := range lp.CurrentVoters {
-		vs := voterState{NodeID: v.ReplicaID, Epoch: -1, LogEnd: v.LogEndOffset}
+		vs := voterState{NodeID: v.ReplicaID, Epoch: -1, LogEnd: v.LogEndOffset, LastFetchAgeMs: -1, LastCaughtUpAgeMs: -1}
+		if v.ReplicaID != lp.LeaderID {
+			vs.LastFetchAgeMs, vs.LastCaughtUpAgeMs = age(v.LastFetchTimestamp), age(v.LastCaughtUpTimestamp)
+		}
 		switch {
 		case v.ReplicaID == lp.LeaderID:
 			vs.Epoch, vs.Reachable = lp.LeaderEpoch, true
@@ -139,7 +157,7 @@ func printQuorum(w io.Writer, format outputFormat, q quorumInfo) error {
 	}
 	fmt.Fprintf(w, "CONTROLLER  %d\nEPOCH       %d\nHIGH WATERMARK  %d\n\n", q.Controller, q.Epoch, q.HighWatermark)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "VOTER\tEPOCH\tLOG END\tLAG\tSTATUS")
+	fmt.Fprintln(tw, "VOTER\tEPOCH\tLOG END\tLAG\tLAST FETCH\tLAST CAUGHT UP\tSTATUS")
 	for _, v := range q.Voters {
 		id := strconv.Itoa(int(v.NodeID))
 		if v.NodeID == q.Controller {
@@ -152,7 +170,15 @@ func printQuorum(w io.Writer, format outputFormat, q quorumInfo) error {
 		if v.LogEnd < 0 {
 			end, lag = "-", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, epoch, end, lag, status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, epoch, end, lag, ageText(v.LastFetchAgeMs), ageText(v.LastCaughtUpAgeMs), status)
 	}
 	return tw.Flush()
+}
+
+// ageText is an age in milliseconds as "120ms ago", "-" when unknown.
+func ageText(ms int64) string {
+	if ms < 0 {
+		return "-"
+	}
+	return (time.Duration(ms) * time.Millisecond).String() + " ago"
 }

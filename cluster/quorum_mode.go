@@ -201,9 +201,9 @@ func (c *Controller) proposeRecords(recs []Record) error {
 
 // QuorumStatus is this node's view of the metadata quorum, for the CLI
 // and operations endpoints; false on a one-voter controller.
-func (c *Controller) QuorumStatus(ctx context.Context) (metalog.Status, bool, error) {
+func (c *Controller) QuorumStatus(ctx context.Context) (quorum.Status, bool, error) {
 	if c.q == nil {
-		return metalog.Status{}, false, nil
+		return quorum.Status{}, false, nil
 	}
 	st, err := c.q.driver.Status(ctx)
 	return st, true, err

@@ -133,7 +133,7 @@ var apiTable = [...]apiEntry{
 	{Key: kmsg.AlterPartitionAssignments, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleAlterPartitionReassignments},
 	{Key: kmsg.ListPartitionReassignments, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleListPartitionReassignments},
 	{Key: kmsg.OffsetDelete, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleOffsetDelete},
-	{Key: kmsg.DescribeQuorum, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeQuorum},
+	{Key: kmsg.DescribeQuorum, Min: 0, Max: 2, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeQuorum},
 	{Key: kmsg.DescribeCluster, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeCluster},
 	{Key: kmsg.DescribeProducers, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeProducers},
 	{Key: kmsg.ConsumerGroupHeartbeat, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleConsumerGroupHeartbeat},

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/wren-broker/wren/cluster"
-	"github.com/wren-broker/wren/cluster/metalog"
+	"github.com/wren-broker/wren/cluster/quorum"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/engine/producer"
 	"github.com/wren-broker/wren/groups"
@@ -97,7 +97,9 @@ type Metadata interface {
 	// BrokerAddr is the address broker id registered for listener.
 	BrokerAddr(id int32, listener string) (host string, port int32, ok bool)
 	Voters() []int32
-	QuorumStatus(ctx context.Context) (metalog.Status, bool, error)
+	// QuorumStatus is this node's view of the metadata quorum; false on
+	// a one-voter cluster, which has none.
+	QuorumStatus(ctx context.Context) (quorum.Status, bool, error)
 }
 
 // ControllerAPI is the write side of the control plane: requests that

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
-	"github.com/wren-broker/wren/cluster/metalog"
+	"github.com/wren-broker/wren/cluster/quorum"
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/engine/producer"
@@ -149,7 +149,7 @@ type fakeMetadata struct {
 	controllerID int32
 	brokers      []int32
 	// quorum, onQuorum and quorumErr are QuorumStatus's answer.
-	quorum    metalog.Status
+	quorum    quorum.Status
 	onQuorum  bool
 	quorumErr error
 }
@@ -165,7 +165,7 @@ func (m *fakeMetadata) BrokerAddr(id int32, _ string) (string, int32, bool) {
 	return fmt.Sprintf("node%d.test", id), 9092, true
 }
 
-func (m *fakeMetadata) QuorumStatus(context.Context) (metalog.Status, bool, error) {
+func (m *fakeMetadata) QuorumStatus(context.Context) (quorum.Status, bool, error) {
 	return m.quorum, m.onQuorum, m.quorumErr
 }
 

@@ -5,8 +5,9 @@
 # free ports) and checks, with Kafka's tool classes (scripts/kafka-fetch.sh fetches them):
 #   - against EACH node: kafka-metadata-quorum describe --status and describe --replication
 #     (MetadataQuorumCommand) and kcat -L: every node names the same LeaderId (the controller
-#     kcat -L shows), the three voters are listed, HighWatermark is there, every follower's
-#     lag is small and none is negative
+#     kcat -L shows), the three voters are listed with their CONTROLLER endpoints, HighWatermark
+#     is there, every follower's lag is small and none is negative, MaxFollowerLagTimeMs is
+#     known and small, and every voter's LastFetchTimestamp and LastCaughtUpTimestamp is recent
 #   - from a node that is NOT the controller (wren forwards what only the controller may do):
 #     kafka-topics --create --replication-factor 3 and --describe; kafka-reassign-partitions
 #     --execute then --verify for a small move (a replica moved to the third node, with data,
@@ -138,6 +139,13 @@ Configs=kafka.admin.ConfigCommand
 # maxLag bounds a follower's lag behind the controller's log end, in metadata log entries: the
 # cluster is idle, so a follower is at most a fetch or two behind.
 maxLag=20
+# maxAgeMs bounds how old a voter's LastFetchTimestamp and LastCaughtUpTimestamp may be, and
+# MaxFollowerLagTimeMs: an idle follower fetches again at least every fetch wait (the controller
+# heartbeat interval), so its times are well under a second old; the bound leaves room for a
+# loaded machine.
+maxAgeMs=10000
+# now_ms: this machine's wall clock in milliseconds, the controller's too (all nodes are local).
+now_ms() { date +%s%3N; }
 
 # ---- each node: kafka-metadata-quorum and kcat -L ---------------------------------------------
 
@@ -149,13 +157,17 @@ for n in 1 2 3; do
 	else
 		field() { awk -v k="$1:" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }' "$log"; }
 		leader=$(field LeaderId) epoch=$(field LeaderEpoch) hw=$(field HighWatermark) lag=$(field MaxFollowerLag) voters=$(field CurrentVoters)
+		lagMs=$(field MaxFollowerLagTimeMs)
 		leaders+="$leader "
 		voter_ids=$(grep -o '"id": [0-9]*' <<<"$voters" | awk '{print $2}' | sort -n | tr '\n' ' ' || true)
+		# DescribeQuorum v2 names each voter's CONTROLLER endpoint (controller.quorum.voters).
+		endpoints=$(grep -o 'CONTROLLER://[^"]*' <<<"$voters" | sort -u | grep -c . || true)
 		if [[ "$leader" == "$controller" && "$epoch" =~ ^[0-9]+$ && "$hw" =~ ^[0-9]+$ && "$hw" -gt 0 &&
-			"$lag" =~ ^[0-9]+$ && "$lag" -le $maxLag && "$voter_ids" == "1 2 3 " ]]; then
-			ok "node $n: kafka-metadata-quorum describe --status: LeaderId $leader, LeaderEpoch $epoch, HighWatermark $hw, MaxFollowerLag $lag, voters $voter_ids"
+			"$lag" =~ ^[0-9]+$ && "$lag" -le $maxLag && "$voter_ids" == "1 2 3 " &&
+			"$lagMs" =~ ^[0-9]+$ && "$lagMs" -le $maxAgeMs && "$endpoints" == 3 ]]; then
+			ok "node $n: kafka-metadata-quorum describe --status: LeaderId $leader, LeaderEpoch $epoch, HighWatermark $hw, MaxFollowerLag $lag, MaxFollowerLagTimeMs $lagMs, voters ${voter_ids% } with $endpoints CONTROLLER endpoints"
 		else
-			fail "node $n: kafka-metadata-quorum describe --status: LeaderId '$leader' (want $controller), HighWatermark '$hw' (want > 0), MaxFollowerLag '$lag' (want 0-$maxLag), voters '$voter_ids' (want 1 2 3)" "$log"
+			fail "node $n: kafka-metadata-quorum describe --status: LeaderId '$leader' (want $controller), HighWatermark '$hw' (want > 0), MaxFollowerLag '$lag' (want 0-$maxLag), MaxFollowerLagTimeMs '$lagMs' (want 0-$maxAgeMs), voters '$voter_ids' (want 1 2 3), CONTROLLER endpoints $endpoints (want 3)" "$log"
 		fi
 	fi
 
@@ -163,8 +175,9 @@ for n in 1 2 3; do
 	if ! kafka "$MetadataQuorum" --bootstrap-server "$(addr "$n")" describe --replication >"$log" 2>&1; then
 		fail "node $n: kafka-metadata-quorum describe --replication" "$log"
 	else
-		# NodeId DirectoryId LogEndOffset Lag LastFetchTimestamp LastCaughtUpTimestamp Status
-		verdict=$(awk -v ctrl="$controller" -v max="$maxLag" '
+		# NodeId DirectoryId LogEndOffset Lag LastFetchTimestamp LastCaughtUpTimestamp Status. The
+		# timestamps are the controller's wall clock in ms: recent, and not ahead of this clock.
+		verdict=$(awk -v ctrl="$controller" -v max="$maxLag" -v now="$(now_ms)" -v maxAge="$maxAgeMs" '
 			NR == 1 { next }
 			NF >= 7 {
 				rows++
@@ -173,14 +186,17 @@ for n in 1 2 3; do
 				else { bad = bad " status " $7 " of node " $1 }
 				if ($3 !~ /^[0-9]+$/) bad = bad " node " $1 " LogEndOffset " $3
 				if ($4 !~ /^[0-9]+$/ || $4 + 0 > max) bad = bad " node " $1 " Lag " $4
-				ids = ids " " $1 ":" $4
+				for (i = 5; i <= 6; i++) {
+					if ($i !~ /^[0-9]+$/ || now - $i > maxAge || $i - now > 1000) bad = bad " node " $1 " timestamp " $i " (now " now ")"
+				}
+				ids = ids " " $1 ":" $4 "/" (now - $5) "ms/" (now - $6) "ms"
 			}
 			END {
 				if (rows != 3 || leaders != 1 || followers != 2) bad = bad " " rows " rows, " leaders " leader, " followers " followers"
-				if (bad != "") print "bad:" bad; else print "node:lag" ids
+				if (bad != "") print "bad:" bad; else print "node:lag/fetched/caught-up ago" ids
 			}' "$log")
 		if [[ $verdict == bad:* ]]; then
-			fail "node $n: kafka-metadata-quorum describe --replication: ${verdict#bad:} (want leader $controller, two followers, lag 0-$maxLag)" "$log"
+			fail "node $n: kafka-metadata-quorum describe --replication: ${verdict#bad:} (want leader $controller, two followers, lag 0-$maxLag, timestamps at most $maxAgeMs ms old)" "$log"
 		else
 			ok "node $n: kafka-metadata-quorum describe --replication: leader $controller, two followers ($verdict)"
 		fi

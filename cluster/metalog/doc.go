@@ -116,6 +116,24 @@
 // otherwise becomes the snapshot alone. A snapshot holds only committed
 // entries, so the commit index moves to its index.
 //
+// # Follower progress
+//
+// The controller notes, for each follower that fetched in its epoch, the
+// tick of its last fetch and the last tick at which it was caught up:
+// its fetch reached the controller's log end, or reached the log end the
+// controller had at the follower's previous fetch (then it was caught up
+// at that previous fetch; Kafka's rule for lastCaughtUpTimestamp).
+// Status reports them with the node's clock (Status.Now), for
+// DescribeQuorum's LastFetchTimestamp and LastCaughtUpTimestamp. They
+// live here, in ticks, rather than in the driver on its clock, because
+// "caught up" compares a fetch with the log end at the moment the fetch
+// is taken, which only this machine knows exactly (the driver sees a
+// message before it is stepped, and does not know whether the fetch
+// matched the log); and ticks keep the rule replayable in scripts
+// (testdata/follower_progress.txt). The driver turns ticks into times
+// (cluster/quorum). A new epoch starts with no progress: it is a new
+// controller's knowledge, as Kafka's LeaderState is.
+//
 // # Invariants
 //
 //   - Log matching: two logs holding an entry with the same index and

@@ -2,6 +2,7 @@ package metalog
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,8 @@ import (
 //	status | log [ids...] | applied [ids...]
 //	caught-up [ids...]            CaughtUp, and the applied and known
 //	                              controller commit indexes
+//	progress [ids...]             on a controller, its clock and each
+//	                              follower's last fetch and caught-up ticks
 func TestDataDriven(t *testing.T) {
 	datadriven.RunDir(t, "testdata", func(t *testing.T) func(*datadriven.Cmd) string {
 		e := &env{t: t, nodes: map[election.NodeID]*envNode{}, cuts: map[[2]election.NodeID]string{},
@@ -179,6 +182,20 @@ func (e *env) handle(c *datadriven.Cmd) string {
 			}
 			st := e.nodes[id].n.Status()
 			e.printf("%d caught-up=%t applied=%d controller-commit=%d", id, st.CaughtUp, st.Applied, st.ControllerCommit)
+		}
+	case "progress":
+		for _, id := range e.pick(c.IntArgs(e.t)) {
+			st := e.nodes[id].n.Status()
+			if st.Followers == nil {
+				e.printf("%d not controller", id)
+				continue
+			}
+			line := fmt.Sprintf("%d now=%d", id, st.Now)
+			for _, f := range slices.Sorted(maps.Keys(st.Followers)) {
+				p := st.Followers[f]
+				line += fmt.Sprintf(" %d:fetch=%d,caught-up=%d", f, p.LastFetchTick, p.LastCaughtUpTick)
+			}
+			e.printf("%s", line)
 		}
 	case "current":
 		for _, id := range e.pick(c.IntArgs(e.t)) {

@@ -41,6 +41,7 @@ type Node struct {
 	leaderChangeIndex int64
 	match             map[election.NodeID]int64
 	parked            map[election.NodeID]parkedFetch
+	progress          map[election.NodeID]progress
 
 	// Follower: the controller it fetches from, in which epoch, and its
 	// one fetch in flight.
@@ -67,6 +68,19 @@ type Node struct {
 type parkedFetch struct {
 	m  Message
 	at int64
+}
+
+// progress is what the controller saw of one follower's fetches in its
+// epoch, in ticks of its clock (Node.now): Kafka's lastFetchTimestamp and
+// lastCaughtUpTimestamp, which kafka-metadata-quorum shows.
+//
+// Invariant: lastCaughtUp <= lastFetch; both -1 until the first fetch.
+type progress struct {
+	lastFetch    int64
+	lastCaughtUp int64
+	// endAtLastFetch is this log's end when the previous fetch arrived,
+	// -1 until a fetch matched this log.
+	endAtLastFetch int64
 }
 
 // NewNode starts a node from what its disk holds. The driver restores its
@@ -227,7 +241,7 @@ func (n *Node) sync() {
 	case st.Role == election.Controller && n.leaderEpoch != st.Epoch:
 		n.becomeLeader(st.Epoch)
 	case st.Role != election.Controller && n.leaderEpoch != 0:
-		n.leaderEpoch, n.match, n.parked = 0, nil, nil
+		n.leaderEpoch, n.match, n.parked, n.progress = 0, nil, nil, nil
 	}
 	switch {
 	case st.Role == election.Follower && st.Controller != election.None:
@@ -248,6 +262,7 @@ func (n *Node) becomeLeader(epoch int32) {
 	n.leaderEpoch = epoch
 	n.match = map[election.NodeID]int64{}
 	n.parked = map[election.NodeID]parkedFetch{}
+	n.progress = map[election.NodeID]progress{}
 	n.appendEntry(Entry{Index: n.log.lastIndex() + 1, Epoch: epoch, Type: EntryLeaderChange})
 	n.leaderChangeIndex = n.log.lastIndex()
 	n.maybeCommit()
@@ -317,7 +332,33 @@ func (n *Node) handleFetch(m Message) {
 		// the sender about newer epochs, and stale fetches are dropped.
 		return
 	}
+	n.recordFetch(m)
 	n.answerFetch(m, true)
+}
+
+// recordFetch notes when a follower fetched and when it was last caught
+// up, by Kafka's rule (LeaderState.ReplicaState.updateFollowerState): a
+// follower is caught up now if its log end reaches this log's end, and
+// was caught up at its previous fetch if its log end now reaches what
+// this log's end was then. Only a fetch whose log end this log holds
+// counts towards caught up: a diverging log end proves nothing.
+func (n *Node) recordFetch(m Message) {
+	p, ok := n.progress[m.From]
+	if !ok {
+		p = progress{lastFetch: -1, lastCaughtUp: -1, endAtLastFetch: -1}
+	}
+	if ep, ok := n.log.epochAt(m.LastIndex); ok && ep == m.LastEpoch {
+		end := n.log.lastIndex()
+		switch {
+		case m.LastIndex >= end:
+			p.lastCaughtUp = n.now
+		case p.endAtLastFetch >= 0 && m.LastIndex >= p.endAtLastFetch:
+			p.lastCaughtUp = max(p.lastCaughtUp, p.lastFetch)
+		}
+		p.endAtLastFetch = end
+	}
+	p.lastFetch = n.now
+	n.progress[m.From] = p
 }
 
 // answerFetch is the controller's side of the pull. The follower's log
@@ -589,12 +630,29 @@ type Status struct {
 	// Match is, on the controller, the log end each follower proved it
 	// holds (nil elsewhere).
 	Match map[election.NodeID]int64
+	// Now is the node's clock: the ticks it was given since it started.
+	Now int64
+	// Followers is, on the controller, when each follower that fetched
+	// in its epoch last fetched and was last caught up, in ticks of Now
+	// (nil elsewhere).
+	Followers map[election.NodeID]FollowerProgress
+}
+
+// FollowerProgress is what the controller saw of one follower's fetches
+// in its epoch, in ticks of its own clock (Status.Now).
+type FollowerProgress struct {
+	// LastFetchTick is when its last fetch arrived.
+	LastFetchTick int64
+	// LastCaughtUpTick is the last time its log end reached this
+	// controller's (Kafka's lastCaughtUpTimestamp); -1 if not since this
+	// epoch began.
+	LastCaughtUpTick int64
 }
 
 // Status returns the node's current state, persisted or not.
 func (n *Node) Status() Status {
 	st := Status{Election: n.e.Status(), SnapshotIndex: n.log.snap.Index, LastIndex: n.log.lastIndex(),
-		LastEpoch: n.log.lastEpoch(), Commit: n.commit, Applied: n.applied, CaughtUp: n.caughtUp}
+		LastEpoch: n.log.lastEpoch(), Commit: n.commit, Applied: n.applied, CaughtUp: n.caughtUp, Now: n.now}
 	if n.fetchFrom != election.None && n.controllerCommitEpoch == n.fetchEpoch {
 		st.ControllerCommit = n.controllerCommit
 	}
@@ -602,6 +660,12 @@ func (n *Node) Status() Status {
 		st.Match = make(map[election.NodeID]int64, len(n.match))
 		for k, v := range n.match {
 			st.Match[k] = v
+		}
+	}
+	if n.progress != nil {
+		st.Followers = make(map[election.NodeID]FollowerProgress, len(n.progress))
+		for k, p := range n.progress {
+			st.Followers[k] = FollowerProgress{LastFetchTick: p.lastFetch, LastCaughtUpTick: p.lastCaughtUp}
 		}
 	}
 	return st

@@ -41,6 +41,14 @@
 // pause of the disk) sees the time that passed, and a controller whose
 // lease lapsed meanwhile stops acting before it answers anyone.
 //
+// The same count dates what the controller knows of its followers
+// (metalog's follower progress, in ticks): tick t fell due at the
+// driver's start plus t ticks, so Driver.Status turns each follower's
+// last fetch and last caught-up tick into monotonic times, good to within
+// a tick, for DescribeQuorum's LastFetchTimestamp and
+// LastCaughtUpTimestamp. The rule of "caught up" stays in metalog, which
+// alone knows the log end at the moment a fetch is taken.
+//
 // # Transport
 //
 // Transport carries messages; it may lose, duplicate and reorder them, and

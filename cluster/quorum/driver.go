@@ -73,6 +73,11 @@ type Driver struct {
 	// err is the storage error that stopped the driver, if any.
 	errMu sync.Mutex
 	err   error
+	// tickOrigin is the monotonic time of the node's tick 0: its tick t
+	// fell due at tickOrigin + t*Tick, and the loop delivers every tick
+	// due before it handles anything, so what the node did at its tick t
+	// happened within a tick after that.
+	tickOrigin time.Time
 
 	// Owned by the loop goroutine.
 	waiters map[int64]*proposal
@@ -109,16 +114,18 @@ func Start(cfg Config, store *Storage, stored metalog.Stored, tr Transport) (*Dr
 		caughtUp: make(chan struct{}), heard: map[election.NodeID]time.Time{}}
 	ss := node.Status().Election.Soft
 	d.soft.Store(&ss)
-	go d.run()
+	start := time.Since(monotonicBase)
+	d.tickOrigin = monotonicBase.Add(start)
+	go d.run(start)
 	return d, nil
 }
 
 // monotonicBase anchors time.Since, whose result uses the monotonic clock.
 var monotonicBase = time.Now()
 
-func (d *Driver) run() {
+func (d *Driver) run(start time.Duration) {
 	defer close(d.done)
-	ticks := tickCounter{start: time.Since(monotonicBase), tick: d.cfg.Tick}
+	ticks := tickCounter{start: start, tick: d.cfg.Tick}
 	ticker := time.NewTicker(d.cfg.Tick)
 	defer ticker.Stop()
 	for {
@@ -368,19 +375,55 @@ func (d *Driver) stoppedErr() error {
 	return ErrStopped
 }
 
+// Status is a node's metalog status, with the controller's record of its
+// followers' fetches (metalog.Status.Followers, in ticks) read on the
+// monotonic clock.
+type Status struct {
+	metalog.Status
+	// At is when the status was read.
+	At time.Time
+	// LastFetch and LastCaughtUp are, on the controller, when each
+	// follower's last fetch of its epoch arrived and when the follower
+	// was last caught up with the controller's log end (absent: not in
+	// this epoch). Good to within one tick; readings of the monotonic
+	// clock, so their ages (At.Sub) survive a change of the wall clock.
+	LastFetch, LastCaughtUp map[election.NodeID]time.Time
+}
+
 // Status returns the node's status, read on the driver goroutine.
-func (d *Driver) Status(ctx context.Context) (metalog.Status, error) {
+func (d *Driver) Status(ctx context.Context) (Status, error) {
 	var st metalog.Status
 	got := make(chan struct{})
 	select {
 	case d.queries <- func(n *metalog.Node) { st = n.Status(); close(got) }:
 	case <-d.done:
-		return st, d.stoppedErr()
+		return Status{Status: st}, d.stoppedErr()
 	case <-ctx.Done():
-		return st, ctx.Err()
+		return Status{Status: st}, ctx.Err()
 	}
 	<-got
-	return st, nil
+	return d.timed(st, time.Now()), nil
+}
+
+// timed turns the ticks of st's follower progress into times. A tick t
+// fell due at tickOrigin + t*Tick.
+func (d *Driver) timed(st metalog.Status, at time.Time) Status {
+	out := Status{Status: st, At: at}
+	if st.Followers == nil {
+		return out
+	}
+	at0 := func(tick int64) time.Time { return d.tickOrigin.Add(time.Duration(tick) * d.cfg.Tick) }
+	out.LastFetch = make(map[election.NodeID]time.Time, len(st.Followers))
+	out.LastCaughtUp = make(map[election.NodeID]time.Time, len(st.Followers))
+	for id, p := range st.Followers {
+		if p.LastFetchTick >= 0 {
+			out.LastFetch[id] = at0(p.LastFetchTick)
+		}
+		if p.LastCaughtUpTick >= 0 {
+			out.LastCaughtUp[id] = at0(p.LastCaughtUpTick)
+		}
+	}
+	return out
 }
 
 // ActingAndCurrent reports whether this node is the acting controller

@@ -69,6 +69,8 @@ type testNode struct {
 	hist   *history
 	voters []election.NodeID
 	seed   uint64
+	// tick, if set, replaces testTick.
+	tick time.Duration
 }
 
 func (n *testNode) start(t *testing.T, net *MemNetwork) {
@@ -90,6 +92,9 @@ func (n *testNode) start(t *testing.T, net *MemNetwork) {
 			n.next = n.hist.check(n.id, n.next, ents)
 			n.mu.Unlock()
 		}}
+	if n.tick != 0 {
+		cfg.Tick = n.tick
+	}
 	n.seed++
 	n.d, err = Start(cfg, store, stored, net.Join(n.id))
 	if err != nil {
