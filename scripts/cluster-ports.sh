@@ -2,18 +2,24 @@
 # the ports BASE_PORT+10*N, +10*N+1 and +10*N+2 (N = 1, 2, 3).
 #
 # free_base_port prints a BASE_PORT whose nine ports nothing on 127.0.0.1 listens on or holds:
-# the kernel's own pick (bind to port 0) rounded down to a multiple of 100, then each of the
-# nine bound and released. Another process may still take one before wren binds it; a node that
-# then fails to start says so in its log.
+# a random multiple of 100 below the kernel's ephemeral port range, then each of the nine bound
+# and released. Another process may still take one before wren binds it; a node that then fails
+# to start says so in its log.
 free_base_port() {
 	local attempt
 	for attempt in $(seq 1 50); do
 		if base=$(/usr/bin/python3 - <<'PY'
-import socket, sys
-s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
-base = max(1024, port // 100 * 100 - 100)
-if base + 32 > 65535:
-    sys.exit(1)
+import random, socket, sys
+# Below the kernel's ephemeral range: a port free now must stay free until
+# wren binds it, and outgoing connections take ephemeral ports meanwhile.
+hi = 32768
+try:
+    first = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    if first > 12000:
+        hi = first
+except (OSError, ValueError, IndexError):
+    pass
+base = random.randrange(10000, hi - 100) // 100 * 100
 held = []
 try:
     for n in (1, 2, 3):
