@@ -131,6 +131,7 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 	fetchWait := ticks(cfg.ControllerHeartbeatIntervalMs)
 	return &cluster.QuorumConfig{
 		Dir: dir + "/" + quorumDirName, Transport: tr, SendApp: tr.SendApp, Tick: quorumTick, Logger: logger,
+		CleanShutdown: logs.HadCleanShutdown(),
 		Node: metalog.Config{
 			Election: election.Config{ID: election.NodeID(cfg.NodeID), Voters: ids,
 				HeartbeatTicks:      ticks(cfg.ControllerHeartbeatIntervalMs),
@@ -235,7 +236,18 @@ func (b *Broker) serveWhenCaughtUp(ctx context.Context, ln net.Listener, quorum 
 		for {
 			select {
 			case <-b.controller.CaughtUp():
-				break wait
+				// And once the controller registered this process: only
+				// then does the image say whether this node may still
+				// lead after the way it last stopped (KIP-966).
+				select {
+				case <-b.controller.Registered():
+					break wait
+				case <-ctx.Done():
+					return b.server.Serve(ln)
+				case <-t.C:
+					b.logger.Warn("not serving clients yet", "reason", b.catchUpStatus(),
+						"waiting_for", time.Since(waiting).Round(time.Second).String())
+				}
 			case <-ctx.Done():
 				// Closing: Serve on a closed server closes the listener.
 				return b.server.Serve(ln)

@@ -16,6 +16,11 @@ type BrokerRegistrationRecord struct {
 	Listeners []BrokerListener `json:"listeners,omitempty"`
 	// Fenced brokers hold no leadership and get no new replicas.
 	Fenced bool `json:"fenced"`
+	// IncarnationID is random at each start of the broker's process
+	// (KIP-966's IncarnationId): a registration with a new one is a
+	// restart, whose previous shutdown may have been unclean. Zero in
+	// records written before incarnations existed.
+	IncarnationID UUID `json:"incarnation_id,omitzero"`
 }
 
 // BrokerListener is one advertised listener of a broker.
@@ -38,6 +43,9 @@ type BrokerImage struct {
 	Rack      string
 	Listeners []BrokerListener
 	Fenced    bool
+	// IncarnationID is the registered process start (zero when the
+	// registration predates incarnations).
+	IncarnationID UUID
 	// Epoch is the metadata log offset of the broker's latest
 	// registration (Kafka's broker epoch): it changes every time the
 	// broker registers again.
@@ -77,7 +85,8 @@ func (next *Image) applyBrokerRegistration(im *Image, offset uint64, r *BrokerRe
 		next.brokers = map[int32]*BrokerImage{}
 	}
 	next.brokers[r.BrokerID] = &BrokerImage{
-		ID: r.BrokerID, Rack: r.Rack, Listeners: slices.Clone(r.Listeners), Fenced: r.Fenced, Epoch: offset,
+		ID: r.BrokerID, Rack: r.Rack, Listeners: slices.Clone(r.Listeners), Fenced: r.Fenced,
+		IncarnationID: r.IncarnationID, Epoch: offset,
 	}
 }
 
@@ -95,5 +104,5 @@ func (next *Image) applyBrokerFence(im *Image, offset uint64, r *BrokerFenceReco
 
 // sameRegistration reports whether registering r changes nothing.
 func sameRegistration(b BrokerImage, r *BrokerRegistrationRecord) bool {
-	return b.Rack == r.Rack && b.Fenced == r.Fenced && slices.Equal(b.Listeners, r.Listeners)
+	return b.Rack == r.Rack && b.Fenced == r.Fenced && slices.Equal(b.Listeners, r.Listeners) && b.IncarnationID == r.IncarnationID
 }
