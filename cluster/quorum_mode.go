@@ -72,8 +72,11 @@ type quorumState struct {
 	nextID  uint64
 	// registration is what this node's broker heartbeats carry.
 	registration *BrokerRegistrationRecord
-	// registrationSet is when registration was first set.
+	// registrationSet is when registration was first set; kick makes the
+	// heartbeat loop send it at once rather than a heartbeat interval
+	// later, since the broker serves only once it is registered.
 	registrationSet time.Time
+	kick            chan struct{}
 	// incarnation is this process start's id (KIP-966's IncarnationId).
 	incarnation UUID
 	// registered is closed once the image holds this incarnation's
@@ -124,7 +127,7 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 	}
 	q := &quorumState{cfg: qc, log: qc.Logger, heard: map[int32]heardBroker{}, pending: map[uint64]chan forwardAnswer{},
 		applied: make(chan struct{}), stop: make(chan struct{}), base: time.Now(),
-		incarnation: NewUUID(), registered: make(chan struct{})}
+		incarnation: NewUUID(), registered: make(chan struct{}), kick: make(chan struct{}, 1)}
 	c.q = q
 	// The driver hands out the committed entries after the snapshot.
 	im, err := loadSnapshot(stored.Snapshot)
@@ -262,6 +265,10 @@ func (c *Controller) SetRegistration(ctx context.Context, rack string, listeners
 		c.q.registrationSet = time.Now()
 	}
 	c.q.mu.Unlock()
+	select {
+	case c.q.kick <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
@@ -625,6 +632,7 @@ func (c *Controller) heartbeat() {
 		case <-q.stop:
 			return
 		case <-t.C:
+		case <-q.kick:
 		}
 	}
 }
