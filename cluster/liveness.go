@@ -197,12 +197,18 @@ func (l *Liveness) freshGrace() time.Duration {
 //     registers it (a restart), unless it is stale (StaleHeartbeat, or an
 //     incarnation this node saw replaced): a stale one is ignored and
 //     keeps no session alive. A new incarnation keeps the broker's
-//     fencing, unless its predecessor shut down uncleanly: then it may
-//     lack records it acknowledged, so the registration takes it out of
-//     every ISR and ELR (electing elsewhere where it led) and fences it
-//     while it catches up, whether or not its session expired (KIP-966).
-//     A broker whose registration predates incarnations is taken at its
-//     word once: it wrote no clean-shutdown marker to go by;
+//     fencing, unless its predecessor shut down uncleanly without durable
+//     acks (the AcksDurable of its predecessor's registration): then it
+//     may lack records it acknowledged, so the registration
+//     takes it out of every ISR and ELR (electing elsewhere where it led)
+//     and fences it while it catches up, whether or not its session
+//     expired (KIP-966). Under log.flush.policy ack a crash loses nothing
+//     acknowledged, nor anything a follower holds (followers fetch only
+//     what their leader synced), so the rule would only take partitions
+//     offline: a power loss of every node at once would leave each
+//     partition's ISR and ELR empty. A broker whose registration predates
+//     incarnations is taken at its word once: it wrote no clean-shutdown
+//     marker to go by;
 //   - every RebalanceInterval, counted from the takeover (brokers are
 //     still rejoining ISRs then), a rebalance check.
 func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[int32]BrokerHeard) []LivenessAction {
@@ -227,7 +233,9 @@ func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[i
 		reg.BrokerID = id
 		b, ok := im.Broker(id)
 		restarted := ok && reg.IncarnationID != (UUID{}) && reg.IncarnationID != b.IncarnationID
-		unclean := restarted && !h.CleanShutdown && b.IncarnationID != (UUID{})
+		// What the crashed process may have lost depends on its own flush
+		// policy, not on the new one's.
+		unclean := restarted && !h.CleanShutdown && !b.AcksDurable && b.IncarnationID != (UUID{})
 		// A new broker starts fenced while it catches up or shuts down. A
 		// known one keeps its state through a new registration: fencing
 		// is the Fence action's, which moves its leaderships too (a
@@ -245,7 +253,7 @@ func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[i
 				l.remember(id, b.IncarnationID)
 			}
 			out = append(out, LivenessAction{Kind: ActionRegister, Broker: id, Registration: reg, Unclean: unclean,
-				Reason: registerReason(ok, restarted, unclean)})
+				Reason: registerReason(ok, restarted, h.CleanShutdown || b.IncarnationID == (UUID{}), unclean)})
 		case b.Fenced && !h.CatchingUp && !h.ShuttingDown:
 			out = append(out, LivenessAction{Kind: ActionUnfence, Broker: id, Reason: "heard again, caught up"})
 		case !b.Fenced && h.ShuttingDown:
@@ -285,12 +293,14 @@ func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[i
 	return out
 }
 
-func registerReason(known, restarted, unclean bool) string {
+func registerReason(known, restarted, clean, unclean bool) string {
 	switch {
 	case unclean:
 		return "restarted after an unclean shutdown: out of every ISR and ELR"
-	case restarted:
+	case restarted && clean:
 		return "restarted after a clean shutdown"
+	case restarted:
+		return "restarted after an unclean shutdown with durable acks: nothing acknowledged lost"
 	case known:
 		return "rack or listeners changed"
 	}

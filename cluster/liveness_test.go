@@ -18,9 +18,10 @@ import (
 //	config session=4000 heartbeat=1000 [rebalance=0]   (first, once)
 //	brokers 1 2 3              register unfenced brokers (cluster id set)
 //	heartbeat B at=T [shutting-down] [catching-up] [port=N]
-//	          [incarnation=N [clean] [epoch=N | registered]]
+//	          [incarnation=N [clean] [acks-durable] [epoch=N | registered]]
 //	                           incarnation N is UUID{N}; clean: its data
-//	                           directory was shut down cleanly; registered:
+//	                           directory was shut down cleanly; acks-durable:
+//	                           log.flush.policy ack; registered:
 //	                           it sends the epoch of its registration as
 //	                           the image shows it (0 if not registered).
 //	                           A stale heartbeat (StaleHeartbeat) is
@@ -82,7 +83,7 @@ func (e *livenessEnv) handle(c *datadriven.Cmd) string {
 		}
 		h := e.heard[id]
 		h.Heartbeat, h.HeartbeatSeen = at, true
-		h.Registration = BrokerRegistrationRecord{BrokerID: id, IncarnationID: inc,
+		h.Registration = BrokerRegistrationRecord{BrokerID: id, IncarnationID: inc, AcksDurable: slices.Contains(c.Args, "acks-durable"),
 			Listeners: []BrokerListener{{Name: "PLAINTEXT", Host: "h", Port: port}}}
 		h.ShuttingDown = slices.Contains(c.Args, "shutting-down")
 		h.CatchingUp = slices.Contains(c.Args, "catching-up")
@@ -141,6 +142,9 @@ func (e *livenessEnv) state() string {
 		}
 		if b.IncarnationID != (UUID{}) {
 			s += fmt.Sprintf(" incarnation=%d epoch=%d", b.IncarnationID[0], b.Epoch)
+		}
+		if b.AcksDurable {
+			s += " acks-durable"
 		}
 		out = append(out, s)
 	}

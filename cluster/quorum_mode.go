@@ -46,6 +46,11 @@ type QuorumConfig struct {
 	// heartbeats carry it with a new incarnation id, so the controller
 	// takes a broker back from a crash out of every ISR and ELR.
 	CleanShutdown bool
+	// AcksDurable says that this node fdatasyncs every record before it
+	// acknowledges it or, as a follower, counts it toward a high
+	// watermark (log.flush.policy ack); its registration says so
+	// (BrokerRegistrationRecord.AcksDurable).
+	AcksDurable bool
 }
 
 // commitTimeout bounds how long a change waits for the quorum to commit
@@ -258,7 +263,7 @@ func (c *Controller) SetRegistration(ctx context.Context, rack string, listeners
 	if c.q == nil {
 		return c.RegisterBroker(ctx, reg, true)
 	}
-	reg.IncarnationID = c.q.incarnation
+	reg.IncarnationID, reg.AcksDurable = c.q.incarnation, c.q.cfg.AcksDurable
 	c.q.mu.Lock()
 	c.q.registration = &reg
 	if c.q.registrationSet.IsZero() {
@@ -728,7 +733,7 @@ func (c *Controller) carryOut(ctx context.Context, a LivenessAction) {
 			lvl = slog.LevelWarn
 		}
 		q.log.Log(ctx, lvl, "metadata quorum: broker registered", "broker", a.Broker, "fenced", a.Registration.Fenced,
-			"unclean_shutdown", a.Unclean, "incarnation", a.Registration.IncarnationID.String(),
+			"unclean", a.Unclean, "incarnation", a.Registration.IncarnationID.String(),
 			"reason", a.Reason, "listeners", fmt.Sprint(a.Registration.Listeners))
 	case ActionUnfence:
 		if err := c.UnfenceBroker(ctx, a.Broker); err == nil {
