@@ -93,9 +93,12 @@
 // shutdown was clean (engine's clean-shutdown marker), and its broker
 // epoch (BrokerImage.Epoch, the offset of its registration) once its image
 // shows it. A new incarnation is registered at once, inside its session or
-// not; if its predecessor did not shut down cleanly, the registration
-// applies UncleanShutdownChanges in the same entry (out of every ISR and
-// ELR, a new leader where it led) and fences it while it catches up. A
+// not; if its predecessor did not shut down cleanly and did not sync
+// before acknowledging (its registration's AcksDurable is false: flush
+// policy interval), the registration applies UncleanShutdownChanges in the
+// same entry (out of every ISR and ELR, a new leader where it led) and
+// fences it while it catches up. Under flush policy ack a crash loses
+// nothing acknowledged, and the rule would only take partitions offline. A
 // heartbeat of a replaced incarnation (StaleHeartbeat, or one the acting
 // controller saw replaced) is refused and keeps no session alive. A node
 // serves, and its replicas follow the image, only once the image holds
