@@ -226,8 +226,11 @@ const catchUpWarnInterval = 5 * time.Second
 // while this node was down, and its replicas neither lead nor follow from
 // the stale image it replayed (on a quorum they subscribe to the image
 // only here). Connections made meanwhile wait in the listen backlog and
-// are served once it opens. A node that cannot reach a controller (the
-// minority side) keeps waiting, and says so in its log and in /readyz.
+// are served once it opens. It also waits until the image holds this
+// process's own registration (Controller.Registered): only then does the
+// image reflect whether this restart was clean. A node that cannot reach
+// a controller (the minority side) keeps waiting, and says so in its log
+// and in /readyz.
 func (b *Broker) serveWhenCaughtUp(ctx context.Context, ln net.Listener, quorum bool) error {
 	if quorum {
 		t := time.NewTicker(catchUpWarnInterval)
