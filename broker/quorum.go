@@ -232,6 +232,11 @@ const catchUpWarnInterval = 5 * time.Second
 // a controller (the minority side) keeps waiting, and says so in its log
 // and in /readyz.
 func (b *Broker) serveWhenCaughtUp(ctx context.Context, ln net.Listener, quorum bool) error {
+	if !quorum {
+		// One voter: nobody else holds the partitions, and the metadata
+		// has nothing to change for an unclean shutdown.
+		b.logs.UncleanShutdownHandled()
+	}
 	if quorum {
 		t := time.NewTicker(catchUpWarnInterval)
 		defer t.Stop()
@@ -260,6 +265,9 @@ func (b *Broker) serveWhenCaughtUp(ctx context.Context, ln net.Listener, quorum 
 					"waiting_for", time.Since(waiting).Round(time.Second).String())
 			}
 		}
+		// The controller acted on how this process's predecessor stopped:
+		// a clean close may leave the marker again.
+		b.logs.UncleanShutdownHandled()
 		if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
 			ln.Close()
 			return err

@@ -38,8 +38,19 @@ func (m *Manager) takeCleanShutdownMarker() (bool, error) {
 
 // writeCleanShutdownMarker runs last in a Close that met no error.
 func (m *Manager) writeCleanShutdownMarker() error {
+	if m.uncleanPending.Load() {
+		return nil
+	}
 	return vfs.WriteFileAtomic(m.fs, m.dir+"/"+CleanShutdownFile, []byte(cleanShutdownContents))
 }
+
+// UncleanShutdownHandled says that the cluster has acted on the unclean
+// shutdown this open found (the controller registered this process as
+// back from one). Until then a Close leaves no marker, so a start that
+// fails, or stops before it was registered, still reads as unclean next
+// time: the crash's lost records would otherwise go unnoticed behind a
+// clean close of a process that never served.
+func (m *Manager) UncleanShutdownHandled() { m.uncleanPending.Store(false) }
 
 // HadCleanShutdown reports whether the directory's previous Close
 // completed (its marker was there at open). After a crash, a kill or a

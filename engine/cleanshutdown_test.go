@@ -26,6 +26,7 @@ func TestCleanShutdownMarker(t *testing.T) {
 	if m.HadCleanShutdown() {
 		t.Fatal("a new directory reads as cleanly shut down")
 	}
+	m.UncleanShutdownHandled()
 	l, err := m.GetOrCreateLog(TopicPartition{"t", 0})
 	mustNotErr(t, err)
 	_, err = l.Append(makeBatch(t, batch.CompressionNone, 0, 3, 100, 1000), 0)
@@ -47,10 +48,18 @@ func TestCleanShutdownMarker(t *testing.T) {
 	if m.HadCleanShutdown() {
 		t.Fatal("after a crash the directory reads as cleanly shut down")
 	}
+	// A start that stops before the cluster acted on the crash (a failed
+	// start, say) must leave it unclean.
+	mustNotErr(t, m.Close())
+	m = open(mem)
+	if m.HadCleanShutdown() {
+		t.Fatal("a Close before UncleanShutdownHandled left the directory reading as cleanly shut down")
+	}
+	m.UncleanShutdownHandled()
 	mustNotErr(t, m.Close())
 	m = open(mem)
 	defer m.Close()
 	if !m.HadCleanShutdown() {
-		t.Fatal("a Close after a crash recovery does not read as clean")
+		t.Fatal("a Close after the unclean shutdown was handled does not read as clean")
 	}
 }

@@ -98,7 +98,10 @@ type Manager struct {
 	scrubPasses, scrubBytes, scrubDamage atomic.Int64
 
 	// hadCleanShutdown: the previous Close completed (cleanshutdown.go).
+	// uncleanPending: it did not, and UncleanShutdownHandled was not
+	// called yet, so Close must not leave the marker.
 	hadCleanShutdown bool
+	uncleanPending   atomic.Bool
 }
 
 // OpenManager locks dir, checks or writes meta.properties, and opens and
@@ -148,6 +151,7 @@ func (m *Manager) open() error {
 	if m.hadCleanShutdown, err = m.takeCleanShutdownMarker(); err != nil {
 		return err
 	}
+	m.uncleanPending.Store(!m.hadCleanShutdown)
 	rps, err := ReadOffsetCheckpoint(m.fs, m.dir+"/"+RecoveryPointCheckpointFile)
 	if err != nil {
 		return err
