@@ -199,10 +199,10 @@ func (l *Liveness) freshGrace() time.Duration {
 //     keeps no session alive. A new incarnation keeps the broker's
 //     fencing, unless its predecessor shut down uncleanly without durable
 //     acks (the AcksDurable of its predecessor's registration): then it
-//     may lack records it acknowledged, so the registration
-//     takes it out of every ISR and ELR (electing elsewhere where it led)
-//     and fences it while it catches up, whether or not its session
-//     expired (KIP-966). Under log.flush.policy ack a crash loses nothing
+//     may lack records it acknowledged, so the registration takes it out
+//     of every ISR and ELR (electing elsewhere where it led) and fences it
+//     while it catches up, whether or not its session expired (KIP-966).
+//     Under log.flush.policy ack a crash loses nothing
 //     acknowledged, nor anything a follower holds (followers fetch only
 //     what their leader synced), so the rule would only take partitions
 //     offline: a power loss of every node at once would leave each
@@ -241,11 +241,13 @@ func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[i
 		// is the Fence action's, which moves its leaderships too (a
 		// registration alone would leave it leading while fenced). An
 		// unclean restart's registration moves them itself.
-		reg.Fenced = h.CatchingUp || h.ShuttingDown
-		if ok && !unclean {
+		switch {
+		case unclean:
+			reg.Fenced = h.CatchingUp || h.ShuttingDown || b.Fenced
+		case ok:
 			reg.Fenced = b.Fenced
-		} else if unclean {
-			reg.Fenced = reg.Fenced || b.Fenced
+		default:
+			reg.Fenced = h.CatchingUp || h.ShuttingDown
 		}
 		switch {
 		case !ok || !sameListeners(b, &reg) || restarted:
