@@ -185,9 +185,7 @@ func (c *Controller) applyEntries(ents []metalog.Entry) {
 	}
 	c.image.Store(im)
 	c.q.notifyApplied()
-	if b, ok := im.Broker(c.cfg.NodeID); ok && b.IncarnationID == c.q.incarnation {
-		c.q.registeredOnce.Do(func() { close(c.q.registered) })
-	}
+	c.maybeRegistered(im)
 	c.subMu.Lock()
 	subs := append([]func(old, new *Image){}, c.subscribers...)
 	c.subMu.Unlock()
@@ -290,6 +288,14 @@ func (c *Controller) Registered() <-chan struct{} {
 		return closedChan
 	}
 	return c.q.registered
+}
+
+// maybeRegistered closes Registered once a published image holds this
+// incarnation's registration.
+func (c *Controller) maybeRegistered(im *Image) {
+	if b, ok := im.Broker(c.cfg.NodeID); ok && b.IncarnationID == c.q.incarnation {
+		c.q.registeredOnce.Do(func() { close(c.q.registered) })
+	}
 }
 
 // brokerEpoch is the epoch of this incarnation's registration, 0 while
