@@ -619,6 +619,13 @@ func (c *Controller) heartbeat() {
 		q.mu.Lock()
 		reg, since := q.registration, q.registrationSet
 		q.mu.Unlock()
+		// Until this process is registered it heartbeats sooner: the broker
+		// serves only once it is, and the first heartbeat may find no
+		// controller known yet, or be lost with a connection being made.
+		var soon <-chan time.Time
+		if reg != nil && !c.registeredNow() {
+			soon = time.After(min(unregisteredHeartbeatInterval, q.cfg.BrokerHeartbeatInterval))
+		}
 		if reg != nil {
 			c.maybeRegisteredByOldController(since)
 			epoch := c.brokerEpoch()
@@ -644,7 +651,21 @@ func (c *Controller) heartbeat() {
 			return
 		case <-t.C:
 		case <-q.kick:
+		case <-soon:
 		}
+	}
+}
+
+// unregisteredHeartbeatInterval is how often a process not registered
+// yet heartbeats (the acting controller decides every 100 ms).
+const unregisteredHeartbeatInterval = 100 * time.Millisecond
+
+func (c *Controller) registeredNow() bool {
+	select {
+	case <-c.Registered():
+		return true
+	default:
+		return false
 	}
 }
 
