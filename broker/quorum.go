@@ -131,6 +131,8 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 	fetchWait := ticks(cfg.ControllerHeartbeatIntervalMs)
 	return &cluster.QuorumConfig{
 		Dir: dir + "/" + quorumDirName, Transport: tr, SendApp: tr.SendApp, Tick: quorumTick, Logger: logger,
+		CleanShutdown: logs.HadCleanShutdown(),
+		AcksDurable:   cfg.LogFlushPolicy == config.FlushPolicyAck,
 		Node: metalog.Config{
 			Election: election.Config{ID: election.NodeID(cfg.NodeID), Voters: ids,
 				HeartbeatTicks:      ticks(cfg.ControllerHeartbeatIntervalMs),
@@ -224,9 +226,17 @@ const catchUpWarnInterval = 5 * time.Second
 // while this node was down, and its replicas neither lead nor follow from
 // the stale image it replayed (on a quorum they subscribe to the image
 // only here). Connections made meanwhile wait in the listen backlog and
-// are served once it opens. A node that cannot reach a controller (the
-// minority side) keeps waiting, and says so in its log and in /readyz.
+// are served once it opens. It also waits until the image holds this
+// process's own registration (Controller.Registered): only then does the
+// image reflect whether this restart was clean. A node that cannot reach
+// a controller (the minority side) keeps waiting, and says so in its log
+// and in /readyz.
 func (b *Broker) serveWhenCaughtUp(ctx context.Context, ln net.Listener, quorum bool) error {
+	if !quorum {
+		// One voter: nobody else holds the partitions, and the metadata
+		// has nothing to change for an unclean shutdown.
+		b.logs.UncleanShutdownHandled()
+	}
 	if quorum {
 		t := time.NewTicker(catchUpWarnInterval)
 		defer t.Stop()
@@ -235,7 +245,18 @@ func (b *Broker) serveWhenCaughtUp(ctx context.Context, ln net.Listener, quorum 
 		for {
 			select {
 			case <-b.controller.CaughtUp():
-				break wait
+				// And once the controller registered this process: only
+				// then does the image say whether this node may still
+				// lead after the way it last stopped (KIP-966).
+				select {
+				case <-b.controller.Registered():
+					break wait
+				case <-ctx.Done():
+					return b.server.Serve(ln)
+				case <-t.C:
+					b.logger.Warn("not serving clients yet", "reason", b.catchUpStatus(),
+						"waiting_for", time.Since(waiting).Round(time.Second).String())
+				}
 			case <-ctx.Done():
 				// Closing: Serve on a closed server closes the listener.
 				return b.server.Serve(ln)
@@ -244,6 +265,9 @@ func (b *Broker) serveWhenCaughtUp(ctx context.Context, ln net.Listener, quorum 
 					"waiting_for", time.Since(waiting).Round(time.Second).String())
 			}
 		}
+		// The controller acted on how this process's predecessor stopped:
+		// a clean close may leave the marker again.
+		b.logs.UncleanShutdownHandled()
 		if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
 			ln.Close()
 			return err

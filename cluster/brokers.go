@@ -16,6 +16,18 @@ type BrokerRegistrationRecord struct {
 	Listeners []BrokerListener `json:"listeners,omitempty"`
 	// Fenced brokers hold no leadership and get no new replicas.
 	Fenced bool `json:"fenced"`
+	// IncarnationID is random at each start of the broker's process
+	// (KIP-966's IncarnationId): a registration with a new one is a
+	// restart, whose previous shutdown may have been unclean. Zero in
+	// records written before incarnations existed.
+	IncarnationID UUID `json:"incarnation_id,omitzero"`
+	// AcksDurable: this incarnation fdatasyncs every record before it
+	// acknowledges it or, as a follower, counts it toward a high
+	// watermark (log.flush.policy ack), so its crash loses nothing
+	// acknowledged. The next incarnation's registration reads it here: a
+	// crash under log.flush.policy interval counts as unclean even if the
+	// broker comes back under ack.
+	AcksDurable bool `json:"acks_durable,omitempty"`
 }
 
 // BrokerListener is one advertised listener of a broker.
@@ -38,6 +50,11 @@ type BrokerImage struct {
 	Rack      string
 	Listeners []BrokerListener
 	Fenced    bool
+	// IncarnationID is the registered process start (zero when the
+	// registration predates incarnations).
+	IncarnationID UUID
+	// AcksDurable: see BrokerRegistrationRecord.
+	AcksDurable bool
 	// Epoch is the metadata log offset of the broker's latest
 	// registration (Kafka's broker epoch): it changes every time the
 	// broker registers again.
@@ -77,7 +94,8 @@ func (next *Image) applyBrokerRegistration(im *Image, offset uint64, r *BrokerRe
 		next.brokers = map[int32]*BrokerImage{}
 	}
 	next.brokers[r.BrokerID] = &BrokerImage{
-		ID: r.BrokerID, Rack: r.Rack, Listeners: slices.Clone(r.Listeners), Fenced: r.Fenced, Epoch: offset,
+		ID: r.BrokerID, Rack: r.Rack, Listeners: slices.Clone(r.Listeners), Fenced: r.Fenced,
+		IncarnationID: r.IncarnationID, AcksDurable: r.AcksDurable, Epoch: offset,
 	}
 }
 
@@ -95,5 +113,5 @@ func (next *Image) applyBrokerFence(im *Image, offset uint64, r *BrokerFenceReco
 
 // sameRegistration reports whether registering r changes nothing.
 func sameRegistration(b BrokerImage, r *BrokerRegistrationRecord) bool {
-	return b.Rack == r.Rack && b.Fenced == r.Fenced && slices.Equal(b.Listeners, r.Listeners)
+	return b.Rack == r.Rack && b.Fenced == r.Fenced && slices.Equal(b.Listeners, r.Listeners) && b.IncarnationID == r.IncarnationID && b.AcksDurable == r.AcksDurable
 }

@@ -88,6 +88,25 @@
 // the session is never fenced for silence. A broker is unfenced only when
 // it heartbeats, has caught up, and is not shutting down.
 //
+// Incarnations (KIP-966): every process start heartbeats a new random
+// incarnation id in its registration, whether its data directory's last
+// shutdown was clean (engine's clean-shutdown marker), and its broker
+// epoch (BrokerImage.Epoch, the offset of its registration) once its image
+// shows it. A new incarnation is registered at once, inside its session or
+// not; if its predecessor did not shut down cleanly and did not sync
+// before acknowledging (its registration's AcksDurable is false: flush
+// policy interval), the registration applies UncleanShutdownChanges in the
+// same entry (out of every ISR and ELR, a new leader where it led) and
+// fences it while it catches up. Under flush policy ack a crash loses
+// nothing acknowledged, and the rule would only take partitions offline. A
+// heartbeat of a replaced incarnation (StaleHeartbeat, or one the acting
+// controller saw replaced) is refused and keeps no session alive. A node
+// serves, and its replicas follow the image, only once the image holds
+// its own incarnation's registration (Controller.Registered). The
+// registration record's incarnation_id is optional: records without it
+// replay as before, and a broker registered without one is taken at its
+// word once.
+//
 // Initial catch-up: a restarted node's image is the replay of its own
 // log, which misses what was committed while it was down. CaughtUp is
 // closed once it applied everything the acting controller had committed

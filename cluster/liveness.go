@@ -48,6 +48,13 @@ type BrokerHeard struct {
 	Registration BrokerRegistrationRecord
 	ShuttingDown bool
 	CatchingUp   bool
+	// CleanShutdown and BrokerEpoch are what that heartbeat carried about
+	// its incarnation (Registration.IncarnationID): whether the process
+	// before it shut down cleanly (its data directory's clean-shutdown
+	// marker), and the epoch of its own registration once its image shows
+	// it (0 before: it was never registered).
+	CleanShutdown bool
+	BrokerEpoch   uint64
 	// Quorum is when a metadata quorum message from it last arrived (a
 	// voter's fetch, vote or heartbeat ack; the old controller's fetch
 	// answers and heartbeats); QuorumSeen is false if none did.
@@ -74,8 +81,10 @@ type LivenessActionKind uint8
 const (
 	// ActionClusterID records the cluster id of a new cluster.
 	ActionClusterID LivenessActionKind = iota + 1
-	// ActionRegister registers a new broker, or one whose rack or
-	// listeners changed (fenced while it catches up or shuts down).
+	// ActionRegister registers a new broker, one whose rack or listeners
+	// changed (fenced while it catches up or shuts down), or a new
+	// incarnation of a known one; Unclean takes that one out of every ISR
+	// and ELR in the same entry.
 	ActionRegister
 	// ActionUnfence unfences a broker that heartbeats, caught up.
 	ActionUnfence
@@ -102,6 +111,10 @@ type LivenessAction struct {
 	Broker int32
 	// Registration for ActionRegister.
 	Registration BrokerRegistrationRecord
+	// Unclean, for ActionRegister: a new incarnation whose previous one
+	// did not shut down cleanly, so it may lack records it acknowledged
+	// (KIP-966): the registration applies UncleanShutdownChanges.
+	Unclean bool
 	// SilentFor, for ActionFence of an expired session: how long nothing
 	// was heard from the broker (from the moment this node became the
 	// acting controller when it never heard from it).
@@ -117,6 +130,9 @@ func (a LivenessAction) String() string {
 	}
 	if a.Kind == ActionRegister {
 		s += fmt.Sprintf(" fenced=%t", a.Registration.Fenced)
+		if a.Unclean {
+			s += " unclean"
+		}
 	}
 	if a.Reason != "" {
 		s += " (" + a.Reason + ")"
@@ -132,7 +148,16 @@ type Liveness struct {
 	acting        bool
 	actingSince   time.Duration
 	lastRebalance time.Duration
+	// replaced holds, per broker, the incarnations this node saw replaced
+	// by a newer one while acting (at most maxReplaced, the latest): a
+	// heartbeat of one of them is stale even before it learnt its broker
+	// epoch, such as one still in flight from a process that died.
+	replaced map[int32][]UUID
 }
+
+// maxReplaced bounds Liveness.replaced per broker: a heartbeat still in
+// flight from a dead process comes from one of its last incarnations.
+const maxReplaced = 4
 
 // NewLiveness returns the decisions' state for a node that is not acting.
 func NewLiveness(cfg LivenessConfig) *Liveness { return &Liveness{cfg: cfg} }
@@ -168,6 +193,22 @@ func (l *Liveness) freshGrace() time.Duration {
 //     find the new one. A broker never heard gets a full session from
 //     the takeover. A broker heard within the session is never fenced
 //     for silence;
+//   - a heartbeat from another incarnation than the registered one
+//     registers it (a restart), unless it is stale (StaleHeartbeat, or an
+//     incarnation this node saw replaced): a stale one is ignored and
+//     keeps no session alive. A new incarnation keeps the broker's
+//     fencing, unless its predecessor shut down uncleanly without durable
+//     acks (the AcksDurable of its predecessor's registration): then it
+//     may lack records it acknowledged, so the registration takes it out
+//     of every ISR and ELR (electing elsewhere where it led) and fences it
+//     while it catches up, whether or not its session expired (KIP-966).
+//     Under log.flush.policy ack a crash loses nothing
+//     acknowledged, nor anything a follower holds (followers fetch only
+//     what their leader synced), so the rule would only take partitions
+//     offline: a power loss of every node at once would leave each
+//     partition's ISR and ELR empty. A broker whose registration predates
+//     incarnations is taken at its word once: it wrote no clean-shutdown
+//     marker to go by;
 //   - every RebalanceInterval, counted from the takeover (brokers are
 //     still rejoining ISRs then), a rebalance check.
 func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[int32]BrokerHeard) []LivenessAction {
@@ -185,23 +226,36 @@ func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[i
 	acted := map[int32]bool{}
 	for _, id := range slices.Sorted(maps.Keys(heard)) {
 		h := heard[id]
-		if !h.HeartbeatSeen || now-h.Heartbeat > l.cfg.SessionTimeout {
+		if !h.HeartbeatSeen || now-h.Heartbeat > l.cfg.SessionTimeout || l.stale(im, id, h) {
 			continue
 		}
 		reg := h.Registration
 		reg.BrokerID = id
 		b, ok := im.Broker(id)
+		restarted := ok && reg.IncarnationID != (UUID{}) && reg.IncarnationID != b.IncarnationID
+		// What the crashed process may have lost depends on its own flush
+		// policy, not on the new one's.
+		unclean := restarted && !h.CleanShutdown && !b.AcksDurable && b.IncarnationID != (UUID{})
 		// A new broker starts fenced while it catches up or shuts down. A
 		// known one keeps its state through a new registration: fencing
 		// is the Fence action's, which moves its leaderships too (a
-		// registration alone would leave it leading while fenced).
-		reg.Fenced = h.CatchingUp || h.ShuttingDown
-		if ok {
+		// registration alone would leave it leading while fenced). An
+		// unclean restart's registration moves them itself.
+		switch {
+		case unclean:
+			reg.Fenced = h.CatchingUp || h.ShuttingDown || b.Fenced
+		case ok:
 			reg.Fenced = b.Fenced
+		default:
+			reg.Fenced = h.CatchingUp || h.ShuttingDown
 		}
 		switch {
-		case !ok || !sameListeners(b, &reg):
-			out = append(out, LivenessAction{Kind: ActionRegister, Broker: id, Registration: reg, Reason: registerReason(ok)})
+		case !ok || !sameListeners(b, &reg) || restarted:
+			if restarted {
+				l.remember(id, b.IncarnationID)
+			}
+			out = append(out, LivenessAction{Kind: ActionRegister, Broker: id, Registration: reg, Unclean: unclean,
+				Reason: registerReason(ok, restarted, h.CleanShutdown || b.IncarnationID == (UUID{}), unclean)})
 		case b.Fenced && !h.CatchingUp && !h.ShuttingDown:
 			out = append(out, LivenessAction{Kind: ActionUnfence, Broker: id, Reason: "heard again, caught up"})
 		case !b.Fenced && h.ShuttingDown:
@@ -217,7 +271,11 @@ func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[i
 		if b.Fenced || acted[b.ID] {
 			continue
 		}
-		last, ok := heard[b.ID].lastHeard()
+		h := heard[b.ID]
+		if h.HeartbeatSeen && l.stale(im, b.ID, h) {
+			h.HeartbeatSeen = false
+		}
+		last, ok := h.lastHeard()
 		expired := false
 		switch {
 		case !ok:
@@ -237,9 +295,49 @@ func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[i
 	return out
 }
 
-func registerReason(known bool) string {
-	if known {
+func registerReason(known, restarted, clean, unclean bool) string {
+	switch {
+	case unclean:
+		return "restarted after an unclean shutdown: out of every ISR and ELR"
+	case restarted && clean:
+		return "restarted after a clean shutdown"
+	case restarted:
+		return "restarted after an unclean shutdown with durable acks: nothing acknowledged lost"
+	case known:
 		return "rack or listeners changed"
 	}
 	return "new broker"
+}
+
+// StaleHeartbeat reports whether a heartbeat comes from an incarnation of
+// a broker that a newer one replaced (Kafka's STALE_BROKER_EPOCH): it
+// says it saw itself registered (brokerEpoch, not 0) but the image holds
+// another incarnation. Such a heartbeat is refused: it must neither keep
+// the broker's session alive nor register the old process again. A
+// heartbeat without an incarnation comes from an older node and is never
+// stale.
+func StaleHeartbeat(im *Image, broker int32, incarnation UUID, brokerEpoch uint64) bool {
+	b, ok := im.Broker(broker)
+	return ok && incarnation != (UUID{}) && b.IncarnationID != (UUID{}) && incarnation != b.IncarnationID && brokerEpoch != 0
+}
+
+// stale is StaleHeartbeat, or an incarnation this node saw replaced.
+func (l *Liveness) stale(im *Image, id int32, h BrokerHeard) bool {
+	inc := h.Registration.IncarnationID
+	return StaleHeartbeat(im, id, inc, h.BrokerEpoch) || (inc != (UUID{}) && slices.Contains(l.replaced[id], inc))
+}
+
+// remember notes that a newer incarnation replaces inc.
+func (l *Liveness) remember(id int32, inc UUID) {
+	if inc == (UUID{}) || slices.Contains(l.replaced[id], inc) {
+		return
+	}
+	if l.replaced == nil {
+		l.replaced = map[int32][]UUID{}
+	}
+	r := append(l.replaced[id], inc)
+	if len(r) > maxReplaced {
+		r = r[len(r)-maxReplaced:]
+	}
+	l.replaced[id] = r
 }

@@ -18,6 +18,14 @@ import (
 //	config session=4000 heartbeat=1000 [rebalance=0]   (first, once)
 //	brokers 1 2 3              register unfenced brokers (cluster id set)
 //	heartbeat B at=T [shutting-down] [catching-up] [port=N]
+//	          [incarnation=N [clean] [acks-durable] [epoch=N | registered]]
+//	                           incarnation N is UUID{N}; clean: its data
+//	                           directory was shut down cleanly; acks-durable:
+//	                           log.flush.policy ack; registered:
+//	                           it sends the epoch of its registration as
+//	                           the image shows it (0 if not registered).
+//	                           A stale heartbeat (StaleHeartbeat) is
+//	                           refused, as the driver refuses it.
 //	quorum B at=T              a metadata quorum message from B arrived
 //	decide now=T [not-acting]  one round: its actions, applied
 //	state                      the registered brokers
@@ -62,12 +70,25 @@ func (e *livenessEnv) handle(c *datadriven.Cmd) string {
 		return e.state()
 	case "heartbeat":
 		id := ids(e.t, c, c.Args[0])[0]
+		at := ms(e.t, c, "at")
+		port := int32(c.Int(e.t, "port", 9000+int(id)))
+		var inc UUID
+		inc[0] = byte(c.Int(e.t, "incarnation", 0))
+		epoch := uint64(c.Int(e.t, "epoch", 0))
+		if b, ok := e.le.im.Broker(id); ok && b.IncarnationID == inc && slices.Contains(c.Args, "registered") {
+			epoch = b.Epoch
+		}
+		if StaleHeartbeat(e.le.im, id, inc, epoch) {
+			return fmt.Sprintf("refused (stale: incarnation %d at epoch %d)", inc[0], epoch)
+		}
 		h := e.heard[id]
-		h.Heartbeat, h.HeartbeatSeen = ms(e.t, c, "at"), true
-		h.Registration = BrokerRegistrationRecord{BrokerID: id,
-			Listeners: []BrokerListener{{Name: "PLAINTEXT", Host: "h", Port: int32(c.Int(e.t, "port", 9000+int(id)))}}}
+		h.Heartbeat, h.HeartbeatSeen = at, true
+		h.Registration = BrokerRegistrationRecord{BrokerID: id, IncarnationID: inc, AcksDurable: slices.Contains(c.Args, "acks-durable"),
+			Listeners: []BrokerListener{{Name: "PLAINTEXT", Host: "h", Port: port}}}
 		h.ShuttingDown = slices.Contains(c.Args, "shutting-down")
 		h.CatchingUp = slices.Contains(c.Args, "catching-up")
+		h.CleanShutdown = slices.Contains(c.Args, "clean")
+		h.BrokerEpoch = epoch
 		e.heard[id] = h
 		return "ok"
 	case "quorum":
@@ -118,6 +139,12 @@ func (e *livenessEnv) state() string {
 		s := fmt.Sprintf("broker %d port=%d", b.ID, b.Listeners[0].Port)
 		if b.Fenced {
 			s += " fenced"
+		}
+		if b.IncarnationID != (UUID{}) {
+			s += fmt.Sprintf(" incarnation=%d epoch=%d", b.IncarnationID[0], b.Epoch)
+		}
+		if b.AcksDurable {
+			s += " acks-durable"
 		}
 		out = append(out, s)
 	}

@@ -41,6 +41,16 @@ type QuorumConfig struct {
 	// log into a snapshot (snapshot.go); 0 means defaultSnapshotEntries.
 	SnapshotEntries int
 	Logger          *slog.Logger
+	// CleanShutdown says whether this node's data directory was shut
+	// down cleanly last time (engine.Manager.HadCleanShutdown). Its
+	// heartbeats carry it with a new incarnation id, so the controller
+	// takes a broker back from a crash out of every ISR and ELR.
+	CleanShutdown bool
+	// AcksDurable says that this node fdatasyncs every record before it
+	// acknowledges it or, as a follower, counts it toward a high
+	// watermark (log.flush.policy ack); its registration says so
+	// (BrokerRegistrationRecord.AcksDurable).
+	AcksDurable bool
 }
 
 // commitTimeout bounds how long a change waits for the quorum to commit
@@ -67,6 +77,17 @@ type quorumState struct {
 	nextID  uint64
 	// registration is what this node's broker heartbeats carry.
 	registration *BrokerRegistrationRecord
+	// registrationSet is when registration was first set; kick makes the
+	// heartbeat loop send it at once rather than a heartbeat interval
+	// later, since the broker serves only once it is registered.
+	registrationSet time.Time
+	kick            chan struct{}
+	// incarnation is this process start's id (KIP-966's IncarnationId).
+	incarnation UUID
+	// registered is closed once the image holds this incarnation's
+	// registration (Registered).
+	registered     chan struct{}
+	registeredOnce sync.Once
 	// applied is closed (and replaced) each time an image is published.
 	applied chan struct{}
 
@@ -93,6 +114,9 @@ type heardBroker struct {
 	// catchingUp: the broker has not caught up with the metadata log
 	// since it started, so it cannot lead yet.
 	catchingUp bool
+	// cleanShutdown and brokerEpoch: see BrokerHeard.
+	cleanShutdown bool
+	brokerEpoch   uint64
 }
 
 // openQuorum starts the quorum driver. The image is rebuilt by the
@@ -107,7 +131,8 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 		return err
 	}
 	q := &quorumState{cfg: qc, log: qc.Logger, heard: map[int32]heardBroker{}, pending: map[uint64]chan forwardAnswer{},
-		applied: make(chan struct{}), stop: make(chan struct{}), base: time.Now()}
+		applied: make(chan struct{}), stop: make(chan struct{}), base: time.Now(),
+		incarnation: NewUUID(), registered: make(chan struct{}), kick: make(chan struct{}, 1)}
 	c.q = q
 	// The driver hands out the committed entries after the snapshot.
 	im, err := loadSnapshot(stored.Snapshot)
@@ -160,6 +185,7 @@ func (c *Controller) applyEntries(ents []metalog.Entry) {
 	}
 	c.image.Store(im)
 	c.q.notifyApplied()
+	c.maybeRegistered(im)
 	c.subMu.Lock()
 	subs := append([]func(old, new *Image){}, c.subscribers...)
 	c.subMu.Unlock()
@@ -235,10 +261,67 @@ func (c *Controller) SetRegistration(ctx context.Context, rack string, listeners
 	if c.q == nil {
 		return c.RegisterBroker(ctx, reg, true)
 	}
+	reg.IncarnationID, reg.AcksDurable = c.q.incarnation, c.q.cfg.AcksDurable
 	c.q.mu.Lock()
 	c.q.registration = &reg
+	if c.q.registrationSet.IsZero() {
+		c.q.registrationSet = time.Now()
+	}
 	c.q.mu.Unlock()
+	select {
+	case c.q.kick <- struct{}{}:
+	default:
+	}
 	return nil
+}
+
+// Registered is closed once this node's image holds the registration of
+// this process (its incarnation), at once with one voter. Until then the
+// image may still show the previous process as a leader in the ISR, at a
+// leader epoch whose records a crash may have taken: the broker must not
+// lead or follow from it, since the controller has not yet decided whether
+// the restart was clean (KIP-966). An acting controller of an older
+// version never records incarnations; a caught-up node whose registration
+// still has none after broker.session.timeout.ms goes on without it.
+func (c *Controller) Registered() <-chan struct{} {
+	if c.q == nil {
+		return closedChan
+	}
+	return c.q.registered
+}
+
+// maybeRegistered closes Registered once a published image holds this
+// incarnation's registration.
+func (c *Controller) maybeRegistered(im *Image) {
+	if b, ok := im.Broker(c.cfg.NodeID); ok && b.IncarnationID == c.q.incarnation {
+		c.q.registeredOnce.Do(func() { close(c.q.registered) })
+	}
+}
+
+// brokerEpoch is the epoch of this incarnation's registration, 0 while
+// the image does not hold it.
+func (c *Controller) brokerEpoch() uint64 {
+	if b, ok := c.Image().Broker(c.cfg.NodeID); ok && b.IncarnationID == c.q.incarnation {
+		return b.Epoch
+	}
+	return 0
+}
+
+// maybeRegisteredByOldController closes Registered for a node the acting
+// controller registered without an incarnation for a whole session since
+// it first heartbeated: that controller predates incarnations.
+func (c *Controller) maybeRegisteredByOldController(since time.Time) {
+	q := c.q
+	if since.IsZero() || time.Since(since) < q.cfg.BrokerSessionTimeout || !c.caughtUp() {
+		return
+	}
+	if b, ok := c.Image().Broker(c.cfg.NodeID); ok && b.IncarnationID == (UUID{}) {
+		q.registeredOnce.Do(func() {
+			q.log.Warn("metadata quorum: the controller did not record this broker's incarnation within a session; going on without (a controller of an older version?)",
+				"broker", c.cfg.NodeID, "broker.session.timeout.ms", q.cfg.BrokerSessionTimeout.Milliseconds())
+			close(q.registered)
+		})
+	}
 }
 
 // BrokerAddr is the advertised host and port of a registered broker's
@@ -267,6 +350,12 @@ type appMessage struct {
 	// heartbeat: the broker has not caught up with the metadata log
 	// since it started (absent from older nodes: caught up).
 	CatchingUp bool `json:"catching_up,omitempty"`
+	// heartbeat: the broker's data directory was shut down cleanly
+	// before this incarnation (Registration.IncarnationID) started, and
+	// the epoch of this incarnation's registration once its image shows
+	// it (absent before). Older nodes send neither, nor an incarnation.
+	CleanShutdown bool   `json:"clean_shutdown,omitempty"`
+	BrokerEpoch   uint64 `json:"broker_epoch,omitempty"`
 	// alter_isr request (its answer carries the partition's state).
 	AlterISR *alterISRMessage `json:"alter_isr,omitempty"`
 	// allocate_producer_ids request and answer.
@@ -363,8 +452,14 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 			q.log.Warn("metadata quorum: heartbeat names another broker", "peer", int32(from), "broker", m.Registration.BrokerID)
 			return
 		}
+		if StaleHeartbeat(c.Image(), int32(from), m.Registration.IncarnationID, m.BrokerEpoch) {
+			q.log.Warn("metadata quorum: heartbeat refused: a newer incarnation of the broker registered since",
+				"broker", int32(from), "incarnation", m.Registration.IncarnationID.String(), "broker_epoch", m.BrokerEpoch)
+			return
+		}
 		q.mu.Lock()
-		q.heard[int32(from)] = heardBroker{at: time.Now(), reg: *m.Registration, shuttingDown: m.ShuttingDown, catchingUp: m.CatchingUp}
+		q.heard[int32(from)] = heardBroker{at: time.Now(), reg: *m.Registration, shuttingDown: m.ShuttingDown, catchingUp: m.CatchingUp,
+			cleanShutdown: m.CleanShutdown, brokerEpoch: m.BrokerEpoch}
 		q.mu.Unlock()
 	case appControlledShutdown:
 		go func() {
@@ -522,20 +617,31 @@ func (c *Controller) heartbeat() {
 	defer t.Stop()
 	for {
 		q.mu.Lock()
-		reg := q.registration
+		reg, since := q.registration, q.registrationSet
 		q.mu.Unlock()
+		// Until this process is registered it heartbeats sooner: the broker
+		// serves only once it is, and the first heartbeat may find no
+		// controller known yet, or be lost with a connection being made.
+		var soon <-chan time.Time
+		if reg != nil && !c.registeredNow() {
+			soon = time.After(min(unregisteredHeartbeatInterval, q.cfg.BrokerHeartbeatInterval))
+		}
 		if reg != nil {
+			c.maybeRegisteredByOldController(since)
+			epoch := c.brokerEpoch()
 			switch ctrl := q.driver.SoftState().Controller; ctrl {
 			case election.None:
 			case election.NodeID(c.cfg.NodeID):
 				q.mu.Lock()
-				q.heard[c.cfg.NodeID] = heardBroker{at: time.Now(), reg: *reg, shuttingDown: q.shuttingDown, catchingUp: !c.caughtUp()}
+				q.heard[c.cfg.NodeID] = heardBroker{at: time.Now(), reg: *reg, shuttingDown: q.shuttingDown, catchingUp: !c.caughtUp(),
+					cleanShutdown: q.cfg.CleanShutdown, brokerEpoch: epoch}
 				q.mu.Unlock()
 			default:
 				// Queued under mu: a heartbeat without the shutdown flag
 				// never follows the controlled shutdown request.
 				q.mu.Lock()
-				b, _ := json.Marshal(appMessage{Kind: appHeartbeat, Registration: reg, ShuttingDown: q.shuttingDown, CatchingUp: !c.caughtUp()})
+				b, _ := json.Marshal(appMessage{Kind: appHeartbeat, Registration: reg, ShuttingDown: q.shuttingDown, CatchingUp: !c.caughtUp(),
+					CleanShutdown: q.cfg.CleanShutdown, BrokerEpoch: epoch})
 				q.cfg.SendApp(ctrl, b)
 				q.mu.Unlock()
 			}
@@ -544,7 +650,22 @@ func (c *Controller) heartbeat() {
 		case <-q.stop:
 			return
 		case <-t.C:
+		case <-q.kick:
+		case <-soon:
 		}
+	}
+}
+
+// unregisteredHeartbeatInterval is how often a process not registered
+// yet heartbeats (the acting controller decides every 100 ms).
+const unregisteredHeartbeatInterval = 100 * time.Millisecond
+
+func (c *Controller) registeredNow() bool {
+	select {
+	case <-c.Registered():
+		return true
+	default:
+		return false
 	}
 }
 
@@ -590,7 +711,7 @@ func (c *Controller) heardBrokers() map[int32]BrokerHeard {
 	q.mu.Lock()
 	for id, h := range q.heard {
 		out[id] = BrokerHeard{Heartbeat: h.at.Sub(q.base), HeartbeatSeen: true, Registration: h.reg,
-			ShuttingDown: h.shuttingDown, CatchingUp: h.catchingUp}
+			ShuttingDown: h.shuttingDown, CatchingUp: h.catchingUp, CleanShutdown: h.cleanShutdown, BrokerEpoch: h.brokerEpoch}
 	}
 	q.mu.Unlock()
 	// Its own state is known now, not as of its last heartbeat: a node
@@ -630,11 +751,16 @@ func (c *Controller) carryOut(ctx context.Context, a LivenessAction) {
 		}
 		q.log.Info("metadata quorum: new cluster", "cluster.id", id)
 	case ActionRegister:
-		if err := c.RegisterBroker(ctx, a.Registration, true); err != nil {
+		if err := c.RegisterBroker(ctx, a.Registration, !a.Unclean); err != nil {
 			q.log.Debug("metadata quorum: broker registration not committed", "broker", a.Broker, "err", err)
 			return
 		}
-		q.log.Info("metadata quorum: broker registered", "broker", a.Broker, "fenced", a.Registration.Fenced,
+		lvl := slog.LevelInfo
+		if a.Unclean {
+			lvl = slog.LevelWarn
+		}
+		q.log.Log(ctx, lvl, "metadata quorum: broker registered", "broker", a.Broker, "fenced", a.Registration.Fenced,
+			"unclean", a.Unclean, "incarnation", a.Registration.IncarnationID.String(),
 			"reason", a.Reason, "listeners", fmt.Sprint(a.Registration.Listeners))
 	case ActionUnfence:
 		if err := c.UnfenceBroker(ctx, a.Broker); err == nil {
@@ -738,11 +864,16 @@ func (c *Controller) caughtUp() bool {
 }
 
 // CatchUpStatus says why this node has not caught up yet ("" once it
-// has): no controller is known (a minority side), or how far its applied
+// has, and the controller registered this process): no controller is known (a minority side), or how far its applied
 // image is behind the controller's commit index.
 func (c *Controller) CatchUpStatus(ctx context.Context) string {
 	if c.caughtUp() {
-		return ""
+		select {
+		case <-c.Registered():
+			return ""
+		default:
+			return fmt.Sprintf("caught up with the metadata log; waiting for the controller to register this restart of the broker (incarnation %s)", c.q.incarnation)
+		}
 	}
 	st, err := c.q.driver.Status(ctx)
 	if err != nil {

@@ -27,6 +27,10 @@ type quorumNode struct {
 	app func(election.NodeID, []byte)
 	// snapshotEntries is QuorumConfig.SnapshotEntries.
 	snapshotEntries int
+	// sessionTimeout is BrokerSessionTimeout (0: 300 ms), cleanShutdown
+	// QuorumConfig.CleanShutdown of the next start.
+	sessionTimeout time.Duration
+	cleanShutdown  bool
 }
 
 func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]string) {
@@ -39,6 +43,10 @@ func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]str
 		voterIDs = append(voterIDs, int32(id))
 	}
 	var ctrl *Controller
+	session := n.sessionTimeout
+	if session == 0 {
+		session = 300 * time.Millisecond
+	}
 	tr, err := quorum.NewTCPTransport(quorum.TCPConfig{ID: election.NodeID(n.id), Voters: voters, Listener: n.ln, Logger: logger,
 		ClusterID:  func() string { return "" },
 		OnApp:      func(from election.NodeID, b []byte) { ctrl.HandleApp(from, b) },
@@ -53,8 +61,8 @@ func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]str
 			Node: metalog.Config{Election: election.Config{ID: election.NodeID(n.id), Voters: ids, HeartbeatTicks: 5, LeaseTicks: 15,
 				ElectionTicks: 20, ElectionJitterTicks: 10, Seed: uint64(n.id)}, FetchWaitTicks: 5, FetchTimeoutTicks: 10,
 				MaxFetchEntries: 64, MaxUncommittedEntries: 64},
-			Tick: 5 * time.Millisecond, BrokerHeartbeatInterval: 20 * time.Millisecond, BrokerSessionTimeout: 300 * time.Millisecond,
-			SnapshotEntries: n.snapshotEntries, Logger: logger},
+			Tick: 5 * time.Millisecond, BrokerHeartbeatInterval: 20 * time.Millisecond, BrokerSessionTimeout: session,
+			SnapshotEntries: n.snapshotEntries, Logger: logger, CleanShutdown: n.cleanShutdown},
 	})
 	if err != nil {
 		t.Fatal(err)

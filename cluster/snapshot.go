@@ -101,6 +101,7 @@ func (c *Controller) restoreSnapshot(data []byte) error {
 	old := c.image.Load()
 	c.image.Store(im)
 	c.q.notifyApplied()
+	c.maybeRegistered(im)
 	c.q.log.Info("metadata quorum: image restored from the controller's snapshot", "offset", im.Offset, "topics", len(im.topics))
 	c.subMu.Lock()
 	subs := append([]func(old, new *Image){}, c.subscribers...)

@@ -20,7 +20,7 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 		{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "Y2x1c3RlcgAAAAAAAAAAAA"}},
 		{Kind: KindBrokerRegistration, BrokerRegistration: &BrokerRegistrationRecord{BrokerID: 1, Rack: "r1",
 			Listeners: []BrokerListener{{Name: "PLAINTEXT", Host: "edge-1", Port: 9092, SecurityProtocol: "PLAINTEXT"}}}},
-		{Kind: KindBrokerRegistration, BrokerRegistration: &BrokerRegistrationRecord{BrokerID: 2}},
+		{Kind: KindBrokerRegistration, BrokerRegistration: &BrokerRegistrationRecord{BrokerID: 2, IncarnationID: NewUUID(), AcksDurable: true}},
 		{Kind: KindBrokerFence, BrokerFence: &BrokerFenceRecord{BrokerID: 2, Fenced: true}},
 		{Kind: KindTopic, Topic: &TopicRecord{Name: "a", ID: a}},
 		{Kind: KindPartition, Partition: &PartitionRecord{TopicID: a, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1}, ELR: []int32{2}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 4}},

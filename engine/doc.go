@@ -11,7 +11,13 @@
 //
 // plus leader-epoch-checkpoint. The data directory (Manager) holds
 // meta.properties, recovery-point-offset-checkpoint and
-// log-start-offset-checkpoint, and a .lock.
+// log-start-offset-checkpoint, and a .lock; after a completed Close also
+// .kafka_cleanshutdown, which the next open reads and removes, durably,
+// before it returns (Manager.HadCleanShutdown: the cluster treats a broker
+// back without it as one that may have lost unsynced records). After an
+// open without it, Close leaves none until UncleanShutdownHandled (the
+// cluster registered the restart as unclean), so a failed start does not
+// launder a crash.
 //
 // Index files reserve no disk: they start empty and grow by one entry per
 // append, up to segment.index.bytes, which is a cap that rolls the segment,

@@ -96,6 +96,12 @@ type Manager struct {
 
 	// Scrubber totals since start (scrub.go), for metrics.
 	scrubPasses, scrubBytes, scrubDamage atomic.Int64
+
+	// hadCleanShutdown: the previous Close completed (cleanshutdown.go).
+	// uncleanPending: it did not, and UncleanShutdownHandled was not
+	// called yet, so Close must not leave the marker.
+	hadCleanShutdown bool
+	uncleanPending   atomic.Bool
 }
 
 // OpenManager locks dir, checks or writes meta.properties, and opens and
@@ -142,6 +148,10 @@ func (m *Manager) open() error {
 		return err
 	}
 	m.meta = meta
+	if m.hadCleanShutdown, err = m.takeCleanShutdownMarker(); err != nil {
+		return err
+	}
+	m.uncleanPending.Store(!m.hadCleanShutdown)
 	rps, err := ReadOffsetCheckpoint(m.fs, m.dir+"/"+RecoveryPointCheckpointFile)
 	if err != nil {
 		return err
@@ -481,6 +491,8 @@ func (m *Manager) FlushDirty() error {
 }
 
 // Close closes every log, writes the checkpoints and releases the lock.
+// When all of that succeeded it leaves the clean-shutdown marker, which
+// the next open reads (HadCleanShutdown).
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -495,6 +507,9 @@ func (m *Manager) Close() error {
 	}
 	if m.health.check() == nil {
 		errs = append(errs, m.Checkpoint())
+	}
+	if err := errors.Join(errs...); err == nil && m.health.check() == nil {
+		errs = append(errs, m.writeCleanShutdownMarker())
 	}
 	errs = append(errs, m.lock.Close())
 	return errors.Join(errs...)
