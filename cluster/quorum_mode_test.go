@@ -50,10 +50,15 @@ func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]str
 	ctrl, err = OpenController(n.fs, "/data/__cluster_metadata", ControllerConfig{
 		NodeID: n.id, Voters: voterIDs, DefaultPartitions: 1, DefaultReplicationFactor: 1,
 		Quorum: &QuorumConfig{Dir: "/data/__cluster_quorum", Transport: tr, SendApp: tr.SendApp,
-			Node: metalog.Config{Election: election.Config{ID: election.NodeID(n.id), Voters: ids, HeartbeatTicks: 5, LeaseTicks: 15,
-				ElectionTicks: 20, ElectionJitterTicks: 10, Seed: uint64(n.id)}, FetchWaitTicks: 5, FetchTimeoutTicks: 10,
+			// A 1.5 s lease (the shipped default) and a 2 s election
+			// timeout: a stall delivers its missed ticks at once, and with a
+			// 75 ms lease a loaded machine's stalls made the acting
+			// controller step down in the middle of a test. The session
+			// timeout likewise outlasts a stall of a live broker.
+			Node: metalog.Config{Election: election.Config{ID: election.NodeID(n.id), Voters: ids, HeartbeatTicks: 10, LeaseTicks: 300,
+				ElectionTicks: 400, ElectionJitterTicks: 40, Seed: uint64(n.id)}, FetchWaitTicks: 5, FetchTimeoutTicks: 10,
 				MaxFetchEntries: 64, MaxUncommittedEntries: 64},
-			Tick: 5 * time.Millisecond, BrokerHeartbeatInterval: 20 * time.Millisecond, BrokerSessionTimeout: 300 * time.Millisecond,
+			Tick: 5 * time.Millisecond, BrokerHeartbeatInterval: 20 * time.Millisecond, BrokerSessionTimeout: 2 * time.Second,
 			SnapshotEntries: n.snapshotEntries, Logger: logger},
 	})
 	if err != nil {
