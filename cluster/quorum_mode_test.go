@@ -131,10 +131,10 @@ func TestQuorumControllers(t *testing.T) {
 			t.Fatalf("node %d has the controller at %s:%d (%v)", n.id, h, p, ok)
 		}
 	}
-	res, err := ctrl.c.CreateTopics(context.Background(), []CreateTopic{{Name: "t1", NumPartitions: 3, ReplicationFactor: 3}}, false)
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("create topic on the controller: %v %v", err, res[0].Err)
-	}
+	ctrl = onActing(t, nodes, "create topic t1", func(n *quorumNode) error {
+		res, err := n.c.CreateTopics(context.Background(), []CreateTopic{{Name: "t1", NumPartitions: 3, ReplicationFactor: 3}}, false)
+		return errors.Join(err, res[0].Err)
+	})
 	for _, n := range nodes {
 		if n == ctrl {
 			continue
