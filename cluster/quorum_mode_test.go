@@ -133,7 +133,10 @@ func TestQuorumControllers(t *testing.T) {
 	}
 	ctrl = onActing(t, nodes, "create topic t1", func(n *quorumNode) error {
 		res, err := n.c.CreateTopics(context.Background(), []CreateTopic{{Name: "t1", NumPartitions: 3, ReplicationFactor: 3}}, false)
-		return errors.Join(err, res[0].Err)
+		if err != nil {
+			return err
+		}
+		return res[0].Err
 	})
 	for _, n := range nodes {
 		if n == ctrl {
