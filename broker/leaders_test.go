@@ -77,6 +77,27 @@ func actingController(t *testing.T, brokers []*Broker) *Broker {
 	return acting
 }
 
+// onController runs change on the acting controller, retrying with a
+// deadline while it answers NOT_CONTROLLER, as a Kafka client retries a
+// controller request: an election may move the controller between
+// finding it and calling it. It returns the broker that took the change.
+func onController(t *testing.T, brokers []*Broker, what string, change func(*Broker) error) *Broker {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for attempt := 1; ; attempt++ {
+		ctrl := actingController(t, brokers)
+		err := change(ctrl)
+		if err == nil {
+			return ctrl
+		}
+		if !errors.Is(err, kerr.NotController) || time.Now().After(deadline) {
+			t.Fatalf("%s on the acting controller (attempt %d): %v", what, attempt, err)
+		}
+		t.Logf("%s: %v; retrying on the acting controller", what, err)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func threeNodeAdmin(t *testing.T, brokers []*Broker) (*kgo.Client, *kadm.Client) {
 	t.Helper()
 	var seeds []string
@@ -133,9 +154,9 @@ func displaceLeaders(t *testing.T, brokers []*Broker, topic string, id int32) []
 	if len(preferred) == 0 {
 		t.Fatalf("broker %d is the preferred leader of no partition of %s", id, topic)
 	}
-	if err := ctrl.Controller().ControlledShutdown(testContext(t), id); err != nil {
-		t.Fatalf("controlled shutdown of %d: %v", id, err)
-	}
+	ctrl = onController(t, brokers, fmt.Sprintf("controlled shutdown of %d", id), func(b *Broker) error {
+		return b.Controller().ControlledShutdown(testContext(t), id)
+	})
 	pollFor(t, fmt.Sprintf("broker %d back in every ISR of %s, leading none", id, topic), 15*time.Second, func() bool {
 		for _, p := range ctrl.Controller().Image().Topic(topic).Partitions {
 			if p.Leader == id || p.Leader < 0 || !slices.Contains(p.ISR, id) {
@@ -313,9 +334,9 @@ leader.imbalance.per.broker.percentage = 10
 			before[p.Partition] = p.LeaderEpoch
 		}
 	}
-	if err := ctrl.Controller().ControlledShutdown(testContext(t), victim); err != nil {
-		t.Fatal(err)
-	}
+	ctrl = onController(t, brokers, fmt.Sprintf("controlled shutdown of %d", victim), func(b *Broker) error {
+		return b.Controller().ControlledShutdown(testContext(t), victim)
+	})
 	moved := false
 	for p := range before {
 		if ctrl.Controller().Image().Topic("orders").Partitions[p].Leader != victim {
@@ -460,10 +481,12 @@ func TestReassignPartitionsThreeBrokers(t *testing.T) {
 	if res, err := adm.AlterPartitionAssignments(testContext(t), req); err != nil || res.Error() != nil {
 		t.Fatalf("cancel: %v %v", err, res.Error())
 	}
-	p = ctrl.Controller().Image().Topic("moving").Partitions[0]
-	if p.Reassigning() || !slices.Equal(p.Replicas, []int32{b, c}) {
-		t.Fatalf("after the cancel: %+v, want replicas [%d %d]", p, b, c)
-	}
+	// kadm sent the cancel to whichever node was the controller then: ctrl
+	// holds it once it has applied the entry.
+	pollFor(t, fmt.Sprintf("moving-0 back on replicas [%d %d] after the cancel", b, c), 10*time.Second, func() bool {
+		p = ctrl.Controller().Image().Topic("moving").Partitions[0]
+		return !p.Reassigning() && slices.Equal(p.Replicas, []int32{b, c})
+	})
 	if res, err := adm.AlterPartitionAssignments(testContext(t), req); err != nil || !errors.Is(res.Error(), kerr.NoReassignmentInProgress) {
 		t.Fatalf("a second cancel: %v %v, want NO_REASSIGNMENT_IN_PROGRESS", err, res.Error())
 	}

@@ -62,7 +62,13 @@ func reservablePortRange() (int, int) {
 }
 
 // quorumConfigText is one node's file of a three-node loopback cluster,
-// with timeouts short enough for tests.
+// with timeouts short enough for tests and long enough for a loaded
+// machine: the lease and the fetch timeout are the shipped defaults,
+// because CI runs several test binaries on two cores and a controller
+// whose goroutines stall past a 300 ms lease steps down in the middle of
+// a test (NOT_CONTROLLER from a direct call, a needless election); the
+// session timeout likewise keeps a live broker from being fenced by a
+// stall. Failover tests pay about two seconds for it.
 func quorumConfigText(id int, dir string, ctrlPorts []int) string {
 	voters := ""
 	for i, p := range ctrlPorts {
@@ -81,11 +87,11 @@ listen = "127.0.0.1:0"
 [cluster]
 controller.quorum.voters = [%s]
 controller.heartbeat.interval.ms = 100
-controller.lease.ms = 300
-controller.quorum.fetch.timeout.ms = 400
+controller.lease.ms = 1500
+controller.quorum.fetch.timeout.ms = 2000
 controller.quorum.election.backoff.max.ms = 200
 broker.heartbeat.interval.ms = 100
-broker.session.timeout.ms = 1000
+broker.session.timeout.ms = 3000
 [groups]
 group.initial.rebalance.delay.ms = 0
 `, id, dir, ctrlPorts[id-1], voters)

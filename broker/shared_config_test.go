@@ -24,11 +24,11 @@ func TestSharedConfigFile(t *testing.T) {
 	fmt.Fprintf(&f, `[cluster]
 controller.quorum.voters = [%s]
 controller.heartbeat.interval.ms = 100
-controller.lease.ms = 300
-controller.quorum.fetch.timeout.ms = 400
+controller.lease.ms = 1500
+controller.quorum.fetch.timeout.ms = 2000
 controller.quorum.election.backoff.max.ms = 200
 broker.heartbeat.interval.ms = 100
-broker.session.timeout.ms = 1000
+broker.session.timeout.ms = 3000
 `, strings.Join(voters, ", "))
 	for i, p := range ports {
 		fmt.Fprintf(&f, `

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -66,23 +67,13 @@ func TestPartitionsElectLeaderUsage(t *testing.T) {
 
 // threeWrenBrokers starts a three-node wren cluster in this process over
 // loopback (controller quorum on free ports) and returns the brokers once
-// the controller knows all three.
+// the controller knows all three. The lease and the fetch timeout are the
+// shipped defaults: on a loaded machine a 300 ms lease lapsed in
+// goroutine stalls, and the controller stepped down in the middle of a
+// test.
 func threeWrenBrokers(t *testing.T) []*broker.Broker {
 	t.Helper()
-	// Reserve three distinct ports, then free them for the nodes.
-	var ports []int
-	var lns []net.Listener
-	for range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-		lns = append(lns, ln)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
+	ports := controllerPorts(t, 3)
 	voters := fmt.Sprintf("%q, %q, %q", fmt.Sprintf("1@127.0.0.1:%d", ports[0]), fmt.Sprintf("2@127.0.0.1:%d", ports[1]), fmt.Sprintf("3@127.0.0.1:%d", ports[2]))
 	// The data dirs first: cleanups run last-in first-out, so the brokers
 	// close before their directories are removed.
@@ -104,11 +95,11 @@ listen = "127.0.0.1:0"
 [cluster]
 controller.quorum.voters = [%s]
 controller.heartbeat.interval.ms = 100
-controller.lease.ms = 300
-controller.quorum.fetch.timeout.ms = 400
+controller.lease.ms = 1500
+controller.quorum.fetch.timeout.ms = 2000
 controller.quorum.election.backoff.max.ms = 200
 broker.heartbeat.interval.ms = 100
-broker.session.timeout.ms = 1000
+broker.session.timeout.ms = 3000
 [replication]
 auto.leader.rebalance.enable = false
 `, id, dirs[id-1], ports[id-1], voters)
@@ -132,6 +123,41 @@ auto.leader.rebalance.enable = false
 		return true
 	})
 	return brokers
+}
+
+// controllerPorts reserves n distinct loopback ports for the CONTROLLER
+// listeners, which controller.quorum.voters must name before the nodes
+// start: bound and released, drawn from below the kernel's ephemeral
+// range, because a port the kernel hands out for "127.0.0.1:0" is one
+// every outgoing connection may take before the node binds it.
+func controllerPorts(t *testing.T, n int) []int {
+	t.Helper()
+	lo, hi := 10000, 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var first, last int
+		if _, err := fmt.Sscan(string(b), &first, &last); err == nil && first > 12000 {
+			hi = first
+		}
+	}
+	seen := map[int]bool{}
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			t.Fatalf("no free loopback port in [%d, %d) after %d tries", lo, hi, tries)
+		}
+		p := lo + rand.IntN(hi-lo)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		ports = append(ports, p)
+	}
+	return ports
 }
 
 // pollUntil polls cond every 10ms for up to 20s.

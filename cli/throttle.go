@@ -2,14 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -102,7 +105,7 @@ func setMoveThrottle(ctx context.Context, adm *kadm.Client, w io.Writer, req kad
 		if len(set) == 0 {
 			continue
 		}
-		res, err := adm.AlterTopicConfigs(ctx, set, t)
+		res, err := retryNotController(ctx, func() (kadm.AlterConfigsResponses, error) { return adm.AlterTopicConfigs(ctx, set, t) })
 		if err := alterErr("set the throttled replicas of "+t, res, err); err != nil {
 			return err
 		}
@@ -111,10 +114,12 @@ func setMoveThrottle(ctx context.Context, adm *kadm.Client, w io.Writer, req kad
 		return nil
 	}
 	v := strconv.FormatInt(rate, 10)
-	res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
-		{Op: kadm.SetConfig, Name: leaderThrottleRate, Value: &v},
-		{Op: kadm.SetConfig, Name: followerThrottleRate, Value: &v},
-	}, th.Brokers...)
+	res, err := retryNotController(ctx, func() (kadm.AlterConfigsResponses, error) {
+		return adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.SetConfig, Name: leaderThrottleRate, Value: &v},
+			{Op: kadm.SetConfig, Name: followerThrottleRate, Value: &v},
+		}, th.Brokers...)
+	})
 	if err := alterErr("set the throttle rate", res, err); err != nil {
 		return err
 	}
@@ -156,10 +161,12 @@ func clearMoveThrottles(ctx context.Context, adm *kadm.Client, w io.Writer, topi
 	slices.Sort(throttledBrokers)
 	if len(throttledBrokers) > 0 {
 		fmt.Fprintf(w, "Clearing broker-level throttles on brokers %s\n", joinIDs(throttledBrokers))
-		res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
-			{Op: kadm.DeleteConfig, Name: leaderThrottleRate},
-			{Op: kadm.DeleteConfig, Name: followerThrottleRate},
-		}, throttledBrokers...)
+		res, err := retryNotController(ctx, func() (kadm.AlterConfigsResponses, error) {
+			return adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+				{Op: kadm.DeleteConfig, Name: leaderThrottleRate},
+				{Op: kadm.DeleteConfig, Name: followerThrottleRate},
+			}, throttledBrokers...)
+		})
 		if err := alterErr("clear the throttle rates", res, err); err != nil {
 			return err
 		}
@@ -185,10 +192,12 @@ func clearMoveThrottles(ctx context.Context, adm *kadm.Client, w io.Writer, topi
 		return nil
 	}
 	fmt.Fprintf(w, "Clearing topic-level throttles on topics %s\n", strings.Join(throttledTopics, ","))
-	res, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
-		{Op: kadm.DeleteConfig, Name: leaderThrottledReplicas},
-		{Op: kadm.DeleteConfig, Name: followerThrottledReplicas},
-	}, throttledTopics...)
+	res, err := retryNotController(ctx, func() (kadm.AlterConfigsResponses, error) {
+		return adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.DeleteConfig, Name: leaderThrottledReplicas},
+			{Op: kadm.DeleteConfig, Name: followerThrottledReplicas},
+		}, throttledTopics...)
+	})
 	return alterErr("clear the throttled replicas", res, err)
 }
 
@@ -200,6 +209,36 @@ func hasDynamic(configs []kadm.Config, source kmsg.ConfigSource, keys ...string)
 		}
 	}
 	return false
+}
+
+// notControllerRetries and notControllerBackoff bound retryNotController:
+// about ten seconds, longer than a controller election takes.
+const (
+	notControllerRetries = 50
+	notControllerBackoff = 200 * time.Millisecond
+)
+
+// retryNotController runs an alter-configs call again while a resource's
+// answer is NOT_CONTROLLER. Kafka's clients retry that code only on
+// requests sent to the controller, not per resource of AlterConfigs;
+// wren answers it there while a controller election is under way (the
+// broker that took the request was, or forwarded it to, a controller
+// that just stepped down). SET and DELETE are idempotent, so running the
+// whole call again is safe.
+func retryNotController(ctx context.Context, alter func() (kadm.AlterConfigsResponses, error)) (kadm.AlterConfigsResponses, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := alter()
+		if err != nil || attempt == notControllerRetries || !slices.ContainsFunc(res, func(r kadm.AlterConfigsResponse) bool {
+			return errors.Is(r.Err, kerr.NotController)
+		}) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(notControllerBackoff):
+		}
+	}
 }
 
 func alterErr(what string, res kadm.AlterConfigsResponses, err error) error {

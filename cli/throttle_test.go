@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -122,9 +124,11 @@ func TestPartitionsMoveThrottleThreeBrokers(t *testing.T) {
 	// The operator raises the rate (kafka-configs); the move completes
 	// and move-status, as --verify, removes the throttle.
 	fast := "1073741824"
-	if r, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
-		{Op: kadm.SetConfig, Name: leaderThrottleRate, Value: &fast}, {Op: kadm.SetConfig, Name: followerThrottleRate, Value: &fast},
-	}, src, dst); err != nil || alterErr("raise", r, nil) != nil {
+	if r, err := retryNotController(ctx, func() (kadm.AlterConfigsResponses, error) {
+		return adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.SetConfig, Name: leaderThrottleRate, Value: &fast}, {Op: kadm.SetConfig, Name: followerThrottleRate, Value: &fast},
+		}, src, dst)
+	}); err != nil || alterErr("raise", r, nil) != nil {
 		t.Fatalf("raise the rate: %v %v", err, alterErr("raise", r, nil))
 	}
 	pollUntil(t, "the move to complete", func() bool {
@@ -136,8 +140,24 @@ func TestPartitionsMoveThrottleThreeBrokers(t *testing.T) {
 		!strings.Contains(out, "Clearing topic-level throttles on topics th") {
 		t.Fatalf("move-status after the move:\n%s", out)
 	}
+	// Each new view that still shows the throttle is logged, so that a
+	// timeout says which node kept it.
+	var logged string
 	pollUntil(t, "the throttle gone from the topic", func() bool {
-		return !strings.Contains(mustRun(t, "", "topic", "describe", "th", "-b", b).stdout, "throttled")
+		desc = mustRun(t, "", "topic", "describe", "th", "-b", b).stdout
+		if !strings.Contains(desc, "throttled") {
+			return true
+		}
+		var views []string
+		for _, x := range brokers {
+			views = append(views, fmt.Sprintf("node %d (acting %v): %v", x.Controller().NodeID(), x.Controller().Acting(),
+				x.Controller().Image().Topic("th").Configs))
+		}
+		if view := desc + strings.Join(views, "; "); view != logged {
+			logged = view
+			t.Logf("topic describe still shows a throttle:\n%s\nimages: %s", desc, strings.Join(views, "; "))
+		}
+		return false
 	})
 	if out := mustRun(t, "", "partitions", "move-status", "-b", b).stdout; strings.Contains(out, "Clearing") {
 		t.Fatalf("a second move-status cleared again:\n%s", out)
@@ -158,6 +178,52 @@ func TestPartitionsMoveThrottleThreeBrokers(t *testing.T) {
 		}
 	}
 	mustFail(t, "", "partitions", "move", "th/0:1", "--throttle", "-5", "-b", b)
+}
+
+// retryNotController runs the call again while a resource answers
+// NOT_CONTROLLER, and returns any other answer at once: a refusal for
+// another reason, a request error, or success.
+func TestRetryNotController(t *testing.T) {
+	answers := []kadm.AlterConfigsResponses{
+		{{Name: "1", Err: kerr.NotController}, {Name: "2"}},
+		{{Name: "1"}, {Name: "2", Err: kerr.NotController}},
+		{{Name: "1"}, {Name: "2"}},
+	}
+	calls := 0
+	res, err := retryNotController(context.Background(), func() (kadm.AlterConfigsResponses, error) {
+		calls++
+		return answers[min(calls, len(answers))-1], nil
+	})
+	if err != nil || calls != 3 || alterErr("alter", res, err) != nil {
+		t.Fatalf("after %d calls: %+v %v, want success on the third", calls, res, err)
+	}
+	for _, c := range []struct {
+		res kadm.AlterConfigsResponses
+		err error
+	}{
+		{kadm.AlterConfigsResponses{{Name: "1", Err: kerr.InvalidConfig}}, nil},
+		{nil, errors.New("connection refused")},
+	} {
+		calls = 0
+		res, err := retryNotController(context.Background(), func() (kadm.AlterConfigsResponses, error) {
+			calls++
+			return c.res, c.err
+		})
+		if calls != 1 || err != c.err || len(res) != len(c.res) {
+			t.Fatalf("answer %+v %v: %d calls, returned %+v %v; want one call, the answer as it is", c.res, c.err, calls, res, err)
+		}
+	}
+	// A context that ends stops the retries with the last answer.
+	ctx, cancel := context.WithCancel(context.Background())
+	calls = 0
+	res, err = retryNotController(ctx, func() (kadm.AlterConfigsResponses, error) {
+		calls++
+		cancel()
+		return answers[0], nil
+	})
+	if calls != 1 || err != nil || !errors.Is(alterErr("alter", res, err), kerr.NotController) {
+		t.Fatalf("with the context ended: %d calls, %+v %v; want one call and NOT_CONTROLLER", calls, res, err)
+	}
 }
 
 func hasDynamicAny(cs []kadm.Config) bool {

@@ -27,7 +27,7 @@ type quorumNode struct {
 	app func(election.NodeID, []byte)
 	// snapshotEntries is QuorumConfig.SnapshotEntries.
 	snapshotEntries int
-	// sessionTimeout is BrokerSessionTimeout (0: 300 ms), cleanShutdown
+	// sessionTimeout is BrokerSessionTimeout (0: 2 s), cleanShutdown
 	// QuorumConfig.CleanShutdown of the next start.
 	sessionTimeout time.Duration
 	cleanShutdown  bool
@@ -45,7 +45,8 @@ func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]str
 	var ctrl *Controller
 	session := n.sessionTimeout
 	if session == 0 {
-		session = 300 * time.Millisecond
+		// Outlasts a stall of a live broker on a loaded machine.
+		session = 2 * time.Second
 	}
 	tr, err := quorum.NewTCPTransport(quorum.TCPConfig{ID: election.NodeID(n.id), Voters: voters, Listener: n.ln, Logger: logger,
 		ClusterID:  func() string { return "" },
@@ -58,8 +59,13 @@ func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]str
 	ctrl, err = OpenController(n.fs, "/data/__cluster_metadata", ControllerConfig{
 		NodeID: n.id, Voters: voterIDs, DefaultPartitions: 1, DefaultReplicationFactor: 1,
 		Quorum: &QuorumConfig{Dir: "/data/__cluster_quorum", Transport: tr, SendApp: tr.SendApp,
-			Node: metalog.Config{Election: election.Config{ID: election.NodeID(n.id), Voters: ids, HeartbeatTicks: 5, LeaseTicks: 15,
-				ElectionTicks: 20, ElectionJitterTicks: 10, Seed: uint64(n.id)}, FetchWaitTicks: 5, FetchTimeoutTicks: 10,
+			// A 1.5 s lease (the shipped default) and a 2 s election
+			// timeout: a stall delivers its missed ticks at once, and with a
+			// 75 ms lease a loaded machine's stalls made the acting
+			// controller step down in the middle of a test. The session
+			// timeout likewise outlasts a stall of a live broker.
+			Node: metalog.Config{Election: election.Config{ID: election.NodeID(n.id), Voters: ids, HeartbeatTicks: 10, LeaseTicks: 300,
+				ElectionTicks: 400, ElectionJitterTicks: 40, Seed: uint64(n.id)}, FetchWaitTicks: 5, FetchTimeoutTicks: 10,
 				MaxFetchEntries: 64, MaxUncommittedEntries: 64},
 			Tick: 5 * time.Millisecond, BrokerHeartbeatInterval: 20 * time.Millisecond, BrokerSessionTimeout: session,
 			SnapshotEntries: n.snapshotEntries, Logger: logger, CleanShutdown: n.cleanShutdown},
@@ -134,10 +140,13 @@ func TestQuorumControllers(t *testing.T) {
 			t.Fatalf("node %d has the controller at %s:%d (%v)", n.id, h, p, ok)
 		}
 	}
-	res, err := ctrl.c.CreateTopics(context.Background(), []CreateTopic{{Name: "t1", NumPartitions: 3, ReplicationFactor: 3}}, false)
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("create topic on the controller: %v %v", err, res[0].Err)
-	}
+	ctrl = onActing(t, nodes, "create topic t1", func(n *quorumNode) error {
+		res, err := n.c.CreateTopics(context.Background(), []CreateTopic{{Name: "t1", NumPartitions: 3, ReplicationFactor: 3}}, false)
+		if err != nil {
+			return err
+		}
+		return res[0].Err
+	})
 	for _, n := range nodes {
 		if n == ctrl {
 			continue

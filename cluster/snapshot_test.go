@@ -2,11 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/internal/vfs"
@@ -113,26 +116,64 @@ func TestQuorumSnapshots(t *testing.T) {
 	laggingEnd := st.LastIndex
 	lagging.c.Close()
 
+	// s0 is deleted halfway, so that more than SnapshotEntries entries
+	// follow the delete and every node's last snapshot holds it.
+	running := []*quorumNode{ctrl, other}
 	const topics = 60
+	var deleted int64
 	for i := 0; i < topics; i++ {
-		res, err := ctrl.c.CreateTopics(ctx, []CreateTopic{{Name: fmt.Sprintf("s%d", i), NumPartitions: 1, ReplicationFactor: 1}}, false)
-		if err != nil || res[0].Err != nil {
-			t.Fatalf("create topic s%d: %v %v", i, err, res[0].Err)
+		name := fmt.Sprintf("s%d", i)
+		retried := false
+		onActing(t, running, "create topic "+name, func(n *quorumNode) error {
+			res, err := n.c.CreateTopics(ctx, []CreateTopic{{Name: name, NumPartitions: 1, ReplicationFactor: 1}}, false)
+			if err != nil {
+				return err
+			}
+			if retried && errors.Is(res[0].Err, kerr.TopicAlreadyExists) {
+				// The refused attempt's entry was committed by the next
+				// controller after all, as a Kafka client may also find.
+				return nil
+			}
+			retried = true
+			return res[0].Err
+		})
+		if i != topics/2 {
+			continue
 		}
+		retried = false
+		n := onActing(t, running, "delete s0", func(n *quorumNode) error {
+			res, err := n.c.DeleteTopics(ctx, []string{"s0"})
+			if err != nil {
+				return err
+			}
+			if retried && errors.Is(res[0].Err, kerr.UnknownTopicOrPartition) {
+				return nil // as above: an earlier attempt was committed
+			}
+			retried = true
+			return res[0].Err
+		})
+		// The delete is committed and applied on the node that took it.
+		st, _, err := n.c.QuorumStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted = st.Applied
 	}
-	if res, err := ctrl.c.DeleteTopics(ctx, []string{"s0"}); err != nil || res[0].Err != nil {
-		t.Fatalf("delete s0: %v %+v", err, res)
-	}
-	pollUntil(t, "the controller's and the other follower's logs compacted past the lagging follower's log end", 10*time.Second, func() bool {
-		for _, n := range []*quorumNode{ctrl, other} {
+	pollUntil(t, "the controller's and the other follower's logs compacted past the delete of s0, both applied to the same index", 10*time.Second, func() bool {
+		var applied []int64
+		for _, n := range running {
 			st, _, err := n.c.QuorumStatus(ctx)
-			if err != nil || st.SnapshotIndex <= laggingEnd+1 {
+			if err != nil || st.SnapshotIndex <= laggingEnd+1 || st.SnapshotIndex < deleted || st.Applied < st.Commit {
 				return false
 			}
+			applied = append(applied, st.Applied)
 		}
-		return true
+		return applied[0] == applied[1]
 	})
 	want := ctrl.c.Image().TopicNames()
+	if got := other.c.Image().TopicNames(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("with every entry applied, node %d has topics %v and node %d %v", ctrl.id, want, other.id, got)
+	}
 
 	// The lagging follower comes back: only a snapshot can catch it up.
 	restart := func(n *quorumNode) {
@@ -153,9 +194,9 @@ func TestQuorumSnapshots(t *testing.T) {
 	}
 
 	// A restarted node starts from its own snapshot: its image holds the
-	// topics at once, before it has heard from anyone.
+	// topics at once, before it has heard from anyone (the poll above saw
+	// its snapshot hold the delete of s0).
 	other.c.Close()
-	st, _, _ = ctrl.c.QuorumStatus(ctx)
 	restart(other)
 	if other.c.Image().Topic("s1") == nil || other.c.Image().Topic("s0") != nil {
 		t.Fatalf("restarted from its snapshot, node %d has topics %v", other.id, other.c.Image().TopicNames())
@@ -163,4 +204,35 @@ func TestQuorumSnapshots(t *testing.T) {
 	pollUntil(t, "the restarted node caught up", 10*time.Second, func() bool {
 		return reflect.DeepEqual(other.c.Image().TopicNames(), want)
 	})
+}
+
+// onActing runs change on the acting controller among nodes, retrying
+// with a deadline while it answers NOT_CONTROLLER, as a Kafka client
+// retries a controller request: an election may move the controller
+// between finding it and calling it. It returns the node that took the
+// change.
+func onActing(t *testing.T, nodes []*quorumNode, what string, change func(*quorumNode) error) *quorumNode {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for attempt := 1; ; attempt++ {
+		var acting *quorumNode
+		pollUntil(t, "an acting controller for "+what, 10*time.Second, func() bool {
+			for _, n := range nodes {
+				if n.c.Acting() {
+					acting = n
+					return true
+				}
+			}
+			return false
+		})
+		err := change(acting)
+		if err == nil {
+			return acting
+		}
+		if !errors.Is(err, kerr.NotController) || time.Now().After(deadline) {
+			t.Fatalf("%s on node %d (attempt %d): %v", what, acting.id, attempt, err)
+		}
+		t.Logf("%s on node %d: %v; retrying on the acting controller", what, acting.id, err)
+		time.Sleep(10 * time.Millisecond)
+	}
 }
