@@ -269,10 +269,7 @@ func (c *conn) dispatch(frame []byte) (queued, error) {
 		return queued{}, fmt.Errorf("%w: %s v%d: %w", ErrMalformedBody, e.Key.Name(), hdr.ApiVersion, err)
 	}
 	req := &Request{Header: hdr, Body: body, CompatOnly: hdr.ApiVersion < e.MinServed, Session: &c.sess}
-	if p, ok := c.s.maybeForward(req); ok {
-		return queued{corr: hdr.CorrelationID, key: key, version: hdr.ApiVersion, pending: p}, nil
-	}
-	p, err := e.Handle(c.s, req)
+	p, err := c.s.serve(e, req)
 	if err != nil {
 		return queued{}, fmt.Errorf("%s v%d handler: %w", e.Key.Name(), hdr.ApiVersion, err)
 	}

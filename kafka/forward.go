@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -17,8 +19,10 @@ import (
 // with the same handler as its own clients (ServeForwarded), and never
 // forwards it again. When forwarding fails (no controller known, the
 // controller did not answer in time) the local handler answers, which is
-// NOT_CONTROLLER from a node that is not the controller: the client
-// refreshes its metadata and retries, as it does with Kafka.
+// NOT_CONTROLLER from a node that is not the controller; an answer that
+// is NOT_CONTROLLER on every item is sent again for a while (serve,
+// below), as Kafka's forwarding retries, and past that the client
+// refreshes its metadata and retries.
 //
 // Not implemented:
 // * The client's principal is not carried (no ACLs yet): the controller
@@ -139,4 +143,119 @@ func namesOtherBroker(body kmsg.Request, self int32) bool {
 		}
 	}
 	return false
+}
+
+// A change that meets a controller election is answered NOT_CONTROLLER on
+// every item: by this node when it was the controller and stepped down
+// mid-change, or by the old controller it was forwarded to. Clients do not
+// all retry that (franz-go treats a per-item NOT_CONTROLLER in
+// AlterConfigs as final), and with Kafka they never see it, because a
+// broker's forwarding retries until the controller answers. So a change
+// answered NOT_CONTROLLER on every item is sent again, to whichever node
+// is then the acting controller, for up to ServerConfig.NotControllerRetry
+// (10 s: a controller election takes 2-3 s, and clients wait 30 s). An
+// answer with any other item is returned as it is: a retry of the whole
+// request would repeat the items that took effect.
+const (
+	defaultNotControllerRetry = 10 * time.Second
+	notControllerRetryBackoff = 200 * time.Millisecond
+)
+
+// serve answers req: forwarded to the acting controller or handled here,
+// and sent again while every item is NOT_CONTROLLER (see above).
+func (s *Server) serve(e *apiEntry, req *Request) (Pending, error) {
+	first, err := s.serveOnce(e, req)
+	budget := s.cfg.NotControllerRetry
+	if budget == 0 {
+		budget = defaultNotControllerRetry
+	}
+	if err != nil || budget < 0 || !forwardedKeys[e.Key] || e.Key == kmsg.DescribeQuorum {
+		return first, err
+	}
+	return func(ctx context.Context) (Response, error) {
+		deadline := time.Now().Add(budget)
+		p := first
+		for attempt := 1; ; attempt++ {
+			resp, err := p(ctx)
+			if err != nil || resp.Msg == nil || !allNotController(resp.Msg) || !time.Now().Before(deadline) {
+				return resp, err
+			}
+			t := time.NewTimer(notControllerRetryBackoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return resp, nil
+			case <-t.C:
+			}
+			s.log.Debug("the controller changed during a metadata change; sending it again",
+				"api", e.Key.Name(), "attempt", attempt+1)
+			next, err := s.serveOnce(e, req)
+			if err != nil {
+				return resp, nil
+			}
+			p = next
+		}
+	}, nil
+}
+
+// serveOnce forwards req to the acting controller when it should go
+// there, else hands it to its handler.
+func (s *Server) serveOnce(e *apiEntry, req *Request) (Pending, error) {
+	if p, ok := s.maybeForward(req); ok {
+		return p, nil
+	}
+	return e.Handle(s, req)
+}
+
+// allNotController reports whether a metadata change's answer is
+// NOT_CONTROLLER on every item it has (and has at least one).
+func allNotController(msg kmsg.Response) bool {
+	nc := kerr.NotController.Code
+	var codes []int16
+	switch r := msg.(type) {
+	case *kmsg.CreateTopicsResponse:
+		for _, t := range r.Topics {
+			codes = append(codes, t.ErrorCode)
+		}
+	case *kmsg.DeleteTopicsResponse:
+		for _, t := range r.Topics {
+			codes = append(codes, t.ErrorCode)
+		}
+	case *kmsg.CreatePartitionsResponse:
+		for _, t := range r.Topics {
+			codes = append(codes, t.ErrorCode)
+		}
+	case *kmsg.AlterConfigsResponse:
+		for _, res := range r.Resources {
+			codes = append(codes, res.ErrorCode)
+		}
+	case *kmsg.IncrementalAlterConfigsResponse:
+		for _, res := range r.Resources {
+			codes = append(codes, res.ErrorCode)
+		}
+	case *kmsg.ElectLeadersResponse:
+		if r.ErrorCode != 0 {
+			return r.ErrorCode == nc
+		}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		if r.ErrorCode != 0 {
+			return r.ErrorCode == nc
+		}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
+	}
+	for _, c := range codes {
+		if c != nc {
+			return false
+		}
+	}
+	return len(codes) > 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,8 +37,12 @@ var forwardCases = []struct {
 // an error no local handler would give, so the client's answer shows
 // where it came from.
 func controllerAnswer(req kmsg.Request) kmsg.Response {
+	return answerWith(req, kerr.PolicyViolation.Code)
+}
+
+// answerWith is an answer to req with code on its one item.
+func answerWith(req kmsg.Request, code int16) kmsg.Response {
 	resp := req.ResponseKind()
-	code := kerr.PolicyViolation.Code
 	switch r := resp.(type) {
 	case *kmsg.DeleteTopicsResponse:
 		rt := kmsg.NewDeleteTopicsResponseTopic()
@@ -134,5 +139,68 @@ func TestServeForwarded(t *testing.T) {
 	}
 	if _, err := f.s.ServeForwarded(ctx, req.Key(), 1, []byte{0xff}); !errors.Is(err, ErrMalformedBody) {
 		t.Errorf("a body that does not decode: %v, want ErrMalformedBody", err)
+	}
+}
+
+// TestNotControllerRetried: a change answered NOT_CONTROLLER on every item
+// (the controller stepped down mid-change) is sent again until the new
+// controller answers, since clients do not all retry it; an answer that
+// stays NOT_CONTROLLER past the budget reaches the client as it is.
+func TestNotControllerRetried(t *testing.T) {
+	for _, c := range forwardCases {
+		req := c.req()
+		name := kmsg.NameForKey(req.Key())
+		f := newSeamFixture(t)
+		f.s.cfg.NotControllerRetry = time.Minute
+		f.controller.notController = true
+		calls := 0
+		got := f.forwardTo(t, func(r kmsg.Request) kmsg.Response {
+			calls++
+			if calls < 3 {
+				return answerWith(r, kerr.NotController.Code)
+			}
+			return controllerAnswer(r)
+		})
+		resp := f.do(t, req)
+		if len(*got) != 3 {
+			t.Errorf("%s: the controller was asked %d times, want 3", name, len(*got))
+		}
+		if code := c.code(resp); code != kerr.PolicyViolation.Code {
+			t.Errorf("%s: the client got %v, want the new controller's answer", name, kerr.ErrorForCode(code))
+		}
+
+		f = newSeamFixture(t)
+		f.s.cfg.NotControllerRetry = 300 * time.Millisecond
+		f.controller.notController = true
+		got = f.forwardTo(t, func(r kmsg.Request) kmsg.Response { return answerWith(r, kerr.NotController.Code) })
+		resp = f.do(t, req)
+		if len(*got) < 2 {
+			t.Errorf("%s: asked %d times within the budget, want a retry", name, len(*got))
+		}
+		if code := c.code(resp); code != kerr.NotController.Code {
+			t.Errorf("%s: past the budget the client got %v, want NOT_CONTROLLER", name, kerr.ErrorForCode(code))
+		}
+	}
+}
+
+// TestPartlyNotControllerNotRetried: an answer with an item that took
+// effect is not sent again, which would repeat that item.
+func TestPartlyNotControllerNotRetried(t *testing.T) {
+	f := newSeamFixture(t)
+	f.s.cfg.NotControllerRetry = time.Minute
+	f.controller.notController = true
+	req := deleteTopicsRequest(6, "t", "u")
+	got := f.forwardTo(t, func(r kmsg.Request) kmsg.Response {
+		resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
+		for i, code := range []int16{0, kerr.NotController.Code} {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = kmsg.StringPtr([]string{"t", "u"}[i]), code
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	})
+	resp := f.do(t, req).(*kmsg.DeleteTopicsResponse)
+	if len(*got) != 1 || len(resp.Topics) != 2 || resp.Topics[1].ErrorCode != kerr.NotController.Code {
+		t.Fatalf("asked %d times, answer %+v; want one ask and its answer as it is", len(*got), resp.Topics)
 	}
 }

@@ -62,6 +62,11 @@ type ServerConfig struct {
 	// advertises nor accepts them.
 	ControllerListener bool
 
+	// NotControllerRetry is how long a metadata change answered
+	// NOT_CONTROLLER on every item is sent again (forward.go): 0 selects
+	// 10 s, a negative value never retries.
+	NotControllerRetry time.Duration
+
 	// MaxRequestBytes is socket.request.max.bytes: the largest frame an
 	// authenticated connection may send. Keys with a smaller cap in the
 	// API table (apiEntry.MaxRequestBytes) are held to that instead.
