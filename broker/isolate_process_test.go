@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // isolation is TestThreeProcessCluster's WREN_FAILOVER_MODE=isolate: every
@@ -102,13 +105,7 @@ type stepDown struct {
 func (iso *isolation) trial(ctx context.Context, t *testing.T, trial int, old *clusterNode, others []*clusterNode, agreed agreeFunc) (int32, time.Duration) {
 	t.Helper()
 	fc := iso.fc
-	_, ps := fc.waitHealthy(ctx, old, iso.topic)
-	var led []int
-	for p, s := range ps {
-		if s.leader == int32(old.id) {
-			led = append(led, p)
-		}
-	}
+	led := iso.leadSome(ctx, t, old)
 	oldEpoch, _ := iso.metrics(ctx, t, old)
 
 	cut := time.Now()
@@ -181,6 +178,44 @@ func (iso *isolation) trial(ctx context.Context, t *testing.T, trial int, old *c
 		trial, old.id, oldEpoch, newCtrl, iso.newEpoch, took.Round(time.Millisecond), old.id, sd.after.Round(time.Millisecond), sd.controller, isoEpoch,
 		led, moved.Round(time.Millisecond), firstOr(produced, 0, "-"), firstOr(produced, 1, "-"))
 	return newCtrl, took
+}
+
+// leadSome waits until every partition of the topic has its full ISR and
+// old leads some of them, which it may not after an earlier trial moved
+// its partitions away: it asks for preferred leaders, which the topic's
+// assignment spreads over the three nodes. It returns the partitions old
+// leads.
+func (iso *isolation) leadSome(ctx context.Context, t *testing.T, old *clusterNode) []int {
+	t.Helper()
+	var seeds []string
+	for _, n := range iso.fc.nodes {
+		seeds = append(seeds, n.addr)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		_, ps := iso.fc.waitHealthy(ctx, old, iso.topic)
+		var led []int
+		for p, s := range ps {
+			if s.leader == int32(old.id) {
+				led = append(led, p)
+			}
+		}
+		if len(led) > 0 {
+			return led
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d leads no partition of %s after 90 s of preferred leader elections: %+v", old.id, iso.topic, ps)
+		}
+		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		kadm.NewClient(cl).ElectLeaders(ectx, kadm.ElectPreferredReplica, nil)
+		cancel()
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func firstOr(s []string, i int, def string) string {
