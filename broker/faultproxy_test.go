@@ -14,8 +14,9 @@ import (
 )
 
 // peerProxies stand in front of every node's CONTROLLER listener, so a
-// test can cut a node off from its peers (F07) while clients still reach
-// its client listener. controller.quorum.voters names the proxies; each
+// test can cut a node off from its peers (F07: its connections close) or
+// hold its links silent (TestThreeProcessCluster's isolate mode: nothing
+// closes, nothing arrives) while clients still reach its client listener. controller.quorum.voters names the proxies; each
 // proxy forwards to its node's real CONTROLLER listener. Every peer
 // connection opens with a handshake that names the dialing node, so a
 // proxy knows both ends of each connection it carries.
