@@ -63,13 +63,17 @@
 // the next epoch before then. Standing back in the Bully order is what
 // keeps two probers from both running, and two gaps in it let them: a
 // prober ran after ProbeTicks without waiting for a higher id that was
-// probing too (its answer a round trip away, its probe already here);
-// and a lower id whose log was ahead of the highest's (it held an entry
-// of the dead controller the others lacked) refused the highest, while
+// probing too (its answer a round trip away, its probe already here).
+// ProbeTicks below a round trip made this one common: it took the wait
+// for a dead highest id out of the median failover, and put split votes
+// into the p99 (F03-5 in the simulator: p99 42 to 52 ticks). The other:
+// a lower id whose log was ahead of the highest's (it held an entry of
+// the dead controller the others lacked) refused the highest, while
 // neither stood back for the other, each holding a majority of grants.
 // Closing both (the probe as evidence, the log-first order) took the
-// simulator's F03-5 failover p99 from 58 to 35 ticks over 1,053 seeds
-// (max 84 to 55) and F08-5's from 57 to 39, at about 2 ticks on F09's
+// simulator's F03-5 failover p99 from 58 to 35 ticks over its 1,053
+// seeds in WREN_SIM_SEEDS=20000 (max 84 to 55) and F08-5's from 57 to
+// 39, at about 2 ticks on F09's
 // (a deaf prober is waited for to the round's end). What is left is a
 // higher id whose probe arrives after a lower one already ran: a bounded
 // wait cannot cover a prober that starts later.
