@@ -234,28 +234,28 @@ level = "info"
 				others = append(others, n)
 			}
 		}
-		var newCtrl int32
-		var took time.Duration
-		if mode == "isolate" {
-			newCtrl, took = iso.trial(ctx, t, trial+1, old, others, agreed)
-		} else {
-			signal := "SIGKILL"
-			if mode == "stop" {
-				signal = "SIGSTOP"
-				if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-					t.Fatal(err)
-				}
-			} else {
-				old.kill()
+		signal := "SIGKILL"
+		if mode == "stop" {
+			signal = "SIGSTOP"
+			if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
 			}
-			killed := time.Now()
-			newCtrl = agreed(fmt.Sprintf("a new controller after %s of %d", signal, old.id), others, 30*time.Second,
-				func(c int32, _ string) bool { return c != int32(old.id) })
-			took = time.Since(killed)
-			t.Logf("trial %d: %s of controller %d, controller %d took over in %v (seen by both survivors through Metadata)",
-				trial+1, signal, old.id, newCtrl, took.Round(time.Millisecond))
+		} else if mode == "isolate" {
+			signal = "isolation"
+			iso.cut(ctx, t, old)
+		} else {
+			old.kill()
 		}
+		killed := time.Now()
+		newCtrl := agreed(fmt.Sprintf("a new controller after %s of %d", signal, old.id), others, 30*time.Second,
+			func(c int32, _ string) bool { return c != int32(old.id) })
+		took := time.Since(killed)
 		failovers = append(failovers, took)
+		t.Logf("trial %d: %s of controller %d, controller %d took over in %v (seen by both survivors through Metadata)",
+			trial+1, signal, old.id, newCtrl, took.Round(time.Millisecond))
+		if mode == "isolate" {
+			iso.elected(ctx, t, trial+1, old, others, newCtrl, took)
+		}
 		if took > 3*time.Second {
 			// Slower than the target: the survivors' last role changes
 			// say where the time went.
@@ -276,7 +276,7 @@ level = "info"
 				t.Fatal(err)
 			}
 		case "isolate":
-			iso.heal()
+			iso.heal(ctx, t, trial+1, old, newCtrl)
 		default:
 			old.start(t, bin)
 		}

@@ -31,16 +31,20 @@ type isolation struct {
 	// http are the nodes' operations endpoints, by id from 1.
 	http []string
 
-	newController, stepDown, leadersMoved []time.Duration
+	newController, stepDown, leadersMoved, follow []time.Duration
+
+	// The current trial: when the cut began, the partitions the isolated
+	// node led then and its epoch, and its watchers' answers.
+	cutAt    time.Time
+	led      []int
+	oldEpoch int64
+	stepped  chan stepDown
+	atOnce   chan string
 	// newEpoch and elections are the new controller's epoch and its
 	// count of elections seen, taken once it is elected; heal checks
 	// that neither moves.
 	newEpoch, elections int64
 }
-
-// agreeFunc is TestThreeProcessCluster's agreed: it waits until the live
-// nodes report the same Metadata with a controller for which ok holds.
-type agreeFunc func(what string, live []*clusterNode, timeout time.Duration, ok func(ctrl int32, view string) bool) int32
 
 // quorumMetrics scrapes a node's /metrics for its controller epoch and the
 // elections it saw begin.
@@ -100,19 +104,20 @@ type stepDown struct {
 	err        string
 }
 
-// trial isolates old, the controller, and returns the new controller and
-// the time both survivors took to report it.
-func (iso *isolation) trial(ctx context.Context, t *testing.T, trial int, old *clusterNode, others []*clusterNode, agreed agreeFunc) (int32, time.Duration) {
+// cut isolates old, the controller, after it has it lead partitions,
+// and starts watching it.
+func (iso *isolation) cut(ctx context.Context, t *testing.T, old *clusterNode) {
 	t.Helper()
-	fc := iso.fc
-	led := iso.leadSome(ctx, t, old)
-	oldEpoch, _ := iso.metrics(ctx, t, old)
+	iso.led = iso.leadSome(ctx, t, old)
+	iso.oldEpoch, _ = iso.metrics(ctx, t, old)
 
 	cut := time.Now()
-	fc.proxies.silence(int32(old.id))
+	iso.cutAt = cut
+	iso.fc.proxies.silence(int32(old.id))
 	// The isolated node is watched on its own: it must stop naming itself
 	// controller once its lease runs out, whatever the others do.
 	stepped := make(chan stepDown, 1)
+	iso.stepped = stepped
 	go func() {
 		deadline := cut.Add(30 * time.Second)
 		for {
@@ -130,25 +135,28 @@ func (iso *isolation) trial(ctx context.Context, t *testing.T, trial int, old *c
 	}()
 	// A produce to the isolated leader at once: it still takes it, and
 	// must not acknowledge it, since no follower can reach it.
-	atOnce := make(chan string, 1)
-	if len(led) > 0 {
-		go func() { atOnce <- produceDirect(ctx, t, old, iso.topic, int32(led[0])) }()
+	iso.atOnce = make(chan string, 1)
+	if len(iso.led) > 0 {
+		go func(p int32, answer chan<- string) { answer <- produceDirect(ctx, t, old, iso.topic, p) }(int32(iso.led[0]), iso.atOnce)
 	}
+}
 
-	newCtrl := agreed(fmt.Sprintf("a new controller after node %d was isolated", old.id), others, 30*time.Second,
-		func(c int32, _ string) bool { return c != int32(old.id) })
-	took := time.Since(cut)
+// elected checks and measures the rest, once the survivors agree on
+// newCtrl, took after the cut: the new epoch, the isolated node's step
+// down, its partitions' new leaders, and its refusal of acks=all produce.
+func (iso *isolation) elected(ctx context.Context, t *testing.T, trial int, old *clusterNode, others []*clusterNode, newCtrl int32, took time.Duration) {
+	t.Helper()
 	iso.newController = append(iso.newController, took)
 	for _, n := range others {
 		if n.id == int(newCtrl) {
 			iso.newEpoch, iso.elections = iso.metrics(ctx, t, n)
 		}
 	}
-	if iso.newEpoch <= oldEpoch {
-		t.Fatalf("trial %d: new controller %d is in epoch %d, the isolated node %d was in %d", trial, newCtrl, iso.newEpoch, old.id, oldEpoch)
+	if iso.newEpoch <= iso.oldEpoch {
+		t.Fatalf("trial %d: new controller %d is in epoch %d, the isolated node %d was in %d", trial, newCtrl, iso.newEpoch, old.id, iso.oldEpoch)
 	}
 
-	sd := <-stepped
+	sd := <-iso.stepped
 	if sd.err != "" {
 		t.Fatalf("trial %d: %s", trial, sd.err)
 	}
@@ -156,15 +164,15 @@ func (iso *isolation) trial(ctx context.Context, t *testing.T, trial int, old *c
 
 	moved := time.Duration(-1)
 	var produced []string
-	if len(led) > 0 {
-		for _, p := range led {
-			moved, _ = fc.waitNewLeader(ctx, others[0], iso.topic, p, int32(old.id), cut)
+	if len(iso.led) > 0 {
+		for _, p := range iso.led {
+			moved, _ = iso.fc.waitNewLeader(ctx, others[0], iso.topic, p, int32(old.id), iso.cutAt)
 		}
 		iso.leadersMoved = append(iso.leadersMoved, moved)
-		produced = append(produced, <-atOnce, produceDirect(ctx, t, old, iso.topic, int32(led[0])))
+		produced = append(produced, <-iso.atOnce, produceDirect(ctx, t, old, iso.topic, int32(iso.led[0])))
 		for _, got := range produced {
 			if got == "ACKNOWLEDGED" {
-				t.Fatalf("trial %d: isolated node %d acknowledged an acks=all produce to partition %d (min.insync.replicas 2)", trial, old.id, led[0])
+				t.Fatalf("trial %d: isolated node %d acknowledged an acks=all produce to partition %d (min.insync.replicas 2)", trial, old.id, iso.led[0])
 			}
 		}
 	}
@@ -175,9 +183,8 @@ func (iso *isolation) trial(ctx context.Context, t *testing.T, trial int, old *c
 		t.Fatalf("trial %d: isolated node %d reached epoch %d, beyond the new controller's %d", trial, old.id, isoEpoch, iso.newEpoch)
 	}
 	t.Logf("trial %d: node %d isolated in epoch %d: controller %d elected in epoch %d after %v; node %d stopped naming itself controller after %v (names %d, in epoch %d); partitions it led %v moved after %v; produce to it at once: %s, after they moved: %s",
-		trial, old.id, oldEpoch, newCtrl, iso.newEpoch, took.Round(time.Millisecond), old.id, sd.after.Round(time.Millisecond), sd.controller, isoEpoch,
-		led, moved.Round(time.Millisecond), firstOr(produced, 0, "-"), firstOr(produced, 1, "-"))
-	return newCtrl, took
+		trial, old.id, iso.oldEpoch, newCtrl, iso.newEpoch, took.Round(time.Millisecond), old.id, sd.after.Round(time.Millisecond), sd.controller, isoEpoch,
+		iso.led, moved.Round(time.Millisecond), firstOr(produced, 0, "-"), firstOr(produced, 1, "-"))
 }
 
 // leadSome waits until every partition of the topic has its full ISR and
@@ -225,9 +232,26 @@ func firstOr(s []string, i int, def string) string {
 	return def
 }
 
-// heal reconnects the isolated node: what it and its peers sent during
-// the cut arrives now, late.
-func (iso *isolation) heal() { iso.fc.proxies.heal() }
+// heal reconnects the isolated node, old: what it and its peers sent
+// during the cut arrives now, late. It waits until old names newCtrl as
+// the controller.
+func (iso *isolation) heal(ctx context.Context, t *testing.T, trial int, old *clusterNode, newCtrl int32) {
+	t.Helper()
+	healed := time.Now()
+	iso.fc.proxies.heal()
+	deadline := healed.Add(30 * time.Second)
+	for {
+		c, _, err := metadataOf(ctx, old)
+		if err == nil && c == newCtrl {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trial %d: healed node %d names controller %d 30 s after the heal (error %v), want %d", trial, old.id, c, err, newCtrl)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	iso.follow = append(iso.follow, time.Since(healed))
+}
 
 // afterHeal checks, once the healed node follows newCtrl, that there was
 // no second election: every node is in the new controller's epoch and the
@@ -252,6 +276,7 @@ func (iso *isolation) report(t *testing.T) {
 	t.Logf("isolation over %d trials: new controller seen by both survivors %s", len(iso.newController), durationStats(iso.newController))
 	t.Logf("isolation over %d trials: isolated node stops naming itself controller %s", len(iso.stepDown), durationStats(iso.stepDown))
 	t.Logf("isolation over %d trials that isolated a partition leader: every partition it led has a new leader %s", len(iso.leadersMoved), durationStats(iso.leadersMoved))
+	t.Logf("isolation over %d trials: after the heal the isolated node names the new controller %s", len(iso.follow), durationStats(iso.follow))
 }
 
 // durationStats is min, p50, p99 and max; with fewer than 100 samples p99
