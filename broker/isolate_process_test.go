@@ -31,7 +31,7 @@ type isolation struct {
 	// http are the nodes' operations endpoints, by id from 1.
 	http []string
 
-	newController, stepDown, leadersMoved, follow []time.Duration
+	newController, steppedDown, leadersMoved, follow []time.Duration
 
 	// The current trial: when the cut began, the partitions the isolated
 	// node led then and its epoch, and its watchers' answers.
@@ -41,8 +41,8 @@ type isolation struct {
 	stepped  chan stepDown
 	atOnce   chan string
 	// newEpoch and elections are the new controller's epoch and its
-	// count of elections seen, taken once it is elected; heal checks
-	// that neither moves.
+	// count of elections seen, taken once it is elected; afterHeal
+	// checks that neither moves.
 	newEpoch, elections int64
 }
 
@@ -160,7 +160,7 @@ func (iso *isolation) elected(ctx context.Context, t *testing.T, trial int, old 
 	if sd.err != "" {
 		t.Fatalf("trial %d: %s", trial, sd.err)
 	}
-	iso.stepDown = append(iso.stepDown, sd.after)
+	iso.steppedDown = append(iso.steppedDown, sd.after)
 
 	moved := time.Duration(-1)
 	var produced []string
@@ -274,7 +274,7 @@ func (iso *isolation) afterHeal(ctx context.Context, t *testing.T, trial int, ne
 // report logs the figures over every trial.
 func (iso *isolation) report(t *testing.T) {
 	t.Logf("isolation over %d trials: new controller seen by both survivors %s", len(iso.newController), durationStats(iso.newController))
-	t.Logf("isolation over %d trials: isolated node stops naming itself controller %s", len(iso.stepDown), durationStats(iso.stepDown))
+	t.Logf("isolation over %d trials: isolated node stops naming itself controller %s", len(iso.steppedDown), durationStats(iso.steppedDown))
 	t.Logf("isolation over %d trials that isolated a partition leader: every partition it led has a new leader %s", len(iso.leadersMoved), durationStats(iso.leadersMoved))
 	t.Logf("isolation over %d trials: after the heal the isolated node names the new controller %s", len(iso.follow), durationStats(iso.follow))
 }
