@@ -97,7 +97,12 @@ func metadataOf(ctx context.Context, n *clusterNode) (controller int32, view str
 // WREN_FAILOVER_MODE=stop isolates the controller instead (SIGSTOP: its
 // peers hear nothing from it, its sockets stay open) and resumes it with
 // SIGCONT after the others elected a new controller; it must not take
-// control back either.
+// control back either. WREN_FAILOVER_MODE=isolate cuts the controller off
+// for real: peer traffic passes proxies (faultproxy_test.go) that hold
+// every link of its CONTROLLER listener silent while it runs on, and a
+// topic with min.insync.replicas 2 shows its partitions move and its
+// acks=all produce refused (isolate_process_test.go); after the heal it
+// must follow the new controller with no second election.
 func TestThreeProcessCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three wren processes")
@@ -106,9 +111,9 @@ func TestThreeProcessCluster(t *testing.T) {
 	switch mode {
 	case "":
 		mode = "kill"
-	case "kill", "stop":
+	case "kill", "stop", "isolate":
 	default:
-		t.Fatalf("WREN_FAILOVER_MODE=%q: want kill or stop", mode)
+		t.Fatalf("WREN_FAILOVER_MODE=%q: want kill, stop or isolate", mode)
 	}
 	trials := 1
 	if s := os.Getenv("WREN_FAILOVER_TRIALS"); s != "" {
@@ -120,10 +125,20 @@ func TestThreeProcessCluster(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := wrenBinary(t)
-	ports := freePorts(t, 6) // three client, three controller
+	ports := freePorts(t, 9) // three client, three controller, three operations
+	var controllers, httpAddrs []string
+	for i := 0; i < 3; i++ {
+		controllers = append(controllers, fmt.Sprintf("127.0.0.1:%d", ports[3+i]))
+		httpAddrs = append(httpAddrs, fmt.Sprintf("127.0.0.1:%d", ports[6+i]))
+	}
+	var proxies *peerProxies
+	if mode == "isolate" {
+		// The voters are the proxies, so the test can cut a node off.
+		proxies, controllers = newPeerProxies(t, controllers)
+	}
 	var voters []string
 	for i := 0; i < 3; i++ {
-		voters = append(voters, strconv.Quote(fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[3+i])))
+		voters = append(voters, strconv.Quote(fmt.Sprintf("%d@%s", i+1, controllers[i])))
 	}
 	nodes := make([]*clusterNode, 3)
 	for i := range nodes {
@@ -136,14 +151,14 @@ node.id = %d
 log.dirs = [%q]
 listeners = ["PLAINTEXT://%s", "CONTROLLER://127.0.0.1:%d"]
 [http]
-listen = "127.0.0.1:0"
+listen = %q
 [cluster]
 controller.quorum.voters = [%s]
 broker.heartbeat.interval.ms = 500
 broker.session.timeout.ms = 3000
 [logging]
 level = "info"
-`, id, filepath.Join(dir, fmt.Sprintf("data%d", id)), n.addr, ports[3+i], strings.Join(voters, ", "))), 0o644)
+`, id, filepath.Join(dir, fmt.Sprintf("data%d", id)), n.addr, ports[3+i], httpAddrs[i], strings.Join(voters, ", "))), 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +178,7 @@ level = "info"
 	for _, n := range nodes {
 		n.start(t, bin)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+time.Duration(trials)*time.Minute)
 	defer cancel()
 
 	// agreed polls until every live node reports the same view with a
@@ -204,6 +219,11 @@ level = "info"
 	start := time.Now()
 	ctrl := agreed("a controller and three brokers on every node", nodes, 60*time.Second, threeBrokers)
 	t.Logf("controller %d elected, three brokers registered, %v after the processes started", ctrl, time.Since(start).Round(time.Millisecond))
+	var iso *isolation
+	if mode == "isolate" {
+		iso = &isolation{fc: &faultCluster{t: t, bin: bin, nodes: nodes, proxies: proxies}, topic: "isolate-leaders", http: httpAddrs}
+		iso.fc.createTopic(ctx, iso.topic)
+	}
 
 	var failovers []time.Duration
 	for trial := 0; trial < trials; trial++ {
@@ -220,6 +240,9 @@ level = "info"
 			if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
+		} else if mode == "isolate" {
+			signal = "isolation"
+			iso.cut(ctx, t, old)
 		} else {
 			old.kill()
 		}
@@ -230,6 +253,9 @@ level = "info"
 		failovers = append(failovers, took)
 		t.Logf("trial %d: %s of controller %d, controller %d took over in %v (seen by both survivors through Metadata)",
 			trial+1, signal, old.id, newCtrl, took.Round(time.Millisecond))
+		if mode == "isolate" {
+			iso.elected(ctx, t, trial+1, old, others, newCtrl, took)
+		}
 		if took > 3*time.Second {
 			// Slower than the target: the survivors' last role changes
 			// say where the time went.
@@ -244,11 +270,14 @@ level = "info"
 				t.Logf("node %d's last role changes:\n%s", n.id, strings.Join(changes[max(0, len(changes)-8):], "\n"))
 			}
 		}
-		if mode == "stop" {
+		switch mode {
+		case "stop":
 			if err := old.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
 			}
-		} else {
+		case "isolate":
+			iso.heal(ctx, t, trial+1, old, newCtrl)
+		default:
 			old.start(t, bin)
 		}
 		ctrl = agreed(fmt.Sprintf("node %d back among three brokers", old.id), nodes, 60*time.Second, threeBrokers)
@@ -264,6 +293,12 @@ level = "info"
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+		if mode == "isolate" {
+			iso.afterHeal(ctx, t, trial+1, newCtrl)
+		}
+	}
+	if iso != nil {
+		iso.report(t)
 	}
 	if len(failovers) > 1 {
 		slices.Sort(failovers)

@@ -14,8 +14,9 @@ import (
 )
 
 // peerProxies stand in front of every node's CONTROLLER listener, so a
-// test can cut a node off from its peers (F07) while clients still reach
-// its client listener. controller.quorum.voters names the proxies; each
+// test can cut a node off from its peers (F07: its connections close) or
+// hold its links silent (TestThreeProcessCluster's isolate mode: nothing
+// closes, nothing arrives) while clients still reach its client listener. controller.quorum.voters names the proxies; each
 // proxy forwards to its node's real CONTROLLER listener. Every peer
 // connection opens with a handshake that names the dialing node, so a
 // proxy knows both ends of each connection it carries.
@@ -33,6 +34,15 @@ type peerProxies struct {
 	closed   bool
 	wg       sync.WaitGroup
 	refused  int
+
+	// silent are the nodes whose links are held silent, both ways, as a
+	// network that drops their packets would: no connection closes, the
+	// bytes wait in the proxy (then in the kernel's socket buffers, and
+	// the writer blocks once they are full), and a new connection gets
+	// no answer to its handshake, until heal delivers everything late.
+	silent map[int32]bool
+	// audible is signalled when silent shrinks or the proxies close.
+	audible *sync.Cond
 }
 
 type proxiedConn struct {
@@ -53,7 +63,8 @@ func (c *proxiedConn) close() {
 // proxies' addresses in the same order.
 func newPeerProxies(t *testing.T, targets []string) (*peerProxies, []string) {
 	t.Helper()
-	pp := &peerProxies{cut: map[int32]bool{}, fetchCut: map[[2]int32]bool{}, conns: map[*proxiedConn]bool{}}
+	pp := &peerProxies{cut: map[int32]bool{}, fetchCut: map[[2]int32]bool{}, silent: map[int32]bool{}, conns: map[*proxiedConn]bool{}}
+	pp.audible = sync.NewCond(&pp.mu)
 	var addrs []string
 	for i, target := range targets {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -94,6 +105,12 @@ func (pp *peerProxies) carry(client net.Conn, to int32, target string) {
 		client.Close()
 		return
 	}
+	// A connection opened to or from a silent node is not dialed on
+	// before heal: its dialer hears nothing, as when its SYN is dropped.
+	if !pp.waitAudible(from, to) {
+		client.Close()
+		return
+	}
 	upstream, err := net.DialTimeout("tcp", target, 5*time.Second)
 	if err != nil {
 		client.Close()
@@ -121,11 +138,41 @@ func (pp *peerProxies) carry(client net.Conn, to int32, target string) {
 		return
 	}
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(upstream, client); done <- struct{}{} }()
-	go func() { io.Copy(client, upstream); done <- struct{}{} }()
+	go func() { pp.pipe(upstream, client, from, to); done <- struct{}{} }()
+	go func() { pp.pipe(client, upstream, to, from); done <- struct{}{} }()
 	<-done
 	pc.close()
 	<-done
+}
+
+// pipe copies src to dst, holding each chunk while either end is silent.
+func (pp *peerProxies) pipe(dst, src net.Conn, from, to int32) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !pp.waitAudible(from, to) {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// waitAudible waits until neither a nor b is silent, and reports false if
+// the proxies closed first.
+func (pp *peerProxies) waitAudible(a, b int32) bool {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	for !pp.closed && (pp.silent[a] || pp.silent[b]) {
+		pp.audible.Wait()
+	}
+	return !pp.closed
 }
 
 // readHandshakeFrame reads the first frame of a peer connection (size,
@@ -170,6 +217,16 @@ func (pp *peerProxies) isolate(node int32) {
 	}
 }
 
+// silence holds every link of node silent, both ways, while it keeps
+// running: unlike isolate no connection closes, so nothing tells either
+// side that the network is gone but the silence itself, and what was in
+// flight arrives after heal, late, as TCP retransmission would deliver it.
+func (pp *peerProxies) silence(node int32) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	pp.silent[node] = true
+}
+
 // cutFetches stops follower from fetching from leader: their replica
 // connections close and new ones are refused until heal. The quorum's
 // connections stay up, so the controller still commits the leader's ISR
@@ -191,11 +248,14 @@ func (pp *peerProxies) heal() {
 	defer pp.mu.Unlock()
 	clear(pp.cut)
 	clear(pp.fetchCut)
+	clear(pp.silent)
+	pp.audible.Broadcast()
 }
 
 func (pp *peerProxies) close() {
 	pp.mu.Lock()
 	pp.closed = true
+	pp.audible.Broadcast()
 	for _, ln := range pp.lns {
 		ln.Close()
 	}

@@ -54,6 +54,13 @@ type Node struct {
 	// higher id. It does not do so twice, so a higher id that cannot win
 	// (it reaches this node but not a majority) cannot stall the cluster.
 	deferred bool
+	// rankedProbeTick is when a probe last came, for an epoch beyond
+	// this node's, from a voter that outranks it (see outranks);
+	// heardRankedProbe says one came at all. Such a prober is alive and
+	// may run: a probe round then waits for its answer up to the round's
+	// end, not only ProbeTicks.
+	rankedProbeTick  int64
+	heardRankedProbe bool
 
 	// Candidate: the voters that granted their vote in epoch.
 	votes map[NodeID]bool
@@ -278,7 +285,28 @@ func (n *Node) mayVote(from NodeID, epoch int32, log LogPosition) bool {
 	return epoch > n.epoch || (epoch == n.epoch && (n.votedFor == None || n.votedFor == from))
 }
 
+// outranks reports whether voter id, whose log ends at log, comes before
+// this node in the Bully order: its log is further ahead, or as far and
+// its id is higher. The voters rank the same way (logs aside, which
+// change only as a controller replicates), so two probers never both
+// defer to the other; and a node with a log behind another's, though the
+// highest, is refused by it, so both running at once can split the votes.
+func (n *Node) outranks(id NodeID, log LogPosition) bool {
+	return n.log.Less(log) || id > n.cfg.ID && !log.Less(n.log)
+}
+
 func (n *Node) handleProbe(m Message) {
+	if m.Epoch > n.epoch && n.outranks(m.From, m.Log) {
+		n.rankedProbeTick, n.heardRankedProbe = n.now, true
+		// It answered this node's probe while it was still quiet, and
+		// probes now itself: it is no longer quiet, and it hears this
+		// node, as a fresh answer would say.
+		if r, ok := n.probes[m.From]; ok && n.role == PreCandidate && r.Quiet {
+			r.Quiet, r.Log = false, m.Log
+			n.probes[m.From] = r
+			defer n.decideProbe(false)
+		}
+	}
 	resp := Message{Type: MsgProbeResp, To: m.From, Epoch: max(m.Epoch, n.epoch), Log: n.log, Quiet: n.quiet()}
 	resp.Reject = !n.mayVote(m.From, m.Epoch, m.Log)
 	resp.EpochTaken = n.epoch > m.Epoch || n.epoch == m.Epoch && n.votedFor != None && n.votedFor != m.From
@@ -329,27 +357,35 @@ func (n *Node) startProbe() {
 	n.decideProbe(false)
 }
 
-// decideProbe ends the probe round when it can. Bully order: a live
-// higher id (not quiet) whose log is at least as up to date makes this
-// node stand back once per epoch. Otherwise it runs with a majority of
-// grants, after every higher id answered or the round timed out.
+// decideProbe ends the probe round when it can. Bully order: a live voter
+// (not quiet) that outranks this node makes it stand back once per epoch.
+// Otherwise it runs with a majority of grants, after every higher id
+// answered or the round timed out.
 func (n *Node) decideProbe(timedOut bool) {
 	granted, higherAnswered, deferTo := 1, true, None
 	// Once ProbeTicks passed, a majority of grants is enough: a higher id
-	// that has not answered yet is likely down.
-	higherWaitOver := n.probeElapsed >= n.cfg.probeTicks()
+	// that has not answered yet is likely down. Not if one probed a
+	// moment ago: it is up, and probably running for the same epoch, and
+	// two candidates at once can split the votes (with five voters, two
+	// and two), which costs an election timeout, since the voters stay
+	// quiet after their vote. Its answer is a message delay behind its
+	// probe; the round's end bounds the wait, for a higher id that sends
+	// but does not hear (F09).
+	higherWaitOver := n.probeElapsed >= n.cfg.probeTicks() &&
+		!(n.heardRankedProbe && n.now-n.rankedProbeTick < int64(n.cfg.HeartbeatTicks))
 	for _, v := range n.cfg.Voters {
+		if v == n.cfg.ID {
+			continue
+		}
 		r, ok := n.probes[v]
 		if ok && !r.Reject {
 			granted++
 		}
-		if v <= n.cfg.ID {
-			continue
-		}
-		if !ok {
-			higherAnswered = false
-		} else if !r.Quiet && !r.Log.Less(n.log) {
+		if ok && !r.Quiet && n.outranks(v, r.Log) {
 			deferTo = v
+		}
+		if v > n.cfg.ID && !ok {
+			higherAnswered = false
 		}
 	}
 	switch {
