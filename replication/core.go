@@ -83,10 +83,12 @@ type followerState struct {
 	// fetchOffset is the follower's last fetch offset (its log end
 	// offset, durable under flush policy ack), -1 before its first fetch
 	// under this leadership.
-	fetchOffset                 int64
-	lastCaughtUpMs              int64
-	lastFetchMs                 int64
-	lastFetchLeaderLogEndOffset int64
+	fetchOffset    int64
+	lastCaughtUpMs int64
+	lastFetchMs    int64
+	// lastFetchReadLimit is what a follower could read at its last fetch
+	// (the leader's localOffset then): Kafka's lastFetchLeaderLogEndOffset.
+	lastFetchReadLimit int64
 }
 
 type waiter struct {
@@ -242,14 +244,20 @@ func (c *replicaCore) followerFetch(id int32, fetchOffset, nowMs int64) {
 	if !c.leading || f == nil {
 		return
 	}
+	// Caught up is measured against what a follower can read, the
+	// leader's localOffset (readLimitForFollower: its durable offset under
+	// flush policy ack), not its log end: under steady load the log end
+	// is always ahead of what is synced, and a follower that reads all it
+	// may would never count as caught up and would leave the ISR after
+	// replica.lag.time.max.ms.
 	switch {
-	case fetchOffset >= c.logEndOffset:
+	case fetchOffset >= c.localOffset:
 		f.lastCaughtUpMs = max(f.lastCaughtUpMs, nowMs)
-	case fetchOffset >= f.lastFetchLeaderLogEndOffset:
+	case fetchOffset >= f.lastFetchReadLimit:
 		f.lastCaughtUpMs = max(f.lastCaughtUpMs, f.lastFetchMs)
 	}
 	f.fetchOffset = fetchOffset
-	f.lastFetchMs, f.lastFetchLeaderLogEndOffset = nowMs, c.logEndOffset
+	f.lastFetchMs, f.lastFetchReadLimit = nowMs, c.localOffset
 	c.maybeExpandISR(id)
 	c.maybeAdvanceHighWatermark()
 	c.checkWaiters()
@@ -272,7 +280,7 @@ func (c *replicaCore) tick(nowMs int64) {
 		if r == c.self || f == nil {
 			continue
 		}
-		if f.fetchOffset != c.logEndOffset && nowMs-f.lastCaughtUpMs > c.lagTimeMaxMs {
+		if f.fetchOffset < c.localOffset && nowMs-f.lastCaughtUpMs > c.lagTimeMaxMs {
 			out = append(out, r)
 		}
 	}
