@@ -482,10 +482,13 @@ func (fm *fetcherManager) fetch(f *fetcher, conn LeaderConn, parts []*followed, 
 		// fetch reports them and may long poll.
 		for _, fl := range syncing {
 			if leo := fl.p.log.LogEndOffset(); fl.p.localOffset() < leo {
-				// An error (a truncation, a failed sync) leaves the
-				// durable offset where it is; the log reports it to
-				// the next append.
-				_ = fl.p.log.WaitDurable(leo)
+				// A failed sync leaves the durable offset where it is:
+				// back off rather than fetch again and again without a
+				// long poll.
+				if err := fl.p.log.WaitDurable(leo); err != nil && !errors.Is(err, wal.ErrTruncated) {
+					fm.logger.Warn("follower fdatasync failed", "partition", fl.p.tp.String(), "err", err)
+					fm.backoff(fl)
+				}
 			}
 		}
 	}
