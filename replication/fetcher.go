@@ -443,7 +443,7 @@ func (fm *fetcherManager) fetch(f *fetcher, conn LeaderConn, parts []*followed, 
 			// An older leader closes the connection on a version it does
 			// not serve: fetch as it expects for a while.
 			f.plainUntil = time.Now().Add(plainFetchRetry)
-			fm.logger.Debug("replica fetcher: the leader refused the pipelined fetch; syncing before each fetch", "leader", f.leader, "err", err)
+			fm.logger.Info("replica fetcher: the leader refused the pipelined fetch; syncing before each fetch", "leader", f.leader, "err", err)
 		}
 		return err
 	}

@@ -68,7 +68,7 @@ const maxReplicaFetchWait = 5 * time.Second
 
 // ServeReplicaRequest answers a request from peer from on a replica
 // connection: the encoded response body, or nil to close the connection
-// (an API or version other than the two above, a body that does not
+// (an API or version other than those above, a body that does not
 // decode, or a replica id that is not the peer's).
 func (m *Manager) ServeReplicaRequest(from int32, key, version int16, body []byte) []byte {
 	switch {
