@@ -21,12 +21,16 @@ import (
 //   - A follower's fetch carries two positions: its fetch offset (where
 //     the leader reads from) and its durable offset (what it holds on
 //     disk; equal to the fetch offset for a follower that syncs before it
-//     fetches). Only the durable offset counts toward the high watermark,
-//     ISR membership and catching up, so a follower may fetch ahead of its
-//     fdatasync without a record counting before it is durable.
-//   - A follower is caught up at a fetch whose durable offset reaches the
+//     fetches). Only the durable offset counts toward the high watermark
+//     and joining the ISR, so a follower may fetch ahead of its fdatasync
+//     without a record counting before it is durable.
+//   - A follower is caught up at a fetch whose fetch offset reaches the
 //     leader's log end offset, or the leader's log end offset at its
-//     previous fetch (Kafka's lastCaughtUpTimeMs). An ISR member not caught up for
+//     previous fetch (Kafka's lastCaughtUpTimeMs). The fetch offset, not
+//     the durable one: being caught up only keeps a member in the ISR,
+//     which holds the high watermark back and never moves it, and a
+//     pipelining follower's durable offset trails its fetch offset by a
+//     round by design. An ISR member not caught up for
 //     replica.lag.time.max.ms is shrunk out; a replica outside the ISR
 //     whose durable offset reaches both the high watermark and the start of
 //     the leader's epoch is expanded in.
@@ -256,9 +260,9 @@ func (c *replicaCore) followerFetch(id int32, fetchOffset, durableOffset, nowMs 
 	}
 	durableOffset = min(durableOffset, fetchOffset)
 	switch {
-	case durableOffset >= c.logEndOffset:
+	case fetchOffset >= c.logEndOffset:
 		f.lastCaughtUpMs = max(f.lastCaughtUpMs, nowMs)
-	case durableOffset >= f.lastFetchLeaderLogEndOffset:
+	case fetchOffset >= f.lastFetchLeaderLogEndOffset:
 		f.lastCaughtUpMs = max(f.lastCaughtUpMs, f.lastFetchMs)
 	}
 	f.fetchOffset, f.durableOffset = fetchOffset, durableOffset
@@ -285,7 +289,7 @@ func (c *replicaCore) tick(nowMs int64) {
 		if r == c.self || f == nil {
 			continue
 		}
-		if f.durableOffset != c.logEndOffset && nowMs-f.lastCaughtUpMs > c.lagTimeMaxMs {
+		if f.fetchOffset != c.logEndOffset && nowMs-f.lastCaughtUpMs > c.lagTimeMaxMs {
 			out = append(out, r)
 		}
 	}
