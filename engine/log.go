@@ -214,19 +214,6 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	return l.append(records, ss, -1, false)
 }
 
-// AppendAsFollowerAsync is AppendAsFollower without the wait: it writes
-// and returns a wait function that blocks until the append is as durable
-// as the flush policy promises. A follower that fetches again before its
-// fdatasync ends must report DurableOffset, not its log end offset, as
-// what it holds. The caller must call the wait function once.
-func (l *Log) AppendAsFollowerAsync(records []byte) (AppendInfo, func() error, error) {
-	ss, err := l.splitBatches(records, batch.AppendOriginReplication)
-	if err != nil {
-		return AppendInfo{}, nil, err
-	}
-	return l.appendNoWait(records, ss, -1, false)
-}
-
 // AppendAsync is Append without the wait: it validates, assigns offsets
 // and writes, and returns a wait function that blocks until the append is
 // as durable as the flush policy promises (an fdatasync under FlushAck).

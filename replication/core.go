@@ -18,21 +18,11 @@ import (
 // to answer).
 //
 // Rules (Kafka's Partition, with KIP-966):
-//   - A follower's fetch carries two positions: its fetch offset (where
-//     the leader reads from) and its durable offset (what it holds on
-//     disk; equal to the fetch offset for a follower that syncs before it
-//     fetches). Only the durable offset counts toward the high watermark
-//     and joining the ISR, so a follower may fetch ahead of its fdatasync
-//     without a record counting before it is durable.
-//   - A follower is caught up at a fetch whose fetch offset reaches the
-//     leader's log end offset, or the leader's log end offset at its
-//     previous fetch (Kafka's lastCaughtUpTimeMs). The fetch offset, not
-//     the durable one: being caught up only keeps a member in the ISR,
-//     which holds the high watermark back and never moves it, and a
-//     pipelining follower's durable offset trails its fetch offset by a
-//     round by design. An ISR member not caught up for
+//   - A follower is caught up at a fetch whose offset reaches the leader's
+//     log end offset, or the leader's log end offset at its previous fetch
+//     (Kafka's lastCaughtUpTimeMs). An ISR member not caught up for
 //     replica.lag.time.max.ms is shrunk out; a replica outside the ISR
-//     whose durable offset reaches both the high watermark and the start of
+//     whose fetch offset reaches both the high watermark and the start of
 //     the leader's epoch is expanded in.
 //   - ISR changes go to the controller one at a time; the committed ISR
 //     comes back in the metadata image, and only then counts. While one
@@ -42,7 +32,7 @@ import (
 //     until the image settles it or the controller refuses it outright; a
 //     timeout or any other answer that leaves its outcome unknown keeps
 //     it, and it is sent again.
-//   - The high watermark is the minimum durable offset over the maximal ISR
+//   - The high watermark is the minimum fetch offset over the maximal ISR
 //     (the leader's own: its durable offset under flush policy ack, the
 //     log end offset under interval); it moves only forward, and only
 //     while the committed ISR has at least min(min.insync.replicas,
@@ -91,13 +81,9 @@ type replicaCore struct {
 
 type followerState struct {
 	// fetchOffset is the follower's last fetch offset (its log end
-	// offset), -1 before its first fetch under this leadership.
-	fetchOffset int64
-	// durableOffset is the follower's last reported durable offset: what
-	// counts toward the high watermark and the ISR. -1 before its first
-	// fetch under this leadership.
-	// Invariant: durableOffset <= fetchOffset.
-	durableOffset               int64
+	// offset, durable under flush policy ack), -1 before its first fetch
+	// under this leadership.
+	fetchOffset                 int64
 	lastCaughtUpMs              int64
 	lastFetchMs                 int64
 	lastFetchLeaderLogEndOffset int64
@@ -166,7 +152,7 @@ func (c *replicaCore) becomeLeader(epoch int32, nowMs, logEndOffset, localOffset
 	c.followers = map[int32]*followerState{}
 	for _, r := range c.replicas {
 		if r != c.self {
-			c.followers[r] = &followerState{fetchOffset: -1, durableOffset: -1, lastCaughtUpMs: nowMs, lastFetchMs: nowMs}
+			c.followers[r] = &followerState{fetchOffset: -1, lastCaughtUpMs: nowMs, lastFetchMs: nowMs}
 		}
 	}
 	if c.highWatermark > logEndOffset {
@@ -203,7 +189,7 @@ func (c *replicaCore) setMetadata(partitionEpoch int32, replicas, isr []int32, m
 	if c.leading {
 		for _, r := range replicas {
 			if _, ok := c.followers[r]; !ok && r != c.self {
-				c.followers[r] = &followerState{fetchOffset: -1, durableOffset: -1}
+				c.followers[r] = &followerState{fetchOffset: -1}
 			}
 		}
 		c.maybeAdvanceHighWatermark()
@@ -250,22 +236,19 @@ func (c *replicaCore) localAppend(logEndOffset, localOffset int64) {
 	}
 }
 
-// followerFetch records a follower's fetch at fetchOffset, holding
-// durableOffset on disk (bounded by fetchOffset: a follower cannot hold
-// durably what it does not hold).
-func (c *replicaCore) followerFetch(id int32, fetchOffset, durableOffset, nowMs int64) {
+// followerFetch records a follower's fetch at fetchOffset.
+func (c *replicaCore) followerFetch(id int32, fetchOffset, nowMs int64) {
 	f := c.followers[id]
 	if !c.leading || f == nil {
 		return
 	}
-	durableOffset = min(durableOffset, fetchOffset)
 	switch {
 	case fetchOffset >= c.logEndOffset:
 		f.lastCaughtUpMs = max(f.lastCaughtUpMs, nowMs)
 	case fetchOffset >= f.lastFetchLeaderLogEndOffset:
 		f.lastCaughtUpMs = max(f.lastCaughtUpMs, f.lastFetchMs)
 	}
-	f.fetchOffset, f.durableOffset = fetchOffset, durableOffset
+	f.fetchOffset = fetchOffset
 	f.lastFetchMs, f.lastFetchLeaderLogEndOffset = nowMs, c.logEndOffset
 	c.maybeExpandISR(id)
 	c.maybeAdvanceHighWatermark()
@@ -315,7 +298,7 @@ func (c *replicaCore) maybeExpandISR(id int32) {
 		return
 	}
 	f := c.followers[id]
-	if f == nil || f.durableOffset < c.highWatermark || f.durableOffset < c.leaderEpochStartOffset {
+	if f == nil || f.fetchOffset < c.highWatermark || f.fetchOffset < c.leaderEpochStartOffset {
 		return
 	}
 	c.propose(append(slices.Clone(c.isr), id))
@@ -351,10 +334,10 @@ func (c *replicaCore) maybeAdvanceHighWatermark() {
 			continue
 		}
 		f := c.followers[r]
-		if f == nil || f.durableOffset < 0 {
+		if f == nil || f.fetchOffset < 0 {
 			return
 		}
-		hw = min(hw, f.durableOffset)
+		hw = min(hw, f.fetchOffset)
 	}
 	if hw > c.highWatermark {
 		c.highWatermark = hw

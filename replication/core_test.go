@@ -53,10 +53,7 @@ func TestReplicaCoreScripts(t *testing.T) {
 				leo := int64(d.Int(t, "leo", 0))
 				c.localAppend(leo, int64(d.Int(t, "durable", int(leo))))
 			case "fetch":
-				// durable defaults to the fetch offset: a follower that
-				// syncs before it fetches (or sends no durable offset).
-				offset := d.Int(t, "offset", 0)
-				c.followerFetch(int32(d.Int(t, "from", 0)), int64(offset), int64(d.Int(t, "durable", offset)), int64(d.Int(t, "now", 0)))
+				c.followerFetch(int32(d.Int(t, "from", 0)), int64(d.Int(t, "offset", 0)), int64(d.Int(t, "now", 0)))
 			case "tick":
 				c.tick(int64(d.Int(t, "now", 0)))
 			case "wait":

@@ -22,13 +22,9 @@
 // OffsetForLeaderEpoch on replica connections of the leader's CONTROLLER
 // listener, never the client listener (serve.go); one fetcher goroutine
 // per leader multiplexes every partition this node follows there
-// (fetcher.go). A follower appends without waiting for its fdatasync
-// and fetches again at once; its fetch carries its durable offset
-// (DurableOffsetTag) beside its fetch offset, and the leader reads from
-// the fetch offset but counts only the durable offset toward the high
-// watermark and the ISR, so the sync overlaps the next round trip and no
-// record counts before it is on disk. A fetch without the tag (an older
-// follower, which syncs before it fetches) counts its fetch offset. A
+// (fetcher.go). A follower appends with AppendAsFollower, which under
+// flush policy ack returns after fdatasync, so the fetch offset its next
+// fetch carries is durable when it counts toward the high watermark. A
 // follower learns the high watermark from fetch responses, and every
 // replica checkpoints it in replication-offset-checkpoint. On becoming a
 // follower a replica truncates by leader epoch, never to its local high

@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/engine"
-	"github.com/wren-broker/wren/wal"
 )
 
 // LeaderConn is a follower's connection to a leader: Kafka requests
@@ -69,20 +68,7 @@ type followed struct {
 	// watermark (Kafka's isReplicaInSync of a fetch state); the
 	// replication throttle leaves such a replica alone.
 	caughtUp atomic.Bool
-	// syncs holds a slot per fdatasync in flight for this partition's
-	// pipelined appends: a follower fetches ahead of its syncs, but at
-	// most cap(syncs) rounds ahead.
-	syncs chan struct{}
 }
-
-// maxFollowerSyncsInFlight bounds the pipelined appends of one partition
-// waiting for their fdatasync.
-const maxFollowerSyncsInFlight = 4
-
-// plainFetchRetry is how long a follower whose leader refused
-// ReplicaFetchDurableVersion (an older wren) fetches with
-// ReplicaFetchVersion before it tries again.
-const plainFetchRetry = time.Minute
 
 type fetcher struct {
 	leader int32
@@ -90,11 +76,6 @@ type fetcher struct {
 	wake   chan struct{}
 	stop   chan struct{}
 	conn   LeaderConn
-	// Owned by the fetcher's goroutine: fetches sent on the current
-	// connection, and until when the leader is taken to refuse
-	// ReplicaFetchDurableVersion.
-	connFetches int
-	plainUntil  time.Time
 }
 
 func newFetcherManager(self int32, cfg FetchConfig, logger *slog.Logger) *fetcherManager {
@@ -139,7 +120,7 @@ func (fm *fetcherManager) follow(tp engine.TopicPartition, p *Partition, leader,
 		fm.wg.Add(1)
 		go fm.run(f)
 	}
-	fl := &followed{p: p, leader: leader, epoch: epoch, syncs: make(chan struct{}, maxFollowerSyncsInFlight)}
+	fl := &followed{p: p, leader: leader, epoch: epoch}
 	f.parts[tp] = fl
 	fm.assigned[tp] = fl
 	select {
@@ -239,7 +220,6 @@ func (fm *fetcherManager) run(f *fetcher) {
 				continue
 			}
 			conn, lastErr = c, ""
-			f.connFetches = 0
 		}
 		err := fm.round(f, conn, parts)
 		if err != nil {
@@ -291,7 +271,7 @@ func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) 
 		}
 		return nil
 	}
-	return fm.fetch(f, conn, fetch, limits)
+	return fm.fetch(conn, fetch, limits)
 }
 
 func (fm *fetcherManager) backoff(fl *followed) {
@@ -380,24 +360,9 @@ func (fm *fetcherManager) truncate(conn LeaderConn, parts []*followed) error {
 
 // fetch sends one Fetch for parts, asking at most limits[i] bytes of
 // parts[i], and appends what comes back.
-//
-// Pipelining: with a leader that takes DurableOffsetTag, the follower
-// appends without waiting for the fdatasync and fetches again at once,
-// reporting its durable offset beside its fetch offset, so its sync runs
-// while the next round trip does and the leader counts only what is on
-// disk. A fetch sent while a sync is in flight does not long poll: the
-// leader would not learn of the sync's end until the poll ran out. When
-// such a fetch brings nothing, the follower waits for its syncs and then
-// reports them in a fetch that may long poll. With an older leader the
-// follower syncs before it fetches again, as a Kafka follower does.
-func (fm *fetcherManager) fetch(f *fetcher, conn LeaderConn, parts []*followed, limits []int32) error {
-	pipelined := !time.Now().Before(f.plainUntil)
-	version := ReplicaFetchVersion
-	if pipelined {
-		version = ReplicaFetchDurableVersion
-	}
+func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int32) error {
 	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(version)
+	req.SetVersion(ReplicaFetchVersion)
 	req.ReplicaID = fm.self
 	req.MaxWaitMillis = fm.cfg.WaitMaxMs
 	req.MinBytes = 1
@@ -405,7 +370,6 @@ func (fm *fetcherManager) fetch(f *fetcher, conn LeaderConn, parts []*followed, 
 	req.SessionEpoch = -1
 	byTopic := map[string]int{}
 	byTP := map[engine.TopicPartition]*followed{}
-	var syncing []*followed
 	for j, fl := range parts {
 		i, ok := byTopic[fl.p.tp.Topic]
 		if !ok {
@@ -421,30 +385,12 @@ func (fm *fetcherManager) fetch(f *fetcher, conn LeaderConn, parts []*followed, 
 		rp.FetchOffset = fl.p.log.LogEndOffset()
 		rp.LogStartOffset = fl.p.log.LogStartOffset()
 		rp.PartitionMaxBytes = limits[j]
-		if pipelined {
-			// Read after the log end offset: both only grow between
-			// truncations, which this goroutine does, so durable <=
-			// FetchOffset.
-			durable := fl.p.localOffset()
-			setDurableOffset(&rp, durable)
-			if durable < rp.FetchOffset {
-				syncing = append(syncing, fl)
-				req.MaxWaitMillis = 0
-			}
-		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		byTP[fl.p.tp] = fl
 	}
 	deadline := time.Now().Add(time.Duration(fm.cfg.WaitMaxMs)*time.Millisecond + fm.cfg.RequestTimeout)
-	f.connFetches++
-	body, err := conn.RoundTrip(1, version, req.AppendTo(nil), deadline)
+	body, err := conn.RoundTrip(1, ReplicaFetchVersion, req.AppendTo(nil), deadline)
 	if err != nil {
-		if pipelined && f.connFetches == 1 {
-			// An older leader closes the connection on a version it does
-			// not serve: fetch as it expects for a while.
-			f.plainUntil = time.Now().Add(plainFetchRetry)
-			fm.logger.Info("replica fetcher: the leader refused the pipelined fetch; syncing before each fetch", "leader", f.leader, "err", err)
-		}
 		return err
 	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -457,7 +403,6 @@ func (fm *fetcherManager) fetch(f *fetcher, conn LeaderConn, parts []*followed, 
 	// Partitions append (and fdatasync, under flush policy ack)
 	// concurrently: one round costs about one fdatasync.
 	var wg sync.WaitGroup
-	var records atomic.Bool
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
 			fl := byTP[engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]
@@ -465,37 +410,19 @@ func (fm *fetcherManager) fetch(f *fetcher, conn LeaderConn, parts []*followed, 
 				continue
 			}
 			fm.recordFollower(fl, len(rp.RecordBatches))
-			if len(rp.RecordBatches) > 0 {
-				records.Store(true)
-			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				fm.handlePartition(fl, rp, pipelined)
+				fm.handlePartition(fl, rp)
 				fm.noteCaughtUp(fl, rp)
 			}()
 		}
 	}
 	wg.Wait()
-	if !records.Load() && len(syncing) > 0 {
-		// Nothing new: wait for the syncs in flight, so that the next
-		// fetch reports them and may long poll.
-		for _, fl := range syncing {
-			if leo := fl.p.log.LogEndOffset(); fl.p.localOffset() < leo {
-				// A failed sync leaves the durable offset where it is:
-				// back off rather than fetch again and again without a
-				// long poll.
-				if err := fl.p.log.WaitDurable(leo); err != nil && !errors.Is(err, wal.ErrTruncated) {
-					fm.logger.Warn("follower fdatasync failed", "partition", fl.p.tp.String(), "err", err)
-					fm.backoff(fl)
-				}
-			}
-		}
-	}
 	return nil
 }
 
-func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTopicPartition, pipelined bool) {
+func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTopicPartition) {
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
 	case errors.Is(err, kerr.OffsetOutOfRange):
@@ -515,13 +442,7 @@ func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTop
 		return
 	}
 	if len(rp.RecordBatches) > 0 {
-		var err error
-		if pipelined {
-			err = fm.appendPipelined(fl, rp.RecordBatches)
-		} else {
-			err = fl.p.appendAsFollower(fl.epoch, rp.RecordBatches)
-		}
-		if err != nil {
+		if err := fl.p.appendAsFollower(fl.epoch, rp.RecordBatches); err != nil {
 			if errors.Is(err, engine.ErrInvalidOffsets) {
 				fm.setTruncated(fl, false)
 			} else {
@@ -532,25 +453,6 @@ func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTop
 		}
 	}
 	fl.p.setFollowerHighWatermark(rp.HighWatermark)
-}
-
-// appendPipelined appends without waiting for the fdatasync, which a
-// goroutine of its own waits for while the fetcher fetches again; at most
-// maxFollowerSyncsInFlight of them per partition.
-func (fm *fetcherManager) appendPipelined(fl *followed, records []byte) error {
-	fl.syncs <- struct{}{}
-	wait, err := fl.p.appendAsFollowerAsync(fl.epoch, records)
-	if err != nil {
-		<-fl.syncs
-		return err
-	}
-	go func() {
-		defer func() { <-fl.syncs }()
-		if err := wait(); err != nil && !errors.Is(err, wal.ErrTruncated) {
-			fm.logger.Warn("follower fdatasync failed", "partition", fl.p.tp.String(), "err", err)
-		}
-	}()
-	return nil
 }
 
 // errNotFollowing: the replica's leadership moved on since the fetch.
@@ -568,19 +470,6 @@ func (p *Partition) appendAsFollower(epoch int32, records []byte) error {
 	}
 	_, err := p.log.AppendAsFollower(records)
 	return err
-}
-
-// appendAsFollowerAsync is appendAsFollower without the wait for the
-// fdatasync: the caller must call the returned function once, and until
-// it returns the append is not durable (localOffset does not count it).
-func (p *Partition) appendAsFollowerAsync(epoch int32, records []byte) (func() error, error) {
-	p.followMu.Lock()
-	defer p.followMu.Unlock()
-	if lead, e := p.Leader(); lead || e != epoch {
-		return nil, errNotFollowing
-	}
-	_, wait, err := p.log.AppendAsFollowerAsync(records)
-	return wait, err
 }
 
 func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {

@@ -5,10 +5,10 @@ package replication
 // replica.fetch.response.max.bytes when that share is larger.
 //
 // Why more than Kafka's per-partition amount: under flush policy ack a
-// record counts toward the high watermark only once the follower's
-// fdatasync covers it (an older follower syncs every round before it
-// fetches again; a pipelining one overlaps the sync with the next round),
-// so a round costs about one fdatasync however much it carries. With the few partitions per leader of an edge cluster, 1 MiB
+// follower fdatasyncs every fetch round before it fetches again (its next
+// fetch offset must be durable when it counts toward the high watermark),
+// so a round costs about one fdatasync and one round trip however much it
+// carries. With the few partitions per leader of an edge cluster, 1 MiB
 // per partition per round caps replication, and every acks=all producer
 // behind it, at about 1 MiB per partition per fdatasync: measured on a
 // three-node loopback cluster, 6 partitions, rounds came back full at

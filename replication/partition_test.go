@@ -249,7 +249,7 @@ func TestFollowerFetchReadsOnlyDurable(t *testing.T) {
 			rp := kmsg.NewFetchRequestTopicPartition()
 			rp.PartitionMaxBytes = 1 << 20
 			req.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{rp}}}
-			targets := [][]replicaFetchTarget{{{p: p, part: rp, err: p.followerFetch(2, 0, 0, 1)}}}
+			targets := [][]replicaFetchTarget{{{p: p, part: rp, err: p.followerFetch(2, 0, 1)}}}
 			resp, _, _ := (&Manager{}).readForFollower(2, req, targets)
 			if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
 				t.Fatalf("%v: fetch error %d", policy, c)

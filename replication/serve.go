@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"encoding/binary"
 	"errors"
 	"slices"
 	"time"
@@ -22,57 +21,21 @@ import (
 
 // Versions of the replica requests: the last non-flexible ones, which
 // carry CurrentLeaderEpoch (KIP-320) and need no tagged-field header.
-// The replica transport's request header is never flexible, whatever the
-// version of the body.
 const (
 	ReplicaFetchVersion                int16 = 11
 	ReplicaOffsetForLeaderEpochVersion int16 = 3
-	// ReplicaFetchDurableVersion is the first flexible Fetch, the first
-	// that can carry DurableOffsetTag. A follower sends it to say it
-	// fetches ahead of its fdatasync; a leader serves both versions, and a
-	// follower whose leader refuses it (an older wren) falls back to
-	// ReplicaFetchVersion and syncs before it fetches again.
-	ReplicaFetchDurableVersion int16 = 12
 )
-
-// DurableOffsetTag is wren's tagged field of a Fetch request partition
-// (flexible versions, replica connections only): the follower's durable
-// offset as an 8-byte big-endian int64. Kafka's Fetch has no such
-// field: a Kafka follower's fetch offset is all the leader knows. When
-// present, the leader reads from FetchOffset but counts only this offset
-// toward the high watermark and the ISR; when absent, FetchOffset is
-// durable (the follower synced before fetching).
-// Part of the replica wire protocol; never change.
-const DurableOffsetTag uint32 = 0x7772656e // "wren"
-
-// durableOffsetOf is the durable offset a fetch partition reports, or
-// its fetch offset when it carries none (or a malformed one).
-func durableOffsetOf(rp *kmsg.FetchRequestTopicPartition) int64 {
-	durable := rp.FetchOffset
-	rp.UnknownTags.Each(func(key uint32, v []byte) {
-		if key == DurableOffsetTag && len(v) == 8 {
-			durable = min(int64(binary.BigEndian.Uint64(v)), rp.FetchOffset)
-		}
-	})
-	return durable
-}
-
-// setDurableOffset tags a fetch partition with the follower's durable
-// offset.
-func setDurableOffset(rp *kmsg.FetchRequestTopicPartition, durable int64) {
-	rp.UnknownTags.Set(DurableOffsetTag, binary.BigEndian.AppendUint64(nil, uint64(durable)))
-}
 
 // maxReplicaFetchWait bounds a follower's long poll whatever it asks.
 const maxReplicaFetchWait = 5 * time.Second
 
 // ServeReplicaRequest answers a request from peer from on a replica
 // connection: the encoded response body, or nil to close the connection
-// (an API or version other than those above, a body that does not
+// (an API or version other than the two above, a body that does not
 // decode, or a replica id that is not the peer's).
 func (m *Manager) ServeReplicaRequest(from int32, key, version int16, body []byte) []byte {
 	switch {
-	case key == 1 && (version == ReplicaFetchVersion || version == ReplicaFetchDurableVersion):
+	case key == 1 && version == ReplicaFetchVersion:
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(version)
 		if req.ReadFrom(body) != nil || req.ReplicaID != from {
@@ -107,7 +70,7 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *kmsg.FetchResp
 			if ft.p == nil {
 				ft.err = kerr.UnknownTopicOrPartition.Code
 			} else {
-				ft.err = ft.p.followerFetch(from, rp.FetchOffset, durableOffsetOf(&rp), rp.CurrentLeaderEpoch)
+				ft.err = ft.p.followerFetch(from, rp.FetchOffset, rp.CurrentLeaderEpoch)
 			}
 			targets[i] = append(targets[i], ft)
 		}
@@ -291,12 +254,11 @@ func (p *Partition) checkLeaderLocked(currentLeaderEpoch int32) int16 {
 	return 0
 }
 
-// followerFetch records a follower's fetch position (its log end offset,
-// where the leader reads from) and its durable offset (what counts
-// toward the high watermark: the fetch offset itself for a follower that
-// syncs before it fetches again), and returns the partition's error code
-// for the fetch.
-func (p *Partition) followerFetch(from int32, fetchOffset, durableOffset int64, currentLeaderEpoch int32) int16 {
+// followerFetch records a follower's fetch position (its log end offset:
+// durable under flush policy ack, since a follower appends with
+// fdatasync before it fetches again) and returns the partition's error
+// code for the fetch.
+func (p *Partition) followerFetch(from int32, fetchOffset int64, currentLeaderEpoch int32) int16 {
 	lso, leo := p.log.LogStartOffset(), p.log.LogEndOffset()
 	p.mu.Lock()
 	if code := p.checkLeaderLocked(currentLeaderEpoch); code != 0 {
@@ -311,7 +273,7 @@ func (p *Partition) followerFetch(from int32, fetchOffset, durableOffset int64, 
 		p.mu.Unlock()
 		return kerr.OffsetOutOfRange.Code
 	}
-	p.core.followerFetch(from, fetchOffset, durableOffset, p.nowMs())
+	p.core.followerFetch(from, fetchOffset, p.nowMs())
 	send := p.applyReadyLocked()
 	p.mu.Unlock()
 	if send != nil {

@@ -129,21 +129,6 @@ func TestReplicationSimCatchesTruncateToHighWatermark(t *testing.T) {
 	t.Fatal("200 seeds of a follower truncating to its high watermark broke no invariant")
 }
 
-// Nor is the durable offset: a leader that counts a pipelined
-// follower's fetch offset, ahead of its fdatasync, acknowledges records
-// that a crash then loses.
-func TestReplicationSimCatchesLeaderCountingFetchOffset(t *testing.T) {
-	sc := replScenario{Name: "leader-counts-fetch-offset", FaultMs: 2000,
-		Faults: replFaults{DelayMaxMs: 3, CrashPerMille: 8, DownMaxMs: 100}}
-	for seed := uint64(1); seed <= 200; seed++ {
-		if err := newReplSim(sc, seed, bugLeaderCountsFetchOffset).run(); err != nil {
-			t.Logf("seed %d: %v", seed, firstLine(err))
-			return
-		}
-	}
-	t.Fatal("200 seeds of a leader counting fetch offsets ahead of the followers' fdatasyncs broke no invariant")
-}
-
 func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\ntrace")
 	return s

@@ -115,10 +115,6 @@ const (
 	// count when written, and a power loss drops what the page cache
 	// held.
 	bugFlushInterval
-	// bugLeaderCountsFetchOffset: the leader ignores the durable offset
-	// a pipelined follower reports and counts its fetch offset, which
-	// runs ahead of its fdatasync.
-	bugLeaderCountsFetchOffset
 )
 
 type simMsgKind int
@@ -150,7 +146,6 @@ type simMsg struct {
 	reqID       uint64
 	epoch       int32 // CurrentLeaderEpoch of a request, or the follow epoch
 	offset      int64 // Fetch: fetch offset
-	durable     int64 // Fetch: the follower's durable offset (DurableOffsetTag)
 	askEpoch    int32 // OffsetForLeaderEpoch: the epoch asked about
 	code        int16
 	records     []byte
@@ -193,13 +188,6 @@ type simNode struct {
 	// pendingFollowerSync is, under bugCountUnsyncedFollower, the
 	// follower append written but not yet synced.
 	pendingFollowerSync *simMsg
-	// pipelined: this incarnation fetches ahead of its fdatasyncs,
-	// reporting its durable offset (ReplicaFetchDurableVersion);
-	// otherwise it syncs before it fetches again (an older follower).
-	pipelined bool
-	// followerSyncs are the pipelined appends' waits for their
-	// fdatasync, done late.
-	followerSyncs []func() error
 }
 
 type simAlter struct {
@@ -360,8 +348,7 @@ func (s *replSim) start(n *simNode) error {
 	n.logs, n.p = logs, newPartition(simTP, l, hooks, hws[simTP])
 	n.up, n.inc = true, n.inc+1
 	n.appliedPE, n.leader, n.epoch, n.truncated, n.inflight = -1, -1, -1, false, 0
-	n.syncs, n.waiters, n.alters, n.pendingFollowerSync, n.followerSyncs = nil, nil, nil, nil, nil
-	n.pipelined = s.rng.IntN(4) != 0
+	n.syncs, n.waiters, n.alters, n.pendingFollowerSync = nil, nil, nil, nil
 	n.lastHW = n.p.HighWatermark()
 	s.logf("node %d up (incarnation %d): leo=%d hw=%d epochs=%v", n.id, n.inc, l.LogEndOffset(), n.lastHW, l.LeaderEpochs())
 	return nil
@@ -816,11 +803,7 @@ func (s *replSim) deliver(m *simMsg) error {
 // long poll.
 func (s *replSim) serveFetch(n *simNode, m *simMsg) {
 	r := &simMsg{kind: msgFetchResp, hw: -1, lso: -1}
-	durable := m.durable
-	if s.bug == bugLeaderCountsFetchOffset {
-		durable = m.offset
-	}
-	r.code = n.p.followerFetch(m.from, m.offset, durable, m.epoch)
+	r.code = n.p.followerFetch(m.from, m.offset, m.epoch)
 	l := n.p.Log()
 	r.hw, r.lso = n.p.HighWatermark(), l.LogStartOffset()
 	if r.code == 0 {
@@ -860,18 +843,7 @@ func (s *replSim) handleFetchResp(n *simNode, m *simMsg) error {
 		if s.bug == bugCountUnsyncedFollower {
 			return s.appendUnsynced(n, m)
 		}
-		var err error
-		if n.pipelined {
-			// fetcher.go's appendPipelined: the sync is done late
-			// (nodeStep), and the next fetch may go first.
-			var wait func() error
-			if wait, err = n.p.appendAsFollowerAsync(n.epoch, m.records); err == nil {
-				n.followerSyncs = append(n.followerSyncs, wait)
-			}
-		} else {
-			err = n.p.appendAsFollower(n.epoch, m.records)
-		}
-		if err != nil {
+		if err := n.p.appendAsFollower(n.epoch, m.records); err != nil {
 			if errors.Is(err, engine.ErrInvalidOffsets) {
 				n.truncated = false
 			} else {
@@ -996,15 +968,6 @@ func (s *replSim) nodeStep(n *simNode) error {
 			return nil
 		}
 	}
-	// A pipelined follower's fdatasyncs end late, in a group.
-	if len(n.followerSyncs) > 0 && s.rng.IntN(4) == 0 {
-		for _, wait := range n.followerSyncs {
-			// A truncation or a failed sync leaves the durable offset
-			// where it is.
-			_ = wait()
-		}
-		n.followerSyncs = nil
-	}
 	// Leader: syncs due, then waiters.
 	var keep []simSync
 	for _, sy := range n.syncs {
@@ -1082,15 +1045,7 @@ func (s *replSim) nodeStep(n *simNode) error {
 		s.request(n, &simMsg{kind: msgOffsetForEpoch, to: n.leader, reqID: s.reqID, epoch: n.epoch, askEpoch: epochs[len(epochs)-1].Epoch})
 		return nil
 	}
-	// fetcher.go's fetch: the durable offset a pipelined follower
-	// reports; an older follower's fetch offset is durable. The planted
-	// bug reports unsynced records as durable.
-	leo := n.p.log.LogEndOffset()
-	durable := leo
-	if n.pipelined && s.bug != bugCountUnsyncedFollower {
-		durable = n.p.localOffset()
-	}
-	s.request(n, &simMsg{kind: msgFetch, to: n.leader, reqID: s.reqID, epoch: n.epoch, offset: leo, durable: durable})
+	s.request(n, &simMsg{kind: msgFetch, to: n.leader, reqID: s.reqID, epoch: n.epoch, offset: n.p.log.LogEndOffset()})
 	return nil
 }
 
