@@ -494,18 +494,32 @@ func readFrame(r io.Reader, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("quorum: frame of %d bytes, limit %d", n, limit)
 	}
 	// Memory follows the bytes that arrive, not the size announced.
-	var buf []byte
 	if int(n) <= 64<<10 {
-		buf = make([]byte, n)
+		buf := make([]byte, n)
 		_, err := io.ReadFull(r, buf)
 		return buf, err
 	}
-	lr := io.LimitReader(r, int64(n))
-	buf, err := io.ReadAll(lr)
-	if err == nil && len(buf) < int(n) {
-		err = io.ErrUnexpectedEOF
+	// The buffer grows fourfold as the bytes arrive, to exactly the
+	// frame's size at the last step: io.ReadAll grew from 512 bytes by
+	// small steps, copying and clearing a multi-MB replica fetch response
+	// many times over. Memory stays within four times what arrived.
+	buf := make([]byte, 0, 64<<10)
+	for len(buf) < int(n) {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(4*cap(buf), int(n)))
+			copy(grown, buf)
+			buf = grown
+		}
+		m, err := io.ReadFull(r, buf[len(buf):min(cap(buf), int(n))])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return buf, err
+		}
 	}
-	return buf, err
+	return buf, nil
 }
 
 // serveReplica answers a follower's requests on a replica connection, one
