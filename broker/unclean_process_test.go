@@ -56,7 +56,9 @@ func TestUncleanRestartProcess(t *testing.T) {
 		t.Fatalf("partition %d after its leader %d's unclean restart: leader %d at epoch %d (was %d), want another ISR member %v at a higher epoch",
 			p, leader, after.leader, after.leaderEpoch, epoch, ps[p].isr)
 	}
-	if n := countLogLines(t, fc, registeredLine(leader, true)); n <= uncleanBefore {
+	// The controller logs a registration once it returns from the commit,
+	// which other goroutines (a Metadata answer) may see first.
+	if n := waitLogLines(t, fc, registeredLine(leader, true), uncleanBefore); n <= uncleanBefore {
 		t.Fatalf("no node logged broker %d's registration after an unclean shutdown (%d such lines before the kill, %d now)", leader, uncleanBefore, n)
 	}
 	if n := countLogLines(t, fc, sessionFenceLine(leader)); n > 0 {
@@ -83,7 +85,7 @@ func TestUncleanRestartProcess(t *testing.T) {
 	victim.terminate(t)
 	fc.restart(victim)
 	_, healed = fc.waitHealthy(ctx, observer, topic)
-	if n := countLogLines(t, fc, registeredLine(leader, false)); n <= cleanBefore {
+	if n := waitLogLines(t, fc, registeredLine(leader, false), cleanBefore); n <= cleanBefore {
 		t.Fatalf("no node logged broker %d's registration after a clean shutdown (%d such lines before SIGTERM, %d now)", leader, cleanBefore, n)
 	}
 	if n := countLogLines(t, fc, registeredLine(leader, true)); n != uncleanBefore {
@@ -140,6 +142,20 @@ func registeredLine(id int32, unclean bool) *regexp.Regexp {
 
 func sessionFenceLine(id int32) *regexp.Regexp {
 	return regexp.MustCompile(fmt.Sprintf(`msg="metadata quorum: broker fenced" broker=%d reason="session expired"`, id))
+}
+
+// waitLogLines waits, at most 10 s, until the nodes' logs hold more than
+// before lines matching re, and returns how many they hold.
+func waitLogLines(t *testing.T, fc *faultCluster, re *regexp.Regexp, before int) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := countLogLines(t, fc, re)
+		if n > before || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // countLogLines counts the lines of every node's log that match re.
