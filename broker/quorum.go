@@ -15,6 +15,7 @@ import (
 	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups/coordinator"
+	"github.com/wren-broker/wren/kafka/splice"
 	"github.com/wren-broker/wren/replication"
 )
 
@@ -116,7 +117,7 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 		},
 		// Followers fetch from their leaders on replica connections of
 		// this listener: only a peer that passed the handshake can ask.
-		OnReplicaRequest: func(from election.NodeID, key, version int16, body []byte) []byte {
+		OnReplicaRequest: func(from election.NodeID, key, version int16, body []byte) *splice.Body {
 			if r := repl.Load(); r != nil {
 				return r.ServeReplicaRequest(int32(from), key, version, body)
 			}

@@ -586,3 +586,53 @@ func TestRandomWorkloadAgainstModel(t *testing.T) {
 	}
 	mustNotErr(t, l.Close())
 }
+
+// ReadWhole never ends inside a batch: where maxBytes cuts one, the slice
+// stops before it; a first batch larger than maxBytes comes whole
+// (KIP-74). Read, for consumers, cuts at maxBytes as Kafka does.
+func TestReadWholeStopsBeforeACutBatch(t *testing.T) {
+	l := openTestLog(t, vfs.NewMem(), testOptions(nil), OpenOptions{})
+	defer l.Close()
+	var sizes []int64
+	for i := 0; i < 6; i++ {
+		b := makeBatch(t, batch.CompressionNone, i, 3, 100+50*i, 1000)
+		sizes = append(sizes, int64(len(b)))
+		if _, err := l.Append(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leo := l.LogEndOffset()
+	sum := func(n int) (s int64) {
+		for _, x := range sizes[:n] {
+			s += x
+		}
+		return s
+	}
+	for _, c := range []struct {
+		maxBytes int64
+		want     int64
+	}{
+		{1, sum(1)},            // one batch, whole, though larger
+		{sum(1) + 1, sum(1)},   // the second does not fit
+		{sum(2), sum(2)},       // ends exactly at a batch
+		{sum(4) - 1, sum(3)},   // the fourth is cut: left out
+		{sum(6) + 100, sum(6)}, // all of it
+	} {
+		r, err := l.ReadWhole(0, c.maxBytes, leo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Slice.Size != c.want {
+			t.Errorf("ReadWhole(maxBytes %d) = %d bytes, want %d", c.maxBytes, r.Slice.Size, c.want)
+		}
+		r.Release()
+		r, err = l.Read(0, c.maxBytes, leo, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(max(c.maxBytes, sizes[0]), sum(6)); r.Slice.Size != want {
+			t.Errorf("Read(maxBytes %d) = %d bytes, want %d (cut as Kafka cuts)", c.maxBytes, r.Slice.Size, want)
+		}
+		r.Release()
+	}
+}

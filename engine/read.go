@@ -56,6 +56,18 @@ func (r *ReadResult) Bytes() ([]byte, error) {
 // (KIP-74). An offset outside [LogStartOffset, LogEndOffset] is
 // ErrOffsetOutOfRange; offset == maxOffset is an empty result.
 func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*ReadResult, error) {
+	return l.read(offset, maxBytes, maxOffset, minOneMessage, false)
+}
+
+// ReadWhole is Read with minOneMessage that returns whole batches only:
+// where maxBytes cuts a batch, the slice ends before it. A follower
+// appends what its leader sends as it is, and a batch cut short is not a
+// batch.
+func (l *Log) ReadWhole(offset, maxBytes, maxOffset int64) (*ReadResult, error) {
+	return l.read(offset, maxBytes, maxOffset, true, true)
+}
+
+func (l *Log) read(offset, maxBytes, maxOffset int64, minOneMessage, whole bool) (*ReadResult, error) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -115,7 +127,7 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 			c.seg.release()
 			continue
 		}
-		result, err = readSegment(c.seg, c.end, c.next, offset, maxBytes, maxOffset, minOneMessage, c.skips)
+		result, err = readSegment(c.seg, c.end, c.next, offset, maxBytes, maxOffset, minOneMessage, whole, c.skips)
 		if result == nil {
 			c.seg.release()
 		}
@@ -136,7 +148,7 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneMessage bool) (*Read
 
 // readSegment reads from one segment; nil when no batch in it qualifies.
 // On success the result owns the caller's reference to seg.
-func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, minOneMessage bool, skips [][2]int64) (*ReadResult, error) {
+func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, minOneMessage, whole bool, skips [][2]int64) (*ReadResult, error) {
 	start, ok, err := seg.lookupPositionSkipping(offset, end, skips)
 	if err != nil || !ok {
 		return nil, err
@@ -169,6 +181,15 @@ func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, min
 	}
 	if size > limit {
 		size = limit
+		if whole {
+			// Below maxPos every batch boundary is one (the segment's end,
+			// a batch at maxOffset, a damaged range's start); a cut one
+			// is found by walking the headers.
+			var err error
+			if size, err = seg.wholeBatchesWithin(start.Position, start.Position+size); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if size <= 0 {
 		return nil, nil
@@ -180,32 +201,14 @@ func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, min
 	}, nil
 }
 
-// ReadBatches is Read followed by a copy, dropping a partial trailing
-// batch: for tests, tools and replication over TLS.
+// ReadBatches is ReadWhole followed by a copy: for tests and tools.
 func (l *Log) ReadBatches(offset, maxBytes, maxOffset int64) ([]byte, error) {
-	r, err := l.Read(offset, maxBytes, maxOffset, true)
+	r, err := l.ReadWhole(offset, maxBytes, maxOffset)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Release()
-	b, err := r.Bytes()
-	if err != nil {
-		return nil, err
-	}
-	return b[:wholeBatches(b)], nil
-}
-
-// wholeBatches is the length of the complete batches at the start of b.
-func wholeBatches(b []byte) int {
-	n := 0
-	for len(b)-n >= batch.RecordBatchOverhead {
-		h, err := batch.ParseHeader(b[n:])
-		if err != nil || n+h.Size() > len(b) {
-			break
-		}
-		n += h.Size()
-	}
-	return n
+	return r.Bytes()
 }
 
 // Special timestamps of ListOffsets. Part of the wire protocol.

@@ -235,6 +235,28 @@ func (s *segment) readHeader(pos int64, buf []byte) (batch.Header, error) {
 	return batch.ParseHeader(buf[:batch.RecordBatchOverhead])
 }
 
+// wholeBatchesWithin returns the length of the whole batches from from
+// (a batch's start) that end at or before to, walking their headers; at
+// least the first batch's.
+func (s *segment) wholeBatchesWithin(from, to int64) (int64, error) {
+	buf := make([]byte, batch.RecordBatchOverhead)
+	pos := from
+	for {
+		h, err := s.readHeader(pos, buf)
+		if err != nil {
+			return 0, fmt.Errorf("engine: %s at %d: %w", s.log.Name(), pos, err)
+		}
+		size := int64(h.Size())
+		if pos+size > to && pos > from {
+			return pos - from, nil
+		}
+		pos += size
+		if pos >= to {
+			return pos - from, nil
+		}
+	}
+}
+
 // batchPosition is where a batch sits in the segment.
 type batchPosition struct {
 	Position   int64

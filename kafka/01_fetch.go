@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/kafka/splice"
 )
 
 // Fetch: v4-12
@@ -18,7 +19,7 @@ import (
 //   the durable end of the log, so nothing a crash could take back is ever
 //   served.
 // * Record data goes from the segment file to the socket with sendfile
-//   (encodeFetchResponse splices file ranges into the response).
+//   (splice.EncodeFetchResponse splices file ranges into the response).
 // * MinBytes and MaxWaitMillis: a long poll. The response waits, on the
 //   connection's writer and so without holding up later requests' work,
 //   until MinBytes are available, the wait ends, or a partition's high
@@ -50,7 +51,7 @@ func (s *Server) handleFetch(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.FetchRequest)
 	version := req.Header.ApiVersion
 	if r.SessionID != 0 || (r.SessionEpoch != 0 && r.SessionEpoch != -1) {
-		return RespondSpliced(&SplicedResponse{Chunks: encodeFetchResponse(version, 0, kerr.FetchSessionIDNotFound.Code, 0, nil)}), nil
+		return RespondSpliced(&SplicedResponse{Chunks: splice.EncodeFetchResponse(version, 0, kerr.FetchSessionIDNotFound.Code, 0, nil)}), nil
 	}
 	wait := time.Duration(r.MaxWaitMillis) * time.Millisecond
 	if wait > maxFetchWait {
@@ -69,7 +70,7 @@ func (s *Server) handleFetch(req *Request) (Pending, error) {
 			topics, size, release := plan.read(r)
 			if size >= int64(r.MinBytes) || wait == 0 || !time.Now().Before(deadline) || len(wake) == 0 {
 				observeFetched(s.cfg.Observer, topics)
-				return Response{Spliced: &SplicedResponse{Chunks: encodeFetchResponse(version, 0, 0, 0, topics), Release: release}}, nil
+				return Response{Spliced: &SplicedResponse{Chunks: splice.EncodeFetchResponse(version, 0, 0, 0, topics), Release: release}}, nil
 			}
 			release()
 			if !waitAny(ctx, wake, time.Until(deadline)) {
@@ -82,7 +83,7 @@ func (s *Server) handleFetch(req *Request) (Pending, error) {
 }
 
 // observeFetched tells o the record bytes of the response, per topic.
-func observeFetched(o Observer, topics []fetchTopic) {
+func observeFetched(o Observer, topics []splice.FetchTopic) {
 	for _, t := range topics {
 		var bytes int64
 		for _, p := range t.Partitions {
@@ -151,7 +152,7 @@ func (plan *fetchPlan) watch() []<-chan struct{} {
 
 // read reads every partition once and returns the response topics, the
 // record bytes found and the function that lets the segments go.
-func (plan *fetchPlan) read(r *kmsg.FetchRequest) ([]fetchTopic, int64, func()) {
+func (plan *fetchPlan) read(r *kmsg.FetchRequest) ([]splice.FetchTopic, int64, func()) {
 	var results []*engine.ReadResult
 	release := func() {
 		for _, rr := range results {
@@ -163,11 +164,11 @@ func (plan *fetchPlan) read(r *kmsg.FetchRequest) ([]fetchTopic, int64, func()) 
 		budget = 1 << 30
 	}
 	var total int64
-	topics := make([]fetchTopic, len(r.Topics))
+	topics := make([]splice.FetchTopic, len(r.Topics))
 	for i, t := range r.Topics {
 		topics[i].Topic = t.Topic
 		for _, ft := range plan.targets[i] {
-			fp := fetchPartition{Partition: ft.part.Partition, ErrorCode: ft.err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+			fp := splice.FetchPartition{Partition: ft.part.Partition, ErrorCode: ft.err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 			if ft.err == 0 {
 				limit := min(int64(ft.part.PartitionMaxBytes), budget-total)
 				if limit < 0 {

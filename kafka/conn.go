@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -18,8 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/internal/membudget"
+	"github.com/wren-broker/wren/kafka/splice"
 )
 
 // readBufferBytes is the reader's buffer: small requests and the size
@@ -313,7 +312,7 @@ func (c *conn) complete(item queued) (err error) {
 				"panic", v, "stack", string(debug.Stack()))
 			err = fmt.Errorf("%w: %s v%d response: %v", ErrHandlerPanic, kmsg.NameForKey(item.key), item.version, v)
 		}
-		resp.Spliced.release()
+		resp.Spliced.Done()
 	}()
 	resp, err = item.pending(c.ctx)
 	if err != nil {
@@ -371,60 +370,26 @@ func (c *conn) writeMsg(item queued, msg kmsg.Response) error {
 	return nil
 }
 
-// writeSpliced writes the header, then each chunk: runs of byte chunks in
-// one writev, file chunks with engine.SendFile.
+// writeSpliced writes the header, then each chunk (splice.Write: runs of
+// byte chunks in one writev, file chunks with sendfile).
 func (c *conn) writeSpliced(item queued, sr *SplicedResponse) error {
 	name := kmsg.NameForKey(item.key)
 	proto := kmsg.ResponseForKey(item.key)
 	proto.SetVersion(item.version)
 	var hb [9]byte
 	hdr := responseHeader(hb[:0], item, proto.IsFlexible())
-	total := int64(len(hdr) - 4)
-	for i, ch := range sr.Chunks {
-		if ch.File.File != nil && (ch.Bytes != nil || ch.File.Position < 0 || ch.File.Size < 0) {
-			return fmt.Errorf("%w: %s chunk %d: file chunk with bytes or range %d+%d",
-				ErrBadResponse, name, i, ch.File.Position, ch.File.Size)
-		}
-		total += ch.size()
+	body, err := splice.Size(sr.Chunks)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadResponse, name, err)
 	}
+	total := int64(len(hdr)-4) + body
 	if total > math.MaxInt32 {
 		return fmt.Errorf("%w: spliced %s of %d bytes", ErrResponseTooLarge, name, total)
 	}
 	binary.BigEndian.PutUint32(hdr, uint32(total))
-
-	pending := net.Buffers{hdr}
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-		_, err := pending.WriteTo(c.nc) // consumes pending
-		return err
-	}
-	for _, ch := range sr.Chunks {
-		if ch.File.File == nil {
-			if len(ch.Bytes) > 0 {
-				pending = append(pending, ch.Bytes)
-			}
-			continue
-		}
-		if err := flush(); err != nil {
-			return fmt.Errorf("kafka: writing %s response: %w", name, err)
-		}
-		if ch.File.Size == 0 {
-			continue
-		}
-		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-		n, err := engine.SendFile(c.nc, ch.File.File, ch.File.Position, ch.File.Size)
-		if err == nil && n != ch.File.Size {
-			err = io.ErrShortWrite
-		}
-		if err != nil {
-			// Part of the frame is out: the stream is unusable.
-			return fmt.Errorf("kafka: sending %s file chunk (%d of %d bytes): %w", name, n, ch.File.Size, err)
-		}
-	}
-	if err := flush(); err != nil {
+	chunks := append([]Chunk{{Bytes: hdr}}, sr.Chunks...)
+	if _, err := splice.Write(c.nc, chunks, c.s.cfg.WriteTimeout); err != nil {
+		// Part of the frame may be out: the stream is unusable.
 		return fmt.Errorf("kafka: writing %s response: %w", name, err)
 	}
 	c.respBytes = total + 4

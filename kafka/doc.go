@@ -3,7 +3,8 @@
 // key (NN_name.go, with a "// Name: vA-B / Behavior: / Not implemented:"
 // header). Requests are decoded and responses encoded with franz-go's kmsg;
 // only the Fetch response, which splices segment file ranges in with
-// sendfile, is assembled by hand (SplicedResponse).
+// sendfile, is assembled by hand (SplicedResponse, package kafka/splice,
+// which the leader's answers to its followers use too).
 //
 // # Connection model
 //

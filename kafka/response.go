@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/kafka/splice"
 )
 
 // Response is the answer to one request. At most one field is set; the
@@ -52,32 +52,7 @@ func RespondSpliced(sr *SplicedResponse) Pending {
 // after the response header the writer adds (size, correlation id, and the
 // empty tag byte of a flexible header). The size prefix is the header plus
 // the sum of the chunk lengths, so the chunks must be exactly the body.
-type SplicedResponse struct {
-	Chunks []Chunk
-	// Release, if set, is called exactly once after the chunks were
-	// written or dropped (connection closed): it lets the segments go.
-	Release func()
-}
+type SplicedResponse = splice.Body
 
-// Chunk is a run of bytes or a file range; exactly one is set: File.File
-// non-nil means a file chunk, sent with engine.SendFile (sendfile(2) on a
-// plaintext TCP socket).
-type Chunk struct {
-	Bytes []byte
-	File  engine.FileSlice
-}
-
-func (c Chunk) size() int64 {
-	if c.File.File != nil {
-		return c.File.Size
-	}
-	return int64(len(c.Bytes))
-}
-
-func (sr *SplicedResponse) release() {
-	if sr != nil && sr.Release != nil {
-		r := sr.Release
-		sr.Release = nil
-		r()
-	}
-}
+// Chunk is a run of bytes or a file range of a spliced response.
+type Chunk = splice.Chunk

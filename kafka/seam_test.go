@@ -442,7 +442,7 @@ func (f *seamFixture) do(t *testing.T, req kmsg.Request) kmsg.Response {
 	if resp.Spliced == nil {
 		return resp.Msg
 	}
-	defer resp.Spliced.release()
+	defer resp.Spliced.Done()
 	var out []byte
 	for _, c := range resp.Spliced.Chunks {
 		if c.File.File != nil {

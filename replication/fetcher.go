@@ -16,6 +16,9 @@ import (
 
 // LeaderConn is a follower's connection to a leader: Kafka requests
 // (api key, version, body after the request header) answered in order.
+// A response body is valid until the next RoundTrip, which may read into
+// the same memory: the fetcher is done with one (every partition
+// appended) before it sends the next request.
 // The CONTROLLER listener's replica connections (quorum.ReplicaConn)
 // implement it.
 type LeaderConn interface {

@@ -11,6 +11,7 @@ import (
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/engine/batch"
 	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/kafka/splice"
 )
 
 func oneRecord(t *testing.T) []byte {
@@ -250,7 +251,9 @@ func TestFollowerFetchReadsOnlyDurable(t *testing.T) {
 			rp.PartitionMaxBytes = 1 << 20
 			req.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{rp}}}
 			targets := [][]replicaFetchTarget{{{p: p, part: rp, err: p.followerFetch(2, 0, 1)}}}
-			resp, _, _ := (&Manager{}).readForFollower(2, req, targets)
+			fr := (&Manager{}).readForFollower(2, req, targets)
+			defer fr.release()
+			resp := decodeFetch(t, splice.EncodeFetchResponse(ReplicaFetchVersion, 0, 0, 0, fr.topics))
 			if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
 				t.Fatalf("%v: fetch error %d", policy, c)
 			}
@@ -282,4 +285,20 @@ func TestFollowerFetchReadsOnlyDurable(t *testing.T) {
 			t.Fatalf("%v: a follower read nothing after the fdatasync", policy)
 		}
 	}
+}
+
+// decodeFetch reads a replica Fetch response body, file ranges and all,
+// as a follower does.
+func decodeFetch(t *testing.T, chunks []splice.Chunk) *kmsg.FetchResponse {
+	t.Helper()
+	b, err := splice.AppendTo(nil, chunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(ReplicaFetchVersion)
+	if err := resp.ReadFrom(b); err != nil {
+		t.Fatalf("a follower cannot read the Fetch response: %v", err)
+	}
+	return resp
 }

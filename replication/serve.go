@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/kafka/splice"
 )
 
 // The leader's side of replication: a follower's Fetch (its replica id
@@ -30,10 +31,12 @@ const (
 const maxReplicaFetchWait = 5 * time.Second
 
 // ServeReplicaRequest answers a request from peer from on a replica
-// connection: the encoded response body, or nil to close the connection
+// connection: the response body as chunks (a Fetch's record data as file
+// ranges of this node's segments, which the transport sends with
+// sendfile; it calls Done once written), or nil to close the connection
 // (an API or version other than the two above, a body that does not
 // decode, or a replica id that is not the peer's).
-func (m *Manager) ServeReplicaRequest(from int32, key, version int16, body []byte) []byte {
+func (m *Manager) ServeReplicaRequest(from int32, key, version int16, body []byte) *splice.Body {
 	switch {
 	case key == 1 && version == ReplicaFetchVersion:
 		req := kmsg.NewPtrFetchRequest()
@@ -41,15 +44,14 @@ func (m *Manager) ServeReplicaRequest(from int32, key, version int16, body []byt
 		if req.ReadFrom(body) != nil || req.ReplicaID != from {
 			return nil
 		}
-		resp := m.serveFetch(from, req)
-		return resp.AppendTo(nil)
+		return m.serveFetch(from, req)
 	case key == 23 && version == ReplicaOffsetForLeaderEpochVersion:
 		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 		req.SetVersion(version)
 		if req.ReadFrom(body) != nil || req.ReplicaID != from {
 			return nil
 		}
-		return m.serveOffsetForLeaderEpoch(req).AppendTo(nil)
+		return &splice.Body{Chunks: []splice.Chunk{{Bytes: m.serveOffsetForLeaderEpoch(req).AppendTo(nil)}}}
 	}
 	return nil
 }
@@ -60,7 +62,10 @@ type replicaFetchTarget struct {
 	part kmsg.FetchRequestTopicPartition
 }
 
-func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+// serveFetch answers a follower's Fetch: the response body with each
+// partition's records as a file range, and the Release that lets their
+// segments go.
+func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *splice.Body {
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxReplicaFetchWait)
 	deadline := time.Now().Add(wait)
 	targets := make([][]replicaFetchTarget, len(req.Topics))
@@ -89,45 +94,61 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *kmsg.FetchResp
 				}
 			}
 		}
-		resp, size, th := m.readForFollower(from, req, targets)
-		if size >= int64(req.MinBytes) || len(wake) == 0 || !time.Now().Before(deadline) {
-			m.leaderThrottle.recordFetch(th)
-			return resp
+		fr := m.readForFollower(from, req, targets)
+		if fr.size >= int64(req.MinBytes) || len(wake) == 0 || !time.Now().Before(deadline) {
+			return m.answerFetch(req, fr)
 		}
 		if !waitAnyUntil(wake, deadline) {
-			resp, _, th = m.readForFollower(from, req, targets)
-			m.leaderThrottle.recordFetch(th)
-			return resp
+			fr.release()
+			return m.answerFetch(req, m.readForFollower(from, req, targets))
 		}
+		fr.release()
+	}
+}
+
+// answerFetch encodes what readForFollower read and counts it against the
+// leader's replication throttle.
+func (m *Manager) answerFetch(req *kmsg.FetchRequest, fr followerRead) *splice.Body {
+	m.leaderThrottle.recordFetch(fr.th)
+	return &splice.Body{Chunks: splice.EncodeFetchResponse(req.GetVersion(), 0, 0, 0, fr.topics), Release: fr.release}
+}
+
+// followerRead is one read of every partition a follower's fetch names.
+type followerRead struct {
+	topics  []splice.FetchTopic
+	results []*engine.ReadResult
+	size    int64
+	th      throttledRead
+}
+
+func (fr followerRead) release() {
+	for _, r := range fr.results {
+		r.Release()
 	}
 }
 
 // readForFollower reads every partition once, up to the leader's log end
-// offset, for follower from. The leader's replication throttle holds back
-// the partitions it throttles for from once its rate is used up; what the
-// read took from the throttle is counted when its response is sent.
-func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets [][]replicaFetchTarget) (*kmsg.FetchResponse, int64, throttledRead) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+// offset (its durable offset under flush policy ack), for follower from:
+// whole batches, as file ranges. The leader's replication throttle holds
+// back the partitions it throttles for from once its rate is used up;
+// what the read took from the throttle is counted when its response is
+// sent.
+func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets [][]replicaFetchTarget) followerRead {
+	var fr followerRead
 	budget := int64(req.MaxBytes)
 	if budget <= 0 {
 		budget = 10 << 20
 	}
-	var total int64
-	var th throttledRead
 	throttleAvail := int64(-1)
 	for i, t := range req.Topics {
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
+		rt := splice.FetchTopic{Topic: t.Topic}
 		for _, ft := range targets[i] {
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition = ft.part.Partition
-			rp.ErrorCode = ft.err
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			rp := splice.FetchPartition{Partition: ft.part.Partition, ErrorCode: ft.err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 			if ft.p != nil {
 				l := ft.p.Log()
 				hw := ft.p.HighWatermark()
 				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, l.LogStartOffset()
-				limit := max(0, min(int64(ft.part.PartitionMaxBytes), budget-total))
+				limit := max(0, min(int64(ft.part.PartitionMaxBytes), budget-fr.size))
 				throttled := ft.err == 0 && ft.p.throttled.leader.Load()
 				held := false
 				if throttled && !ft.p.inISR(from) {
@@ -139,20 +160,22 @@ func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets []
 					held = throttleAvail == 0
 					limit = min(limit, throttleAvail)
 					if held {
-						th.held++
+						fr.th.held++
 					}
 				}
 				if ft.err == 0 && !held {
-					b, err := l.ReadBatches(ft.part.FetchOffset, limit, ft.p.readLimitForFollower())
+					r, err := l.ReadWhole(ft.part.FetchOffset, limit, ft.p.readLimitForFollower())
 					if err != nil {
 						rp.ErrorCode = errorCodeFor(err)
 					} else {
-						rp.RecordBatches = b
-						total += int64(len(b))
+						fr.results = append(fr.results, r)
+						rp.Records = r.Slice
+						n := r.Slice.Size
+						fr.size += n
 						if throttled {
-							th.bytes += int64(len(b))
+							fr.th.bytes += n
 							if throttleAvail > 0 {
-								throttleAvail = max(throttleAvail-int64(len(b)), 0)
+								throttleAvail = max(throttleAvail-n, 0)
 							}
 						}
 					}
@@ -160,9 +183,9 @@ func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets []
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
+		fr.topics = append(fr.topics, rt)
 	}
-	return resp, total, th
+	return fr
 }
 
 func errorCodeFor(err error) int16 {

@@ -197,7 +197,9 @@ func TestLeaderThrottleHoldsOnlyReplicasOutsideTheISR(t *testing.T) {
 			rt.Partitions = append(rt.Partitions, rp)
 			req.Topics = append(req.Topics, rt)
 		}
-		resp := m.serveFetch(from, req)
+		body := m.serveFetch(from, req)
+		defer body.Done()
+		resp := decodeFetch(t, body.Chunks)
 		got := map[string]int{}
 		for _, rt := range resp.Topics {
 			for _, rp := range rt.Partitions {

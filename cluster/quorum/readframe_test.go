@@ -33,6 +33,20 @@ func TestReadFrame(t *testing.T) {
 	if _, err := readFrame(bytes.NewReader(frameOf(100)), 99); err == nil {
 		t.Fatal("a frame over the limit was read")
 	}
+	// Into a buffer: the frame's bytes whether it fits or not, and a frame
+	// over the limit is refused however large the buffer.
+	buf := make([]byte, 0, 1<<20)
+	for _, n := range []int{1 << 20, 100, 2 << 20, 7} {
+		f := frameOf(n)
+		got, err := readFrameInto(bytes.NewReader(f), 8<<20, buf)
+		if err != nil || !bytes.Equal(got, f[4:]) {
+			t.Fatalf("frame of %d bytes into a buffer of %d: got %d bytes, err %v", n, cap(buf), len(got), err)
+		}
+		buf = got
+	}
+	if _, err := readFrameInto(bytes.NewReader(frameOf(100)), 99, make([]byte, 0, 1<<10)); err == nil {
+		t.Fatal("a frame over the limit was read into a buffer that held it")
+	}
 }
 
 // BenchmarkReadFrame reads a replica fetch response's worth of frame.

@@ -1,4 +1,4 @@
-package kafka
+package splice
 
 import (
 	"encoding/binary"
@@ -6,10 +6,10 @@ import (
 	"github.com/wren-broker/wren/engine"
 )
 
-// fetchPartition is one partition of a Fetch response as the handler
+// FetchPartition is one partition of a Fetch response as a handler
 // builds it: the kmsg fields that matter and the record data as a file
 // range (or no records).
-type fetchPartition struct {
+type FetchPartition struct {
 	Partition        int32
 	ErrorCode        int16
 	HighWatermark    int64
@@ -18,21 +18,21 @@ type fetchPartition struct {
 	Records          engine.FileSlice
 }
 
-type fetchTopic struct {
+// FetchTopic is one topic of a Fetch response.
+type FetchTopic struct {
 	Topic      string
-	Partitions []fetchPartition
+	Partitions []FetchPartition
 }
 
-// encodeFetchResponse writes a Fetch response body (v4-12) as chunks: the
+// EncodeFetchResponse writes a Fetch response body (v4-12) as chunks: the
 // record data of every partition is a file chunk that the writer sends
 // with sendfile; everything else is encoded here, field for field as
 // kmsg's FetchResponse.AppendTo does (TestFetchEncodingMatchesKmsg checks
-// it for every version). This is the one message wren encodes by hand,
-// because kmsg needs the record bytes in memory.
+// it for every version).
 //
 // Partitions without records get an empty, non-null record set:
 // librdkafka needs it.
-func encodeFetchResponse(version int16, throttleMs int32, errorCode int16, sessionID int32, topics []fetchTopic) []Chunk {
+func EncodeFetchResponse(version int16, throttleMs int32, errorCode int16, sessionID int32, topics []FetchTopic) []Chunk {
 	e := chunkEncoder{flexible: version >= 12}
 	if version >= 1 {
 		e.int32(throttleMs)

@@ -1,4 +1,4 @@
-package kafka
+package splice
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func TestFetchEncodingMatchesKmsg(t *testing.T) {
 	f.WriteAt(data, 0)
 	for version := int16(4); version <= 12; version++ {
 		for trial := 0; trial < 20; trial++ {
-			var topics []fetchTopic
+			var topics []FetchTopic
 			resp := kmsg.NewFetchResponse()
 			resp.Version = version
 			resp.ThrottleMillis = rng.Int31()
@@ -35,7 +35,7 @@ func TestFetchEncodingMatchesKmsg(t *testing.T) {
 				resp.SessionID = rng.Int31()
 			}
 			for ti := 0; ti < rng.Intn(4); ti++ {
-				ft := fetchTopic{Topic: string(rune('a' + ti))}
+				ft := FetchTopic{Topic: string(rune('a' + ti))}
 				kt := kmsg.NewFetchResponseTopic()
 				kt.Topic = ft.Topic
 				for pi := 0; pi < rng.Intn(4); pi++ {
@@ -43,7 +43,7 @@ func TestFetchEncodingMatchesKmsg(t *testing.T) {
 					if rng.Intn(3) == 0 {
 						n = 0
 					}
-					fp := fetchPartition{Partition: int32(pi), ErrorCode: int16(rng.Intn(5)), HighWatermark: rng.Int63(), LastStableOffset: rng.Int63(), LogStartOffset: rng.Int63()}
+					fp := FetchPartition{Partition: int32(pi), ErrorCode: int16(rng.Intn(5)), HighWatermark: rng.Int63(), LastStableOffset: rng.Int63(), LogStartOffset: rng.Int63()}
 					if version < 5 {
 						fp.LogStartOffset = -1
 					}
@@ -61,15 +61,9 @@ func TestFetchEncodingMatchesKmsg(t *testing.T) {
 				resp.Topics = append(resp.Topics, kt)
 			}
 			want := resp.AppendTo(nil)
-			var got []byte
-			for _, c := range encodeFetchResponse(version, resp.ThrottleMillis, resp.ErrorCode, resp.SessionID, topics) {
-				if c.File.File != nil {
-					b := make([]byte, c.File.Size)
-					c.File.File.ReadAt(b, c.File.Position)
-					got = append(got, b...)
-				} else {
-					got = append(got, c.Bytes...)
-				}
+			got, err := AppendTo(nil, EncodeFetchResponse(version, resp.ThrottleMillis, resp.ErrorCode, resp.SessionID, topics))
+			if err != nil {
+				t.Fatal(err)
 			}
 			if !bytes.Equal(got, want) {
 				t.Fatalf("v%d trial %d: hand encoding differs from kmsg (%d vs %d bytes)", version, trial, len(got), len(want))
