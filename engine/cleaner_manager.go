@@ -153,13 +153,6 @@ func (m *Manager) RunCleaner(ctx context.Context, cfg CleanerConfig, highWaterma
 		st.deleteHorizons = map[TopicPartition]int64{}
 		st.uncleanable = map[TopicPartition]bool{}
 	}
-	if st.offsetMap == nil || st.dedupeBufferBytes != cfg.DedupeBufferBytes {
-		om, err := newOffsetMap(cfg.DedupeBufferBytes)
-		if err != nil {
-			return stats, err
-		}
-		st.offsetMap, st.dedupeBufferBytes = om, cfg.DedupeBufferBytes
-	}
 	throttler := cfg.Throttler
 	if throttler == nil && cfg.IOMaxBytesPerSecond > 0 {
 		if st.throttler == nil || st.throttleBps != cfg.IOMaxBytesPerSecond {
@@ -204,6 +197,15 @@ func (m *Manager) RunCleaner(ctx context.Context, cfg CleanerConfig, highWaterma
 			delete(st.deleteHorizons, tp)
 			dirty = true
 		}
+	}
+	// The dedupe buffer (16 MiB by default) is taken when a log is first
+	// due, not on a node that compacts nothing, and kept after.
+	if len(due) > 0 && (st.offsetMap == nil || st.dedupeBufferBytes != cfg.DedupeBufferBytes) {
+		om, err := newOffsetMap(cfg.DedupeBufferBytes)
+		if err != nil {
+			return stats, errors.Join(append(errs, err)...)
+		}
+		st.offsetMap, st.dedupeBufferBytes = om, cfg.DedupeBufferBytes
 	}
 	for _, c := range due {
 		if ctx.Err() != nil {

@@ -54,6 +54,11 @@ func TestRunCleaner(t *testing.T) {
 		mustNotErr(t, err)
 		return st
 	}
+	// Nothing to compact yet: no dedupe buffer taken.
+	run()
+	if m.cleaner.offsetMap != nil {
+		t.Fatal("the cleaner took its dedupe buffer with nothing to compact")
+	}
 	fill(a, 60, true)
 	mustNotErr(t, a.Roll())
 	fill(d, 60, false)
