@@ -29,6 +29,12 @@
 #   WREN_BENCH_KEEP_LOGS    a directory to copy every node's log into before it is removed
 #   WREN_BENCH_WREN_TOML    extra TOML for every wren node, e.g. $'[replication]\nreplica.fetch.max.bytes = 4194304'
 #   WREN_BIN                a wren binary to measure instead of building one (a profiling build)
+#   WREN_BENCH_NODE_CPU     cores each broker node may use, e.g. 0.4 (cgroup v1 cpu quota; root):
+#                           each node gets a small host's CPU of its own, as three edge hosts
+#                           would, instead of three nodes and the client sharing one machine's
+#                           cores (there RF 3 triples the disk writes on the same CPU, so the
+#                           three-node figure measures the host, not replication). Kafka nodes
+#                           get the same cap. The client is never capped.
 #   WREN_KAFKA_HEAP_OPTS    each Kafka node's heap (default -Xms256m -Xmx512m)
 #   WREN_KAFKA_STOP_TIMEOUT seconds a Kafka node may take to stop before it is killed (default 20)
 # Needs: go, python3; java 17 and mvn for Kafka and its perf tool (scripts/kafka-fetch.sh).
@@ -46,21 +52,42 @@ record_bytes=1024
 export WREN_KAFKA_HEAP_OPTS="${WREN_KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
 export WREN_KAFKA_STOP_TIMEOUT="${WREN_KAFKA_STOP_TIMEOUT:-20}"
 
+node_cpu="${WREN_BENCH_NODE_CPU:-}"
+cgroot=/sys/fs/cgroup/cpu
+if [[ -n "$node_cpu" ]]; then
+	if ! [[ "$node_cpu" =~ ^[0-9]+(\.[0-9]+)?$ ]] || [[ ! -w "$cgroot" ]]; then
+		echo "bench: WREN_BENCH_NODE_CPU=$node_cpu needs a number of cores and a writable cgroup v1 cpu controller at $cgroot (root)" >&2
+		exit 2
+	fi
+fi
+
 work="$(mktemp -d)"
 wren_pids=()
 kafka_dir=""
+cgroups=()
 cleanup() {
-	local p
+	local p g
 	if [[ -n "${client_pid:-}" ]]; then kill "$client_pid" 2>/dev/null || true; fi
 	for p in "${wren_pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${wren_pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	if [[ -n "$kafka_dir" ]]; then "$here/kafka-cluster.sh" stop "$kafka_dir" >/dev/null 2>&1 || true; fi
+	for g in "${cgroups[@]}"; do rmdir "$g" 2>/dev/null || true; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 say() { echo "bench: $*" >&2; }
+
+# cap_cpu moves a node's process into a cgroup of its own with WREN_BENCH_NODE_CPU cores.
+cap_cpu() { # name pid
+	[[ -n "$node_cpu" ]] || return 0
+	local g="$cgroot/wren-bench-$$-$1"
+	mkdir -p "$g"
+	cgroups+=("$g")
+	awk -v c="$node_cpu" 'BEGIN { printf "%d\n", c * 100000 }' >"$g/cpu.cfs_quota_us"
+	echo "$2" >"$g/cgroup.procs"
+}
 
 boot=""
 if [[ -n "${WREN_BIN:-}" ]]; then
@@ -157,6 +184,7 @@ start_wren() { # count
 	for ((i = 1; i <= count; i++)); do
 		"$wren" serve --config "$dir/cluster.toml" --node-id "$i" >"$dir/node$i.log" 2>&1 &
 		wren_pids+=("$!")
+		cap_cpu "wren-$i" "$!"
 	done
 	wait_brokers "$boot" "$count" >&2
 }
@@ -174,6 +202,10 @@ start_kafka() { # extra server.properties lines...
 	kafka_dir="$work/kafka"
 	rm -rf "$kafka_dir"
 	boot=$("$here/kafka-cluster.sh" start "$kafka_dir" "$@")
+	local n
+	for n in 1 2 3; do
+		cap_cpu "kafka-$n" "$(cat "$kafka_dir/node$n/kafka.pid")"
+	done
 }
 
 stop_kafka() {
@@ -263,7 +295,7 @@ echo "== wren $("$wren" version 2>/dev/null | head -1)${kafka_version:+; Apache 
 echo "== wren fdatasyncs on every ISR member before acking (log.flush.policy=ack);" \
 	"kafka-3 is Kafka's default (no fsync per append, page cache);" \
 	"kafka-3-fsync sets log.flush.interval.messages=1 (fsync every append)"
-echo "== $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+echo "== $(nproc) cores${node_cpu:+, each broker node capped at $node_cpu cores}; load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 printf '%-14s %-11s %5s %12s %8s %8s %8s %8s\n' system client round records/s MB/s p50_ms p99_ms p999_ms
 for ((round = 1; round <= rounds; round++)); do
 	for sys in $systems; do
