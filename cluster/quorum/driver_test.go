@@ -323,12 +323,24 @@ func testFullDiskWaitsForSpace(t *testing.T, controller bool) {
 	}
 	var last int64
 	for i := 0; i < 50; i++ {
-		// A full controller stalls: one of the others takes over.
-		waitFor(t, fmt.Sprintf("an acting controller besides node %d (seed %d)", full.id, seed), 10*time.Second,
-			func() bool { return acting(others) != nil })
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		idx, err := acting(others).d.Propose(ctx, []byte(fmt.Sprintf("e%d", i)))
-		cancel()
+		// A full controller stalls: one of the others takes over. A new
+		// controller refuses proposals until it has committed an entry of
+		// its epoch (ErrNotCaughtUp), and one may lose its role meanwhile
+		// (ErrNotController): nothing was appended, so the proposal is
+		// made again (slow under qemu, where CI runs this too).
+		var idx int64
+		var err error
+		waitFor(t, fmt.Sprintf("an acting controller besides node %d to take proposal %d (seed %d)", full.id, i, seed), 10*time.Second,
+			func() bool {
+				c := acting(others)
+				if c == nil {
+					return false
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				idx, err = c.d.Propose(ctx, []byte(fmt.Sprintf("e%d", i)))
+				cancel()
+				return !errors.Is(err, metalog.ErrNotCaughtUp) && !errors.Is(err, metalog.ErrNotController)
+			})
 		if err != nil {
 			if controller && errors.Is(err, ErrProposalDropped) {
 				continue
