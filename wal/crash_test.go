@@ -56,7 +56,11 @@ func TestCrashRecovery(t *testing.T) {
 		}
 	}
 	t.Logf("%+v", stats)
-	if iterations >= 50 && (stats.crashesMidWorkload == 0 || stats.crashesInOpen == 0 || stats.acked == 0 || stats.truncatedBytes == 0 || stats.removedFiles == 0) {
+	// The workloads must reach every kind of recovery work. Checked on the
+	// full runs (300 workloads, 20,000 in CI): the -short run under qemu
+	// (other architectures, 50 workloads) is slow enough that once no
+	// workload lived to remove a file before its crash.
+	if !testing.Short() && iterations >= 50 && (stats.crashesMidWorkload == 0 || stats.crashesInOpen == 0 || stats.acked == 0 || stats.truncatedBytes == 0 || stats.removedFiles == 0) {
 		t.Fatalf("the workloads exercised too little: %+v", stats)
 	}
 }
