@@ -211,8 +211,11 @@ func checkStorage(env Env, fsys vfs.FS, dirs []string, only *engine.TopicPartiti
 }
 
 func offsetsText(first, last int64) string {
-	if last < 0 {
+	switch {
+	case last < 0:
 		return strconv.FormatInt(first, 10) + "-?"
+	case last < first:
+		return "none" // bytes between two batches whose offsets follow on
 	}
 	return fmt.Sprintf("%d-%d", first, last)
 }

@@ -52,20 +52,26 @@ type Damage struct {
 }
 
 func (d Damage) String() string {
-	last := "unknown"
-	if d.LastOffset >= 0 {
-		last = strconv.FormatInt(d.LastOffset, 10)
+	held := "offsets " + strconv.FormatInt(d.FirstOffset, 10) + " to unknown"
+	switch n := d.Offsets(); {
+	case n == 0:
+		held = "no offsets: the batch after it starts at " + strconv.FormatInt(d.FirstOffset, 10)
+	case n > 0:
+		held = fmt.Sprintf("offsets %d to %d", d.FirstOffset, d.LastOffset)
 	}
-	return fmt.Sprintf("%s: bytes [%d, %d) of %s (offsets %d to %s): %s", d.TopicPartition, d.Position, d.End, d.File, d.FirstOffset, last, d.Reason)
+	return fmt.Sprintf("%s: bytes [%d, %d) of %s (%s): %s", d.TopicPartition, d.Position, d.End, d.File, held, d.Reason)
 }
 
 // Offsets is how many offsets the damaged range can have held, or -1 when
-// unknown. Records lost with it are at most that many.
+// unknown. Records lost with it are at most that many. It is 0 for bytes
+// between two valid batches whose offsets follow on: they held no record,
+// and reads pass over them (the partition still takes no appends until
+// the bytes are repaired away).
 func (d Damage) Offsets() int64 {
-	if d.LastOffset < d.FirstOffset {
+	if d.LastOffset < 0 {
 		return -1
 	}
-	return d.LastOffset - d.FirstOffset + 1
+	return max(0, d.LastOffset-d.FirstOffset+1)
 }
 
 func (d Damage) errorf() error {
@@ -159,11 +165,12 @@ func clearDamagedSegments(fsys vfs.FS, dir string) error {
 }
 
 // nextValidBatch looks for the first position after from (and before size)
-// where a whole batch with a valid CRC starts whose base offset is at
-// least minOffset: the end of a damaged range. It reads the file in
+// where a whole batch with a valid CRC starts that can follow offset
+// minOffset-1 in the segment based at base (misplaced): the end of a
+// damaged range. It reads the file in
 // bounded windows, so a damaged segment costs one pass and a little
 // memory.
-func nextValidBatch(f vfs.File, from, size, minOffset int64) (pos int64, h batch.Header, ok bool, err error) {
+func nextValidBatch(f vfs.File, from, size, base, minOffset int64) (pos int64, h batch.Header, ok bool, err error) {
 	const window = 256 << 10
 	buf := make([]byte, window+batch.RecordBatchOverhead)
 	var body []byte
@@ -189,7 +196,7 @@ func nextValidBatch(f vfs.File, from, size, minOffset int64) (pos int64, h batch
 			if _, rerr := f.ReadAt(b, p); rerr != nil && !errors.Is(rerr, io.EOF) {
 				return 0, batch.Header{}, false, rerr
 			}
-			if _, hh, serr := batch.Scan(b); serr == nil {
+			if _, hh, serr := batch.Scan(b); serr == nil && misplaced(hh, p, base, minOffset) == nil {
 				return p, hh, true, nil
 			}
 		}

@@ -107,6 +107,9 @@ func flip(t *testing.T, fsys vfs.FS, path string, at int64) {
 
 // Byte positions inside a batch, one per class the format has.
 var flipClasses = map[string]func(size int64) int64{
+	// The base offset's top byte, outside the CRC: a batch whose CRC
+	// holds, with offsets no segment of this log can hold.
+	"base-offset": func(int64) int64 { return 0 },
 	// batchLength, outside the CRC: misframes the batch.
 	"length-field": func(int64) int64 { return 11 },
 	// The stored CRC itself.
@@ -316,6 +319,47 @@ func TestScrubberFindsDamage(t *testing.T) {
 			checkDamaged(t, m2.Log(f.tp), f, bad)
 		})
 	}
+}
+
+// TestScrubberBatchBelowSegmentBase: the first batch of a segment names an
+// offset below the segment's base (the base offset is outside the CRC, so
+// the CRC still holds). The scrubber takes it for damage; it once indexed
+// an empty list there and panicked.
+func TestScrubberBatchBelowSegmentBase(t *testing.T) {
+	f := newDamageFixture(t, 60, false)
+	bad := -1
+	for i, seg := range f.segOf {
+		if seg > 0 && f.posOf[i] == 0 && seg != f.segOf[len(f.segOf)-1] {
+			bad = i
+			break
+		}
+	}
+	if bad < 0 {
+		t.Fatal("fixture: no closed segment after the first")
+	}
+	fh, err := f.fsys.OpenReadWrite(segmentFileName("/data/t-0", f.segOf[bad], logSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteAt(make([]byte, 8), 0); err != nil { // base offset 0
+		t.Fatal(err)
+	}
+	if err := errors.Join(fh.SyncData(), fh.Close()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := OpenManager(f.fsys, "/data", f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l := m.Log(f.tp)
+	if len(l.Damage()) == 0 {
+		st, err := m.Scrub(context.Background(), ScrubConfig{})
+		if err != nil || st.DamageFound != 1 {
+			t.Fatalf("scrub: %+v, %v; want one damaged range", st, err)
+		}
+	}
+	checkDamaged(t, l, f, bad)
 }
 
 // TestScrubberRebuildsBadIndex: an offset index entry that names no batch

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/wren-broker/wren/engine/batch"
@@ -25,6 +26,15 @@ func FuzzRecover(f *testing.F) {
 	f.Add(flipped, []byte(nil), int64(0))
 	f.Add(valid, []byte{0, 0, 0, 3, 0, 0, 0, 0}, int64(12))
 	f.Add([]byte{}, []byte{1, 2, 3}, int64(5))
+	// A damaged byte, then batches whose CRC holds but whose offsets no
+	// segment based at 0 can index (the base offset is outside the CRC).
+	far := append([]byte{0}, withOffset(valid[:220], 1<<40, 0)...)
+	far = append(far, withOffset(valid[220:358], 1<<40+5, 0)...)
+	f.Add(far, []byte(nil), int64(0))
+	f.Add(append([]byte{0}, withOffset(valid[:220], math.MaxInt64-1, 0)...), []byte(nil), int64(0))
+	// A damaged byte between two batches whose offsets follow on: it held
+	// no offset.
+	f.Add(append(append(append([]byte(nil), valid[:358]...), 0), valid[358:]...), []byte(nil), int64(0))
 	f.Fuzz(func(t *testing.T, logBytes, indexBytes []byte, recoveryPoint int64) {
 		fsys := vfs.NewMem()
 		dir := "/data/t-0"
@@ -78,7 +88,22 @@ func FuzzRecover(f *testing.F) {
 		}
 		checkIndexesAgree(t, l)
 		if len(damage) > 0 {
-			if _, err := l.Read(end, 1<<16, l.LogEndOffset(), true); !errors.Is(err, ErrPartitionDamaged) {
+			r, err := l.Read(end, 1<<16, l.LogEndOffset(), true)
+			if damage[0].Offsets() == 0 {
+				// Bytes that held no offset: the read passes over them to
+				// the batch after them, which starts at end.
+				if err != nil {
+					t.Fatalf("read past damage that held no offset (%v): %v", damage[0], err)
+				}
+				b, err := r.Bytes()
+				r.Release()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, h, err := batch.Scan(b); err != nil || h.BaseOffset != end {
+					t.Fatalf("read past damage that held no offset (%v): batch %+v, %v", damage[0], h, err)
+				}
+			} else if !errors.Is(err, ErrPartitionDamaged) {
 				t.Fatalf("read at the damage (%v): %v", damage[0], err)
 			}
 			if _, err := l.Append(makeBatch(t, batch.CompressionNone, 1, 1, 1, 1), 0); !errors.Is(err, ErrPartitionDamaged) {

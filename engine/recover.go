@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -457,8 +458,8 @@ func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, last, listed bool
 	var torn error
 	for pos < size {
 		h, _, err := readBatchAt(s.log, pos, size, &buf)
-		if err == nil && (h.BaseOffset < s.nextOffset || (pos == 0 && h.BaseOffset < s.baseOffset) || h.LastOffset()-s.baseOffset > 1<<31-1) {
-			err = fmt.Errorf("%w: batch at %d has offset %d, expected at least %d", batch.ErrCorrupt, pos, h.BaseOffset, s.nextOffset)
+		if err == nil {
+			err = misplaced(h, pos, s.baseOffset, s.nextOffset)
 		}
 		if err != nil {
 			unsynced := tornTailPossible && s.nextOffset >= recoveryPoint
@@ -466,7 +467,7 @@ func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, last, listed bool
 			// follows": the damage then runs to the end of the file. Even
 			// a batch that runs past the end of the file may be a damaged
 			// length field with valid batches after it.
-			q, nh, found, _ := nextValidBatch(s.log, pos, size, s.nextOffset)
+			q, nh, found, _ := nextValidBatch(s.log, pos, size, s.baseOffset, s.nextOffset)
 			if unsynced && !found {
 				torn = err
 				break
@@ -517,6 +518,23 @@ func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, last, listed bool
 		if err := s.log.SyncData(); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// misplaced says why a batch whose CRC holds cannot sit at pos in the
+// segment based at base, where the batch before it ended below next: its
+// offsets go backwards, or reach past what the segment's index entries
+// (offsets relative to base, in 32 bits) can name. Only damage or a
+// foreign file puts such a batch in a segment.
+func misplaced(h batch.Header, pos, base, next int64) error {
+	switch {
+	case h.BaseOffset < next:
+		return fmt.Errorf("%w: batch at %d has offset %d, expected at least %d", batch.ErrCorrupt, pos, h.BaseOffset, next)
+	case h.LastOffsetDelta < 0:
+		return fmt.Errorf("%w: batch at %d has a negative last offset delta %d", batch.ErrCorrupt, pos, h.LastOffsetDelta)
+	case h.BaseOffset-base > math.MaxInt32-int64(h.LastOffsetDelta):
+		return fmt.Errorf("%w: batch at %d has offsets %d+%d, past the reach of segment %d", batch.ErrCorrupt, pos, h.BaseOffset, h.LastOffsetDelta, base)
 	}
 	return nil
 }

@@ -256,18 +256,16 @@ func (c *partitionChecker) scanSegment(base, nextBase int64, tornTailPossible, l
 	buf := make([]byte, 0, 1<<20)
 	for pos := int64(0); pos < size; {
 		h, _, err := readBatchAt(f, pos, size, &buf)
-		if err == nil && (h.BaseOffset < nextOffset || (pos == 0 && h.BaseOffset < base) || h.LastOffset()-base > 1<<31-1) {
-			err = fmt.Errorf("%w: batch at %d has offset %d, expected at least %d", batch.ErrCorrupt, pos, h.BaseOffset, nextOffset)
+		if err == nil {
+			err = misplaced(h, pos, base, nextOffset)
 		}
 		if err != nil {
 			// The recovery point the broker would open with is 0 when the
 			// checkpoint has no entry.
+			// As recovery decides: even a batch that runs past the end
+			// may be a damaged length field with valid batches after it.
 			unsynced := tornTailPossible && nextOffset >= c.recoveryPoint
-			if unsynced && errors.Is(err, batch.ErrIncomplete) {
-				r.TornTailBytes, r.TornTailFile = size-pos, name
-				break
-			}
-			q, nh, found, _ := nextValidBatch(f, pos, size, nextOffset)
+			q, nh, found, _ := nextValidBatch(f, pos, size, base, nextOffset)
 			if unsynced && !found {
 				r.TornTailBytes, r.TornTailFile = size-pos, name
 				break
@@ -553,8 +551,11 @@ func PlanRepair(fsys vfs.FS, dataDir string, tp TopicPartition, mode RepairMode)
 	p := RepairPlan{TopicPartition: tp, DataDir: dataDir, Dir: dir, Mode: mode, Damage: r.Damage, NewSegment: -1, ReusedFrom: -1}
 	p.DamagedOffsets = 0
 	for _, d := range r.Damage {
-		p.Gaps = append(p.Gaps, OffsetRange{First: d.FirstOffset, Last: d.LastOffset})
-		if n := d.Offsets(); n < 0 || p.DamagedOffsets < 0 {
+		n := d.Offsets()
+		if n != 0 {
+			p.Gaps = append(p.Gaps, OffsetRange{First: d.FirstOffset, Last: d.LastOffset})
+		}
+		if n < 0 || p.DamagedOffsets < 0 {
 			p.DamagedOffsets = -1
 		} else {
 			p.DamagedOffsets += n

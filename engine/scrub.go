@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/wren-broker/wren/engine/batch"
 )
 
 // The scrubber re-reads every segment of every log at a low rate, checks
@@ -193,15 +191,15 @@ func (l *Log) scrubSegment(ctx context.Context, th *scrubThrottle, cfg ScrubConf
 			pos = next
 			continue
 		}
+		expected := s.baseOffset
+		if len(lasts) > 0 {
+			expected = lasts[len(lasts)-1] + 1
+		}
 		h, _, err := readBatchAt(s.log, pos, t.size, &buf)
-		if err == nil && (h.BaseOffset < s.baseOffset || len(lasts) > 0 && h.BaseOffset <= lasts[len(lasts)-1]) {
-			err = fmt.Errorf("%w: batch at %d has offset %d, not after %d", batch.ErrCorrupt, pos, h.BaseOffset, lasts[len(lasts)-1])
+		if err == nil {
+			err = misplaced(h, pos, s.baseOffset, expected)
 		}
 		if err != nil {
-			expected := s.baseOffset
-			if len(lasts) > 0 {
-				expected = lasts[len(lasts)-1] + 1
-			}
 			d, ok, cerr := l.confirmDamage(s, pos, t.size, expected, err)
 			if cerr != nil {
 				return cerr
@@ -295,7 +293,7 @@ func (l *Log) confirmDamage(s *segment, pos, scannedSize, expected int64, first 
 	}
 	var buf []byte
 	h, _, err := readBatchAt(s.log, pos, size, &buf)
-	if err == nil && h.BaseOffset >= expected {
+	if err == nil && misplaced(h, pos, s.baseOffset, expected) == nil {
 		return Damage{}, false, nil
 	}
 	if err == nil {
@@ -308,7 +306,7 @@ func (l *Log) confirmDamage(s *segment, pos, scannedSize, expected int64, first 
 	}
 	// Where the damaged range ends: the next valid batch, or the end of
 	// the segment. A read error while looking counts as "none follows".
-	q, nh, found, _ := nextValidBatch(s.log, pos, size, expected)
+	q, nh, found, _ := nextValidBatch(s.log, pos, size, s.baseOffset, expected)
 	if found {
 		d.End, d.LastOffset = q, nh.BaseOffset-1
 	} else if i := slices.Index(l.segments, s); i+1 < len(l.segments) {
