@@ -26,6 +26,9 @@ type clusterNode struct {
 	conf string
 	logf string
 	cmd  *exec.Cmd
+	// netns, if set, is the named network namespace the process runs in
+	// (netpartition_process_test.go).
+	netns string
 }
 
 func (n *clusterNode) start(t *testing.T, bin string) {
@@ -36,6 +39,11 @@ func (n *clusterNode) start(t *testing.T, bin string) {
 	}
 	defer logf.Close()
 	n.cmd = exec.Command(bin, "serve", "--config", n.conf)
+	if n.netns != "" {
+		// nsenter joins the namespace and execs wren: the same process,
+		// so signals reach wren itself.
+		n.cmd = exec.Command("nsenter", "--net=/run/netns/"+n.netns, bin, "serve", "--config", n.conf)
+	}
 	n.cmd.Stdout, n.cmd.Stderr = logf, logf
 	if err := n.cmd.Start(); err != nil {
 		t.Fatal(err)

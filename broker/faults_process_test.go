@@ -62,8 +62,11 @@ type faultCluster struct {
 	t     *testing.T
 	bin   string
 	nodes []*clusterNode
-	// proxies carry all traffic between the nodes.
+	// proxies carry all traffic between the nodes; nil when net does.
 	proxies *peerProxies
+	// net, if set, is the real network between the nodes: each node in
+	// its own network namespace (netpartition_process_test.go).
+	net *testNet
 	// dataDirs are the nodes' log dirs, by id from 1.
 	dataDirs []string
 	// mounts are the nodes' own tmpfs mounts, each holding its log dir,
@@ -81,6 +84,11 @@ type faultClusterOptions struct {
 	// config is TOML appended to every node's config file, after its
 	// last section.
 	config string
+	// netns puts each node in a network namespace of its own, joined to
+	// the test's by a veth link, instead of behind the peer proxies. It
+	// needs root, iproute2 and iptables, and the test's own network
+	// namespace (runInOwnNetns).
+	netns bool
 }
 
 func startFaultCluster(t *testing.T) *faultCluster {
@@ -92,17 +100,36 @@ func startFaultClusterWith(t *testing.T, opts faultClusterOptions) *faultCluster
 	t.Helper()
 	dir := t.TempDir()
 	fc := &faultCluster{t: t, bin: wrenBinary(t)}
-	ports := freePorts(t, 6)
-	var controllers []string
-	for i := 0; i < 3; i++ {
-		controllers = append(controllers, fmt.Sprintf("127.0.0.1:%d", ports[3+i]))
+	// Each node's client and CONTROLLER listeners, and the address its
+	// operations endpoint listens on.
+	var clients, controllers, https []string
+	if opts.netns {
+		fc.net = newTestNet(t, 3)
+		for i := 0; i < 3; i++ {
+			// The node's own address in a namespace the test made: no
+			// other listener can hold these ports.
+			ip := fc.net.ip(int32(i + 1))
+			clients = append(clients, ip+":9092")
+			controllers = append(controllers, ip+":9093")
+			https = append(https, ip+":9644")
+		}
+	} else {
+		ports := freePorts(t, 6)
+		for i := 0; i < 3; i++ {
+			clients = append(clients, fmt.Sprintf("127.0.0.1:%d", ports[i]))
+			controllers = append(controllers, fmt.Sprintf("127.0.0.1:%d", ports[3+i]))
+			https = append(https, "127.0.0.1:0")
+		}
 	}
-	// The voters are the proxies: every byte between nodes passes one.
-	var proxied []string
-	fc.proxies, proxied = newPeerProxies(t, controllers)
+	// Behind proxies, the voters are the proxies: every byte between
+	// nodes passes one.
+	peers := controllers
+	if fc.net == nil {
+		fc.proxies, peers = newPeerProxies(t, controllers)
+	}
 	var voters []string
 	for i := 0; i < 3; i++ {
-		voters = append(voters, strconv.Quote(fmt.Sprintf("%d@%s", i+1, proxied[i])))
+		voters = append(voters, strconv.Quote(fmt.Sprintf("%d@%s", i+1, peers[i])))
 	}
 	for i := 0; i < 3; i++ {
 		id := i + 1
@@ -126,20 +153,23 @@ func startFaultClusterWith(t *testing.T, opts faultClusterOptions) *faultCluster
 			data = filepath.Join(mnt, "data")
 		}
 		fc.dataDirs = append(fc.dataDirs, data)
-		n := &clusterNode{id: id, addr: fmt.Sprintf("127.0.0.1:%d", ports[i]),
+		n := &clusterNode{id: id, addr: clients[i],
 			conf: filepath.Join(dir, fmt.Sprintf("node%d.toml", id)), logf: filepath.Join(dir, fmt.Sprintf("node%d.log", id))}
+		if fc.net != nil {
+			n.netns = fc.net.names[i]
+		}
 		err := os.WriteFile(n.conf, []byte(fmt.Sprintf(`
 [broker]
 node.id = %d
 log.dirs = [%q]
-listeners = ["PLAINTEXT://%s", "CONTROLLER://127.0.0.1:%d"]
+listeners = ["PLAINTEXT://%s", "CONTROLLER://%s"]
 [http]
-listen = "127.0.0.1:0"
+listen = %q
 [cluster]
 controller.quorum.voters = [%s]
 [logging]
 level = "info"
-%s`, id, data, n.addr, ports[3+i], strings.Join(voters, ", "), opts.config)), 0o644)
+%s`, id, data, n.addr, controllers[i], https[i], strings.Join(voters, ", "), opts.config)), 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -700,24 +730,8 @@ func TestFaultScenarios(t *testing.T) {
 	fc.waitHealthy(ctx, fc.nodes[0], "f-setup")
 	t.Logf("cluster formed and a topic fully replicated %v after the processes started", time.Since(begun).Round(time.Millisecond))
 
-	// Each scenario starts with all three nodes up and every ISR full.
 	scenario := func(name string, fn func(t *testing.T, topic string, w *faultWorkload)) {
-		t.Run(name, func(st *testing.T) {
-			fc.t = st
-			defer func() { fc.t = t }()
-			t := st
-			topic := "f-" + strings.ToLower(name)
-			fc.createTopic(ctx, topic)
-			fc.waitHealthy(ctx, fc.nodes[0], topic)
-			w := startWorkload(t, fc, topic)
-			w.waitAcks(t, 500, "before the fault")
-			fn(t, topic, w)
-			w.waitAcks(t, 500, "after healing")
-			w.finish(t)
-			fc.waitHealthy(ctx, fc.live()[0], topic)
-			w.check(t, fc).mustBeClean(t)
-			fc.compareReplicaLogs(t, topic)
-		})
+		fc.scenario(ctx, t, name, fn)
 	}
 
 	scenario("F02", func(t *testing.T, topic string, w *faultWorkload) {
@@ -884,39 +898,7 @@ func TestFaultScenarios(t *testing.T) {
 			func(_ int32, ps []partitionState) bool { return len(ps) > p && ps[p].leaderEpoch >= after.leaderEpoch })
 	})
 
-	scenario("F07", func(t *testing.T, topic string, w *faultWorkload) {
-		ctrl, ps := fc.waitHealthy(ctx, fc.nodes[0], topic)
-		// A leader other than the controller: isolating the controller
-		// is F08.
-		p := slices.IndexFunc(ps, func(s partitionState) bool { return s.leader != ctrl })
-		if p < 0 {
-			t.Fatalf("F07: the controller %d leads every partition %+v", ctrl, ps)
-		}
-		leader, epoch := ps[p].leader, ps[p].leaderEpoch
-		n := fc.node(leader)
-		survivor := fc.live(leader)[0]
-		from := time.Now()
-		fc.proxies.isolate(leader)
-		// The minority leader still takes the client's produce; it must
-		// not acknowledge it, before or after the majority moved on.
-		before := produceDirect(ctx, t, n, topic, int32(p))
-		took, after := fc.waitNewLeader(ctx, survivor, topic, p, leader, from)
-		w.waitAcks(t, 200, "with the old leader isolated")
-		later := produceDirect(ctx, t, n, topic, int32(p))
-		if long {
-			time.Sleep(60 * time.Second) // the fault's length
-		}
-		isolated := time.Since(from)
-		fc.proxies.heal()
-		t.Logf("F07: leader %d of partition %d (epoch %d) cut off from both peers for %v: node %d leads at epoch %d after %v; produce to the isolated leader at once: %s; after the new leader: %s; longest gap between acks %v",
-			leader, p, epoch, isolated.Round(time.Millisecond), after.leader, after.leaderEpoch, took.Round(time.Millisecond), before, later,
-			w.longestAckGap(from, time.Now()).Round(time.Millisecond))
-		if before == "ACKNOWLEDGED" || later == "ACKNOWLEDGED" {
-			t.Fatalf("F07: isolated node %d acknowledged an acks=all produce to partition %d", leader, p)
-		}
-		fc.waitFor(ctx, n, topic, fmt.Sprintf("healed node %d to see partition %d at epoch %d", leader, p, after.leaderEpoch), 60*time.Second,
-			func(_ int32, ps []partitionState) bool { return len(ps) > p && ps[p].leaderEpoch >= after.leaderEpoch })
-	})
+	scenario("F07", func(t *testing.T, topic string, w *faultWorkload) { fc.f07(ctx, t, topic, w, long) })
 
 	scenario("F24", func(t *testing.T, topic string, w *faultWorkload) {
 		group := "g-" + topic
@@ -1154,6 +1136,65 @@ func TestFaultScenarios(t *testing.T) {
 	}
 	diskScenario("F15", func(t *testing.T, topic string, w *faultWorkload) { fc.f15(ctx, t, topic, w, long) })
 	diskScenario("F16", func(t *testing.T, topic string, w *faultWorkload) { fc.f16(ctx, t, topic, w, long) })
+}
+
+// scenario runs fn as subtest name on its own topic: it starts with all
+// three nodes up and every ISR full, under a running workload, and ends
+// with the checker clean and identical replica logs.
+func (fc *faultCluster) scenario(ctx context.Context, t *testing.T, name string, fn func(t *testing.T, topic string, w *faultWorkload)) {
+	t.Run(name, func(st *testing.T) {
+		fc.t = st
+		defer func() { fc.t = t }()
+		t := st
+		topic := "f-" + strings.ToLower(name)
+		fc.createTopic(ctx, topic)
+		fc.waitHealthy(ctx, fc.nodes[0], topic)
+		w := startWorkload(t, fc, topic)
+		w.waitAcks(t, 500, "before the fault")
+		fn(t, topic, w)
+		w.waitAcks(t, 500, "after healing")
+		w.finish(t)
+		fc.waitHealthy(ctx, fc.live()[0], topic)
+		w.check(t, fc).mustBeClean(t)
+		fc.compareReplicaLogs(t, topic)
+	})
+}
+
+// f07 cuts the leader of a partition (not the controller) off from both
+// peers while clients still reach it: the minority side must never ack
+// acks=all, and the majority elects a new leader.
+func (fc *faultCluster) f07(ctx context.Context, t *testing.T, topic string, w *faultWorkload, long bool) {
+	ctrl, ps := fc.waitHealthy(ctx, fc.nodes[0], topic)
+	// A leader other than the controller: isolating the controller
+	// is F08.
+	p := slices.IndexFunc(ps, func(s partitionState) bool { return s.leader != ctrl })
+	if p < 0 {
+		t.Fatalf("F07: the controller %d leads every partition %+v", ctrl, ps)
+	}
+	leader, epoch := ps[p].leader, ps[p].leaderEpoch
+	n := fc.node(leader)
+	survivor := fc.live(leader)[0]
+	from := time.Now()
+	fc.cutOff(leader)
+	// The minority leader still takes the client's produce; it must
+	// not acknowledge it, before or after the majority moved on.
+	before := produceDirect(ctx, t, n, topic, int32(p))
+	took, after := fc.waitNewLeader(ctx, survivor, topic, p, leader, from)
+	w.waitAcks(t, 200, "with the old leader isolated")
+	later := produceDirect(ctx, t, n, topic, int32(p))
+	if long {
+		time.Sleep(60 * time.Second) // the fault's length
+	}
+	isolated := time.Since(from)
+	fc.heal()
+	t.Logf("F07: leader %d of partition %d (epoch %d) cut off from both peers for %v: node %d leads at epoch %d after %v; produce to the isolated leader at once: %s; after the new leader: %s; longest gap between acks %v",
+		leader, p, epoch, isolated.Round(time.Millisecond), after.leader, after.leaderEpoch, took.Round(time.Millisecond), before, later,
+		w.longestAckGap(from, time.Now()).Round(time.Millisecond))
+	if before == "ACKNOWLEDGED" || later == "ACKNOWLEDGED" {
+		t.Fatalf("F07: isolated node %d acknowledged an acks=all produce to partition %d", leader, p)
+	}
+	fc.waitFor(ctx, n, topic, fmt.Sprintf("healed node %d to see partition %d at epoch %d", leader, p, after.leaderEpoch), 60*time.Second,
+		func(_ int32, ps []partitionState) bool { return len(ps) > p && ps[p].leaderEpoch >= after.leaderEpoch })
 }
 
 // produceDirect sends one acks=all record for topic partition p straight

@@ -81,6 +81,12 @@ func testContext(t testing.TB) context.Context {
 func wrenBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
+		// A test run again in a namespace of its own is handed the
+		// binary its first run built (runInOwnNetns).
+		if bin := os.Getenv("WREN_TEST_BIN"); bin != "" {
+			binPath = bin
+			return
+		}
 		dir, err := os.MkdirTemp("", "wren-broker-test-bin-")
 		if err != nil {
 			binErr = err

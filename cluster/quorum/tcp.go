@@ -50,7 +50,9 @@ type TCPConfig struct {
 	// its Done is called once it is written or dropped. A nil answer
 	// closes the connection. Nil refuses replica connections.
 	OnReplicaRequest func(from election.NodeID, key, version int16, body []byte) *splice.Body
-	// DialTimeout bounds a dial and the handshake; 0 means 2 s.
+	// DialTimeout bounds a dial and the handshake; 0 means 2 s. A peer
+	// connection whose sent bytes stay unacknowledged that long is closed
+	// by the kernel (deadPeerAfter), and dialed again.
 	DialTimeout time.Duration
 	// BackoffMin and BackoffMax bound the wait between reconnects, which
 	// doubles from min to max with jitter; 0 means 50 ms and 2 s.
@@ -244,6 +246,7 @@ func (t *TCPTransport) serveOutgoing(p *peer, connected func()) error {
 	if err != nil {
 		return err
 	}
+	deadPeerAfter(c, t.cfg.DialTimeout)
 	if !t.track(c) {
 		c.Close()
 		return net.ErrClosed
@@ -372,6 +375,7 @@ func (t *TCPTransport) acceptLoop() {
 			}
 			continue
 		}
+		deadPeerAfter(c, t.cfg.DialTimeout)
 		if !t.track(c) {
 			c.Close()
 			return
@@ -618,6 +622,7 @@ func (t *TCPTransport) DialReplica(to election.NodeID) (*ReplicaConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	deadPeerAfter(c, t.cfg.DialTimeout)
 	if !t.track(c) {
 		c.Close()
 		return nil, net.ErrClosed
