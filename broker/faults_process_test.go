@@ -725,10 +725,7 @@ func TestFaultScenarios(t *testing.T) {
 	fc := startFaultCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	begun := time.Now()
-	fc.createTopic(ctx, "f-setup")
-	fc.waitHealthy(ctx, fc.nodes[0], "f-setup")
-	t.Logf("cluster formed and a topic fully replicated %v after the processes started", time.Since(begun).Round(time.Millisecond))
+	t.Logf("cluster formed and a topic fully replicated %v after the processes started", fc.formed(ctx))
 
 	scenario := func(name string, fn func(t *testing.T, topic string, w *faultWorkload)) {
 		fc.scenario(ctx, t, name, fn)
@@ -859,14 +856,8 @@ func TestFaultScenarios(t *testing.T) {
 	})
 
 	scenario("F05", func(t *testing.T, topic string, w *faultWorkload) {
-		ctrl, ps := fc.waitHealthy(ctx, fc.nodes[0], topic)
-		// A partition led by a node other than the controller: stopping
-		// the controller is F06.
-		p := slices.IndexFunc(ps, func(s partitionState) bool { return s.leader != ctrl })
-		if p < 0 {
-			t.Fatalf("F05: the controller %d leads every partition %+v", ctrl, ps)
-		}
-		leader, epoch := ps[p].leader, ps[p].leaderEpoch
+		// Stopping the controller is F06.
+		p, leader, epoch := fc.leaderNotController(ctx, t, topic, "F05")
 		n := fc.node(leader)
 		survivor := fc.live(leader)[0]
 		from := time.Now()
@@ -1120,10 +1111,7 @@ func TestFaultScenarios(t *testing.T) {
 		opts.tmpfsSize = isrClusterTmpfsSize
 	}
 	fc = startFaultClusterWith(t, opts)
-	begun = time.Now()
-	fc.createTopic(ctx, "f-setup")
-	fc.waitHealthy(ctx, fc.nodes[0], "f-setup")
-	t.Logf("second cluster (replica.lag.time.max.ms 5 s, tmpfs per node: %v) formed %v after the processes started", noMount == nil, time.Since(begun).Round(time.Millisecond))
+	t.Logf("second cluster (replica.lag.time.max.ms 5 s, tmpfs per node: %v) formed %v after the processes started", noMount == nil, fc.formed(ctx))
 	scenario("F13", func(t *testing.T, topic string, w *faultWorkload) { fc.f13(ctx, t, topic, w, long) })
 	diskScenario := func(name string, fn func(t *testing.T, topic string, w *faultWorkload)) {
 		if noMount != nil {
@@ -1160,18 +1148,34 @@ func (fc *faultCluster) scenario(ctx context.Context, t *testing.T, name string,
 	})
 }
 
+// formed waits until the cluster just started has a fully replicated
+// topic, f-setup, and says how long that took.
+func (fc *faultCluster) formed(ctx context.Context) time.Duration {
+	begun := time.Now()
+	fc.createTopic(ctx, "f-setup")
+	fc.waitHealthy(ctx, fc.nodes[0], "f-setup")
+	return time.Since(begun).Round(time.Millisecond)
+}
+
+// leaderNotController waits until every ISR of topic is full and picks a
+// partition led by a node other than the controller: its index, leader
+// and leader epoch.
+func (fc *faultCluster) leaderNotController(ctx context.Context, t *testing.T, topic, scenario string) (int, int32, int32) {
+	t.Helper()
+	ctrl, ps := fc.waitHealthy(ctx, fc.nodes[0], topic)
+	p := slices.IndexFunc(ps, func(s partitionState) bool { return s.leader != ctrl })
+	if p < 0 {
+		t.Fatalf("%s: the controller %d leads every partition %+v", scenario, ctrl, ps)
+	}
+	return p, ps[p].leader, ps[p].leaderEpoch
+}
+
 // f07 cuts the leader of a partition (not the controller) off from both
 // peers while clients still reach it: the minority side must never ack
 // acks=all, and the majority elects a new leader.
 func (fc *faultCluster) f07(ctx context.Context, t *testing.T, topic string, w *faultWorkload, long bool) {
-	ctrl, ps := fc.waitHealthy(ctx, fc.nodes[0], topic)
-	// A leader other than the controller: isolating the controller
-	// is F08.
-	p := slices.IndexFunc(ps, func(s partitionState) bool { return s.leader != ctrl })
-	if p < 0 {
-		t.Fatalf("F07: the controller %d leads every partition %+v", ctrl, ps)
-	}
-	leader, epoch := ps[p].leader, ps[p].leaderEpoch
+	// Isolating the controller is F08.
+	p, leader, epoch := fc.leaderNotController(ctx, t, topic, "F07")
 	n := fc.node(leader)
 	survivor := fc.live(leader)[0]
 	from := time.Now()

@@ -247,10 +247,7 @@ func TestNetworkPartitions(t *testing.T) {
 	fc := startFaultClusterWith(t, faultClusterOptions{netns: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	begun := time.Now()
-	fc.createTopic(ctx, "f-setup")
-	fc.waitHealthy(ctx, fc.nodes[0], "f-setup")
-	t.Logf("cluster of three network namespaces formed and a topic fully replicated %v after the processes started", time.Since(begun).Round(time.Millisecond))
+	t.Logf("cluster of three network namespaces formed and a topic fully replicated %v after the processes started", fc.formed(ctx))
 
 	fc.scenario(ctx, t, "F07", func(t *testing.T, topic string, w *faultWorkload) { fc.f07(ctx, t, topic, w, long) })
 	fc.scenario(ctx, t, "F08", func(t *testing.T, topic string, w *faultWorkload) { fc.f08(ctx, t, topic, w, long) })
