@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -56,6 +57,7 @@ func newTestNet(t *testing.T, nodes int) *testNet {
 		t.Fatal("testNet: only inside the test's own network namespace (runInOwnNetns)")
 	}
 	tn := &testNet{t: t, rules: map[string][]string{}}
+	removeStaleNetns(t)
 	tn.must("", "ip", "link", "set", "lo", "up")
 	tn.must("", "ip", "link", "add", testNetBridge, "type", "bridge")
 	tn.must("", "ip", "addr", "add", "10.99.0.254/24", "dev", testNetBridge)
@@ -78,6 +80,29 @@ func newTestNet(t *testing.T, nodes int) *testNet {
 		tn.must(name, "ip", "link", "set", "eth0", "up")
 	}
 	return tn
+}
+
+// removeStaleNetns deletes the namespaces an earlier run left behind when
+// it was killed before its cleanup (they are named after its pid, which
+// no longer runs). Nothing in them runs any more.
+func removeStaleNetns(t *testing.T) {
+	t.Helper()
+	entries, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return // none made yet
+	}
+	for _, e := range entries {
+		var pid, id int
+		if n, _ := fmt.Sscanf(e.Name(), "wren-%d-n%d", &pid, &id); n != 2 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			continue // its run goes on
+		}
+		if out, err := exec.Command("ip", "netns", "del", e.Name()).CombinedOutput(); err != nil {
+			t.Logf("a stale namespace %s stays: %v: %s", e.Name(), err, out)
+		}
+	}
 }
 
 // ip is node id's address.
