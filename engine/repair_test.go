@@ -502,3 +502,67 @@ func TestRepairCrashSafety(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairDamageThatHeldNoOffset: a stray byte between two batches whose
+// offsets follow on held no record. The check reports it with 0 offsets,
+// the log serves every offset around it, a skip repair drops nothing and
+// leaves no gap, and a truncating one cuts at it.
+func TestRepairDamageThatHeldNoOffset(t *testing.T) {
+	var valid []byte
+	var cut int
+	for i := 0; i < 4; i++ {
+		b := withOffset(makeBatch(t, batch.CompressionNone, i, 3, 40, 1000), int64(3*i), 0)
+		if i == 2 {
+			cut = len(valid)
+			valid = append(valid, 0) // the stray byte, before offset 6
+		}
+		valid = append(valid, b...)
+	}
+	for _, mode := range []RepairMode{RepairSkip, RepairTruncate} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			dir := repairDataDir + "/t-0"
+			mustNotErr(t, fsys.MkdirAll(dir, 0o755))
+			fh, err := fsys.Create(dir + "/00000000000000000000.log")
+			mustNotErr(t, err)
+			_, err = fh.WriteAt(valid, 0)
+			mustNotErr(t, errors.Join(err, fh.Close()))
+			tp := TopicPartition{"t", 0}
+
+			l, _, err := Open(fsys, dir, tp, testOptions(nil), OpenOptions{})
+			mustNotErr(t, err)
+			d := l.Damage()
+			if len(d) != 1 || d[0].Offsets() != 0 || d[0].Position != int64(cut) || d[0].FirstOffset != 6 {
+				t.Fatalf("damage %v, want one range at %d that held no offset", d, cut)
+			}
+			for off := int64(0); off < 12; off++ {
+				r, err := l.Read(off, 1, 12, true)
+				if err != nil {
+					t.Fatalf("read %d beside damage that held no offset: %v", off, err)
+				}
+				r.Release()
+			}
+			if _, err := l.Append(makeBatch(t, batch.CompressionNone, 9, 1, 1, 1), 0); !errors.Is(err, ErrPartitionDamaged) {
+				t.Fatalf("append beside the damage: %v", err)
+			}
+			mustNotErr(t, l.Close())
+
+			plan, err := PlanRepair(fsys, repairDataDir, tp, mode)
+			mustNotErr(t, err)
+			want := int64(12)
+			if mode == RepairTruncate {
+				want = 6
+			} else if len(plan.Gaps) != 0 || plan.DamagedOffsets != 0 || plan.RecordsDropped != 0 {
+				t.Fatalf("skip plan: gaps %v, %d damaged offsets, %d records dropped; want none\n%s",
+					plan.Gaps, plan.DamagedOffsets, plan.RecordsDropped, strings.Join(plan.Describe(), "\n"))
+			}
+			mustNotErr(t, plan.Execute(fsys))
+			l, _, err = Open(fsys, dir, tp, testOptions(nil), OpenOptions{})
+			mustNotErr(t, err)
+			defer l.Close()
+			if d := l.Damage(); len(d) != 0 || l.LogEndOffset() != want {
+				t.Fatalf("after the %v repair: damage %v, log end %d; want none and %d", mode, d, l.LogEndOffset(), want)
+			}
+		})
+	}
+}
