@@ -326,6 +326,36 @@ type quorumWatch struct {
 	// yet run out: allowed); splitBrain those at the same epoch.
 	selfClaims int
 	splitBrain []string
+	// Set by healAndWatch: how long the fault lasted, and the controller
+	// and epoch every node agreed on after the heal, and how soon.
+	held       time.Duration
+	controller int32
+	epoch      int64
+	follow     time.Duration
+}
+
+func (qw *quorumWatch) String() string {
+	return fmt.Sprintf("held %v; after the heal every node named %d at epoch %d within %v; highest epoch seen %d in %d samples; %d samples with a stale self-claim",
+		qw.held.Round(time.Millisecond), qw.controller, qw.epoch, qw.follow.Round(time.Millisecond), qw.maxEpoch, qw.samples, qw.selfClaims)
+}
+
+// healAndWatch ends scenario name's fault (begun at from), waits until
+// every node names the same controller at the same epoch and ok holds,
+// watches the quorum a while longer (afterHeal), stops qw and fails on a
+// split brain it saw. It returns the controller and epoch agreed on.
+func (fc *faultCluster) healAndWatch(ctx context.Context, t *testing.T, name string, qw *quorumWatch, from time.Time, long bool, ok func(int32, int64) bool) (int32, int64) {
+	t.Helper()
+	fc.heal()
+	healed := time.Now()
+	qw.held = healed.Sub(from)
+	qw.controller, qw.epoch = fc.controllerEpoch(ctx, t, name+" after the heal", ok)
+	qw.follow = time.Since(healed)
+	hold(afterHeal(long))
+	qw.end()
+	if len(qw.splitBrain) > 0 {
+		t.Fatalf("%s: split brain: %v\n%s", name, qw.splitBrain, fc.quorumEvents(from))
+	}
+	return qw.controller, qw.epoch
 }
 
 func (fc *faultCluster) watchQuorum(ctx context.Context) *quorumWatch {
@@ -463,20 +493,11 @@ func (fc *faultCluster) f08(ctx context.Context, t *testing.T, topic string, w *
 	}
 	w.waitAcks(t, 200, "with the controller isolated")
 	hold(length - time.Since(from))
-	fc.heal()
-	healed := time.Now()
-	c, e := fc.controllerEpoch(ctx, t, "F08 after the heal", func(c int32, e int64) bool { return c != ctrl })
-	follow := time.Since(healed)
-	// Watch a while longer: a preemption by the returning higher id
-	// would come within a few election timeouts of the heal.
-	hold(afterHeal(long))
-	qw.end()
-	t.Logf("F08: controller %d (epoch %d) isolated for %v: both survivors named %d after %v; after the heal every node named %d at epoch %d within %v; highest epoch seen %d in %d samples; %d samples with a stale self-claim; longest gap between acks %v",
-		ctrl, epoch, healed.Sub(from).Round(time.Millisecond), newCtrl, took.Round(time.Millisecond), c, e, follow.Round(time.Millisecond),
-		qw.maxEpoch, qw.samples, qw.selfClaims, w.longestAckGap(from, time.Now()).Round(time.Millisecond))
-	if len(qw.splitBrain) > 0 {
-		t.Fatalf("F08: split brain: %v\n%s", qw.splitBrain, fc.quorumEvents(from))
-	}
+	// The watch after the heal would see a preemption by the returning
+	// higher id: it would come within a few election timeouts.
+	c, e := fc.healAndWatch(ctx, t, "F08", qw, from, long, func(c int32, e int64) bool { return c != ctrl })
+	t.Logf("F08: controller %d (epoch %d) isolated: both survivors named %d after %v; %s; longest gap between acks %v",
+		ctrl, epoch, newCtrl, took.Round(time.Millisecond), qw, w.longestAckGap(from, time.Now()).Round(time.Millisecond))
 	if c != newCtrl || e != epoch+1 || qw.maxEpoch != epoch+1 {
 		t.Fatalf("F08: want exactly one election (controller %d at epoch %d); after the heal %d at epoch %d, highest epoch seen %d; the quorum's events:\n%s",
 			newCtrl, epoch+1, c, e, qw.maxEpoch, fc.quorumEvents(from))
@@ -501,18 +522,9 @@ func (fc *faultCluster) f09(ctx context.Context, t *testing.T, topic string, w *
 	fc.net.drop(deaf, peersOf(deaf), true, false)
 	w.waitAcks(t, 200, fmt.Sprintf("with node %d deaf", deaf))
 	hold(length - time.Since(from))
-	fc.heal()
-	healed := time.Now()
-	c, e := fc.controllerEpoch(ctx, t, "F09 after the heal", func(int32, int64) bool { return true })
-	follow := time.Since(healed)
-	hold(afterHeal(long))
-	qw.end()
-	t.Logf("F09: node %d (the controller: %v) deaf to its peers for %v, epoch %d before: after the heal every node named %d at epoch %d within %v; highest epoch seen %d in %d samples; %d samples with a stale self-claim; longest gap between acks %v",
-		deaf, controller, healed.Sub(from).Round(time.Millisecond), epoch, c, e, follow.Round(time.Millisecond), qw.maxEpoch, qw.samples, qw.selfClaims,
-		w.longestAckGap(from, time.Now()).Round(time.Millisecond))
-	if len(qw.splitBrain) > 0 {
-		t.Fatalf("F09: split brain: %v\n%s", qw.splitBrain, fc.quorumEvents(from))
-	}
+	_, e := fc.healAndWatch(ctx, t, "F09", qw, from, long, func(int32, int64) bool { return true })
+	t.Logf("F09: node %d (the controller: %v) deaf to its peers, epoch %d before: %s; longest gap between acks %v",
+		deaf, controller, epoch, qw, w.longestAckGap(from, time.Now()).Round(time.Millisecond))
 	if qw.maxEpoch > epoch+1 || e > epoch+1 {
 		t.Fatalf("F09: an election storm: epoch %d before, %d after, highest seen %d (the plan allows two epochs in all); the quorum's events:\n%s",
 			epoch, e, qw.maxEpoch, fc.quorumEvents(from))
@@ -534,12 +546,7 @@ func (fc *faultCluster) f10(ctx context.Context, t *testing.T, topic string, w *
 	fc.net.drop(1, []int32{3}, true, true)
 	w.waitAcks(t, 200, "with nodes 1 and 3 cut apart")
 	hold(length - time.Since(from))
-	fc.heal()
-	healed := time.Now()
-	c, e := fc.controllerEpoch(ctx, t, "F10 after the heal", func(int32, int64) bool { return true })
-	follow := time.Since(healed)
-	hold(afterHeal(long))
-	qw.end()
+	fc.healAndWatch(ctx, t, "F10", qw, from, long, func(int32, int64) bool { return true })
 	_, after := fc.waitHealthy(ctx, fc.nodes[1], topic)
 	var changes []string
 	worst := int32(0)
@@ -548,12 +555,8 @@ func (fc *faultCluster) f10(ctx context.Context, t *testing.T, topic string, w *
 		worst = max(worst, d)
 		changes = append(changes, fmt.Sprintf("p%d %d→%d (+%d)", p, before[p].leader, after[p].leader, d))
 	}
-	t.Logf("F10: nodes 1 and 3 cut apart for %v, epoch %d before: after the heal every node named %d at epoch %d within %v; highest epoch seen %d in %d samples; %d samples with a stale self-claim; leaders %s; longest gap between acks %v",
-		healed.Sub(from).Round(time.Millisecond), epoch, c, e, follow.Round(time.Millisecond), qw.maxEpoch, qw.samples, qw.selfClaims,
-		strings.Join(changes, ", "), w.longestAckGap(from, time.Now()).Round(time.Millisecond))
-	if len(qw.splitBrain) > 0 {
-		t.Fatalf("F10: split brain: %v\n%s", qw.splitBrain, fc.quorumEvents(from))
-	}
+	t.Logf("F10: nodes 1 and 3 cut apart, epoch %d before: %s; leaders %s; longest gap between acks %v",
+		epoch, qw, strings.Join(changes, ", "), w.longestAckGap(from, time.Now()).Round(time.Millisecond))
 	if qw.maxEpoch > epoch+1 {
 		t.Fatalf("F10: more than one election: epoch %d before, highest seen %d; the quorum's events:\n%s", epoch, qw.maxEpoch, fc.quorumEvents(from))
 	}
