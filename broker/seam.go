@@ -86,9 +86,6 @@ func (g kafkaGroups) ListGroups(ctx context.Context) ([]groups.ListedGroup, int1
 	return g.d.ListGroups(ctx)
 }
 
-func (g kafkaGroups) Partitions() int32  { return g.d.Partitions() }
-func (g kafkaGroups) Leads(i int32) bool { return g.d.Leads(i) }
-
 // groupCall maps the driver's errors to the Kafka codes the seam speaks.
 type groupCall struct{ c *coordinator.Call }
 

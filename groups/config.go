@@ -136,6 +136,10 @@ func SeededMemberIDs(seed uint64) func(prefix string) string {
 	}
 }
 
+// OffsetsTopic is Kafka's topic of committed offsets and group metadata.
+// Part of the on-disk format; never change.
+const OffsetsTopic = "__consumer_offsets"
+
 // PartitionFor returns the __consumer_offsets partition whose leader
 // coordinates groupID: Java's String.hashCode of the id, made non-negative
 // as Kafka's Utils.abs does, modulo the partition count. It must match

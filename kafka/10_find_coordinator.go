@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,11 +14,18 @@ import (
 //
 // Behavior:
 // * Advertised from v0: librdkafka enables lz4 only if it is.
-// * Group keys (type 0): this node, when it leads the group's partition
-//   of __consumer_offsets (groups.PartitionFor); else
-//   COORDINATOR_NOT_AVAILABLE, node -1, which is retriable, so clients
-//   keep asking while the topic is created or its leader elected. An
-//   empty group id is INVALID_REQUEST, as in Kafka.
+// * Group keys (type 0): the leader of the group's partition of
+//   __consumer_offsets (groups.PartitionFor over the topic's partition
+//   count) in this node's committed metadata image, wherever it is, as
+//   Kafka answers from its metadata cache: any node of a cluster names the
+//   coordinator. COORDINATOR_NOT_AVAILABLE, node -1, which is retriable,
+//   only while the topic does not exist yet, or the partition has no
+//   leader, or its leader is not a live broker with an address on this
+//   listener. The coordinator itself answers COORDINATOR_LOAD_IN_PROGRESS
+//   to the group APIs while it loads the partition, and every other node
+//   NOT_COORDINATOR (groups/coordinator), so a client that asked a node
+//   whose image lagged asks again. An empty group id is INVALID_REQUEST,
+//   as in Kafka.
 // * Transactional ids (type 1) are answered
 //   TRANSACTIONAL_ID_AUTHORIZATION_FAILED with the message "transactions
 //   are not supported by wren": wren has no transaction coordinator, and
@@ -33,7 +41,8 @@ import (
 //
 // Not implemented:
 // * Transactions are later work; this handler then answers with the
-//   leader of the key's partition of __transaction_state.
+//   leader of the key's partition of __transaction_state, by the same
+//   lookup as groups (partitionLeader).
 
 // Coordinator types of FindCoordinator. Part of the wire protocol.
 const (
@@ -49,54 +58,79 @@ func (s *Server) handleFindCoordinator(req *Request) (Pending, error) {
 		s.logTransactionsRefused(req)
 	}
 	if r.Version < 4 {
-		err := s.findCoordinator(r.Version, r.CoordinatorType, r.CoordinatorKey)
+		c, err := s.findCoordinator(r.Version, r.CoordinatorType, r.CoordinatorKey)
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), kafkaMessage(err)
-		resp.NodeID, resp.Host, resp.Port = -1, "", -1
-		if err == nil {
-			n := s.node()
-			resp.NodeID, resp.Host, resp.Port = n.Config.NodeID, n.Host, n.Port
-		}
+		resp.NodeID, resp.Host, resp.Port = c.id, c.host, c.port
 		return Respond(resp), nil
 	}
 	for _, key := range r.CoordinatorKeys {
-		c := kmsg.NewFindCoordinatorResponseCoordinator()
-		c.Key = key
+		rc := kmsg.NewFindCoordinatorResponseCoordinator()
+		rc.Key = key
 		// No message per key, as Kafka: it would be most of the
 		// response, many times the size of the key that asked. The
 		// one exception is short and tells a user why their
 		// transactional producer stopped.
-		err := s.findCoordinator(r.Version, r.CoordinatorType, key)
-		c.ErrorCode = errorCode(err)
+		c, err := s.findCoordinator(r.Version, r.CoordinatorType, key)
+		rc.ErrorCode = errorCode(err)
 		if err == errTransactionsUnsupported {
-			c.ErrorMessage = kafkaMessage(err)
+			rc.ErrorMessage = kafkaMessage(err)
 		}
-		c.NodeID, c.Host, c.Port = -1, "", -1
-		if err == nil {
-			n := s.node()
-			c.NodeID, c.Host, c.Port = n.Config.NodeID, n.Host, n.Port
-		}
-		resp.Coordinators = append(resp.Coordinators, c)
+		rc.NodeID, rc.Host, rc.Port = c.id, c.host, c.port
+		resp.Coordinators = append(resp.Coordinators, rc)
 	}
 	return Respond(resp), nil
 }
 
-// findCoordinator is the answer for one key: nil means this node.
-func (s *Server) findCoordinator(version int16, coordinatorType int8, key string) error {
+// coordinatorAddr is a coordinator as FindCoordinator names it.
+type coordinatorAddr struct {
+	id   int32
+	host string
+	port int32
+}
+
+// noCoordinator is the answer that names none.
+var noCoordinator = coordinatorAddr{id: -1, host: "", port: -1}
+
+// findCoordinator is the answer for one key.
+func (s *Server) findCoordinator(version int16, coordinatorType int8, key string) (coordinatorAddr, error) {
 	switch {
 	case coordinatorType == coordinatorGroup && key == "":
-		return fmt.Errorf("%w: empty group id", kerr.InvalidRequest)
+		return noCoordinator, fmt.Errorf("%w: empty group id", kerr.InvalidRequest)
 	case coordinatorType == coordinatorGroup:
-		d := s.node().Groups
-		if d == nil || !d.Leads(groups.PartitionFor(key, d.Partitions())) {
-			return fmt.Errorf("%w: the group's partition of __consumer_offsets has no leader here", kerr.CoordinatorNotAvailable)
-		}
-		return nil
+		return s.partitionLeader(groups.OffsetsTopic, key)
 	case coordinatorType == coordinatorTransaction:
-		return errTransactionsUnsupported
+		return noCoordinator, errTransactionsUnsupported
 	case coordinatorType == coordinatorShare && version >= 6:
-		return fmt.Errorf("%w: share groups are not served by this broker", kerr.CoordinatorNotAvailable)
+		return noCoordinator, fmt.Errorf("%w: share groups are not served by this broker", kerr.CoordinatorNotAvailable)
 	}
-	return fmt.Errorf("%w: unknown coordinator type %d in FindCoordinator v%d", kerr.InvalidRequest, coordinatorType, version)
+	return noCoordinator, fmt.Errorf("%w: unknown coordinator type %d in FindCoordinator v%d", kerr.InvalidRequest, coordinatorType, version)
+}
+
+// partitionLeader is the coordinator of key among the partitions of an
+// internal topic: the leader of partition groups.PartitionFor(key, count)
+// in the committed image, with its address on this listener.
+func (s *Server) partitionLeader(topic, key string) (coordinatorAddr, error) {
+	n := s.node()
+	t := n.Metadata.Image().Topic(topic)
+	if t == nil || len(t.Partitions) == 0 {
+		return noCoordinator, fmt.Errorf("%w: %s does not exist yet", kerr.CoordinatorNotAvailable, topic)
+	}
+	p := groups.PartitionFor(key, int32(len(t.Partitions)))
+	leader := t.Partitions[p].Leader
+	if leader < 0 {
+		return noCoordinator, fmt.Errorf("%w: %s-%d has no leader", kerr.CoordinatorNotAvailable, topic, p)
+	}
+	if leader == n.Metadata.NodeID() {
+		return coordinatorAddr{id: leader, host: n.Host, port: n.Port}, nil
+	}
+	if !slices.Contains(n.Metadata.Brokers(), leader) {
+		return noCoordinator, fmt.Errorf("%w: %s-%d is led by broker %d, which is not live", kerr.CoordinatorNotAvailable, topic, p, leader)
+	}
+	host, port, ok := n.Metadata.BrokerAddr(leader, s.cfg.ListenerName)
+	if !ok {
+		return noCoordinator, fmt.Errorf("%w: broker %d, the leader of %s-%d, has no %s listener", kerr.CoordinatorNotAvailable, leader, topic, p, s.cfg.ListenerName)
+	}
+	return coordinatorAddr{id: leader, host: host, port: port}, nil
 }
 
 // errTransactionsUnsupported answers every transactional request: see the

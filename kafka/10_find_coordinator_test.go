@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"context"
 	"fmt"
 
 	"testing"
@@ -9,18 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/groups"
 )
-
-// fakeGroups leads the __consumer_offsets partitions of its set.
-type fakeGroups struct{ leads map[int32]bool }
-
-func (g *fakeGroups) Submit(context.Context, string, GroupInput) GroupCall { panic("not used") }
-func (g *fakeGroups) Partitions() int32                                    { return 4 }
-func (g *fakeGroups) Leads(i int32) bool                                   { return g.leads[i] }
-func (g *fakeGroups) ListGroups(context.Context) ([]groups.ListedGroup, int16, error) {
-	return nil, 0, nil
-}
 
 func findCoordinatorRequest(keys ...string) *kmsg.FindCoordinatorRequest {
 	req := kmsg.NewPtrFindCoordinatorRequest()
@@ -29,30 +19,88 @@ func findCoordinatorRequest(keys ...string) *kmsg.FindCoordinatorRequest {
 	return req
 }
 
-// TestFindCoordinator: this node for the groups whose partition it leads,
-// COORDINATOR_NOT_AVAILABLE for the others and when there is no
-// coordinator at all.
-func TestFindCoordinator(t *testing.T) {
-	f := newSeamFixture(t)
-	g := "g"
-	led := groups.PartitionFor(g, 4)
-	var other string
-	for i := range 100 {
-		if k := fmt.Sprintf("g%d", i); groups.PartitionFor(k, 4) != led {
-			other = k
-			break
+// groupOn returns a group id whose partition of a 4-partition
+// __consumer_offsets is p.
+func groupOn(t *testing.T, p int32) string {
+	t.Helper()
+	for i := range 1000 {
+		if k := fmt.Sprintf("g%d", i); groups.PartitionFor(k, 4) == p {
+			return k
 		}
 	}
-	resp := f.do(t, findCoordinatorRequest(g)).(*kmsg.FindCoordinatorResponse)
-	wantCode(t, "no coordinator", resp.Coordinators[0].ErrorCode, kerr.CoordinatorNotAvailable)
+	t.Fatalf("no group id on partition %d", p)
+	return ""
+}
 
-	f.node.Groups = &fakeGroups{leads: map[int32]bool{led: true}}
-	resp = f.do(t, findCoordinatorRequest(g, other, "")).(*kmsg.FindCoordinatorResponse)
-	c := resp.Coordinators[0]
-	wantCode(t, g, c.ErrorCode, nil)
-	if c.NodeID != 1 || c.Host != "node1.test" || c.Port != 9092 {
-		t.Errorf("%s: node %d at %s:%d, want node 1 at node1.test:9092", g, c.NodeID, c.Host, c.Port)
+// offsetsTopicID is the fake __consumer_offsets topic's id.
+var offsetsTopicID = cluster.UUID{9, 9}
+
+// addOffsetsTopic commits a 4-partition __consumer_offsets whose
+// partitions are led by leaders, in order.
+func (f *seamFixture) addOffsetsTopic(t *testing.T, leaders ...int32) {
+	t.Helper()
+	records := []cluster.Record{{Kind: cluster.KindTopic, Topic: &cluster.TopicRecord{Name: groups.OffsetsTopic, ID: offsetsTopicID}}}
+	for p, l := range leaders {
+		replicas := []int32{1, 2, 3}
+		isr := replicas
+		if l < 0 {
+			isr = nil
+		}
+		records = append(records, cluster.Record{Kind: cluster.KindPartition, Partition: &cluster.PartitionRecord{
+			TopicID: offsetsTopicID, Partition: int32(p), Replicas: replicas, ISR: isr, Leader: l, LeaderEpoch: 1}})
 	}
-	wantCode(t, other, resp.Coordinators[1].ErrorCode, kerr.CoordinatorNotAvailable)
-	wantCode(t, "empty group id", resp.Coordinators[2].ErrorCode, kerr.InvalidRequest)
+	f.addRecords(t, records...)
+}
+
+// TestFindCoordinator: any node names the leader of the group's partition
+// of __consumer_offsets from its image, wherever that leader is, and
+// COORDINATOR_NOT_AVAILABLE only while there is none to name. Whether
+// this node runs a coordinator itself does not matter.
+func TestFindCoordinator(t *testing.T) {
+	f := newSeamFixture(t)
+	resp := f.do(t, findCoordinatorRequest("g")).(*kmsg.FindCoordinatorResponse)
+	wantCode(t, "no __consumer_offsets yet", resp.Coordinators[0].ErrorCode, kerr.CoordinatorNotAvailable)
+
+	// Partition 0 is led here, 1 by node 2, 2 by nobody, 3 by node 4,
+	// which is not a live broker. This node runs no coordinator.
+	f.addOffsetsTopic(t, 1, 2, -1, 4)
+	keys := []string{groupOn(t, 0), groupOn(t, 1), groupOn(t, 2), groupOn(t, 3), ""}
+	resp = f.do(t, findCoordinatorRequest(keys...)).(*kmsg.FindCoordinatorResponse)
+	if len(resp.Coordinators) != len(keys) {
+		t.Fatalf("%d coordinators for %d keys", len(resp.Coordinators), len(keys))
+	}
+	for i, want := range []struct {
+		id   int32
+		host string
+	}{{1, "node1.test"}, {2, "node2.test"}} {
+		c := resp.Coordinators[i]
+		wantCode(t, c.Key, c.ErrorCode, nil)
+		if c.Key != keys[i] || c.NodeID != want.id || c.Host != want.host || c.Port != 9092 {
+			t.Errorf("%s: node %d at %s:%d, want node %d at %s:9092", c.Key, c.NodeID, c.Host, c.Port, want.id, want.host)
+		}
+	}
+	for i, what := range map[int]string{2: "leaderless partition", 3: "leader not live"} {
+		c := resp.Coordinators[i]
+		wantCode(t, what, c.ErrorCode, kerr.CoordinatorNotAvailable)
+		if c.NodeID != -1 || c.Host != "" || c.Port != -1 {
+			t.Errorf("%s: names node %d at %s:%d", what, c.NodeID, c.Host, c.Port)
+		}
+	}
+	wantCode(t, "empty group id", resp.Coordinators[4].ErrorCode, kerr.InvalidRequest)
+
+	// v0-3 answer one key, with the same lookup.
+	old := kmsg.NewPtrFindCoordinatorRequest()
+	old.SetVersion(2)
+	old.CoordinatorKey = keys[1]
+	r := f.do(t, old).(*kmsg.FindCoordinatorResponse)
+	wantCode(t, "v2", r.ErrorCode, nil)
+	if r.NodeID != 2 || r.Host != "node2.test" || r.Port != 9092 {
+		t.Errorf("v2: node %d at %s:%d, want node 2 at node2.test:9092", r.NodeID, r.Host, r.Port)
+	}
+	old.CoordinatorKey = keys[2]
+	r = f.do(t, old).(*kmsg.FindCoordinatorResponse)
+	wantCode(t, "v2 leaderless", r.ErrorCode, kerr.CoordinatorNotAvailable)
+	if r.NodeID != -1 || r.ErrorMessage == nil {
+		t.Errorf("v2 leaderless: node %d, message %v", r.NodeID, r.ErrorMessage)
+	}
 }

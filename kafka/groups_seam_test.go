@@ -52,9 +52,6 @@ func (g *fakeCoordinator) ListGroups(context.Context) ([]groups.ListedGroup, int
 	return g.listed, g.listCode, g.listErr
 }
 
-func (g *fakeCoordinator) Partitions() int32 { return 4 }
-func (g *fakeCoordinator) Leads(int32) bool  { return true }
-
 // fakeGroupCall is answered already.
 type fakeGroupCall struct {
 	r   groups.Response

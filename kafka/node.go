@@ -20,8 +20,9 @@ type Node struct {
 	Partitions Partitions
 	// ProducerIDs hands out idempotent producers' ids.
 	ProducerIDs ProducerIDs
-	// Groups is the group coordinator; nil means none (FindCoordinator
-	// answers COORDINATOR_NOT_AVAILABLE, the group APIs likewise).
+	// Groups is the group coordinator; nil means none (the group APIs
+	// answer COORDINATOR_NOT_AVAILABLE; FindCoordinator answers from the
+	// image all the same).
 	Groups GroupCoordinator
 	// Host and Port are what Metadata and FindCoordinator advertise for
 	// this node (the advertised listener, or the bound address).

@@ -172,11 +172,6 @@ type GroupCoordinator interface {
 	// ListGroups lists the groups of the partitions this node leads, with
 	// a Kafka error code when some could not be listed.
 	ListGroups(ctx context.Context) ([]groups.ListedGroup, int16, error)
-	// Partitions is the partition count of __consumer_offsets.
-	Partitions() int32
-	// Leads reports whether this node coordinates the groups of partition
-	// i of __consumer_offsets.
-	Leads(i int32) bool
 }
 
 // GroupCall is one submitted group request.

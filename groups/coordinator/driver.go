@@ -20,8 +20,7 @@ import (
 )
 
 // OffsetsTopic is Kafka's topic of committed offsets and group metadata.
-// Part of the on-disk format; never change.
-const OffsetsTopic = "__consumer_offsets"
+const OffsetsTopic = groups.OffsetsTopic
 
 var (
 	// ErrClosed is returned to requests submitted after Run ended.
