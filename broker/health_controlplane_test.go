@@ -92,5 +92,5 @@ func TestClusterHealthControlPlane(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &h); err != nil {
 		t.Fatal(err)
 	}
-	check("/v1/cluster/health", h, false)
+	check("/v1/cluster/health", h, true)
 }
