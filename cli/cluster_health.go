@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -131,27 +132,8 @@ func clusterHealth(ctx context.Context, cl *kgo.Client, perRequest time.Duration
 	}
 	wg.Wait()
 
-	var base *brokerAnswer
-	for i := range answers {
-		a := &answers[i]
-		if a.err != nil || !a.full {
-			continue
-		}
-		if base == nil || a.health.MetadataOffset > base.health.MetadataOffset ||
-			(a.health.MetadataOffset == base.health.MetadataOffset && a.id == a.health.ControllerID) {
-			base = a
-		}
-	}
-	var h ops.ClusterHealth
-	if base != nil {
-		h = base.health
-		h.Healthy, h.UnhealthyReasons = false, nil
-		for _, a := range answers {
-			if a.err == nil && a.full {
-				h.AddNodeFacts(factsOf(a.health, a.id))
-			}
-		}
-	} else {
+	h, ok := fromAnswers(answers)
+	if !ok {
 		// No wren broker with its judgement: judge what Metadata says,
 		// with the control plane's facts if a wren broker sent them.
 		h = healthFromMetadata(ctx, cl, md, perRequest)
@@ -169,6 +151,44 @@ func clusterHealth(ctx context.Context, cl *kgo.Client, perRequest time.Duration
 	}
 	h.Evaluate()
 	return h, nil
+}
+
+// fromAnswers merges the brokers' own judgements: the freshest (highest
+// metadata offset; on a tie the controller's own) supplies the cluster's
+// facts, and every broker that answered supplies the facts about its own
+// log dir and replicas. ok is false when no answer held a judgement. The
+// brokers that did not answer are the caller's to add.
+func fromAnswers(answers []brokerAnswer) (h ops.ClusterHealth, ok bool) {
+	var base *brokerAnswer
+	for i := range answers {
+		a := &answers[i]
+		if a.err != nil || !a.full {
+			continue
+		}
+		if base == nil || a.health.MetadataOffset > base.health.MetadataOffset ||
+			(a.health.MetadataOffset == base.health.MetadataOffset && a.id == a.health.ControllerID) {
+			base = a
+		}
+	}
+	if base == nil {
+		return h, false
+	}
+	var own []ops.NodeFacts
+	for _, a := range answers {
+		if a.err == nil && a.full {
+			own = append(own, factsOf(a.health, a.id))
+		}
+	}
+	h = base.health
+	h.Healthy, h.UnhealthyReasons = false, nil
+	// AddNodeFacts edits these lists in place: the answers keep theirs.
+	h.OfflineLogDirs = slices.Clone(h.OfflineLogDirs)
+	h.DamagedPartitions = slices.Clone(h.DamagedPartitions)
+	h.LogDirsBelowFloor = slices.Clone(h.LogDirsBelowFloor)
+	for _, f := range own {
+		h.AddNodeFacts(f)
+	}
+	return h, true
 }
 
 // firstMetadata sends Metadata to every bootstrap broker at once, each
