@@ -153,3 +153,15 @@ func TestClusterHealthFromAnswers(t *testing.T) {
 		t.Fatal("a judgement found where no broker gave one")
 	}
 }
+
+// -e alone waits until the cluster is healthy and exits 0, as the README
+// says: it implies -w.
+func TestClusterHealthExitWhenHealthy(t *testing.T) {
+	b := wrenBroker(t, "")
+	for _, args := range [][]string{{"-e"}, {"-w", "-e"}, {"--exit-when-healthy"}} {
+		res := run(t, "", append([]string{"cluster", "health", "-b", b}, args...)...)
+		if res.code != 0 || !strings.Contains(res.stdout, "Healthy:                            true") {
+			t.Fatalf("cluster health %v: exit %d\n%s%s", args, res.code, res.stdout, res.stderr)
+		}
+	}
+}
