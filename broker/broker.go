@@ -357,7 +357,8 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 			if err == nil {
 				b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Metadata: b.controller, Controller: b.controller,
 					Partitions: kafkaPartitions{b.replicas}, Host: host, Port: port,
-					ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID), Groups: kafkaGroupCoordinator(b.groups)})
+					ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID), Groups: kafkaGroupCoordinator(b.groups),
+					Health: b.ops.health})
 			}
 			if err == nil {
 				err = b.controller.Subscribe(func(_, im *cluster.Image) { applyConnectionLimits(cfg, b.server, im, logger) })

@@ -72,6 +72,8 @@ type faultCluster struct {
 	// mounts are the nodes' own tmpfs mounts, each holding its log dir,
 	// by id from 1; nil when the cluster runs on the test's temp dir.
 	mounts []string
+	// http are the nodes' operations endpoints (http.listen), by id from 1.
+	http []string
 }
 
 // faultClusterOptions shape a fault cluster beyond the defaults.
@@ -114,13 +116,14 @@ func startFaultClusterWith(t *testing.T, opts faultClusterOptions) *faultCluster
 			https = append(https, ip+":9644")
 		}
 	} else {
-		ports := freePorts(t, 6)
+		ports := freePorts(t, 9)
 		for i := 0; i < 3; i++ {
 			clients = append(clients, fmt.Sprintf("127.0.0.1:%d", ports[i]))
 			controllers = append(controllers, fmt.Sprintf("127.0.0.1:%d", ports[3+i]))
-			https = append(https, "127.0.0.1:0")
+			https = append(https, fmt.Sprintf("127.0.0.1:%d", ports[6+i]))
 		}
 	}
+	fc.http = https
 	// Behind proxies, the voters are the proxies: every byte between
 	// nodes passes one.
 	peers := controllers

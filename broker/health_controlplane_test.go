@@ -13,7 +13,7 @@ import (
 
 // `wren cluster health` and /v1/cluster/health show what only the
 // metadata image knows: fenced brokers (down to clients, so the cluster
-// is unhealthy to the CLI), the controller's epoch, and the data-loss
+// is unhealthy to both), the controller's epoch, and the data-loss
 // ledger after an unclean election.
 func TestClusterHealthControlPlane(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir(), ""))
@@ -82,8 +82,11 @@ func TestClusterHealthControlPlane(t *testing.T) {
 		}
 	}
 
-	// A serving node stays ready while a peer is fenced: the endpoint
-	// lists it without calling the cluster unhealthy for it.
+	// The endpoint says what the command says: a fenced peer is down, so
+	// the cluster is unhealthy; this node still serves, so it is ready.
+	if code, body := httpGet(t, b, "/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz with a peer fenced: %d %s", code, body)
+	}
 	code, body := httpGet(t, b, "/v1/cluster/health")
 	if code != http.StatusOK {
 		t.Fatalf("/v1/cluster/health: %d %s", code, body)
@@ -92,5 +95,5 @@ func TestClusterHealthControlPlane(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &h); err != nil {
 		t.Fatal(err)
 	}
-	check("/v1/cluster/health", h, false)
+	check("/v1/cluster/health", h, true)
 }

@@ -1,12 +1,18 @@
 package broker
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync/atomic"
+	"time"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/internal/buildinfo"
 	"github.com/wren-broker/wren/kafka"
 	"github.com/wren-broker/wren/ops"
@@ -65,6 +71,10 @@ func (s *opsState) serving(b *Broker) {
 		Version:     build.Version,
 		Commit:      build.Commit,
 	})
+	b.controller.SetNodeFacts(func() []byte {
+		body, _ := json.Marshal(b.nodeFacts())
+		return body
+	})
 	s.broker.Store(b)
 	s.phase.Store(phaseServing)
 }
@@ -77,9 +87,11 @@ func (s *opsState) close() error {
 }
 
 // ready is /readyz: nil once the log dirs are recovered, the metadata
-// applied and the client listener accepting, while the cluster as this
-// node sees it is healthy (ops.ClusterHealth.Evaluate, the definition
-// `wren cluster health` applies too).
+// caught up, this incarnation registered and the client listener
+// accepting, while this node can serve by the facts of its cluster health
+// (ops.ClusterHealth.NodeReady: a controller known, this node not fenced,
+// its log dir not failed). A peer down or a partition in trouble makes the
+// cluster unhealthy (/v1/cluster/health), not this node unready.
 func (s *opsState) ready() error {
 	switch s.phase.Load() {
 	case phaseStarting:
@@ -90,22 +102,51 @@ func (s *opsState) ready() error {
 	if reason := s.broker.Load().catchUpStatus(); reason != "" {
 		return errors.New(reason)
 	}
-	if b := s.broker.Load(); !b.server.Listening() {
+	b := s.broker.Load()
+	if !b.server.Listening() {
 		return errors.New("the client listener is not accepting connections")
 	}
 	h, _ := s.health()
-	return h.Err()
+	return h.NodeReady(b.cfg.NodeID)
 }
 
-// health is the cluster as this node sees it: from its metadata image and
-// its log dir. With one node there is no one to be down.
+// health is the cluster as this node sees it, from what it holds: its
+// metadata image, its own log dir, and the facts its peers last sent
+// about themselves (cluster.Controller.PeerNodeFacts). It asks no one, so
+// it answers at once whatever the controller or the peers do.
 func (s *opsState) health() (ops.ClusterHealth, bool) {
 	b := s.broker.Load()
 	if b == nil {
 		return ops.ClusterHealth{}, false
 	}
-	h := ops.ClusterHealth{ControllerID: b.controller.ControllerID(), Nodes: b.controller.Brokers()}
-	im := b.controller.Image()
+	h := clusterHealthOf(b.controller, b.cfg.NodeID)
+	for id, body := range b.controller.PeerNodeFacts(time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond) {
+		var f ops.NodeFacts
+		if json.Unmarshal(body, &f) == nil && f.Node == id {
+			h.AddNodeFacts(f)
+		}
+	}
+	h.AddNodeFacts(b.nodeFacts())
+	h.Evaluate()
+	return h, true
+}
+
+// clusterHealthOf fills the facts the metadata image holds. On a quorum
+// the nodes are the voters and the registered brokers; one that is fenced
+// or never registered is down. With one voter, the voter is the cluster.
+func clusterHealthOf(c *cluster.Controller, self int32) ops.ClusterHealth {
+	h := ops.ClusterHealth{ControllerID: c.ControllerID(), ControlPlane: kafka.ControlPlaneFacts(c)}
+	im := c.Image()
+	_, quorum := c.QuorumStats()
+	h.Nodes = append(h.Nodes, c.Voters()...)
+	for _, id := range c.Voters() {
+		if _, ok := im.Broker(id); !ok && quorum {
+			h.DownNodes = append(h.DownNodes, id)
+		}
+	}
+	for _, r := range im.Brokers() {
+		h.Nodes = append(h.Nodes, r.ID)
+	}
 	for _, name := range im.TopicNames() {
 		for _, p := range im.Topic(name).Partitions {
 			if p.Leader < 0 {
@@ -116,12 +157,32 @@ func (s *opsState) health() (ops.ClusterHealth, bool) {
 			}
 		}
 	}
+	return h
+}
+
+// nodeFacts are this node's own: its log dir failed or below its
+// free-space floor, and its replicas holding damaged data (found by
+// recovery, the scrubber or a read).
+func (b *Broker) nodeFacts() ops.NodeFacts {
+	f := ops.NodeFacts{Node: b.cfg.NodeID}
 	if err := b.logs.Failed(); err != nil {
-		h.OfflineLogDirs = append(h.OfflineLogDirs, fmt.Sprintf("node %d: %s: %v", b.cfg.NodeID, b.logs.Dir(), err))
+		f.OfflineLogDirs = append(f.OfflineLogDirs, ops.OfflineLogDir(b.cfg.NodeID, b.logs.Dir(), err.Error()))
 	}
-	h.ControlPlane = kafka.ControlPlaneFacts(b.controller)
-	h.Evaluate()
-	return h, true
+	if sp, ok := b.logs.DiskSpace(); ok && sp.BelowFloor {
+		f.LogDirsBelowFloor = append(f.LogDirsBelowFloor, ops.LogDirBelowFloor{Node: b.cfg.NodeID, Dir: sp.Dir, FreeBytes: sp.FreeBytes, FloorBytes: sp.FloorBytes})
+	}
+	ranges := map[engine.TopicPartition]int{}
+	for _, d := range b.logs.Damaged() {
+		ranges[d.TopicPartition]++
+	}
+	for tp, n := range ranges {
+		f.DamagedPartitions = append(f.DamagedPartitions, ops.DamagedPartition{Node: b.cfg.NodeID, Partition: ops.PartitionName(tp.Topic, tp.Partition), Ranges: n})
+	}
+	slices.SortFunc(f.DamagedPartitions, func(a, b ops.DamagedPartition) int { return strings.Compare(a.Partition, b.Partition) })
+	if len(f.DamagedPartitions) > ops.MaxDamagedListed {
+		f.DamagedPartitions = f.DamagedPartitions[:ops.MaxDamagedListed]
+	}
+	return f
 }
 
 // HTTPAddr is the bound address of http.listen, nil when it is empty.

@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	ucli "github.com/urfave/cli/v2"
@@ -20,43 +24,63 @@ import (
 // healthWatchInterval is how often `cluster health -w` looks again.
 const healthWatchInterval = 2 * time.Second
 
+// defaultHealthRequestTimeout bounds each request `cluster health` sends
+// to one broker. A live broker answers these from memory in
+// milliseconds; one that does not answer within it (stopped, cut off,
+// overloaded) is reported unreachable instead of holding the answer up.
+const defaultHealthRequestTimeout = 2 * time.Second
+
+// maxHealthBrokers bounds the brokers `cluster health` asks at once.
+const maxHealthBrokers = 256
+
 func clusterHealthCommand(env Env) *ucli.Command {
 	return &ucli.Command{
 		Name: "health",
 		Usage: "report the cluster's health (rpk cluster health); exit status 1 when unhealthy. " +
-			"It judges what Metadata and DescribeLogDirs report by the rules a broker's /readyz and /v1/cluster/health use",
+			"Every broker answers with what its /v1/cluster/health says; the command adds the brokers it could not reach " +
+			"and judges the facts by the same rules (ops.ClusterHealth.Evaluate)",
 		Flags: clientFlags(timeoutFlag(),
+			&ucli.DurationFlag{Name: "request-timeout", Value: defaultHealthRequestTimeout,
+				Usage: "bound on each request to one broker; a broker that does not answer within it is unreachable (down)"},
 			&ucli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "look again every 2s until interrupted"},
-			&ucli.BoolFlag{Name: "exit-when-healthy", Aliases: []string{"e"}, Usage: "with --watch: exit once the cluster is healthy"},
+			&ucli.BoolFlag{Name: "exit-when-healthy", Aliases: []string{"e"}, Usage: "look again every 2s until the cluster is healthy, then exit 0 (implies --watch)"},
 		),
 		Action: func(c *ucli.Context) error {
 			format, err := argsFormat(c, 0, 0, "no arguments")
 			if err != nil {
 				return err
 			}
-			if c.Bool("exit-when-healthy") && !c.Bool("watch") {
-				return fmt.Errorf("%w: --exit-when-healthy needs --watch", ErrUsage)
+			perRequest := c.Duration("request-timeout")
+			if perRequest <= 0 {
+				return fmt.Errorf("%w: --request-timeout must be positive, got %s", ErrUsage, perRequest)
 			}
-			adm, cl, err := newAdmin(c)
+			watch := c.Bool("watch") || c.Bool("exit-when-healthy")
+			cl, err := newClient(c)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
 			for {
 				ctx, cancel := withTimeout(c)
-				h, err := clusterHealth(ctx, adm, cl)
+				h, err := clusterHealth(ctx, cl, perRequest)
 				cancel()
+				if err != nil && !watch {
+					return err
+				}
 				if err != nil {
-					return err
-				}
-				if err := printResult(env.Stdout, format, h, func(w io.Writer) { printHealth(w, h) }); err != nil {
-					return err
-				}
-				if !c.Bool("watch") || (h.Healthy && c.Bool("exit-when-healthy")) {
-					if !h.Healthy {
-						return &exitError{code: 1, err: h.Err()}
+					// Watching: a round without an answer is said and
+					// the next one tried.
+					printError(env.Stderr, err)
+				} else {
+					if err := printResult(env.Stdout, format, h, func(w io.Writer) { printHealth(w, h) }); err != nil {
+						return err
 					}
-					return nil
+					if !watch || (h.Healthy && c.Bool("exit-when-healthy")) {
+						if !h.Healthy {
+							return &exitError{code: 1, err: h.Err()}
+						}
+						return nil
+					}
 				}
 				select {
 				case <-c.Context.Done():
@@ -68,15 +92,209 @@ func clusterHealthCommand(env Env) *ucli.Command {
 	}
 }
 
-// clusterHealth gathers the facts from Metadata and DescribeLogDirs and
-// judges them with ops.ClusterHealth.Evaluate. A broker listed in Metadata
-// that does not answer DescribeLogDirs counts as down.
-func clusterHealth(ctx context.Context, adm *kadm.Client, cl *kgo.Client) (ops.ClusterHealth, error) {
-	md, err := adm.Metadata(ctx)
+// brokerAnswer is what one broker said, or why it said nothing.
+type brokerAnswer struct {
+	id int32
+	// health is its /v1/cluster/health from DescribeCluster's wren tag;
+	// full is false when the tag held only ops.ControlPlane (a wren
+	// broker still starting) or was absent (not wren).
+	health ops.ClusterHealth
+	full   bool
+	tagged bool
+	err    error
+}
+
+// clusterHealth gathers the facts and judges them with
+// ops.ClusterHealth.Evaluate. It never waits on one broker longer than
+// perRequest: Metadata goes to every bootstrap broker at once and the
+// first answer counts; then every broker Metadata lists is asked, at once,
+// for its own judgement (DescribeCluster's wren tag). The freshest of
+// those (the highest metadata offset) supplies the cluster's facts, each
+// broker that answered supplies its own log dir and damage facts, and a
+// broker that did not answer is unreachable, so down. It fails only when
+// no bootstrap broker answers Metadata.
+func clusterHealth(ctx context.Context, cl *kgo.Client, perRequest time.Duration) (ops.ClusterHealth, error) {
+	md, err := firstMetadata(ctx, cl, perRequest)
 	if err != nil {
-		return ops.ClusterHealth{}, fmt.Errorf("metadata: %w", err)
+		return ops.ClusterHealth{}, err
 	}
-	h := ops.ClusterHealth{ControllerID: md.Controller}
+	if len(md.Brokers) > maxHealthBrokers {
+		return ops.ClusterHealth{}, fmt.Errorf("metadata lists %d brokers, more than the %d this command asks", len(md.Brokers), maxHealthBrokers)
+	}
+	answers := make([]brokerAnswer, len(md.Brokers))
+	var wg sync.WaitGroup
+	for i, b := range md.Brokers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i] = askBroker(ctx, b, perRequest)
+		}()
+	}
+	wg.Wait()
+
+	h, ok := fromAnswers(answers)
+	if !ok {
+		// No wren broker with its judgement: judge what Metadata says,
+		// with the control plane's facts if a wren broker sent them.
+		h = healthFromMetadata(ctx, cl, md, perRequest)
+		for _, a := range answers {
+			if a.err == nil && a.tagged {
+				h.ControlPlane = a.health.ControlPlane
+				break
+			}
+		}
+	}
+	for _, a := range answers {
+		if a.err != nil {
+			h.UnreachableNodes = append(h.UnreachableNodes, a.id)
+		}
+	}
+	h.Evaluate()
+	return h, nil
+}
+
+// fromAnswers merges the brokers' own judgements: the freshest (highest
+// metadata offset; on a tie the controller's own) supplies the cluster's
+// facts, and every broker that answered supplies the facts about its own
+// log dir and replicas. ok is false when no answer held a judgement. The
+// brokers that did not answer are the caller's to add.
+func fromAnswers(answers []brokerAnswer) (h ops.ClusterHealth, ok bool) {
+	var base *brokerAnswer
+	for i := range answers {
+		a := &answers[i]
+		if a.err != nil || !a.full {
+			continue
+		}
+		if base == nil || a.health.MetadataOffset > base.health.MetadataOffset ||
+			(a.health.MetadataOffset == base.health.MetadataOffset && a.id == a.health.ControllerID) {
+			base = a
+		}
+	}
+	if base == nil {
+		return h, false
+	}
+	var own []ops.NodeFacts
+	for _, a := range answers {
+		if a.err == nil && a.full {
+			own = append(own, factsOf(a.health, a.id))
+		}
+	}
+	h = base.health
+	h.Healthy, h.UnhealthyReasons = false, nil
+	// AddNodeFacts edits these lists in place: the answers keep theirs.
+	h.OfflineLogDirs = slices.Clone(h.OfflineLogDirs)
+	h.DamagedPartitions = slices.Clone(h.DamagedPartitions)
+	h.LogDirsBelowFloor = slices.Clone(h.LogDirsBelowFloor)
+	for _, f := range own {
+		h.AddNodeFacts(f)
+	}
+	return h, true
+}
+
+// firstMetadata sends Metadata to every bootstrap broker at once, each
+// bounded by perRequest, and returns the first answer.
+func firstMetadata(ctx context.Context, cl *kgo.Client, perRequest time.Duration) (*kmsg.MetadataResponse, error) {
+	seeds := cl.SeedBrokers()
+	if len(seeds) > maxHealthBrokers {
+		seeds = seeds[:maxHealthBrokers]
+	}
+	ctx, cancel := context.WithTimeout(ctx, perRequest)
+	defer cancel()
+	type result struct {
+		md  *kmsg.MetadataResponse
+		err error
+	}
+	results := make(chan result, len(seeds))
+	for _, s := range seeds {
+		go func() {
+			req := kmsg.NewPtrMetadataRequest()
+			resp, err := s.Request(ctx, req)
+			if err != nil {
+				results <- result{err: err}
+				return
+			}
+			results <- result{md: resp.(*kmsg.MetadataResponse)}
+		}()
+	}
+	var errs []error
+	for range seeds {
+		r := <-results
+		if r.err == nil {
+			return r.md, nil
+		}
+		errs = append(errs, r.err)
+	}
+	return nil, fmt.Errorf("no bootstrap broker answered Metadata within %s: %w", perRequest, errors.Join(errs...))
+}
+
+// askBroker asks broker b, on a connection of its own bounded by
+// perRequest, for its judgement of the cluster's health.
+func askBroker(ctx context.Context, b kmsg.MetadataResponseBroker, perRequest time.Duration) brokerAnswer {
+	a := brokerAnswer{id: b.NodeID}
+	ctx, cancel := context.WithTimeout(ctx, perRequest)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))), kgo.ClientID(clientID),
+		kgo.DialTimeout(perRequest))
+	if err != nil {
+		a.err = err
+		return a
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.EndpointType = 1
+	req.UnknownTags.Set(kafka.ControlPlaneTag, []byte{})
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		a.err = fmt.Errorf("broker %d: %w", b.NodeID, err)
+		return a
+	}
+	dc := resp.(*kmsg.DescribeClusterResponse)
+	if err := kerr.ErrorForCode(dc.ErrorCode); err != nil {
+		// A broker that answers at all is reachable; an old one that
+		// does not know DescribeCluster just has no judgement to give.
+		return a
+	}
+	dc.UnknownTags.Each(func(k uint32, v []byte) {
+		if k != kafka.ControlPlaneTag {
+			return
+		}
+		var probe map[string]json.RawMessage
+		if json.Unmarshal(v, &probe) != nil || json.Unmarshal(v, &a.health) != nil {
+			a.err = fmt.Errorf("broker %d: DescribeCluster: wren's health facts do not decode", b.NodeID)
+			return
+		}
+		_, a.full = probe["all_nodes"]
+		a.tagged = true
+	})
+	return a
+}
+
+// factsOf are the facts h holds about node id's own log dir and replicas:
+// a broker's word on itself is fresher than what its peers last heard.
+func factsOf(h ops.ClusterHealth, id int32) ops.NodeFacts {
+	f := ops.NodeFacts{Node: id}
+	probe := ops.ClusterHealth{}
+	probe.AddNodeFacts(ops.NodeFacts{Node: id, OfflineLogDirs: h.OfflineLogDirs})
+	f.OfflineLogDirs = probe.OfflineLogDirs
+	for _, d := range h.DamagedPartitions {
+		if d.Node == id {
+			f.DamagedPartitions = append(f.DamagedPartitions, d)
+		}
+	}
+	for _, d := range h.LogDirsBelowFloor {
+		if d.Node == id {
+			f.LogDirsBelowFloor = append(f.LogDirsBelowFloor, d)
+		}
+	}
+	return f
+}
+
+// healthFromMetadata judges a cluster of brokers that are not wren (or
+// not yet serving their judgement) from Metadata and DescribeLogDirs.
+func healthFromMetadata(ctx context.Context, cl *kgo.Client, md *kmsg.MetadataResponse, perRequest time.Duration) ops.ClusterHealth {
+	ctx, cancel := context.WithTimeout(ctx, perRequest)
+	defer cancel()
+	h := ops.ClusterHealth{ControllerID: md.ControllerID}
 	for _, b := range md.Brokers {
 		h.Nodes = append(h.Nodes, b.NodeID)
 	}
@@ -84,66 +302,30 @@ func clusterHealth(ctx context.Context, adm *kadm.Client, cl *kgo.Client) (ops.C
 	// under-replication; if the moves cannot be listed, none are known.
 	ongoing, _ := listReassignments(ctx, cl, nil)
 	for _, t := range md.Topics {
-		for _, p := range t.Partitions {
-			if p.Leader < 0 {
-				h.LeaderlessPartitions = append(h.LeaderlessPartitions, ops.PartitionName(t.Topic, p.Partition))
-			}
-			if len(p.ISR) < len(p.Replicas)-len(ongoing[topicPartition{t.Topic, p.Partition}].adding) {
-				h.UnderReplicatedPartitions = append(h.UnderReplicatedPartitions, ops.PartitionName(t.Topic, p.Partition))
-			}
-		}
-	}
-	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
-	if err != nil && len(dirs) == 0 && !errors.As(err, new(*kadm.ShardErrors)) {
-		return ops.ClusterHealth{}, fmt.Errorf("describe log dirs: %w", err)
-	}
-	for _, id := range h.Nodes {
-		bd, ok := dirs[id]
-		if !ok {
-			h.DownNodes = append(h.DownNodes, id)
+		if t.Topic == nil {
 			continue
 		}
-		for _, d := range bd {
-			if d.Err != nil {
-				h.OfflineLogDirs = append(h.OfflineLogDirs, fmt.Sprintf("node %d: %s: %v", id, d.Dir, d.Err))
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				h.LeaderlessPartitions = append(h.LeaderlessPartitions, ops.PartitionName(*t.Topic, p.Partition))
+			}
+			if len(p.ISR) < len(p.Replicas)-len(ongoing[topicPartition{*t.Topic, p.Partition}].adding) {
+				h.UnderReplicatedPartitions = append(h.UnderReplicatedPartitions, ops.PartitionName(*t.Topic, p.Partition))
 			}
 		}
 	}
-	if err := controlPlane(ctx, cl, &h); err != nil {
-		return ops.ClusterHealth{}, err
-	}
-	h.Evaluate()
-	return h, nil
-}
-
-// controlPlane asks a broker for what Kafka's APIs do not carry: the
-// controller's epoch, fenced brokers and the data-loss ledger, in
-// DescribeCluster's wren tag. A broker that is not wren sends no tag, and
-// these stay empty. A fenced broker serves no client: it counts as down.
-func controlPlane(ctx context.Context, cl *kgo.Client, h *ops.ClusterHealth) error {
-	req := kmsg.NewPtrDescribeClusterRequest()
-	req.EndpointType = 1
-	req.UnknownTags.Set(kafka.ControlPlaneTag, []byte{})
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("describe cluster: %w", err)
-	}
-	var found bool
-	var decodeErr error
-	resp.UnknownTags.Each(func(k uint32, v []byte) {
-		if k == kafka.ControlPlaneTag {
-			found = true
-			decodeErr = json.Unmarshal(v, &h.ControlPlane)
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	for _, shard := range cl.RequestSharded(ctx, req) {
+		if shard.Err != nil {
+			continue
 		}
-	})
-	if decodeErr != nil {
-		return fmt.Errorf("describe cluster: wren's control plane facts: %w", decodeErr)
+		for _, d := range shard.Resp.(*kmsg.DescribeLogDirsResponse).Dirs {
+			if err := kerr.ErrorForCode(d.ErrorCode); err != nil {
+				h.OfflineLogDirs = append(h.OfflineLogDirs, ops.OfflineLogDir(shard.Meta.NodeID, d.Dir, err.Error()))
+			}
+		}
 	}
-	if found {
-		h.DownNodes = append(h.DownNodes, h.FencedNodes...)
-		h.Nodes = append(h.Nodes, h.FencedNodes...)
-	}
-	return nil
+	return h
 }
 
 // printHealth prints rpk cluster health's layout.
@@ -156,9 +338,20 @@ func printHealth(w io.Writer, h ops.ClusterHealth) {
 	fmt.Fprintf(w, "%-36s%v\n", "All nodes:", h.Nodes)
 	fmt.Fprintf(w, "%-36s%v\n", "Nodes down:", h.DownNodes)
 	fmt.Fprintf(w, "%-36s%v\n", "Nodes fenced:", h.FencedNodes)
+	fmt.Fprintf(w, "%-36s%v\n", "Nodes unreachable:", h.UnreachableNodes)
 	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Leaderless partitions (%d):", len(h.LeaderlessPartitions)), h.LeaderlessPartitions)
 	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Under-replicated partitions (%d):", len(h.UnderReplicatedPartitions)), h.UnderReplicatedPartitions)
 	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Offline log dirs (%d):", len(h.OfflineLogDirs)), h.OfflineLogDirs)
+	var damaged []string
+	for _, d := range h.DamagedPartitions {
+		damaged = append(damaged, fmt.Sprintf("%s on node %d (%d ranges)", d.Partition, d.Node, d.Ranges))
+	}
+	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Damaged partitions (%d):", len(h.DamagedPartitions)), damaged)
+	var low []string
+	for _, d := range h.LogDirsBelowFloor {
+		low = append(low, fmt.Sprintf("node %d: %s (%d bytes free, floor %d)", d.Node, d.Dir, d.FreeBytes, d.FloorBytes))
+	}
+	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Log dirs below floor (%d):", len(h.LogDirsBelowFloor)), low)
 	fmt.Fprintf(w, "%-36s%d\n", "Data-loss ledger entries:", len(h.DataLossLedger))
 	for _, e := range h.DataLossLedger {
 		lost := "offsets unknown"

@@ -114,5 +114,13 @@
 // then its heartbeats say it is catching up (the controller keeps it
 // fenced), and the broker neither serves clients nor applies the image to
 // its replicas.
+//
+// Node facts (node_facts.go): what only a node knows about itself (its log
+// dir failed or below its free-space floor, its replicas holding damaged
+// data) is in no metadata record. Every node sends its own, an opaque body
+// the broker fills, to every other voter once per broker heartbeat
+// interval, and keeps the latest it heard from each, so that any node can
+// answer for the whole cluster's health from what it holds, even while
+// the controller does not answer. Bodies are bounded (64 KiB).
 // See docs/ARCHITECTURE.md, "The cluster protocol".
 package cluster

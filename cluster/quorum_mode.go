@@ -93,6 +93,8 @@ type quorumState struct {
 
 	forwardHandler atomic.Pointer[ForwardHandler]
 	elections      electionCounters
+	// facts are this node's facts for its peers and theirs (node_facts.go).
+	facts nodeFacts
 	// shuttingDown is set once this node asked for a controlled
 	// shutdown: its heartbeats say so, and the controller does not
 	// unfence it while they do (Kafka's WantShutDown).
@@ -152,10 +154,11 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 		store.Close()
 		return err
 	}
-	q.wg.Add(3)
+	q.wg.Add(4)
 	go c.maintain()
 	go c.heartbeat()
 	go c.compactLoop()
+	go c.sendNodeFacts()
 	return nil
 }
 
@@ -427,7 +430,7 @@ func decodeApp(body []byte) (appMessage, error) {
 		if m.Body == nil {
 			return m, errors.New("cluster: kafka_request without a body")
 		}
-	case appAllocateProducerID, appAnswer, appControlledShutdown:
+	case appAllocateProducerID, appAnswer, appControlledShutdown, appNodeFacts:
 	default:
 		return m, fmt.Errorf("cluster: app message kind %q", m.Kind)
 	}
@@ -516,6 +519,8 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 		}()
 	case appKafkaRequest:
 		go c.serveForwarded(from, m)
+	case appNodeFacts:
+		c.heardNodeFacts(int32(from), m.Body)
 	case appAnswer:
 		q.mu.Lock()
 		ch := q.pending[m.ID]

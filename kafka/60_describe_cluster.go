@@ -24,10 +24,15 @@ import (
 //   messages.
 //
 // * wren's own: a request carrying the tagged field controlPlaneTag gets,
-//   in the same tag of the response, the control plane's facts that no
-//   Kafka API carries (ops.ControlPlane as JSON: the controller's epoch,
-//   fenced brokers, the data-loss ledger), for `wren cluster health`.
-//   Kafka clients send no such tag and ignore the ones they do not know.
+//   in the same tag of the response, this node's judgement of the
+//   cluster's health with the facts behind it (ops.ClusterHealth as JSON,
+//   what /v1/cluster/health answers: nodes down and fenced, the control
+//   plane's facts that no Kafka API carries such as the controller's
+//   epoch and the data-loss ledger, and what each node reported about
+//   its own log dir and damaged replicas), for `wren cluster health`.
+//   Before this node knows (while it starts) the tag holds only
+//   ops.ControlPlane. Kafka clients send no such tag and ignore the ones
+//   they do not know.
 //
 // Not implemented:
 // * ClusterAuthorizedOperations stays -2147483648 (not computed), asked
@@ -50,7 +55,7 @@ const ControlPlaneTag uint32 = 0x7772656e // "wren"
 // image, for DescribeCluster's tag and /v1/cluster/health.
 func ControlPlaneFacts(c Metadata) ops.ControlPlane {
 	im := c.Image()
-	f := ops.ControlPlane{ControllerEpoch: c.ControllerEpoch()}
+	f := ops.ControlPlane{ControllerEpoch: c.ControllerEpoch(), MetadataOffset: im.Offset}
 	for _, b := range im.Brokers() {
 		if b.Fenced {
 			f.FencedNodes = append(f.FencedNodes, b.ID)
@@ -98,7 +103,13 @@ func (s *Server) handleDescribeCluster(req *Request) (Pending, error) {
 		resp.Brokers = append(resp.Brokers, b)
 	}
 	if tagged(&r.UnknownTags, ControlPlaneTag) {
-		facts, err := json.Marshal(ControlPlaneFacts(c))
+		var v any = ControlPlaneFacts(c)
+		if n.Health != nil {
+			if h, ok := n.Health(); ok {
+				v = h
+			}
+		}
+		facts, err := json.Marshal(v)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/ops"
 )
 
 // Node is the broker state the handlers act on, through the narrow
@@ -28,6 +29,11 @@ type Node struct {
 	// this node (the advertised listener, or the bound address).
 	Host string
 	Port int32
+	// Health, if set, is the cluster's health as this node judges it
+	// (evaluated), false until it knows: DescribeCluster's wren tag
+	// carries it, so `wren cluster health` sees this node's facts.
+	// Without it the tag carries ControlPlaneFacts alone.
+	Health func() (ops.ClusterHealth, bool)
 }
 
 // node returns the handlers' view of the broker.

@@ -1,39 +1,126 @@
 package ops
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
 // Reasons a cluster is unhealthy, as ClusterHealth.UnhealthyReasons names
-// them (rpk's words where rpk has one).
+// them (rpk's words where rpk has one), in the order Evaluate lists them.
 const (
-	ReasonNoController   = "no_controller"
+	ReasonNoController = "no_controller"
+	// ReasonControllerDown: a controller is named, but it is down (fenced,
+	// or not reached by `wren cluster health`).
+	ReasonControllerDown = "controller_down"
 	ReasonNodesDown      = "nodes_down"
 	ReasonLeaderless     = "leaderless_partitions"
 	ReasonOfflineLogDirs = "offline_log_dirs"
+	// ReasonDamaged: a replica holds damaged data on disk (found by
+	// recovery, the scrubber or a read); those offsets are not served
+	// from it and its partition takes no appends there until repaired.
+	ReasonDamaged = "damaged_partitions"
+	// ReasonBelowFloor: a log dir is below its free-space floor, so its
+	// node refuses every produce to it.
+	ReasonBelowFloor = "log_dirs_below_floor"
 )
 
 // ClusterHealth is the cluster as one observer sees it: a broker answering
-// /v1/cluster/health and /readyz from its metadata image and log dirs, or
-// `wren cluster health` from Metadata and DescribeLogDirs responses. Both
-// fill in the facts and call Evaluate, the one definition of healthy, so
-// they agree.
+// /readyz, /v1/cluster/health, /metrics and DescribeCluster's wren tag from
+// its metadata image and what its peers told it about themselves, or `wren
+// cluster health` from those answers and what it could reach. Every one of
+// them fills in the facts and calls Evaluate, the one definition of
+// healthy, so they agree when they hold the same facts.
 type ClusterHealth struct {
 	Healthy          bool     `json:"is_healthy"`
 	UnhealthyReasons []string `json:"unhealthy_reasons"`
 	// ControllerID is -1 when no controller is known.
-	ControllerID int32   `json:"controller_id"`
-	Nodes        []int32 `json:"all_nodes"`
-	DownNodes    []int32 `json:"nodes_down"`
+	ControllerID int32 `json:"controller_id"`
+	// Nodes lists every voter and every registered broker once, sorted.
+	Nodes []int32 `json:"all_nodes"`
+	// DownNodes are the nodes that serve no client: fenced, never
+	// registered, or (to `wren cluster health`) not answering. Evaluate
+	// adds FencedNodes and UnreachableNodes to it.
+	DownNodes []int32 `json:"nodes_down"`
+	// UnreachableNodes are the nodes `wren cluster health` asked and got
+	// no answer from within its per-request timeout; a broker leaves it
+	// empty (it answers from what it holds and asks no one).
+	UnreachableNodes []int32 `json:"nodes_unreachable"`
 	// Partitions are named "topic/partition".
 	LeaderlessPartitions      []string `json:"leaderless_partitions"`
 	UnderReplicatedPartitions []string `json:"under_replicated_partitions"`
 	// OfflineLogDirs are named "node N: dir: error".
 	OfflineLogDirs []string `json:"offline_log_dirs"`
+	// DamagedPartitions are the replicas holding damaged data on disk.
+	DamagedPartitions []DamagedPartition `json:"damaged_partitions"`
+	// LogDirsBelowFloor are the log dirs below their free-space floor.
+	LogDirsBelowFloor []LogDirBelowFloor `json:"log_dirs_below_floor"`
 	ControlPlane
 }
+
+// DamagedPartition is one replica holding damaged data on disk.
+type DamagedPartition struct {
+	Node      int32  `json:"node"`
+	Partition string `json:"partition"`
+	// Ranges is how many damaged byte ranges are known in it.
+	Ranges int `json:"ranges"`
+}
+
+// LogDirBelowFloor is a log dir below its free-space floor (broker
+// log.dir.min.free.bytes, log.dir.min.free.percent).
+type LogDirBelowFloor struct {
+	Node       int32  `json:"node"`
+	Dir        string `json:"dir"`
+	FreeBytes  int64  `json:"free_bytes"`
+	FloorBytes int64  `json:"floor_bytes"`
+}
+
+// NodeFacts are what only one node knows about itself: its log dir and
+// the damage in its replicas. A broker sends its own to its peers and
+// adds theirs to its ClusterHealth (AddNodeFacts).
+type NodeFacts struct {
+	Node              int32              `json:"node"`
+	OfflineLogDirs    []string           `json:"offline_log_dirs,omitempty"`
+	DamagedPartitions []DamagedPartition `json:"damaged_partitions,omitempty"`
+	LogDirsBelowFloor []LogDirBelowFloor `json:"log_dirs_below_floor,omitempty"`
+}
+
+// MaxDamagedListed bounds the damaged replicas one node reports: past it
+// the list is cut (the node's own /metrics and `wren storage check` have
+// the rest).
+const MaxDamagedListed = 100
+
+// AddNodeFacts puts f into h in place of whatever h held about f.Node.
+func (h *ClusterHealth) AddNodeFacts(f NodeFacts) {
+	prefix := nodePrefix(f.Node)
+	h.OfflineLogDirs = slices.DeleteFunc(h.OfflineLogDirs, func(s string) bool { return strings.HasPrefix(s, prefix) })
+	h.DamagedPartitions = slices.DeleteFunc(h.DamagedPartitions, func(d DamagedPartition) bool { return d.Node == f.Node })
+	h.LogDirsBelowFloor = slices.DeleteFunc(h.LogDirsBelowFloor, func(d LogDirBelowFloor) bool { return d.Node == f.Node })
+	for _, d := range f.OfflineLogDirs {
+		if strings.HasPrefix(d, prefix) {
+			h.OfflineLogDirs = append(h.OfflineLogDirs, d)
+		}
+	}
+	for i, d := range f.DamagedPartitions {
+		if i == MaxDamagedListed {
+			break
+		}
+		d.Node = f.Node
+		h.DamagedPartitions = append(h.DamagedPartitions, d)
+	}
+	for _, d := range f.LogDirsBelowFloor {
+		d.Node = f.Node
+		h.LogDirsBelowFloor = append(h.LogDirsBelowFloor, d)
+	}
+}
+
+// OfflineLogDir names a failed log dir as OfflineLogDirs lists it.
+func OfflineLogDir(node int32, dir string, err string) string {
+	return fmt.Sprintf("%s%s: %s", nodePrefix(node), dir, err)
+}
+
+func nodePrefix(node int32) string { return fmt.Sprintf("node %d: ", node) }
 
 // ControlPlane is what the metadata image knows that Kafka's APIs do not
 // carry: wren's DescribeCluster sends it in a tagged field to a client
@@ -42,9 +129,13 @@ type ClusterHealth struct {
 type ControlPlane struct {
 	// ControllerEpoch is the acting controller's epoch (0 with one voter).
 	ControllerEpoch int32 `json:"controller_epoch"`
+	// MetadataOffset is the offset of the last metadata record in the
+	// image the facts come from: of several answers, the highest is the
+	// freshest.
+	MetadataOffset uint64 `json:"metadata_offset"`
 	// FencedNodes are registered brokers the controller fenced (silent
 	// for broker.session.timeout.ms): they lead nothing and clients do
-	// not see them. Listed, but a serving node stays ready.
+	// not see them. They count as down.
 	FencedNodes []int32 `json:"nodes_fenced"`
 	// DataLossLedger lists the elections that may have lost acknowledged
 	// records (unclean elections), oldest first. History: listed, but it
@@ -68,31 +159,58 @@ type DataLoss struct {
 	ToOffset   int64 `json:"to_offset"`
 }
 
-// Evaluate sorts the facts and sets Healthy and UnhealthyReasons. A
-// cluster is healthy when a controller is known, no node is down, every
-// partition has a leader and no log dir failed. Under-replicated
-// partitions are listed but do not make it unhealthy: every partition is
-// still served, and a load balancer must not take a serving node out
-// because a peer lags.
+// Evaluate puts the facts in order and sets Healthy and UnhealthyReasons.
+// A fenced or unreachable node is down, and a down node is one of Nodes;
+// every list is sorted and holds each entry once. A cluster is healthy
+// when a controller is known and up, no node is down, every partition has
+// a leader, no log dir failed or is below its free-space floor, and no
+// replica holds damaged data. Under-replicated partitions are listed but
+// do not make it unhealthy: every partition is still served, and a
+// replica catching up after a restart is the cluster working.
 func (h *ClusterHealth) Evaluate() {
 	if h.DataLossLedger == nil {
 		h.DataLossLedger = []DataLoss{}
 	}
-	for _, s := range []*[]int32{&h.Nodes, &h.DownNodes, &h.FencedNodes} {
+	h.DownNodes = append(append(h.DownNodes, h.FencedNodes...), h.UnreachableNodes...)
+	h.Nodes = append(h.Nodes, h.DownNodes...)
+	for _, s := range []*[]int32{&h.Nodes, &h.DownNodes, &h.FencedNodes, &h.UnreachableNodes} {
 		if *s == nil {
 			*s = []int32{}
 		}
-		sort.Slice(*s, func(i, j int) bool { return (*s)[i] < (*s)[j] })
+		slices.Sort(*s)
+		*s = slices.Compact(*s)
 	}
 	for _, s := range []*[]string{&h.LeaderlessPartitions, &h.UnderReplicatedPartitions, &h.OfflineLogDirs} {
 		if *s == nil {
 			*s = []string{}
 		}
-		sort.Strings(*s)
+		slices.Sort(*s)
+		*s = slices.Compact(*s)
 	}
+	if h.DamagedPartitions == nil {
+		h.DamagedPartitions = []DamagedPartition{}
+	}
+	slices.SortFunc(h.DamagedPartitions, func(a, b DamagedPartition) int {
+		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Node, b.Node))
+	})
+	h.DamagedPartitions = slices.CompactFunc(h.DamagedPartitions, func(a, b DamagedPartition) bool {
+		return a.Node == b.Node && a.Partition == b.Partition
+	})
+	if h.LogDirsBelowFloor == nil {
+		h.LogDirsBelowFloor = []LogDirBelowFloor{}
+	}
+	slices.SortFunc(h.LogDirsBelowFloor, func(a, b LogDirBelowFloor) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Dir, b.Dir))
+	})
+	h.LogDirsBelowFloor = slices.CompactFunc(h.LogDirsBelowFloor, func(a, b LogDirBelowFloor) bool {
+		return a.Node == b.Node && a.Dir == b.Dir
+	})
+
 	h.UnhealthyReasons = []string{}
 	if h.ControllerID < 0 {
 		h.UnhealthyReasons = append(h.UnhealthyReasons, ReasonNoController)
+	} else if slices.Contains(h.DownNodes, h.ControllerID) {
+		h.UnhealthyReasons = append(h.UnhealthyReasons, ReasonControllerDown)
 	}
 	if len(h.DownNodes) > 0 {
 		h.UnhealthyReasons = append(h.UnhealthyReasons, ReasonNodesDown)
@@ -103,11 +221,52 @@ func (h *ClusterHealth) Evaluate() {
 	if len(h.OfflineLogDirs) > 0 {
 		h.UnhealthyReasons = append(h.UnhealthyReasons, ReasonOfflineLogDirs)
 	}
+	if len(h.DamagedPartitions) > 0 {
+		h.UnhealthyReasons = append(h.UnhealthyReasons, ReasonDamaged)
+	}
+	if len(h.LogDirsBelowFloor) > 0 {
+		h.UnhealthyReasons = append(h.UnhealthyReasons, ReasonBelowFloor)
+	}
 	h.Healthy = len(h.UnhealthyReasons) == 0
 }
 
+// NodeReady is /readyz's verdict for node id from the same facts: nil when
+// the node can serve clients, else why not. A node cannot serve when no
+// controller is known (it cannot learn of changes or lead), when it is
+// down (fenced: the controller took its leaderships and clients do not
+// see it), or when its log dir failed. Each of these also makes the
+// cluster unhealthy, so a node is never unready while Evaluate calls the
+// cluster healthy. The reverse does not hold: a peer down, a leaderless
+// or damaged partition, a log dir below its floor make the cluster
+// unhealthy while this node still serves what it can, and taking it out
+// of service would not help. Call it after Evaluate. /readyz also needs
+// what only the node knows (recovery done, listener bound, metadata
+// caught up), which the broker checks first.
+func (h *ClusterHealth) NodeReady(id int32) error {
+	var why []string
+	if h.ControllerID < 0 {
+		why = append(why, ReasonNoController+": no controller is known")
+	}
+	switch {
+	case slices.Contains(h.FencedNodes, id):
+		why = append(why, fmt.Sprintf("%s: node %d is fenced: the controller has not heard it within broker.session.timeout.ms, so it leads nothing and clients do not see it", ReasonNodesDown, id))
+	case slices.Contains(h.DownNodes, id):
+		why = append(why, fmt.Sprintf("%s: node %d is down: not registered with the controller", ReasonNodesDown, id))
+	}
+	prefix := nodePrefix(id)
+	for _, d := range h.OfflineLogDirs {
+		if strings.HasPrefix(d, prefix) {
+			why = append(why, ReasonOfflineLogDirs+": "+d)
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("not ready: %s", strings.Join(why, "; "))
+}
+
 // Err is nil for a healthy cluster, else an error naming every reason with
-// its facts: /readyz's plain-text answer.
+// its facts.
 func (h *ClusterHealth) Err() error {
 	if h.Healthy {
 		return nil
@@ -115,12 +274,26 @@ func (h *ClusterHealth) Err() error {
 	var parts []string
 	for _, r := range h.UnhealthyReasons {
 		switch r {
+		case ReasonControllerDown:
+			parts = append(parts, fmt.Sprintf("%s %d", r, h.ControllerID))
 		case ReasonNodesDown:
 			parts = append(parts, fmt.Sprintf("%s %v", r, h.DownNodes))
 		case ReasonLeaderless:
 			parts = append(parts, fmt.Sprintf("%s %v", r, limitList(h.LeaderlessPartitions)))
 		case ReasonOfflineLogDirs:
 			parts = append(parts, fmt.Sprintf("%s %v", r, h.OfflineLogDirs))
+		case ReasonDamaged:
+			var names []string
+			for _, d := range h.DamagedPartitions {
+				names = append(names, fmt.Sprintf("%s on node %d", d.Partition, d.Node))
+			}
+			parts = append(parts, fmt.Sprintf("%s %v", r, limitList(names)))
+		case ReasonBelowFloor:
+			var names []string
+			for _, d := range h.LogDirsBelowFloor {
+				names = append(names, fmt.Sprintf("node %d: %s (%d bytes free, floor %d)", d.Node, d.Dir, d.FreeBytes, d.FloorBytes))
+			}
+			parts = append(parts, fmt.Sprintf("%s %v", r, names))
 		default:
 			parts = append(parts, r)
 		}

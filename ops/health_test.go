@@ -2,9 +2,12 @@ package ops
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestEvaluate(t *testing.T) {
@@ -73,5 +76,127 @@ func TestTopicSeriesBounded(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), `wren_kafka_records_produced_total{topic="_other"} 10`) {
 		t.Fatalf("the 10 topics past the limit are not counted under %s", otherTopic)
+	}
+}
+
+// TestEvaluateOneDefinition: fenced and unreachable nodes count as down
+// and are listed once among every node; damage and a log dir below its
+// floor make the cluster unhealthy with their own reasons; the controller
+// down says so.
+func TestEvaluateOneDefinition(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		h         ClusterHealth
+		reasons   []string
+		nodes     []int32
+		down      []int32
+		readyNode int32
+		ready     bool
+	}{
+		{name: "fenced is down, listed once",
+			h:       ClusterHealth{ControllerID: 2, Nodes: []int32{2, 1, 1, 3}, ControlPlane: ControlPlane{FencedNodes: []int32{1}}},
+			reasons: []string{ReasonNodesDown}, nodes: []int32{1, 2, 3}, down: []int32{1}, readyNode: 1},
+		{name: "a peer down leaves this node ready",
+			h:       ClusterHealth{ControllerID: 2, Nodes: []int32{1, 2}, DownNodes: []int32{3}},
+			reasons: []string{ReasonNodesDown}, nodes: []int32{1, 2, 3}, down: []int32{3}, readyNode: 2, ready: true},
+		{name: "unreachable controller",
+			h:       ClusterHealth{ControllerID: 3, Nodes: []int32{1, 2, 3}, UnreachableNodes: []int32{3}},
+			reasons: []string{ReasonControllerDown, ReasonNodesDown}, nodes: []int32{1, 2, 3}, down: []int32{3}, readyNode: 1, ready: true},
+		{name: "damaged replica",
+			h: ClusterHealth{ControllerID: 1, Nodes: []int32{1, 2},
+				DamagedPartitions: []DamagedPartition{{Node: 2, Partition: "t/0", Ranges: 1}}},
+			reasons: []string{ReasonDamaged}, nodes: []int32{1, 2}, down: []int32{}, readyNode: 2, ready: true},
+		{name: "below the floor",
+			h: ClusterHealth{ControllerID: 1, Nodes: []int32{1, 2},
+				LogDirsBelowFloor: []LogDirBelowFloor{{Node: 2, Dir: "/d", FreeBytes: 1, FloorBytes: 2}}},
+			reasons: []string{ReasonBelowFloor}, nodes: []int32{1, 2}, down: []int32{}, readyNode: 2, ready: true},
+		{name: "own log dir failed",
+			h:       ClusterHealth{ControllerID: 1, Nodes: []int32{1, 2}, OfflineLogDirs: []string{OfflineLogDir(2, "/d", "EIO")}},
+			reasons: []string{ReasonOfflineLogDirs}, nodes: []int32{1, 2}, down: []int32{}, readyNode: 2},
+		{name: "no controller",
+			h:       ClusterHealth{ControllerID: -1, Nodes: []int32{1}},
+			reasons: []string{ReasonNoController}, nodes: []int32{1}, down: []int32{}, readyNode: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.h
+			h.Evaluate()
+			if !reflect.DeepEqual(h.UnhealthyReasons, tc.reasons) {
+				t.Fatalf("reasons %v, want %v", h.UnhealthyReasons, tc.reasons)
+			}
+			if !reflect.DeepEqual(h.Nodes, tc.nodes) || !reflect.DeepEqual(h.DownNodes, tc.down) {
+				t.Fatalf("nodes %v down %v, want %v and %v", h.Nodes, h.DownNodes, tc.nodes, tc.down)
+			}
+			err := h.NodeReady(tc.readyNode)
+			if (err == nil) != tc.ready {
+				t.Fatalf("NodeReady(%d) = %v, want ready %v", tc.readyNode, err, tc.ready)
+			}
+			for _, r := range tc.reasons {
+				if !strings.Contains(h.Err().Error(), r) {
+					t.Fatalf("Err() = %v does not name %s", h.Err(), r)
+				}
+			}
+			// Evaluating twice changes nothing.
+			again := h
+			again.Evaluate()
+			if !reflect.DeepEqual(again, h) {
+				t.Fatalf("a second Evaluate changed %+v into %+v", h, again)
+			}
+		})
+	}
+}
+
+// TestNodeReadyImpliesHealthy cross-checks the two verdicts over random
+// facts: a node that is not ready (for a reason in the facts) always
+// comes with an unhealthy cluster, and a healthy cluster has every node
+// ready.
+func TestNodeReadyImpliesHealthy(t *testing.T) {
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	pick := func() []int32 {
+		var s []int32
+		for id := int32(1); id <= 3; id++ {
+			if rng.IntN(4) == 0 {
+				s = append(s, id)
+			}
+		}
+		return s
+	}
+	for i := 0; i < 2000; i++ {
+		h := ClusterHealth{ControllerID: int32(rng.IntN(5)) - 1, Nodes: pick(), DownNodes: pick(), UnreachableNodes: pick(),
+			ControlPlane: ControlPlane{FencedNodes: pick()}}
+		for _, id := range pick() {
+			h.OfflineLogDirs = append(h.OfflineLogDirs, OfflineLogDir(id, "/d", "EIO"))
+		}
+		for _, id := range pick() {
+			h.DamagedPartitions = append(h.DamagedPartitions, DamagedPartition{Node: id, Partition: "t/0"})
+		}
+		h.Evaluate()
+		for id := int32(1); id <= 3; id++ {
+			if err := h.NodeReady(id); err != nil && h.Healthy {
+				t.Fatalf("seed %d: node %d not ready (%v) while the cluster is healthy: %+v", seed, id, err, h)
+			}
+		}
+		if !slices.IsSorted(h.Nodes) || len(slices.Compact(slices.Clone(h.Nodes))) != len(h.Nodes) {
+			t.Fatalf("seed %d: nodes %v not sorted and unique", seed, h.Nodes)
+		}
+		for _, id := range h.DownNodes {
+			if !slices.Contains(h.Nodes, id) {
+				t.Fatalf("seed %d: down node %d not among the nodes %v", seed, id, h.Nodes)
+			}
+		}
+	}
+}
+
+// TestAddNodeFacts: a node's facts replace what was held about it, and
+// leave the other nodes' alone.
+func TestAddNodeFacts(t *testing.T) {
+	h := ClusterHealth{OfflineLogDirs: []string{OfflineLogDir(1, "/a", "EIO"), OfflineLogDir(2, "/b", "EIO")},
+		DamagedPartitions: []DamagedPartition{{Node: 2, Partition: "t/0"}, {Node: 1, Partition: "t/1"}},
+		LogDirsBelowFloor: []LogDirBelowFloor{{Node: 2, Dir: "/b"}}}
+	h.AddNodeFacts(NodeFacts{Node: 2, DamagedPartitions: []DamagedPartition{{Partition: "u/3"}}})
+	h.Evaluate()
+	if !reflect.DeepEqual(h.OfflineLogDirs, []string{OfflineLogDir(1, "/a", "EIO")}) || len(h.LogDirsBelowFloor) != 0 ||
+		!reflect.DeepEqual(h.DamagedPartitions, []DamagedPartition{{Node: 1, Partition: "t/1"}, {Node: 2, Partition: "u/3"}}) {
+		t.Fatalf("after node 2's facts: %+v", h)
 	}
 }

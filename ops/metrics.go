@@ -238,17 +238,7 @@ func (m *Metrics) writeScraped(w io.Writer) {
 		writeLogDir(w, src.Logs)
 	}
 	if src.Health != nil {
-		h := src.Health()
-		writeFamily(w, "wren_cluster_brokers", "gauge", "brokers in the cluster")
-		fmt.Fprintf(w, "wren_cluster_brokers %d\n", len(h.Nodes))
-		writeFamily(w, "wren_cluster_brokers_down", "gauge", "brokers this node sees down")
-		fmt.Fprintf(w, "wren_cluster_brokers_down %d\n", len(h.DownNodes))
-		writeFamily(w, "wren_cluster_controller_id", "gauge", "node id of the controller, -1 when none is known")
-		fmt.Fprintf(w, "wren_cluster_controller_id %d\n", h.ControllerID)
-		writeFamily(w, "wren_cluster_unavailable_partitions", "gauge", "partitions without a leader")
-		fmt.Fprintf(w, "wren_cluster_unavailable_partitions %d\n", len(h.LeaderlessPartitions))
-		writeFamily(w, "wren_kafka_under_replicated_replicas", "gauge", "partitions whose ISR is smaller than their replica set (during a reassignment, than the original replicas)")
-		fmt.Fprintf(w, "wren_kafka_under_replicated_replicas %d\n", len(h.UnderReplicatedPartitions))
+		writeClusterHealth(w, src.Health())
 	}
 	if src.Replicas != nil {
 		writeReplicationThrottle(w, src.Replicas)
@@ -260,6 +250,34 @@ func (m *Metrics) writeScraped(w io.Writer) {
 		if st, ok := src.Quorum(); ok {
 			writeQuorum(w, st)
 		}
+	}
+}
+
+// writeClusterHealth writes the wren_cluster_ gauges from the same
+// ClusterHealth that /v1/cluster/health answers with, after Evaluate: the
+// counts of its lists and its verdict.
+func writeClusterHealth(w io.Writer, h ClusterHealth) {
+	healthy := 0
+	if h.Healthy {
+		healthy = 1
+	}
+	for _, g := range []struct {
+		name, help string
+		v          int
+	}{
+		{"wren_cluster_healthy", "1 when the cluster is healthy as /v1/cluster/health judges it, else 0", healthy},
+		{"wren_cluster_brokers", "brokers in the cluster: every voter and registered broker", len(h.Nodes)},
+		{"wren_cluster_brokers_down", "brokers down: fenced or never registered", len(h.DownNodes)},
+		{"wren_cluster_brokers_fenced", "brokers the controller fenced", len(h.FencedNodes)},
+		{"wren_cluster_controller_id", "node id of the controller, -1 when none is known", int(h.ControllerID)},
+		{"wren_cluster_unavailable_partitions", "partitions without a leader", len(h.LeaderlessPartitions)},
+		{"wren_cluster_offline_log_dirs", "log dirs that failed, on every node", len(h.OfflineLogDirs)},
+		{"wren_cluster_damaged_partitions", "replicas holding damaged data on disk, on every node", len(h.DamagedPartitions)},
+		{"wren_cluster_log_dirs_below_free_space_floor", "log dirs below their free-space floor, on every node", len(h.LogDirsBelowFloor)},
+		{"wren_kafka_under_replicated_replicas", "partitions whose ISR is smaller than their replica set (during a reassignment, than the original replicas)", len(h.UnderReplicatedPartitions)},
+	} {
+		writeFamily(w, g.name, "gauge", g.help)
+		fmt.Fprintf(w, "%s %d\n", g.name, g.v)
 	}
 }
 

@@ -186,7 +186,11 @@ func TestMetricsExposition(t *testing.T) {
 		Version: "v1.2.3", Commit: "abc",
 		Connections: func() int { return 2 },
 		Health: func() ClusterHealth {
-			return ClusterHealth{ControllerID: 3, Nodes: []int32{1, 2, 3}, DownNodes: []int32{2}}
+			h := ClusterHealth{ControllerID: 3, Nodes: []int32{1, 2, 3}, DownNodes: []int32{2},
+				DamagedPartitions: []DamagedPartition{{Node: 1, Partition: "t/0"}, {Node: 3, Partition: "t/0"}},
+				LogDirsBelowFloor: []LogDirBelowFloor{{Node: 3, Dir: "/d"}}, ControlPlane: ControlPlane{FencedNodes: []int32{1}}}
+			h.Evaluate()
+			return h
 		},
 	})
 	var b bytes.Buffer
@@ -217,7 +221,12 @@ func TestMetricsExposition(t *testing.T) {
 		`wren_kafka_connections_open`:                                                    2,
 		`wren_build_info{version="v1.2.3",commit="abc"}`:                                 1,
 		`wren_cluster_brokers`:                                                           3,
-		`wren_cluster_brokers_down`:                                                      1,
+		`wren_cluster_brokers_down`:                                                      2,
+		`wren_cluster_brokers_fenced`:                                                    1,
+		`wren_cluster_healthy`:                                                           0,
+		`wren_cluster_damaged_partitions`:                                                2,
+		`wren_cluster_log_dirs_below_free_space_floor`:                                   1,
+		`wren_cluster_offline_log_dirs`:                                                  0,
 		`wren_cluster_controller_id`:                                                     3,
 	}
 	for series, v := range want {
