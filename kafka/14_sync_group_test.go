@@ -55,7 +55,7 @@ func TestSyncGroup(t *testing.T) {
 func TestSyncGroupErrors(t *testing.T) {
 	for _, c := range groupErrorCodes {
 		f, g := groupFixture(t)
-		c.setup(f, g)
+		c.setup(t, f, g)
 		resp := f.do(t, syncGroupRequest(5)).(*kmsg.SyncGroupResponse)
 		wantCode(t, c.name, resp.ErrorCode, c.want)
 		if resp.MemberAssignment == nil || len(resp.MemberAssignment) != 0 {
