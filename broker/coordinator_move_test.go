@@ -155,8 +155,8 @@ func findCoordinator(t *testing.T, cl *kgo.Client, group ...string) []int32 {
 
 // TestCoordinatorLeadershipMoves moves a Stable group's coordinator away
 // and back in-process. While its __consumer_offsets partition is led
-// elsewhere, every request of the group gets NOT_COORDINATOR (the image,
-// which FindCoordinator answers from, still names this node, but the
+// elsewhere, every request of the group gets NOT_COORDINATOR and
+// FindCoordinator does not name this node (its image still does, but the
 // replica knows a later epoch), while a group of another
 // partition carries on; a metadata image at the older epoch does not
 // bring the leadership back. Once it returns, the coordinator is loaded
@@ -190,12 +190,12 @@ func TestCoordinatorLeadershipMoves(t *testing.T) {
 	// leadership check runs on the driver's tick); either way the
 	// coordinator is gone afterwards, so what follows is deterministic.
 	wantCode(t, "commit while led elsewhere", g.commit(0, 99), kerr.NotCoordinator)
-	// FindCoordinator answers from the metadata image, which this
-	// in-process move leaves naming this node (a controller would have
-	// moved it first); the replica's later epoch says otherwise, so the
-	// group's requests get NOT_COORDINATOR, not LOAD_IN_PROGRESS.
-	if nodes := findCoordinator(t, cl, group, other); !slices.Equal(nodes, []int32{1, 1}) {
-		t.Fatalf("FindCoordinator [%s %s] while led elsewhere: nodes %v, want [1 1]", group, other, nodes)
+	// The metadata image, which FindCoordinator answers from, still names
+	// this node (this in-process move bypasses the controller), but the
+	// replica's later epoch says otherwise: FindCoordinator names no one
+	// and the group's requests get NOT_COORDINATOR, not LOAD_IN_PROGRESS.
+	if nodes := findCoordinator(t, cl, group, other); !slices.Equal(nodes, []int32{-1, 1}) {
+		t.Fatalf("FindCoordinator [%s %s] while led elsewhere: nodes %v, want [-1 1]", group, other, nodes)
 	}
 	wantCode(t, "heartbeat while led elsewhere", g.heartbeat(), kerr.NotCoordinator)
 	if code, _ := g.fetch(); code != kerr.NotCoordinator.Code {
