@@ -71,16 +71,14 @@ func explainShardErrors(err error) error {
 }
 
 // shardPiece words one failed piece: "DescribeGroups to broker 2
-// (host:port) for group g: NOT_COORDINATOR (error code 16): ...".
+// (host:port) for group g: NOT_COORDINATOR (error code 16): ...", or
+// "DescribeGroups for group g reached no broker: ..." when kgo could not
+// pick one.
 func shardPiece(request string, e kadm.ShardError, groups []string) string {
 	var b strings.Builder
 	b.WriteString(request)
 	if e.Broker.NodeID >= 0 {
 		fmt.Fprintf(&b, " to broker %d (%s:%d)", e.Broker.NodeID, e.Broker.Host, e.Broker.Port)
-	} else {
-		// kgo failed before it could pick a broker: usually the
-		// FindCoordinator lookup itself.
-		b.WriteString(", before any broker was asked,")
 	}
 	switch len(groups) {
 	case 0:
@@ -88,6 +86,11 @@ func shardPiece(request string, e kadm.ShardError, groups []string) string {
 		fmt.Fprintf(&b, " for group %s", groups[0])
 	default:
 		fmt.Fprintf(&b, " for groups %s", strings.Join(groups, ", "))
+	}
+	if e.Broker.NodeID < 0 {
+		// kgo failed before it could pick a broker: usually the
+		// FindCoordinator lookup itself.
+		b.WriteString(" reached no broker")
 	}
 	b.WriteString(": ")
 	b.WriteString(kafkaErrorText(e.Err))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -37,7 +38,7 @@ func TestExplainShardErrors(t *testing.T) {
 			false},
 		{"coordinator lookup failed",
 			[]kadm.ShardError{{Req: describeGroupsPiece("g1"), Err: fmt.Errorf("unable to find coordinator: %w", kerr.CoordinatorNotAvailable), Broker: noBroker}},
-			"cli: describe group g1: DescribeGroups, before any broker was asked, for group g1: unable to find coordinator: COORDINATOR_NOT_AVAILABLE (error code 15): The coordinator is not available.",
+			"cli: describe group g1: DescribeGroups for group g1 reached no broker: unable to find coordinator: COORDINATOR_NOT_AVAILABLE (error code 15): The coordinator is not available.",
 			false},
 		{"group does not exist",
 			[]kadm.ShardError{{Req: describeGroupsPiece("g1"), Err: kerr.GroupIDNotFound, Broker: broker2}},
@@ -75,5 +76,39 @@ func TestExplainShardErrors(t *testing.T) {
 	}
 	if explainShardErrors(nil) != nil {
 		t.Error("nil was rewritten")
+	}
+}
+
+// TestGroupCommandsExplainCoordinatorErrors: when the coordinator cannot
+// be found, or answers an error past the client's retries, the group
+// commands say which broker answered what, with the Kafka error's code,
+// never kadm's "N separate shard errors".
+func TestGroupCommandsExplainCoordinatorErrors(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	b := strings.Join(c.ListenAddrs(), ",")
+	c.ControlKey(int16(kmsg.FindCoordinator), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		r := req.(*kmsg.FindCoordinatorRequest)
+		resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		for _, k := range r.CoordinatorKeys {
+			rc := kmsg.NewFindCoordinatorResponseCoordinator()
+			rc.Key, rc.NodeID, rc.ErrorCode = k, -1, kerr.GroupAuthorizationFailed.Code
+			resp.Coordinators = append(resp.Coordinators, rc)
+		}
+		return resp, nil, true
+	})
+	for _, args := range [][]string{
+		{"group", "describe", "g1"},
+		{"group", "delete", "g1"},
+		{"group", "seek", "g1", "--all-topics", "--to", "start", "--execute"},
+	} {
+		r := mustFail(t, "", append(args, "--timeout", "5s", "-b", b)...)
+		if strings.Contains(r.stderr, "shard") || !strings.Contains(r.stderr, "GROUP_AUTHORIZATION_FAILED (error code 30)") {
+			t.Errorf("%s: stderr %q, want the Kafka error with its code and no shard errors", strings.Join(args, " "), r.stderr)
+		}
 	}
 }
