@@ -72,7 +72,7 @@ func runAdmin(c *ucli.Context, fn adminAction) error {
 	defer cl.Close()
 	ctx, cancel := withTimeout(c)
 	defer cancel()
-	return noAnswer(c, fn(ctx, adm, cl))
+	return noAnswer(c, explainShardErrors(fn(ctx, adm, cl)))
 }
 
 // noAnswer says who did not answer and what was being done when err is a

@@ -299,8 +299,11 @@ func (c *Coordinator) UpdateTopics(topics []TopicMeta, nowMs int64) {
 }
 
 // subscribedTopics resolves what m subscribes to against the topics that
-// exist: its names, and every non-internal topic its regex matches in
-// full.
+// exist: its names, and every topic its regex matches in full. As Kafka's
+// GroupMetadataManager resolves a regex over every topic name in the
+// metadata image, internal ones included: a user topic named __orders is
+// matched like any other, and a regex that names __consumer_offsets gets
+// it (a pattern such as ".*" does too, in Kafka as here).
 func (c *Coordinator) subscribedTopics(m *consumerMember) []string {
 	var out []string
 	for _, name := range m.topics {
@@ -311,7 +314,7 @@ func (c *Coordinator) subscribedTopics(m *consumerMember) []string {
 	if m.regex != "" {
 		if re := m.compiledRegex(); re != nil {
 			for name := range c.topics {
-				if !strings.HasPrefix(name, "__") && re.MatchString(name) && !slices.Contains(m.topics, name) {
+				if re.MatchString(name) && !slices.Contains(m.topics, name) {
 					out = append(out, name)
 				}
 			}

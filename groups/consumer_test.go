@@ -1002,9 +1002,7 @@ func TestConsumerHeartbeatValidation(t *testing.T) {
 // a new epoch whose target the member picks up.
 func TestConsumerRegexSubscription(t *testing.T) {
 	oa, ob, pay := topic("orders-a", 2), topic("orders-b", 2), topic("payments", 3)
-	e := newCGEnv(t, oa, ob, pay, topic("__orders-x", 1))
-	// The regex would match __orders-x too, but internal topics are
-	// never matched.
+	e := newCGEnv(t, oa, ob, pay)
 	a := &cgClient{group: "g", id: "a", regex: ".*orders-.*", rebalanceTimeoutMs: 30000}
 	e.mustJoin(a)
 	if !a.owned.equal(allParts(oa, ob)) {
@@ -1014,7 +1012,7 @@ func TestConsumerRegexSubscription(t *testing.T) {
 		t.Fatalf("described regex %q", m.SubscribedTopicRegex)
 	}
 	// A topic the regex does not match changes nothing.
-	e.setTopics(oa, ob, pay, topic("__orders-x", 1), topic("other", 4))
+	e.setTopics(oa, ob, pay, topic("other", 4))
 	wantState(t, e, "g", "Stable", 1, 1)
 
 	oc := topic("orders-c", 2)
@@ -1054,6 +1052,51 @@ func TestConsumerRegexSubscription(t *testing.T) {
 		t.Fatalf("a still owns the deleted orders-c: %s", e.fmtParts(a.owned))
 	}
 	e.checkSafety(a, b)
+}
+
+// TestConsumerRegexMatchesEveryTopic: a regex is matched in full against
+// every topic name, as Kafka's GroupMetadataManager does over its metadata
+// image: a user topic whose name starts with "__" is no different, and a
+// regex that names an internal topic gets it.
+func TestConsumerRegexMatchesEveryTopic(t *testing.T) {
+	orders, uorders := topic("orders", 2), topic("__orders", 3)
+	offsets := topic(OffsetsTopic, 4)
+	ordersX := topic("orders-x", 1)
+	all := []TopicMeta{orders, uorders, offsets, ordersX}
+	for _, tc := range []struct {
+		regex string
+		want  partSet
+	}{
+		{"__orders", allParts(uorders)},
+		{".*orders", allParts(orders, uorders)},
+		{"__.*", allParts(uorders, offsets)},
+		{"__consumer_offsets", allParts(offsets)},
+		// In full: "orders" is not "orders-x", nor "__orders".
+		{"orders", allParts(orders)},
+		{"orders|orders-x", allParts(orders, ordersX)},
+		{"_*orders", allParts(orders, uorders)},
+	} {
+		t.Run(tc.regex, func(t *testing.T) {
+			e := newCGEnv(t, all...)
+			a := &cgClient{group: "g", id: "a", regex: tc.regex, rebalanceTimeoutMs: 30000}
+			e.mustJoin(a)
+			if !a.owned.equal(tc.want) {
+				t.Fatalf("regex %q: member owns %s, want %s", tc.regex, e.fmtParts(a.owned), e.fmtParts(tc.want))
+			}
+		})
+	}
+
+	// A user topic named __orders created later is picked up like any
+	// other.
+	e := newCGEnv(t, orders)
+	a := &cgClient{group: "g", id: "a", regex: ".*orders", rebalanceTimeoutMs: 30000}
+	e.mustJoin(a)
+	e.setTopics(orders, uorders)
+	wantState(t, e, "g", "Reconciling", 2, 2)
+	e.mustBeat(a)
+	if !a.owned.equal(allParts(orders, uorders)) {
+		t.Fatalf("after __orders was created: member owns %s", e.fmtParts(a.owned))
+	}
 }
 
 // TestConsumerOffsetCommit: a consumer group's commits carry member

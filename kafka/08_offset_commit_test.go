@@ -112,7 +112,7 @@ func TestOffsetCommitUnknownPartitions(t *testing.T) {
 func TestOffsetCommitCoordinatorErrors(t *testing.T) {
 	for _, c := range groupErrorCodes {
 		f, g := groupFixture(t)
-		c.setup(f, g)
+		c.setup(t, f, g)
 		resp := f.do(t, offsetCommitRequest(8, "t", 0, 1, 9)).(*kmsg.OffsetCommitResponse)
 		ps := resp.Topics[0].Partitions
 		wantCode(t, c.name+" t-0", ps[0].ErrorCode, c.want)

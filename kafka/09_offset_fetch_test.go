@@ -147,7 +147,7 @@ func TestOffsetFetchCoordinatorErrors(t *testing.T) {
 	for _, v := range []int16{0, 1, 2, 7, 8} {
 		for _, c := range groupErrorCodes {
 			f, g := groupFixture(t)
-			c.setup(f, g)
+			c.setup(t, f, g)
 			resp := wire(t, f.do(t, offsetFetchRequest(v, false, "g")).(*kmsg.OffsetFetchResponse))
 			what := fmt.Sprintf("v%d %s", v, c.name)
 			switch {

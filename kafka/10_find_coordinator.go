@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups"
 )
 
@@ -21,7 +22,9 @@ import (
 //   coordinator. COORDINATOR_NOT_AVAILABLE, node -1, which is retriable,
 //   only while the topic does not exist yet, or the partition has no
 //   leader, or its leader is not a live broker with an address on this
-//   listener. The coordinator itself answers COORDINATOR_LOAD_IN_PROGRESS
+//   listener, or when the image names this node but its own replica
+//   follows at a later leader epoch (the image is stale here). The
+//   coordinator itself answers COORDINATOR_LOAD_IN_PROGRESS
 //   to the group APIs while it loads the partition, and every other node
 //   NOT_COORDINATOR (groups/coordinator), so a client that asked a node
 //   whose image lagged asks again. An empty group id is INVALID_REQUEST,
@@ -121,6 +124,16 @@ func (s *Server) partitionLeader(topic, key string) (coordinatorAddr, error) {
 		return noCoordinator, fmt.Errorf("%w: %s-%d has no leader", kerr.CoordinatorNotAvailable, topic, p)
 	}
 	if leader == n.Metadata.NodeID() {
+		// This node's replica follows the image; one that follows at a
+		// later leader epoch knows the image is stale here (only a
+		// test moves a replica by hand): naming this node would send
+		// the client back and forth on NOT_COORDINATOR.
+		if r := n.Partitions.Partition(engine.TopicPartition{Topic: topic, Partition: p}); r != nil {
+			if lead, epoch := r.Leader(); !lead && epoch > t.Partitions[p].LeaderEpoch {
+				return noCoordinator, fmt.Errorf("%w: this node's replica of %s-%d follows at leader epoch %d, after the %d that names it leader",
+					kerr.CoordinatorNotAvailable, topic, p, epoch, t.Partitions[p].LeaderEpoch)
+			}
+		}
 		return coordinatorAddr{id: leader, host: n.Host, port: n.Port}, nil
 	}
 	if !slices.Contains(n.Metadata.Brokers(), leader) {

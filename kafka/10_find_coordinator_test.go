@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
+	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups"
 )
 
@@ -87,6 +88,21 @@ func TestFindCoordinator(t *testing.T) {
 		}
 	}
 	wantCode(t, "empty group id", resp.Coordinators[4].ErrorCode, kerr.InvalidRequest)
+
+	// The image names this node, but its replica of the partition
+	// follows at a later epoch: the image is stale here, so this node
+	// names no one rather than itself. A replica at the image's epoch or
+	// an older one follows the image.
+	for _, c := range []struct {
+		leader bool
+		epoch  int32
+		want   *kerr.Error
+	}{{false, 2, kerr.CoordinatorNotAvailable}, {false, 1, nil}, {false, 0, nil}, {true, 2, nil}} {
+		f.partitions.replicas[engine.TopicPartition{Topic: groups.OffsetsTopic, Partition: 0}] = &fakeReplica{leader: c.leader, leaderEpoch: c.epoch}
+		r := f.do(t, findCoordinatorRequest(keys[0])).(*kmsg.FindCoordinatorResponse).Coordinators[0]
+		wantCode(t, fmt.Sprintf("replica leader=%v at epoch %d", c.leader, c.epoch), r.ErrorCode, c.want)
+	}
+	delete(f.partitions.replicas, engine.TopicPartition{Topic: groups.OffsetsTopic, Partition: 0})
 
 	// v0-3 answer one key, with the same lookup.
 	old := kmsg.NewPtrFindCoordinatorRequest()

@@ -99,7 +99,7 @@ func TestJoinGroupResponse(t *testing.T) {
 func TestJoinGroupCoordinatorErrors(t *testing.T) {
 	for _, c := range groupErrorCodes {
 		f, g := groupFixture(t)
-		c.setup(f, g)
+		c.setup(t, f, g)
 		resp := f.do(t, joinGroupRequest(9, "m1")).(*kmsg.JoinGroupResponse)
 		wantCode(t, c.name, resp.ErrorCode, c.want)
 		if resp.Generation != -1 || resp.MemberID != "m1" {

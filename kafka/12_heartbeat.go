@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/groups"
@@ -36,6 +37,12 @@ func (s *Server) handleHeartbeat(req *Request) (Pending, error) {
 		resp := kmsg.NewPtrHeartbeatResponse()
 		resp.Version = version
 		resp.ErrorCode = code
+		if code == kerr.CoordinatorLoadInProgress.Code {
+			// A coordinator arriving here (groups.go) answers as one
+			// loading does, as Kafka's: the session is not known yet,
+			// keep the member calm.
+			resp.ErrorCode = 0
+		}
 		if res.Heartbeat != nil {
 			resp.ErrorCode = res.Heartbeat.ErrorCode
 		}

@@ -40,7 +40,7 @@ func TestHeartbeat(t *testing.T) {
 func TestHeartbeatCoordinatorErrors(t *testing.T) {
 	for _, c := range groupErrorCodes {
 		f, g := groupFixture(t)
-		c.setup(f, g)
-		wantCode(t, c.name, f.do(t, heartbeatRequest(4)).(*kmsg.HeartbeatResponse).ErrorCode, c.want)
+		c.setup(t, f, g)
+		wantCode(t, c.name, f.do(t, heartbeatRequest(4)).(*kmsg.HeartbeatResponse).ErrorCode, arrivingAnswer(c, true))
 	}
 }

@@ -78,7 +78,7 @@ func TestLeaveGroupCoordinatorErrors(t *testing.T) {
 	for _, v := range []int16{0, 3, 5} {
 		for _, c := range groupErrorCodes {
 			f, g := groupFixture(t)
-			c.setup(f, g)
+			c.setup(t, f, g)
 			resp := f.do(t, leaveGroupRequest(v)).(*kmsg.LeaveGroupResponse)
 			wantCode(t, fmt.Sprintf("v%d %s", v, c.name), resp.ErrorCode, c.want)
 		}

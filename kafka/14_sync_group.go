@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/groups"
@@ -42,6 +43,12 @@ func (s *Server) handleSyncGroup(req *Request) (Pending, error) {
 		}
 		sres := res.Sync
 		if sres == nil {
+			if code == kerr.CoordinatorLoadInProgress.Code {
+				// A coordinator arriving here (groups.go) answers as
+				// one loading does: the rebalance in flight is lost,
+				// rejoin at once.
+				code = kerr.RebalanceInProgress.Code
+			}
 			sres = &groups.SyncResponse{ErrorCode: code}
 		}
 		resp := kmsg.NewPtrSyncGroupResponse()

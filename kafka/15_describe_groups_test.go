@@ -70,7 +70,7 @@ func TestDescribeGroups(t *testing.T) {
 func TestDescribeGroupsCoordinatorErrors(t *testing.T) {
 	for _, c := range groupErrorCodes {
 		f, g := groupFixture(t)
-		c.setup(f, g)
+		c.setup(t, f, g)
 		resp := f.do(t, describeGroupsRequest(5, "g")).(*kmsg.DescribeGroupsResponse)
 		wantCode(t, c.name, resp.Groups[0].ErrorCode, c.want)
 		if resp.Groups[0].Group != "g" || resp.Groups[0].State != "Dead" {

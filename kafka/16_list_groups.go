@@ -16,8 +16,14 @@ import (
 // * v4+: a state filter (case-insensitive, as Kafka); empty means all.
 // * v5+: a type filter (classic, consumer; case-insensitive) and each
 //   group's type.
+// * Each node lists the groups of the coordinators it runs, as in Kafka:
+//   a client lists a cluster's groups by asking every broker.
 // * COORDINATOR_LOAD_IN_PROGRESS while a coordinator loads, with the
-//   groups of the others.
+//   groups of the others (Kafka drops those too; clients retry either
+//   way). That includes a partition this node's image names it the leader
+//   of before its replica took the leadership (groups.go).
+// * COORDINATOR_NOT_AVAILABLE when this node runs no coordinator, as
+//   Kafka's while it is not active.
 // * Unlike the other group reads, the list may show groups whose records
 //   are not durable yet (groups.Coordinator.ListGroups).
 
@@ -41,6 +47,9 @@ func (s *Server) handleListGroups(req *Request) (Pending, error) {
 			}
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			return Response{Msg: resp}, nil
+		}
+		if code == 0 && s.arrivingOffsetsPartitions() {
+			code = kerr.CoordinatorLoadInProgress.Code
 		}
 		resp.ErrorCode = code
 		for _, g := range gs {

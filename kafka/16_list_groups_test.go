@@ -91,3 +91,33 @@ func TestListGroupsErrors(t *testing.T) {
 		t.Errorf("loading: %s, want the loaded partitions' group a", listedNames(resp))
 	}
 }
+
+// TestListGroupsArriving: each node lists its own coordinators' groups;
+// while this node's image names it the leader of a __consumer_offsets
+// partition its replica has not taken yet, the groups of that partition
+// are still to come: COORDINATOR_LOAD_IN_PROGRESS, so the client asks
+// again, rather than a list that silently lacks them.
+func TestListGroupsArriving(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		leaders []int32
+		replica func(f *seamFixture)
+		want    *kerr.Error
+	}{
+		{"led elsewhere", []int32{2, 3, 2, 3}, func(f *seamFixture) { f.offsetsReplicas(false, 1) }, nil},
+		{"led here, loaded", []int32{1, 1, 1, 1}, func(f *seamFixture) { f.offsetsReplicas(true, 1) }, nil},
+		{"arriving, no replica yet", []int32{2, 1, 2, 3}, func(*seamFixture) {}, kerr.CoordinatorLoadInProgress},
+		{"arriving, replica at the older epoch", []int32{2, 1, 2, 3}, func(f *seamFixture) { f.offsetsReplicas(false, 0) }, kerr.CoordinatorLoadInProgress},
+		{"image behind the replica", []int32{2, 1, 2, 3}, func(f *seamFixture) { f.offsetsReplicas(false, 2) }, nil},
+	} {
+		f, g := groupFixture(t)
+		g.listed = listedGroups[:1]
+		f.addOffsetsTopic(t, c.leaders...)
+		c.replica(f)
+		resp := f.do(t, listGroupsRequest(5)).(*kmsg.ListGroupsResponse)
+		wantCode(t, c.name, resp.ErrorCode, c.want)
+		if len(resp.Groups) != 1 {
+			t.Errorf("%s: %s, want the loaded group a", c.name, listedNames(resp))
+		}
+	}
+}

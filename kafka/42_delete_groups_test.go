@@ -46,7 +46,7 @@ func TestDeleteGroups(t *testing.T) {
 func TestDeleteGroupsCoordinatorErrors(t *testing.T) {
 	for _, c := range groupErrorCodes {
 		f, g := groupFixture(t)
-		c.setup(f, g)
+		c.setup(t, f, g)
 		wantCode(t, c.name, f.do(t, deleteGroupsRequest(2, "g")).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, c.want)
 	}
 }

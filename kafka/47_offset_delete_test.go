@@ -60,7 +60,7 @@ func TestOffsetDelete(t *testing.T) {
 func TestOffsetDeleteGroupErrors(t *testing.T) {
 	for _, c := range groupErrorCodes {
 		f, g := groupFixture(t)
-		c.setup(f, g)
+		c.setup(t, f, g)
 		resp := f.do(t, offsetDeleteRequest()).(*kmsg.OffsetDeleteResponse)
 		wantCode(t, c.name, resp.ErrorCode, c.want)
 		if len(resp.Topics) != 0 {

@@ -101,7 +101,7 @@ func TestConsumerGroupHeartbeatResponse(t *testing.T) {
 func TestConsumerGroupHeartbeatErrors(t *testing.T) {
 	for _, c := range groupErrorCodes {
 		f, g := groupFixture(t)
-		c.setup(f, g)
+		c.setup(t, f, g)
 		resp := f.do(t, consumerHeartbeatRequest(1)).(*kmsg.ConsumerGroupHeartbeatResponse)
 		wantCode(t, c.name, resp.ErrorCode, c.want)
 		if resp.Assignment != nil {

@@ -69,7 +69,7 @@ func TestConsumerGroupDescribe(t *testing.T) {
 func TestConsumerGroupDescribeCoordinatorErrors(t *testing.T) {
 	for _, c := range groupErrorCodes {
 		f, g := groupFixture(t)
-		c.setup(f, g)
+		c.setup(t, f, g)
 		resp := f.do(t, consumerGroupDescribeRequest(1, "g")).(*kmsg.ConsumerGroupDescribeResponse)
 		wantCode(t, c.name, resp.Groups[0].ErrorCode, c.want)
 		if resp.Groups[0].Group != "g" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups"
 )
 
@@ -175,16 +176,84 @@ func loading(req any) (groups.Response, error) {
 	return r.WithError(kerr.CoordinatorLoadInProgress.Code), err
 }
 
+// offsetsReplicas hosts a replica of each of the fake 4-partition
+// __consumer_offsets' partitions (addOffsetsTopic), leading or following
+// at epoch.
+func (f *seamFixture) offsetsReplicas(leader bool, epoch int32) {
+	for p := range int32(4) {
+		f.partitions.replicas[engine.TopicPartition{Topic: groups.OffsetsTopic, Partition: p}] = &fakeReplica{leader: leader, leaderEpoch: epoch}
+	}
+}
+
+// groupErrorCase is one coordinator-level failure and the code every group
+// API answers it with.
+type groupErrorCase struct {
+	name  string
+	setup func(t *testing.T, f *seamFixture, g *fakeCoordinator)
+	want  *kerr.Error
+	// arriving: the coordinator is arriving here; Heartbeat and
+	// SyncGroup then answer as a loading core does (arrivingAnswer).
+	arriving bool
+}
+
 // groupErrorCodes are the coordinator-level failures every group API
 // turns into its error code: no coordinator on this node, one that moved
-// away, one shutting down, one still loading.
-var groupErrorCodes = []struct {
-	name  string
-	setup func(f *seamFixture, g *fakeCoordinator)
-	want  *kerr.Error
-}{
-	{"no coordinator", func(f *seamFixture, _ *fakeCoordinator) { f.node.Groups = nil }, kerr.CoordinatorNotAvailable},
-	{"not coordinator", func(_ *seamFixture, g *fakeCoordinator) { g.answer = notCoordinator }, kerr.NotCoordinator},
-	{"coordinator closing", func(_ *seamFixture, g *fakeCoordinator) { g.answer = coordinatorClosed }, kerr.CoordinatorNotAvailable},
-	{"coordinator loading", func(_ *seamFixture, g *fakeCoordinator) { g.answer = loading }, kerr.CoordinatorLoadInProgress},
+// away, one shutting down, one still loading, one this node's image names
+// but its replica has not taken yet. The image's __consumer_offsets
+// partitions are at leader epoch 1 (addOffsetsTopic).
+var groupErrorCodes = []groupErrorCase{
+	// Kafka's GroupCoordinatorService answers COORDINATOR_NOT_AVAILABLE
+	// while it is not active, whatever the image says.
+	{"no coordinator", func(_ *testing.T, f *seamFixture, _ *fakeCoordinator) { f.node.Groups = nil }, kerr.CoordinatorNotAvailable, false},
+	{"no coordinator, image names this node", func(t *testing.T, f *seamFixture, _ *fakeCoordinator) {
+		f.node.Groups = nil
+		f.addOffsetsTopic(t, 1, 1, 1, 1)
+	}, kerr.CoordinatorNotAvailable, false},
+	{"not coordinator", func(_ *testing.T, _ *seamFixture, g *fakeCoordinator) { g.answer = notCoordinator }, kerr.NotCoordinator, false},
+	{"not coordinator, image names another node", func(t *testing.T, f *seamFixture, g *fakeCoordinator) {
+		g.answer = notCoordinator
+		f.addOffsetsTopic(t, 2, 2, 2, 2)
+		f.offsetsReplicas(false, 1)
+	}, kerr.NotCoordinator, false},
+	{"coordinator closing", func(_ *testing.T, _ *seamFixture, g *fakeCoordinator) { g.answer = coordinatorClosed }, kerr.CoordinatorNotAvailable, false},
+	{"coordinator loading", func(_ *testing.T, _ *seamFixture, g *fakeCoordinator) { g.answer = loading }, kerr.CoordinatorLoadInProgress, false},
+	// The image names this node; its replica follows the image.
+	{"image names this node, no replica yet", func(t *testing.T, f *seamFixture, g *fakeCoordinator) {
+		g.answer = notCoordinator
+		f.addOffsetsTopic(t, 1, 1, 1, 1)
+	}, kerr.CoordinatorLoadInProgress, true},
+	{"image names this node, replica at the older epoch", func(t *testing.T, f *seamFixture, g *fakeCoordinator) {
+		g.answer = notCoordinator
+		f.addOffsetsTopic(t, 1, 1, 1, 1)
+		f.offsetsReplicas(false, 0)
+	}, kerr.CoordinatorLoadInProgress, true},
+	{"image names this node, replica leads, not loaded yet", func(t *testing.T, f *seamFixture, g *fakeCoordinator) {
+		g.answer = notCoordinator
+		f.addOffsetsTopic(t, 1, 1, 1, 1)
+		f.offsetsReplicas(true, 1)
+	}, kerr.CoordinatorLoadInProgress, true},
+	// A replica at the image's epoch or later that follows knows better.
+	{"image names this node, replica follows at its epoch", func(t *testing.T, f *seamFixture, g *fakeCoordinator) {
+		g.answer = notCoordinator
+		f.addOffsetsTopic(t, 1, 1, 1, 1)
+		f.offsetsReplicas(false, 1)
+	}, kerr.NotCoordinator, false},
+	{"image names this node, replica follows at a later epoch", func(t *testing.T, f *seamFixture, g *fakeCoordinator) {
+		g.answer = notCoordinator
+		f.addOffsetsTopic(t, 1, 1, 1, 1)
+		f.offsetsReplicas(false, 2)
+	}, kerr.NotCoordinator, false},
+}
+
+// arrivingAnswer is what Heartbeat (want heartbeat) or SyncGroup answer
+// for c: as a loading core does while the coordinator is arriving (NONE,
+// REBALANCE_IN_PROGRESS, as Kafka's), else c.want.
+func arrivingAnswer(c groupErrorCase, heartbeat bool) *kerr.Error {
+	switch {
+	case !c.arriving:
+		return c.want
+	case heartbeat:
+		return nil
+	}
+	return kerr.RebalanceInProgress
 }

@@ -10,7 +10,9 @@
 // node starts to lead and unloading it when it stops. A new leader loads
 // only once its high watermark reaches its leader epoch start offset, so
 // the replay covers every record an earlier leader committed; until then
-// requests get COORDINATOR_LOAD_IN_PROGRESS.
+// requests get COORDINATOR_LOAD_IN_PROGRESS, and so does ListGroups (with
+// the groups of the partitions loaded), as Kafka's list does while one of
+// its partitions loads.
 //
 // # The Ready loop
 //

@@ -531,7 +531,9 @@ func (c *Call) Wait(ctx context.Context) (groups.Response, error) {
 }
 
 // ListGroups lists the groups of every loaded coordinator. The error code
-// is the first non-zero one a coordinator gave (one still loading).
+// is COORDINATOR_LOAD_IN_PROGRESS while a partition this node leads is
+// still to load (as Kafka's, whose list fails while one loads), else the
+// first non-zero one a coordinator gave.
 func (d *Driver) ListGroups(ctx context.Context) ([]groups.ListedGroup, int16, error) {
 	type result struct {
 		gs   []groups.ListedGroup
@@ -541,8 +543,12 @@ func (d *Driver) ListGroups(ctx context.Context) ([]groups.ListedGroup, int16, e
 	err := d.submit(ctx, func() {
 		var r result
 		for i := int32(0); i < d.cfg.Partitions; i++ {
+			loading := d.checkPartition(i)
 			lp := d.loaded[i]
 			if lp == nil {
+				if loading && r.code == 0 {
+					r.code = kerr.CoordinatorLoadInProgress.Code
+				}
 				continue
 			}
 			gs, code := lp.c.ListGroups()
