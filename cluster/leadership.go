@@ -108,6 +108,18 @@ func BrokerUnfencedChanges(im *Image, broker int32, cfg LeaderConfig) []Partitio
 	})
 }
 
+// LeaderlessElections elect, by the online rules (an unclean election
+// only where the topic, the cluster-wide config or cfg allows it), a
+// leader for every partition that has none.
+func LeaderlessElections(im *Image, cfg LeaderConfig) []PartitionChange {
+	return im.eachPartition(cfg, nil, func(p PartitionImage, ctx ElectionContext) PartitionChange {
+		if p.Leader != NoLeader {
+			return PartitionChange{Before: p, After: p}
+		}
+		return ElectLeader(p, ElectOnline, ctx)
+	})
+}
+
 // UncleanShutdownChanges apply the registration of a broker that did not
 // shut down cleanly (it may have lost records it acknowledged): it leaves
 // every ISR and ELR. It is not live until unfenced.
