@@ -340,7 +340,7 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 			cfg, logger := b.cfg, b.logger
 			ln, err := net.Listen("tcp", w.client.addr)
 			if err != nil {
-				return fmt.Errorf("broker: listen on %s: %w", w.client.addr, err)
+				return fmt.Errorf("broker: %w", err) // net names the address: "listen tcp ADDR: ..."
 			}
 			b.listener = ln
 			host, port := advertised(cfg, w.client, ln.Addr())

@@ -88,7 +88,7 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("broker: listen on the CONTROLLER listener %s: %w", addr, err)
+		return nil, fmt.Errorf("broker: %w", err) // net names the address: "listen tcp ADDR: ..."
 	}
 	voters := map[election.NodeID]string{}
 	ids := make([]election.NodeID, 0, len(cfg.Voters))
