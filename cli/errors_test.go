@@ -115,3 +115,27 @@ func TestErrorsSayEachThingOnce(t *testing.T) {
 		t.Errorf("serve on a taken http.listen: stderr %q, want %q", stderr.String(), want)
 	}
 }
+
+// A client pointed at a node's CONTROLLER listener is told so, rather
+// than franz-go's "is TLS missing?": the CLI probes the address with the
+// listener's own handshake. A client listener is not taken for one.
+func TestControllerListenerNamed(t *testing.T) {
+	brokers, ports := threeWrenBrokersPorts(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	want := fmt.Sprintf("%s is a wren CONTROLLER (peer) listener, node 1's, which only the cluster's own nodes talk to; clients use the PLAINTEXT listener, port 9092 by default", addr)
+	for _, args := range [][]string{
+		{"topic", "list", "--timeout", "5s"},
+		{"cluster", "info", "--timeout", "5s"},
+		{"produce", "t", "--timeout", "5s"},
+	} {
+		r := mustFail(t, "k:v\n", append(args, "-b", addr)...)
+		if !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "TLS") {
+			t.Errorf("wren %q at a CONTROLLER listener: stderr %q, want %q", args, r.stderr, want)
+		}
+	}
+	// A client listener with no such topic: the usual answer, no probe's.
+	r := mustFail(t, "", "consume", "nosuch", "-b", brokers[0].Addr().String(), "--timeout", "5s")
+	if strings.Contains(r.stderr, "CONTROLLER") {
+		t.Errorf("a client listener was taken for a CONTROLLER listener: %q", r.stderr)
+	}
+}

@@ -88,6 +88,14 @@ func TestPartitionsElectLeaderUsage(t *testing.T) {
 // test.
 func threeWrenBrokers(t *testing.T) []*broker.Broker {
 	t.Helper()
+	brokers, _ := threeWrenBrokersPorts(t)
+	return brokers
+}
+
+// threeWrenBrokersPorts is threeWrenBrokers, with the ports of the nodes'
+// CONTROLLER listeners.
+func threeWrenBrokersPorts(t *testing.T) ([]*broker.Broker, []int) {
+	t.Helper()
 	ports := controllerPorts(t, 3)
 	voters := fmt.Sprintf("%q, %q, %q", fmt.Sprintf("1@127.0.0.1:%d", ports[0]), fmt.Sprintf("2@127.0.0.1:%d", ports[1]), fmt.Sprintf("3@127.0.0.1:%d", ports[2]))
 	// The data dirs first: cleanups run last-in first-out, so the brokers
@@ -137,7 +145,7 @@ auto.leader.rebalance.enable = false
 		}
 		return true
 	})
-	return brokers
+	return brokers, ports
 }
 
 // controllerPorts reserves n distinct loopback ports for the CONTROLLER
