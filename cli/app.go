@@ -203,7 +203,8 @@ func nodeIDOf(c *ucli.Context) (int32, error) {
 	}
 	id, err := config.ParseNodeID(s)
 	if err != nil {
-		return config.NoNode, fmt.Errorf("%w: --node-id (or WREN_NODE_ID): %v", ErrUsage, err)
+		// Without the config package's prefix: the flag names the subject.
+		return config.NoNode, fmt.Errorf("%w: --node-id (or WREN_NODE_ID): %s", ErrUsage, strings.TrimPrefix(err.Error(), "config: "))
 	}
 	return id, nil
 }
@@ -282,7 +283,9 @@ func withTimeout(c *ucli.Context) (context.Context, context.CancelFunc) {
 func wantArgs(c *ucli.Context, min, max int, what string) error {
 	n := c.NArg()
 	if n < min || (max >= 0 && n > max) {
-		return fmt.Errorf("%w: %s: want %s, got %d argument(s)", ErrUsage, c.Command.HelpName, what, n)
+		// "storage check", not "wren storage check": the line starts "wren: ".
+		name := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
+		return fmt.Errorf("%w: %s: want %s, got %d argument(s)", ErrUsage, name, what, n)
 	}
 	return nil
 }

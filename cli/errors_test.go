@@ -85,6 +85,18 @@ func TestErrorsSayEachThingOnce(t *testing.T) {
 			t.Errorf("wren %q: stderr %q says %q", tc.args, r.stderr, s)
 		}
 	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"topic", "delete", "nosuch", "-b", b}, "wren: unknown topic: nosuch\n"},
+		{[]string{"config", "check", "--node-id", "x", "some.toml"}, "wren: usage: --node-id (or WREN_NODE_ID): node id \"x\": want a non-negative integer\n"},
+		{[]string{"storage", "check", "a", "b"}, "wren: usage: storage check: want no arguments, got 2 argument(s)\n"},
+	} {
+		if r := mustFail(t, "", tc.args...); r.stderr != tc.want {
+			t.Errorf("wren %q: stderr %q, want %q", tc.args, r.stderr, tc.want)
+		}
+	}
 	if topics := topicNames(t, b); strings.Contains(strings.Join(topics, " "), topic+"-gz") {
 		t.Errorf("a topic was created with a key not in effect: %v", topics)
 	}

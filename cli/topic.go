@@ -707,6 +707,12 @@ func topicDeleteCommand(env Env) *ucli.Command {
 						firstErr = cmpErr(firstErr, fmt.Errorf("cli: delete topic %s: no response", t))
 						continue
 					}
+					if errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+						// Said as every other command says it, not with
+						// the code's "does not host this topic-partition".
+						firstErr = cmpErr(firstErr, fmt.Errorf("%w: %s", ErrUnknownTopic, t))
+						continue
+					}
 					if err := kafkaErr("delete topic "+t, r.Err, r.ErrMessage); err != nil {
 						firstErr = cmpErr(firstErr, err)
 						continue
