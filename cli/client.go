@@ -82,10 +82,10 @@ func runAdmin(c *ucli.Context, fn adminAction) error {
 // timeout: a bare "context deadline exceeded" after --timeout names
 // neither the address nor the command.
 //
-// Before that, an error that no broker's answer explains (a connection
-// closed, nothing answered) makes it probe the --bootstrap-server
-// addresses: one that is a CONTROLLER listener gets an error that says so,
-// instead of the client library's guess ("is TLS missing?").
+// Before that, a connection closed at its first request makes it probe
+// the --bootstrap-server addresses: one that is a CONTROLLER listener gets
+// an error that says so, instead of the client library's guess ("is TLS
+// missing?").
 func noAnswer(c *ucli.Context, err error) error {
 	if err == nil || c.Context.Err() != nil {
 		return err
@@ -104,11 +104,13 @@ func noAnswer(c *ucli.Context, err error) error {
 const probeTimeout = time.Second
 
 // controllerListener returns the error for a client pointed at a wren
-// node's CONTROLLER listener, which closes a client's connection without a
-// word, or nil when err is a broker's answer or no seed address is one.
+// node's CONTROLLER listener, or nil. That listener closes a client's
+// connection at its first request, which franz-go reports as
+// ErrFirstReadEOF ("is TLS missing?"); only then are the addresses probed,
+// since the probe's handshake is an API key other brokers do not know.
 func controllerListener(c *ucli.Context, err error) error {
-	var ke *kerr.Error
-	if errors.As(err, &ke) || errors.Is(err, ErrUsage) {
+	var closed *kgo.ErrFirstReadEOF
+	if !errors.As(err, &closed) {
 		return nil
 	}
 	seeds, serr := seedBrokers(c)

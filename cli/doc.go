@@ -37,9 +37,9 @@
 // package prefixes that wrap them; an unknown command gets the closest
 // command as a suggestion; a bad flag gets one usage line and a pointer
 // to --help on stderr, never the whole help on stdout. A timeout names
-// the broker's address and the command; a failure no broker's answer
-// explains probes the --bootstrap-server addresses, and one that is a
-// CONTROLLER listener is named as such (quorum.Probe). A broker's refusal
+// the broker's address and the command; a connection closed at its first
+// request makes it probe the --bootstrap-server addresses, and one that is
+// a CONTROLLER listener is named as such (quorum.Probe). A broker's refusal
 // reads "CODE: its message" (kafkaReason). `wren completion bash|zsh|fish`
 // prints a completion script (completion.go): bash and zsh ask the binary,
 // passing the words typed and --generate-bash-completion, which Main
