@@ -283,11 +283,15 @@ func withTimeout(c *ucli.Context) (context.Context, context.CancelFunc) {
 func wantArgs(c *ucli.Context, min, max int, what string) error {
 	n := c.NArg()
 	if n < min || (max >= 0 && n > max) {
-		// "storage check", not "wren storage check": the line starts "wren: ".
-		name := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
-		return fmt.Errorf("%w: %s: want %s, got %d argument(s)", ErrUsage, name, what, n)
+		return fmt.Errorf("%w: %s: want %s, got %d argument(s)", ErrUsage, commandName(c), what, n)
 	}
 	return nil
+}
+
+// commandName is the command's name for an error message: "storage
+// check", not "wren storage check", since the line starts "wren: ".
+func commandName(c *ucli.Context) string {
+	return strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
 }
 
 // argsFormat checks the number of positional arguments, then reads

@@ -97,7 +97,7 @@ func noAnswer(c *ucli.Context, err error) error {
 		return err
 	}
 	return fmt.Errorf("cli: %s: no answer from the broker at %s within --timeout %s (is it up, and is this its client listener?): %w",
-		c.Command.HelpName, c.String("bootstrap-server"), c.Duration("timeout"), err)
+		commandName(c), c.String("bootstrap-server"), c.Duration("timeout"), err)
 }
 
 // probeTimeout bounds the probe of one address by controllerListener.
@@ -123,7 +123,7 @@ func controllerListener(c *ucli.Context, err error) error {
 		cancel()
 		if ok {
 			return fmt.Errorf("cli: %s: %s is a wren CONTROLLER (peer) listener, node %d's, which only the cluster's own nodes talk to; clients use the PLAINTEXT listener, port %d by default (--bootstrap-server, WREN_BROKERS)",
-				c.Command.HelpName, addr, node, defaultClientPort)
+				commandName(c), addr, node, defaultClientPort)
 		}
 	}
 	return nil

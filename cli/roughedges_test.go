@@ -100,7 +100,10 @@ func TestSilentBrokerNamed(t *testing.T) {
 	}()
 	addr := ln.Addr().String()
 	r := mustFail(t, "", "topic", "list", "-b", addr, "--timeout", "300ms")
-	for _, want := range []string{"wren topic list", "no answer from the broker at " + addr, "300ms"} {
+	if !strings.HasPrefix(r.stderr, "wren: topic list: ") {
+		t.Errorf("stderr %q does not name the command once", r.stderr)
+	}
+	for _, want := range []string{"topic list", "no answer from the broker at " + addr, "300ms"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr %q lacks %q", r.stderr, want)
 		}
