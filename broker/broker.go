@@ -222,6 +222,10 @@ func (b *Broker) openController(w *wiring) error {
 			c.Close()
 			return err
 		}
+		if err := c.Subscribe(b.logDataLoss); err != nil {
+			c.Close()
+			return err
+		}
 	}
 	return nil
 }

@@ -170,6 +170,30 @@ func (b *Broker) recordClusterID(old, new *cluster.Image) {
 	}
 }
 
+// logDataLoss logs, at ERROR on every node, each data-loss ledger entry an
+// image adds: an unclean election, whichever way it came (a broker fenced
+// or unfenced, unclean.leader.election.enable turned on, ElectLeaders
+// UNCLEAN). The first image (old nil, at start) holds earlier entries,
+// which were logged when they were made.
+func (b *Broker) logDataLoss(old, new *cluster.Image) {
+	if old == nil {
+		return
+	}
+	var seen uint64
+	if l := old.DataLossLedger(); len(l) > 0 {
+		seen = l[len(l)-1].Offset
+	}
+	for _, e := range new.DataLossLedger() {
+		if e.Offset <= seen {
+			continue
+		}
+		b.logger.Error("unclean leader election: acknowledged records may be lost",
+			"topic", e.Topic, "partition", e.Partition, "leader", e.NewLeader, "previous_leader", e.PreviousLeader,
+			"leader_epoch", e.LeaderEpoch, "previous_isr", e.PreviousISR, "reason", e.Reason,
+			"from_offset", e.FromOffset, "to_offset", e.ToOffset)
+	}
+}
+
 // offsetsTopicPartitions is the partition count of __consumer_offsets on a
 // quorum: the existing topic's, else the config's, which the acting
 // controller creates it with (ensureOffsetsTopicLater).
