@@ -74,9 +74,12 @@ func (s *Server) handleCreateTopics(req *Request) (Pending, error) {
 			asked = append(asked, spec)
 		}
 	}
-	answers, err := n.Controller.CreateTopics(context.Background(), asked, r.ValidateOnly)
-	if err != nil {
-		return nil, err
+	var answers []cluster.TopicResult
+	if len(asked) > 0 {
+		var err error
+		if answers, err = n.Controller.CreateTopics(context.Background(), asked, r.ValidateOnly); err != nil {
+			return nil, err
+		}
 	}
 	results := make([]cluster.TopicResult, len(specs))
 	for i, spec := range specs {
