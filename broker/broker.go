@@ -222,6 +222,10 @@ func (b *Broker) openController(w *wiring) error {
 			c.Close()
 			return err
 		}
+		if err := c.Subscribe(b.logDataLoss); err != nil {
+			c.Close()
+			return err
+		}
 	}
 	return nil
 }
@@ -340,7 +344,7 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 			cfg, logger := b.cfg, b.logger
 			ln, err := net.Listen("tcp", w.client.addr)
 			if err != nil {
-				return fmt.Errorf("broker: listen on %s: %w", w.client.addr, err)
+				return fmt.Errorf("broker: %w", err) // net names the address: "listen tcp ADDR: ..."
 			}
 			b.listener = ln
 			host, port := advertised(cfg, w.client, ln.Addr())

@@ -38,10 +38,13 @@ type startError struct {
 	err       error
 }
 
-// Error names the component first; the package prefix of the cause is
-// dropped so that the message says "broker: " once.
+// Error names the component first; the package prefix of the cause, and
+// the component's name when the cause starts with it too (the ops
+// component's errors start "ops: "), are dropped so that the message says
+// each once.
 func (e *startError) Error() string {
-	return "broker: " + e.component + ": " + strings.TrimPrefix(e.err.Error(), "broker: ")
+	msg := strings.TrimPrefix(e.err.Error(), "broker: ")
+	return "broker: " + e.component + ": " + strings.TrimPrefix(msg, e.component+": ")
 }
 
 func (e *startError) Unwrap() error { return e.err }

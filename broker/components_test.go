@@ -219,7 +219,7 @@ func TestBrokerFailedStartClosesEarlierComponents(t *testing.T) {
 				t.Fatalf("Start on a taken client listener address %s succeeded", taken.Addr())
 			}
 			var se *startError
-			if !errors.As(err, &se) || se.component != "kafka listener" || !strings.HasPrefix(err.Error(), "broker: kafka listener: listen on ") {
+			if !errors.As(err, &se) || se.component != "kafka listener" || !strings.HasPrefix(err.Error(), "broker: kafka listener: listen tcp ") {
 				t.Fatalf("error does not name the kafka listener: %v", err)
 			}
 			events := l.take()

@@ -10,7 +10,7 @@
 // A node is an ordered list of components, each a name, a start and a
 // close (components.go; the list is componentList in broker.go). Start
 // starts them in order; when component k fails, it closes k-1 down to 0
-// and returns an error that names k ("broker: kafka listener: listen on
+// and returns an error that names k ("broker: kafka listener: listen tcp
 // ..."). Close closes them in the reverse of the start order. So each
 // component is up before the components that use it, and outlives them.
 // Each start is logged at DEBUG with its duration, each close too: the

@@ -193,3 +193,44 @@ func TestDynamicConnectionLimits(t *testing.T) {
 		}
 	}
 }
+
+// Through real clients: CreateTopics refuses a key not in effect exactly
+// as AlterConfigs does, and unclean.leader.election.enable, in effect, is
+// accepted on a topic (at creation and altered) and as the cluster-wide
+// default, and refused for one broker.
+func TestCreateTopicsRefusesIneffectiveKeys(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir(), ""))
+	_, adm := newClient(t, b)
+	ctx := testContext(t)
+	created, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"compression.type": kmsg.StringPtr("gzip")}, "gz")
+	if err == nil {
+		err = created.Err
+	}
+	if r, cerr := adm.CreateTopic(ctx, 1, 1, map[string]*string{"unclean.leader.election.enable": kmsg.StringPtr("true")}, "t"); cerr != nil || r.Err != nil {
+		t.Fatalf("create with unclean.leader.election.enable: %v %v", cerr, r.Err)
+	}
+	altered, aerr := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "compression.type", Value: kmsg.StringPtr("gzip")}}, "t")
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	if !errors.Is(err, kerr.InvalidConfig) || created.ErrMessage != altered[0].ErrMessage || !strings.HasPrefix(created.ErrMessage, "compression.type is not in effect in wren yet") {
+		t.Errorf("create with compression.type: %v %q; alter: %v %q", err, created.ErrMessage, altered[0].Err, altered[0].ErrMessage)
+	}
+	if topics, err := adm.ListTopics(ctx); err != nil || topics.Has("gz") {
+		t.Errorf("the refused topic exists: %v %v", topics.Names(), err)
+	}
+	set := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "unclean.leader.election.enable", Value: kmsg.StringPtr("true")}}
+	for what, rs := range map[string]func() (kadm.AlterConfigsResponses, error){
+		"topic":        func() (kadm.AlterConfigsResponses, error) { return adm.AlterTopicConfigs(ctx, set, "t") },
+		"cluster-wide": func() (kadm.AlterConfigsResponses, error) { return adm.AlterBrokerConfigs(ctx, set) },
+		"broker 1":     func() (kadm.AlterConfigsResponses, error) { return adm.AlterBrokerConfigs(ctx, set, 1) },
+	} {
+		r, err := rs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if refused := what == "broker 1"; refused != errors.Is(r[0].Err, kerr.InvalidConfig) || !refused && r[0].Err != nil {
+			t.Errorf("unclean.leader.election.enable on %s: %v %q", what, r[0].Err, r[0].ErrMessage)
+		}
+	}
+}

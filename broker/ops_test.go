@@ -278,6 +278,11 @@ func TestHTTPListenTaken(t *testing.T) {
 	if !strings.Contains(err.Error(), "http.listen") {
 		t.Fatalf("error does not name http.listen: %v", err)
 	}
+	// Each part once: "broker: ops: ops: http.listen ADDR: listen tcp
+	// ADDR: ..." said the component and the address twice.
+	if msg := err.Error(); !strings.HasPrefix(msg, "broker: ops: http.listen: listen tcp ") || strings.Count(msg, cfg.HTTPListen) != 1 {
+		t.Fatalf("error %q, want \"broker: ops: http.listen: listen tcp %s: ...\"", msg, cfg.HTTPListen)
+	}
 }
 
 // TestReadyzWhileStartingAndStopping: the HTTP server opens before the log

@@ -88,7 +88,7 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("broker: listen on the CONTROLLER listener %s: %w", addr, err)
+		return nil, fmt.Errorf("broker: %w", err) // net names the address: "listen tcp ADDR: ..."
 	}
 	voters := map[election.NodeID]string{}
 	ids := make([]election.NodeID, 0, len(cfg.Voters))
@@ -167,6 +167,30 @@ func (b *Broker) recordClusterID(old, new *cluster.Image) {
 	}
 	if err := b.logs.SetClusterID(new.ClusterID); err != nil {
 		b.logger.Error("this node's data directory belongs to another cluster; it is refused, not wiped", "err", err)
+	}
+}
+
+// logDataLoss logs, at ERROR on every node, each data-loss ledger entry an
+// image adds: an unclean election, whichever way it came (a broker fenced
+// or unfenced, unclean.leader.election.enable turned on, ElectLeaders
+// UNCLEAN). The first image (old nil, at start) holds earlier entries,
+// which were logged when they were made.
+func (b *Broker) logDataLoss(old, new *cluster.Image) {
+	if old == nil {
+		return
+	}
+	var seen uint64
+	if l := old.DataLossLedger(); len(l) > 0 {
+		seen = l[len(l)-1].Offset
+	}
+	for _, e := range new.DataLossLedger() {
+		if e.Offset <= seen {
+			continue
+		}
+		b.logger.Error("unclean leader election: acknowledged records may be lost",
+			"topic", e.Topic, "partition", e.Partition, "leader", e.NewLeader, "previous_leader", e.PreviousLeader,
+			"leader_epoch", e.LeaderEpoch, "previous_isr", e.PreviousISR, "reason", e.Reason,
+			"from_offset", e.FromOffset, "to_offset", e.ToOffset)
 	}
 }
 

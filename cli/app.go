@@ -63,9 +63,9 @@ func App(env Env) *ucli.App {
 		// Errors are printed and turned into exit codes by Main, not by
 		// urfave's handler, which would call os.Exit inside tests.
 		ExitErrHandler: func(*ucli.Context, error) {},
-		// `wren completion bash|zsh` scripts ask the binary for the words
-		// that may follow (--generate-bash-completion).
-		EnableBashCompletion: true,
+		// Completion is answered by Main from the command tree
+		// (completion.go); urfave's would run the command being typed.
+		EnableBashCompletion: false,
 		Commands: []*ucli.Command{
 			serveCommand(env),
 			configCommand(env),
@@ -93,6 +93,13 @@ func App(env Env) *ucli.App {
 func Main(ctx context.Context, env Env, args []string) int {
 	env = env.withDefaults()
 	app := App(env)
+	if isCompletion(args) {
+		complete(app, env.Stdout, args)
+		return 0
+	}
+	if len(args) > 0 {
+		app.Metadata = map[string]any{invokedAsKey: args[0]}
+	}
 	// urfave calls CommandNotFound, and then succeeds, for a word that
 	// names no command: remember it and fail.
 	var notFound error
@@ -103,7 +110,7 @@ func Main(ctx context.Context, env Env, args []string) int {
 		}
 		notFound = unknownCommand(helpName, cmds, word)
 	}
-	err := app.RunContext(ctx, completionArgs(app, args))
+	err := app.RunContext(ctx, Interspersed(app, args))
 	if err == nil {
 		err = notFound
 	}
@@ -196,7 +203,8 @@ func nodeIDOf(c *ucli.Context) (int32, error) {
 	}
 	id, err := config.ParseNodeID(s)
 	if err != nil {
-		return config.NoNode, fmt.Errorf("%w: --node-id (or WREN_NODE_ID): %v", ErrUsage, err)
+		// Without the config package's prefix: the flag names the subject.
+		return config.NoNode, fmt.Errorf("%w: --node-id (or WREN_NODE_ID): %s", ErrUsage, strings.TrimPrefix(err.Error(), "config: "))
 	}
 	return id, nil
 }
@@ -275,9 +283,15 @@ func withTimeout(c *ucli.Context) (context.Context, context.CancelFunc) {
 func wantArgs(c *ucli.Context, min, max int, what string) error {
 	n := c.NArg()
 	if n < min || (max >= 0 && n > max) {
-		return fmt.Errorf("%w: %s: want %s, got %d argument(s)", ErrUsage, c.Command.HelpName, what, n)
+		return fmt.Errorf("%w: %s: want %s, got %d argument(s)", ErrUsage, commandName(c), what, n)
 	}
 	return nil
+}
+
+// commandName is the command's name for an error message: "storage
+// check", not "wren storage check", since the line starts "wren: ".
+func commandName(c *ucli.Context) string {
+	return strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
 }
 
 // argsFormat checks the number of positional arguments, then reads

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wren-broker/wren/cluster/quorum"
 )
 
 // clientID names wren's tools in broker logs and quotas.
@@ -78,13 +81,57 @@ func runAdmin(c *ucli.Context, fn adminAction) error {
 // noAnswer says who did not answer and what was being done when err is a
 // timeout: a bare "context deadline exceeded" after --timeout names
 // neither the address nor the command.
+//
+// Before that, a connection closed at its first request makes it probe
+// the --bootstrap-server addresses: one that is a CONTROLLER listener gets
+// an error that says so, instead of the client library's guess ("is TLS
+// missing?").
 func noAnswer(c *ucli.Context, err error) error {
-	if err == nil || !errors.Is(err, context.DeadlineExceeded) || c.Context.Err() != nil {
+	if err == nil || c.Context.Err() != nil {
+		return err
+	}
+	if wrong := controllerListener(c, err); wrong != nil {
+		return wrong
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	return fmt.Errorf("cli: %s: no answer from the broker at %s within --timeout %s (is it up, and is this its client listener?): %w",
-		c.Command.HelpName, c.String("bootstrap-server"), c.Duration("timeout"), err)
+		commandName(c), c.String("bootstrap-server"), c.Duration("timeout"), err)
 }
+
+// probeTimeout bounds the probe of one address by controllerListener.
+const probeTimeout = time.Second
+
+// controllerListener returns the error for a client pointed at a wren
+// node's CONTROLLER listener, or nil. That listener closes a client's
+// connection at its first request, which franz-go reports as
+// ErrFirstReadEOF ("is TLS missing?"); only then are the addresses probed,
+// since the probe's handshake is an API key other brokers do not know.
+func controllerListener(c *ucli.Context, err error) error {
+	var closed *kgo.ErrFirstReadEOF
+	if !errors.As(err, &closed) {
+		return nil
+	}
+	seeds, serr := seedBrokers(c)
+	if serr != nil {
+		return nil
+	}
+	for _, addr := range seeds {
+		ctx, cancel := context.WithTimeout(c.Context, probeTimeout)
+		node, ok := quorum.Probe(ctx, addr)
+		cancel()
+		if ok {
+			return fmt.Errorf("cli: %s: %s is a wren CONTROLLER (peer) listener, node %d's, which only the cluster's own nodes talk to; clients use the PLAINTEXT listener, port %d by default (--bootstrap-server, WREN_BROKERS)",
+				commandName(c), addr, node, defaultClientPort)
+		}
+	}
+	return nil
+}
+
+// defaultClientPort is the PLAINTEXT listener's port in the default
+// listeners.
+const defaultClientPort = 9092
 
 // topicIDString renders a topic id as Kafka's Uuid.toString does: URL-safe
 // base64 without padding (kadm's String uses standard base64 with padding).

@@ -101,7 +101,7 @@ func configCommand(env Env) *ucli.Command {
 // required.
 func configPath(c *ucli.Context, required bool) (string, error) {
 	if c.NArg() > 1 {
-		return "", fmt.Errorf("%w: %s: want one FILE, got %d arguments", ErrUsage, c.Command.HelpName, c.NArg())
+		return "", fmt.Errorf("%w: %s: want one FILE, got %d arguments", ErrUsage, commandName(c), c.NArg())
 	}
 	arg, flag := c.Args().First(), c.String("config")
 	// WREN_CONFIG is a default: an argument overrides it, while an
@@ -109,7 +109,7 @@ func configPath(c *ucli.Context, required bool) (string, error) {
 	fromEnv := flag != "" && flag == os.Getenv("WREN_CONFIG")
 	switch {
 	case arg != "" && flag != "" && arg != flag && !fromEnv:
-		return "", fmt.Errorf("%w: %s: FILE %s and --config %s name different files", ErrUsage, c.Command.HelpName, arg, flag)
+		return "", fmt.Errorf("%w: %s: FILE %s and --config %s name different files", ErrUsage, commandName(c), arg, flag)
 	case arg != "":
 		return arg, nil
 	case flag == "" && required:

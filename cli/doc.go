@@ -37,11 +37,17 @@
 // package prefixes that wrap them; an unknown command gets the closest
 // command as a suggestion; a bad flag gets one usage line and a pointer
 // to --help on stderr, never the whole help on stdout. A timeout names
-// the broker's address and the command. `wren completion bash|zsh|fish`
-// prints a completion script (completion.go): bash and zsh ask the binary
-// (urfave's --generate-bash-completion), fish gets a script generated from
-// the command tree, since urfave's fish generator is not in release
-// builds (the urfave_cli_no_docs tag).
+// the broker's address and the command; a connection closed at its first
+// request makes it probe the --bootstrap-server addresses, and one that is
+// a CONTROLLER listener is named as such (quorum.Probe). A broker's refusal
+// reads "CODE: its message" (kafkaReason). `wren completion bash|zsh|fish`
+// prints a completion script (completion.go): bash and zsh ask the binary,
+// passing the words typed and --generate-bash-completion, which Main
+// answers from the command tree without running any command (urfave's own
+// handling ran `topic delete T --<TAB>`); fish gets a script generated
+// from the command tree, since urfave's fish generator is not in release
+// builds (the urfave_cli_no_docs tag). Each registers wren and the name
+// the binary was invoked by (./wren).
 //
 // # Limits
 //

@@ -649,10 +649,8 @@ func deleteErrorText(err error, msg string) string {
 		return "group is not empty: stop its consumers first"
 	case errors.Is(err, kerr.GroupIDNotFound):
 		return "group does not exist"
-	case msg != "":
-		return err.Error() + ": " + msg
 	default:
-		return err.Error()
+		return kafkaReason(err, msg)
 	}
 }
 

@@ -144,10 +144,7 @@ func electionOutcomes(res kadm.ElectLeadersResults) []electionOutcome {
 				o.Result = "not needed"
 			default:
 				o.Result, o.failed = "failed", true
-				o.Error = r.Err.Error()
-				if r.ErrMessage != "" {
-					o.Error = r.ErrMessage
-				}
+				o.Error = kafkaReason(r.Err, r.ErrMessage)
 			}
 			out = append(out, o)
 		}
@@ -335,10 +332,7 @@ func moveOutcomes(res kadm.AlterPartitionAssignmentsResponses) []moveOutcome {
 	for _, r := range res.Sorted() {
 		o := moveOutcome{Topic: r.Topic, Partition: r.Partition}
 		if r.Err != nil {
-			o.Error = r.Err.Error()
-			if r.ErrMessage != "" {
-				o.Error = r.ErrMessage
-			}
+			o.Error = kafkaReason(r.Err, r.ErrMessage)
 		}
 		out = append(out, o)
 	}

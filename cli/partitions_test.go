@@ -40,8 +40,23 @@ func TestPartitionsElectLeader(t *testing.T) {
 	if len(got) != 1 || got[0].Result != "failed" || got[0].Partition != 9 || got[0].Error == "" {
 		t.Fatalf("elect-leader of a missing partition: %+v", got)
 	}
-	if !strings.Contains(res.stderr, "UNKNOWN_TOPIC_OR_PARTITION") && !strings.Contains(res.stderr, topic) {
-		t.Errorf("stderr does not say why: %q", res.stderr)
+	// The reason: the Kafka code and the broker's message, once each.
+	reason := fmt.Sprintf("UNKNOWN_TOPIC_OR_PARTITION: topic %q has no partition 9 (it has 2, from 0)", topic)
+	if got[0].Error != reason || res.stderr != fmt.Sprintf("wren: the election failed for %s/9: %s\n", topic, reason) {
+		t.Errorf("elect-leader %s/9: error %q, stderr %q; want the reason %q", topic, got[0].Error, res.stderr, reason)
+	}
+	res = mustFail(t, "", "partitions", "elect-leader", "nosuch/0", "-b", b)
+	if want := `UNKNOWN_TOPIC_OR_PARTITION: topic "nosuch" does not exist`; !strings.Contains(res.stdout, want) || !strings.Contains(res.stderr, want) {
+		t.Errorf("elect-leader nosuch/0: stdout %q, stderr %q; want %q in both", res.stdout, res.stderr, want)
+	}
+	// A move is refused with its reason too.
+	res = mustFail(t, "", "partitions", "move", "nosuch/0:1", "-b", b)
+	if want := `refused: UNKNOWN_TOPIC_OR_PARTITION: topic "nosuch" does not exist`; !strings.Contains(res.stdout, want) {
+		t.Errorf("move nosuch/0:1 printed %q, want %q", res.stdout, want)
+	}
+	res = mustFail(t, "", "partitions", "move", topic+"/0:7", "-b", b)
+	if want := "refused: INVALID_REPLICA_ASSIGNMENT: broker 7 in [7] is not registered"; !strings.Contains(res.stdout, want) {
+		t.Errorf("move %s/0:7 printed %q, want %q", topic, res.stdout, want)
 	}
 	out = mustRun(t, "", "partitions", "elect-leader", "--type", "unclean", topic+"/0", "-b", b).stdout
 	if !strings.Contains(out, "not needed") {
@@ -72,6 +87,14 @@ func TestPartitionsElectLeaderUsage(t *testing.T) {
 // goroutine stalls, and the controller stepped down in the middle of a
 // test.
 func threeWrenBrokers(t *testing.T) []*broker.Broker {
+	t.Helper()
+	brokers, _ := threeWrenBrokersPorts(t)
+	return brokers
+}
+
+// threeWrenBrokersPorts is threeWrenBrokers, with the ports of the nodes'
+// CONTROLLER listeners.
+func threeWrenBrokersPorts(t *testing.T) ([]*broker.Broker, []int) {
 	t.Helper()
 	ports := controllerPorts(t, 3)
 	voters := fmt.Sprintf("%q, %q, %q", fmt.Sprintf("1@127.0.0.1:%d", ports[0]), fmt.Sprintf("2@127.0.0.1:%d", ports[1]), fmt.Sprintf("3@127.0.0.1:%d", ports[2]))
@@ -122,7 +145,7 @@ auto.leader.rebalance.enable = false
 		}
 		return true
 	})
-	return brokers
+	return brokers, ports
 }
 
 // controllerPorts reserves n distinct loopback ports for the CONTROLLER

@@ -39,20 +39,46 @@ func topicCommand(env Env) *ucli.Command {
 	}
 }
 
-// kafkaErr joins a response's error code with its message, if any, saying
-// each thing once.
+// kafkaErr is a response's error as the user reads it: what was being
+// done, then the error's reason (kafkaReason). It wraps err, so callers
+// can still test the Kafka code with errors.Is.
 func kafkaErr(what string, err error, msg string) error {
 	if err == nil {
 		return nil
 	}
-	// The message adds what the code's own text does not say. Some
-	// brokers repeat the code's text in it, which would print it twice.
-	text := err.Error()
-	msg = strings.TrimPrefix(strings.TrimPrefix(msg, text), ": ")
-	if msg == "" || strings.Contains(text, msg) {
-		return fmt.Errorf("cli: %s: %w", what, err)
+	return &responseError{what: what, reason: kafkaReason(err, msg), err: err}
+}
+
+// responseError is kafkaErr's error.
+type responseError struct {
+	what, reason string
+	err          error
+}
+
+func (e *responseError) Error() string { return "cli: " + e.what + ": " + e.reason }
+func (e *responseError) Unwrap() error { return e.err }
+
+// kafkaReason says why a broker refused something, once: the Kafka code's
+// name, then the broker's message when it has one, else the code's own
+// description ("TOPIC_ALREADY_EXISTS: topic \"orders\" already exists",
+// "UNKNOWN_TOPIC_OR_PARTITION: This server does not host this
+// topic-partition."). Some brokers repeat the code's text in the message;
+// it is said once.
+func kafkaReason(err error, msg string) string {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		if msg == "" || strings.Contains(err.Error(), msg) {
+			return err.Error()
+		}
+		return err.Error() + ": " + msg
 	}
-	return fmt.Errorf("cli: %s: %w: %s", what, err, msg)
+	for _, repeated := range []string{ke.Error(), ke.Message, ke.Description} {
+		msg = strings.TrimPrefix(strings.TrimPrefix(msg, repeated), ": ")
+	}
+	if msg = strings.TrimSpace(msg); msg == "" {
+		return ke.Error()
+	}
+	return ke.Message + ": " + msg
 }
 
 // ---- create ----
@@ -679,6 +705,12 @@ func topicDeleteCommand(env Env) *ucli.Command {
 					r, ok := resps[t]
 					if !ok {
 						firstErr = cmpErr(firstErr, fmt.Errorf("cli: delete topic %s: no response", t))
+						continue
+					}
+					if errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+						// Said as every other command says it, not with
+						// the code's "does not host this topic-partition".
+						firstErr = cmpErr(firstErr, fmt.Errorf("%w: %s", ErrUnknownTopic, t))
 						continue
 					}
 					if err := kafkaErr("delete topic "+t, r.Err, r.ErrMessage); err != nil {

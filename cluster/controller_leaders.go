@@ -218,3 +218,32 @@ func (c *Controller) RebalanceLeaders(ctx context.Context, percentPerBroker int)
 	})
 	return changes, errors.Join(err, res)
 }
+
+// electionsAllowedBy are the leader elections that config records make
+// possible: once unclean.leader.election.enable is turned on for a topic
+// or cluster-wide, a partition without a leader whose only live replicas
+// are outside the ISR and ELR elects one of them in the same metadata
+// entry, rather than waiting for the next broker to be unfenced. Kafka's
+// controller does the same when the setting changes (KIP-966's unclean
+// recovery).
+func (c *Controller) electionsAllowedBy(recs []Record) ([]PartitionChange, error) {
+	touched := false
+	for _, r := range recs {
+		cr := r.Config
+		if r.Kind == KindConfig && cr.Key == "unclean.leader.election.enable" &&
+			(cr.ResourceType == ResourceTopic || cr.ResourceType == ResourceBroker && cr.Name == "") {
+			touched = true
+		}
+	}
+	if !touched {
+		return nil, nil
+	}
+	next := c.Image()
+	for _, r := range recs {
+		var err error
+		if next, err = next.apply(next.Offset, r); err != nil {
+			return nil, err
+		}
+	}
+	return LeaderlessElections(next, c.leaderConfig()), nil
+}

@@ -54,8 +54,8 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Rea
 				continue
 			}
 			t := im.Topic(r.Topic)
-			if t == nil || r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
-				results[i].Err = fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, r.Topic, r.Partition)
+			if err := im.checkPartition(r.Topic, r.Partition); err != nil {
+				results[i].Err = err
 				continue
 			}
 			p := t.Partitions[r.Partition]
@@ -66,7 +66,9 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Rea
 			}
 			ch, err := StartReassignment(p, r.Replicas, registered, im.ElectionContext(t, r.Partition, c.leaderConfig(), nil))
 			if err != nil {
-				results[i].Err = fmt.Errorf("%s-%d: %w", r.Topic, r.Partition, err)
+				// The answer is the partition's own: the error need not
+				// name it, and a prefix would hide the Kafka code's text.
+				results[i].Err = err
 				continue
 			}
 			ch.TopicID, ch.Topic = t.ID, t.Name

@@ -47,7 +47,11 @@
 //     the new leader alone, and a DataLossRecord enters the data-loss
 //     ledger (Image.DataLossLedger) with the offsets that may be lost.
 //     Kafka elects the last known leader without the setting; wren does
-//     not, since that replica came back from an unclean shutdown.
+//     not, since that replica came back from an unclean shutdown. A
+//     broker's own dynamic layer is not read (AlterConfigs refuses the key
+//     there): the controller decides for the whole cluster. Turning the
+//     setting on at run time elects leaderless partitions in the same
+//     metadata entry (LeaderlessElections).
 //   - Preferred: the first replica, when it is live and in the ISR.
 //   - Rebalance (auto.leader.rebalance.enable): a broker whose share of
 //     its preferred partitions led elsewhere is above

@@ -108,6 +108,18 @@ func BrokerUnfencedChanges(im *Image, broker int32, cfg LeaderConfig) []Partitio
 	})
 }
 
+// LeaderlessElections elect, by the online rules (an unclean election
+// only where the topic, the cluster-wide config or cfg allows it), a
+// leader for every partition that has none.
+func LeaderlessElections(im *Image, cfg LeaderConfig) []PartitionChange {
+	return im.eachPartition(cfg, nil, func(p PartitionImage, ctx ElectionContext) PartitionChange {
+		if p.Leader != NoLeader {
+			return PartitionChange{Before: p, After: p}
+		}
+		return ElectLeader(p, ElectOnline, ctx)
+	})
+}
+
 // UncleanShutdownChanges apply the registration of a broker that did not
 // shut down cleanly (it may have lost records it acknowledged): it leaves
 // every ISR and ELR. It is not live until unfenced.
@@ -120,16 +132,29 @@ func UncleanShutdownChanges(im *Image, broker int32, cfg LeaderConfig) []Partiti
 	})
 }
 
+// checkPartition is UNKNOWN_TOPIC_OR_PARTITION, saying which of the two
+// is missing, unless the image has the partition.
+func (im *Image) checkPartition(topic string, partition int32) error {
+	t := im.Topic(topic)
+	switch {
+	case t == nil:
+		return fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, topic)
+	case partition < 0 || int(partition) >= len(t.Partitions):
+		return fmt.Errorf("%w: topic %q has no partition %d (it has %d, from 0)", kerr.UnknownTopicOrPartition, topic, partition, len(t.Partitions))
+	}
+	return nil
+}
+
 // ElectLeadersChange is one partition of ElectLeaders, with Kafka's
 // errors: PREFERRED gets ELECTION_NOT_NEEDED when the preferred replica
 // leads and PREFERRED_LEADER_NOT_AVAILABLE when it may not; UNCLEAN gets
 // ELECTION_NOT_NEEDED when the partition has a leader and
 // ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is live.
 func ElectLeadersChange(im *Image, topic string, partition int32, el Election, cfg LeaderConfig) (PartitionChange, error) {
-	t := im.Topic(topic)
-	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
-		return PartitionChange{}, fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, partition)
+	if err := im.checkPartition(topic, partition); err != nil {
+		return PartitionChange{}, err
 	}
+	t := im.Topic(topic)
 	p := t.Partitions[partition]
 	switch el {
 	case ElectPreferred:

@@ -317,7 +317,12 @@ func (c *Controller) AlterConfigs(ctx context.Context, rt ResourceType, name str
 		if validateOnly || len(recs) == 0 {
 			return
 		}
-		res = c.commit(recs)
+		changes, err := c.electionsAllowedBy(recs)
+		if err != nil {
+			res = err
+			return
+		}
+		res = c.commit(changeRecords(recs, changes))
 	})
 	if err != nil {
 		return err

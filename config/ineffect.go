@@ -28,7 +28,6 @@ var notInEffect = map[string]string{
 	"segment.jitter.ms":               "segments roll at segment.ms exactly",
 	"message.timestamp.before.max.ms": "record timestamps are not checked against it yet",
 	"message.timestamp.after.max.ms":  "record timestamps are not checked against it yet",
-	"unclean.leader.election.enable":  "leader election is not running yet",
 	"file.delete.delay.ms":            "segments removed by retention are deleted at once",
 	// [storage]
 	"log.cleaner.threads":        "the cleaner runs one pass at a time",
@@ -70,17 +69,44 @@ func NotInEffect(name string) (reason string, ignored bool) {
 	return "", false
 }
 
+// clusterOnly are topic configs whose broker default only the controller
+// reads, for every broker at once: a value in one broker's own layer
+// would apply only while that broker is the controller, so setting one
+// there is refused.
+var clusterOnly = map[string]string{
+	"unclean.leader.election.enable": "the controller's leader elections read it for the whole cluster",
+}
+
+// AlterTarget is the resource a run-time config change sets a key on.
+type AlterTarget int8
+
+const (
+	// AlterTopic: a topic's own config (CreateTopics' configs too).
+	AlterTopic AlterTarget = iota
+	// AlterClusterDefault: the cluster-wide default (BROKER resource "").
+	AlterClusterDefault
+	// AlterBroker: one broker's own layer (BROKER resource named by id).
+	AlterBroker
+)
+
 // CheckAlter refuses, with the message AlterConfigs gives, to set at run
 // time a setting that would have no effect: one wren does not implement,
-// or (for a broker resource) one wren reads only at start.
-func CheckAlter(name string, broker bool) error {
+// for a broker resource one wren reads only at start, and for one broker's
+// own layer one only the controller reads cluster-wide. CreateTopics'
+// configs, AlterConfigs and IncrementalAlterConfigs all ask it, so a key
+// is refused the same way whichever sets it.
+func CheckAlter(name string, target AlterTarget) error {
 	if reason, ignored := NotInEffect(name); ignored {
 		return &AlterError{Err: ErrInvalidValue, Message: fmt.Sprintf(
 			"%s is not in effect in wren yet (%s): it is accepted in a config file for compatibility but cannot be set at run time", name, reason)}
 	}
-	if broker && startOnly[name] {
+	if target != AlterTopic && startOnly[name] {
 		return &AlterError{Err: ErrNotDynamic, Message: fmt.Sprintf(
 			"wren reads %s only at start: set it in the config file and restart the broker", name)}
+	}
+	if reason, ok := clusterOnly[name]; ok && target == AlterBroker {
+		return &AlterError{Err: ErrNotDynamic, Message: fmt.Sprintf(
+			"%s cannot be set for one broker (%s): set it as the cluster-wide default (the BROKER resource named \"\") or on a topic", name, reason)}
 	}
 	return nil
 }

@@ -34,27 +34,41 @@ func TestNotInEffectNames(t *testing.T) {
 	if _, ignored := NotInEffect("log.roll.jitter.hours"); !ignored {
 		t.Error("log.roll.jitter.hours: in effect, but segment.jitter.ms is not")
 	}
-	if _, ignored := NotInEffect("message.max.bytes"); ignored {
-		t.Error("message.max.bytes: reported not in effect")
+	for _, name := range []string{"message.max.bytes", "unclean.leader.election.enable"} {
+		if _, ignored := NotInEffect(name); ignored {
+			t.Errorf("%s: reported not in effect", name)
+		}
+	}
+	for name := range clusterOnly {
+		if e, ok := byName[name]; !ok || e.Topic == "" || e.Mode != ClusterWide {
+			t.Errorf("clusterOnly: %s is not a cluster-wide default of a topic config", name)
+		}
 	}
 }
 
 func TestCheckAlter(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		broker bool
+		target AlterTarget
 		want   error
 		text   string
 	}{
-		{"controller.quorum.election.timeout.ms", true, ErrInvalidValue, "controller.quorum.election.timeout.ms is not in effect in wren yet"},
-		{"max.connections", true, nil, ""},
-		{"segment.jitter.ms", false, ErrInvalidValue, "segment.jitter.ms is not in effect in wren yet"},
-		{"log.roll.jitter.ms", true, ErrInvalidValue, "log.roll.jitter.ms is not in effect"},
-		{"log.cleaner.backoff.ms", true, ErrNotDynamic, "only at start"},
-		{"message.max.bytes", true, nil, ""},
-		{"max.message.bytes", false, nil, ""},
+		{"controller.quorum.election.timeout.ms", AlterBroker, ErrInvalidValue, "controller.quorum.election.timeout.ms is not in effect in wren yet"},
+		{"max.connections", AlterBroker, nil, ""},
+		{"segment.jitter.ms", AlterTopic, ErrInvalidValue, "segment.jitter.ms is not in effect in wren yet"},
+		{"compression.type", AlterTopic, ErrInvalidValue, "compression.type is not in effect in wren yet"},
+		{"log.roll.jitter.ms", AlterClusterDefault, ErrInvalidValue, "log.roll.jitter.ms is not in effect"},
+		{"log.cleaner.backoff.ms", AlterBroker, ErrNotDynamic, "only at start"},
+		{"log.cleaner.backoff.ms", AlterClusterDefault, ErrNotDynamic, "only at start"},
+		{"message.max.bytes", AlterBroker, nil, ""},
+		{"max.message.bytes", AlterTopic, nil, ""},
+		// Unclean election is in effect on a topic and cluster-wide; only
+		// the controller reads it, so one broker's layer is refused.
+		{"unclean.leader.election.enable", AlterTopic, nil, ""},
+		{"unclean.leader.election.enable", AlterClusterDefault, nil, ""},
+		{"unclean.leader.election.enable", AlterBroker, ErrNotDynamic, "cluster-wide default"},
 	} {
-		err := CheckAlter(tc.name, tc.broker)
+		err := CheckAlter(tc.name, tc.target)
 		if !errors.Is(err, tc.want) || (err != nil && !strings.Contains(err.Error(), tc.text)) {
 			t.Errorf("CheckAlter(%s): %v, want %v containing %q", tc.name, err, tc.want, tc.text)
 		}
@@ -85,5 +99,21 @@ func TestWarnings(t *testing.T) {
 	}
 	if len(Default().Warnings()) != 0 {
 		t.Error("the defaults warn")
+	}
+}
+
+// unclean.leader.election.enable is in effect: set in the file it loads
+// into the topic defaults the controller's elections fall back to, with
+// no warning.
+func TestUncleanElectionInEffect(t *testing.T) {
+	c, err := Parse("u.toml", []byte("[replication]\nunclean.leader.election.enable = true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.TopicDefaults.UncleanLeaderElectionEnable {
+		t.Error("unclean.leader.election.enable = true did not reach the topic defaults")
+	}
+	if ws := c.Warnings(); len(ws) != 0 {
+		t.Errorf("warnings %v", ws)
 	}
 }

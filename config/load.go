@@ -248,7 +248,7 @@ func (l *loader) keyValue(n *unstable.Node, base []string) {
 		// The setting keeps its default, and cross-checks leave it alone
 		// rather than report a second, confusing problem.
 		l.failed[e.Name] = true
-		l.errorf(vpos, e.Name, "%s: %v", e.Key(), err)
+		l.errorf(vpos, e.Name, "%s: %v", e.Name, err)
 		return
 	}
 	if l.node != NoNode {

@@ -355,7 +355,7 @@ var registry = []*Entry{
 		Doc: "A follower that has not caught up to the leader's log end offset within this time leaves the ISR."},
 	{Name: "unclean.leader.election.enable", Section: "replication", Type: TypeBoolean, Default: false, Topic: "unclean.leader.election.enable",
 		Importance: High, Mode: ClusterWide,
-		Doc: "Let a replica outside the ISR become leader when no ISR member is alive: the partition comes back, but acknowledged records may be lost (the lost range is logged)."},
+		Doc: "Let a replica outside the ISR become leader when no ISR member is alive: the partition comes back, but acknowledged records may be lost (the lost range is logged, and kept in the data-loss ledger). The controller decides by the topic's value, else the cluster-wide dynamic default, else its own file; it cannot be set for one broker. Turning it on at run time elects leaderless partitions at once."},
 	{Name: "auto.leader.rebalance.enable", Section: "replication", Type: TypeBoolean, Default: true,
 		Importance: High, Mode: ReadOnly,
 		Doc: "Move leadership back to each partition's preferred replica (the first of its assignment) when the imbalance passes leader.imbalance.per.broker.percentage."},

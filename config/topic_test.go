@@ -79,7 +79,7 @@ func TestValidateTopicConfig(t *testing.T) {
 		{"segment.bytes", "3000000000", "Invalid value 3000000000 for configuration segment.bytes: Not a number of type INT"},
 		{"retention.ms", "-2", "Invalid value -2 for configuration retention.ms: Value must be at least -1"},
 		{"preallocate", "yes", "Invalid value yes for configuration preallocate: Expected value to be either true or false"},
-		{"compression.type", "brotli", "Invalid value brotli for configuration compression.type: String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"},
+		{"compression.type", "brotli", "Invalid value brotli for configuration compression.type: allowed values are uncompressed, zstd, lz4, snappy, gzip, producer"},
 		{"cleanup.policy", "compact,compact", "Invalid value compact,compact for configuration cleanup.policy: Values must not be duplicated: compact"},
 		{"cleanup.policy", "", "Invalid value  for configuration cleanup.policy: List must not be empty"},
 		{"min.cleanable.dirty.ratio", "half", "Invalid value half for configuration min.cleanable.dirty.ratio: Not a number of type DOUBLE"},

@@ -66,7 +66,7 @@ func (v *Validator) Check(x any) error {
 		}
 	case vOneOf:
 		if !slices.Contains(v.oneOf, x.(string)) {
-			return fmt.Errorf("String must be one of: %s", strings.Join(v.oneOf, ", "))
+			return fmt.Errorf("allowed values are %s", strings.Join(v.oneOf, ", "))
 		}
 	case vList:
 		l := x.([]string)
@@ -75,7 +75,7 @@ func (v *Validator) Check(x any) error {
 		}
 		for i, s := range l {
 			if !slices.Contains(v.oneOf, s) {
-				return fmt.Errorf("String must be one of: %s", strings.Join(v.oneOf, ", "))
+				return fmt.Errorf("%q is not allowed; allowed values are %s", s, strings.Join(v.oneOf, ", "))
 			}
 			if slices.Contains(l[:i], s) {
 				return fmt.Errorf("Values must not be duplicated: %s", s)

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
+	"github.com/wren-broker/wren/config"
 )
 
 // CreateTopics: v2-7
@@ -17,7 +18,8 @@ import (
 //   rules, which also keep names from escaping the data directory),
 //   INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (above the number of
 //   nodes), INVALID_REPLICA_ASSIGNMENT, INVALID_CONFIG (the config
-//   registry's validators).
+//   registry's validators, and a key AlterConfigs would refuse on a topic:
+//   one wren does not apply yet, with the same message; checkSettable).
 // * -1 partitions or replication factor take num.partitions and
 //   default.replication.factor.
 // * ValidateOnly checks everything and writes nothing.
@@ -38,6 +40,9 @@ func (s *Server) handleCreateTopics(req *Request) (Pending, error) {
 	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
 	n := s.node()
 	specs := make([]cluster.CreateTopic, len(r.Topics))
+	// refused holds a topic's config that no run-time request may set; it
+	// is answered without asking the controller.
+	refused := make([]error, len(r.Topics))
 	for i, t := range r.Topics {
 		spec := cluster.CreateTopic{Name: t.Topic, NumPartitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor, Configs: map[string]*string{}}
 		for _, a := range t.ReplicaAssignment {
@@ -48,6 +53,9 @@ func (s *Server) handleCreateTopics(req *Request) (Pending, error) {
 		}
 		for _, c := range t.Configs {
 			spec.Configs[c.Name] = c.Value
+			if c.Value != nil && refused[i] == nil {
+				refused[i] = checkSettable(c.Name, config.AlterTopic)
+			}
 		}
 		specs[i] = spec
 	}
@@ -60,9 +68,26 @@ func (s *Server) handleCreateTopics(req *Request) (Pending, error) {
 		}
 		return Respond(resp), nil
 	}
-	results, err := n.Controller.CreateTopics(context.Background(), specs, r.ValidateOnly)
-	if err != nil {
-		return nil, err
+	var asked []cluster.CreateTopic
+	for i, spec := range specs {
+		if refused[i] == nil {
+			asked = append(asked, spec)
+		}
+	}
+	var answers []cluster.TopicResult
+	if len(asked) > 0 {
+		var err error
+		if answers, err = n.Controller.CreateTopics(context.Background(), asked, r.ValidateOnly); err != nil {
+			return nil, err
+		}
+	}
+	results := make([]cluster.TopicResult, len(specs))
+	for i, spec := range specs {
+		if refused[i] != nil {
+			results[i] = cluster.TopicResult{Name: spec.Name, Err: refused[i]}
+			continue
+		}
+		results[i], answers = answers[0], answers[1:]
 	}
 	for i, res := range results {
 		rt := kmsg.NewCreateTopicsResponseTopic()

@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -111,5 +112,55 @@ func TestCreateTopicsStorageError(t *testing.T) {
 	}
 	if len(f.controller.created) != 0 {
 		t.Errorf("created %+v with the log dir full", f.controller.created)
+	}
+}
+
+// TestCreateTopicsNotInEffect: a config wren does not apply yet is refused
+// by CreateTopics exactly as AlterConfigs and IncrementalAlterConfigs
+// refuse it on a topic (same code, same message), and the controller never
+// sees that topic; the other topics of the request go on. A key in effect,
+// unclean.leader.election.enable among them, passes.
+func TestCreateTopicsNotInEffect(t *testing.T) {
+	f := newSeamFixture(t)
+	req := createTopicsRequest("gz", "unclean", "plain")
+	setConfig := func(i int, k, v string) {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, &v
+		req.Topics[i].Configs = append(req.Topics[i].Configs, c)
+	}
+	setConfig(0, "retention.ms", "1000")
+	setConfig(0, "compression.type", "gzip")
+	setConfig(1, "unclean.leader.election.enable", "true")
+	resp := f.do(t, req).(*kmsg.CreateTopicsResponse)
+	if len(resp.Topics) != 3 || resp.Topics[0].Topic != "gz" || resp.Topics[1].Topic != "unclean" || resp.Topics[2].Topic != "plain" {
+		t.Fatalf("answers %+v, want gz, unclean, plain in order", resp.Topics)
+	}
+	wantCode(t, "gz", resp.Topics[0].ErrorCode, kerr.InvalidConfig)
+	wantCode(t, "unclean", resp.Topics[1].ErrorCode, nil)
+	wantCode(t, "plain", resp.Topics[2].ErrorCode, nil)
+	var created []string
+	for _, c := range f.controller.created {
+		created = append(created, c.Name)
+	}
+	if fmt.Sprint(created) != "[unclean plain]" {
+		t.Errorf("the controller was asked for %v, want [unclean plain]", created)
+	}
+
+	alter := f.do(t, alterConfigsRequest(2, alterConfigsResource(kmsg.ConfigResourceTypeTopic, "t", "compression.type", "gzip"))).(*kmsg.AlterConfigsResponse)
+	incr := f.do(t, incrementalAlterConfigsRequest(1, incrementalResource(kmsg.ConfigResourceTypeTopic, "t", setOp("compression.type", "gzip")))).(*kmsg.IncrementalAlterConfigsResponse)
+	create := resp.Topics[0]
+	for what, got := range map[string]struct {
+		code int16
+		msg  *string
+	}{
+		"AlterConfigs":            {alter.Resources[0].ErrorCode, alter.Resources[0].ErrorMessage},
+		"IncrementalAlterConfigs": {incr.Resources[0].ErrorCode, incr.Resources[0].ErrorMessage},
+	} {
+		if got.code != create.ErrorCode || derefString(got.msg) != derefString(create.ErrorMessage) {
+			t.Errorf("%s refuses compression.type with %d %q; CreateTopics with %d %q", what, got.code, derefString(got.msg), create.ErrorCode, derefString(create.ErrorMessage))
+		}
+	}
+	if !strings.HasPrefix(derefString(create.ErrorMessage), "compression.type is not in effect in wren yet") {
+		t.Errorf("CreateTopics' message %q does not name the key", derefString(create.ErrorMessage))
 	}
 }

@@ -40,9 +40,12 @@ import (
 //   a null value and an unknown resource type are INVALID_REQUEST, with
 //   Kafka's messages.
 // * Setting a key wren does not apply yet (config.NotInEffect), or, on a
-//   BROKER resource, one wren reads only at start, is INVALID_CONFIG with
-//   a message that says so: a stored value that changes nothing would
-//   mislead. Deleting such a key is allowed.
+//   BROKER resource, one wren reads only at start, or on one broker's own
+//   layer, one only the controller reads cluster-wide
+//   (unclean.leader.election.enable), is INVALID_CONFIG with a message
+//   that says so: a stored value that changes nothing would mislead.
+//   Deleting such a key is allowed. CreateTopics refuses the same keys the
+//   same way (checkSettable).
 // * ValidateOnly checks everything and writes nothing.
 // * A change is durable in the metadata log before the response, so it
 //   survives a restart; resources are applied one by one, in order.
@@ -95,6 +98,18 @@ func (s *Server) alterConfigsResource(ctx context.Context, rr *kmsg.AlterConfigs
 	}
 	a.ops, a.replace = ops, true
 	return s.alterConfigs(ctx, im, a, validateOnly)
+}
+
+// checkSettable refuses a key that a run-time request may not set
+// (config.CheckAlter: not in effect, read only at start, cluster-wide
+// only) with INVALID_CONFIG and the registry's message. AlterConfigs,
+// IncrementalAlterConfigs and CreateTopics' configs all check here, so a
+// key is refused with the same code and words whichever request sets it.
+func checkSettable(key string, target config.AlterTarget) error {
+	if err := config.CheckAlter(key, target); err != nil {
+		return fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+	}
+	return nil
 }
 
 // configResourceKey names a config resource of a request.
@@ -188,12 +203,19 @@ func (s *Server) alterConfigs(ctx context.Context, im *cluster.Image, a configAl
 	// A setting wren ignores, or reads only at start, is refused rather
 	// than stored without effect. Deletes pass: they let an operator
 	// remove a value stored before wren refused it.
+	target := config.AlterTopic
+	if a.resourceType == cluster.ResourceBroker {
+		target = config.AlterClusterDefault
+		if a.perBroker {
+			target = config.AlterBroker
+		}
+	}
 	for _, op := range a.ops {
 		if op.Value == nil {
 			continue
 		}
-		if err := config.CheckAlter(op.Key, a.resourceType == cluster.ResourceBroker); err != nil {
-			return fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+		if err := checkSettable(op.Key, target); err != nil {
+			return err
 		}
 	}
 	final := make(map[string]string, len(a.current)+len(a.ops))

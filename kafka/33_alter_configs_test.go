@@ -87,6 +87,7 @@ func TestAlterConfigsRefused(t *testing.T) {
 		{"read-only broker setting", alterConfigsResource(broker, "1", "node.id", "7"), kerr.InvalidRequest, ""},
 		{"start-only broker setting", alterConfigsResource(broker, "1", "log.cleaner.backoff.ms", "100"), kerr.InvalidConfig, "wren reads log.cleaner.backoff.ms only at start"},
 		{"topic setting not in effect", alterConfigsResource(topic, "t", "segment.jitter.ms", "100"), kerr.InvalidConfig, "segment.jitter.ms is not in effect in wren yet"},
+		{"cluster-wide setting for one broker", alterConfigsResource(broker, "1", "unclean.leader.election.enable", "true"), kerr.InvalidConfig, "unclean.leader.election.enable cannot be set for one broker"},
 		{"unknown resource type", alterConfigsResource(kmsg.ConfigResourceTypeBrokerLogger, "1", "x", "y"), kerr.InvalidRequest, "Unknown resource type 8"},
 	}
 	for _, c := range cases {

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -158,4 +159,38 @@ func TestIncrementalAlterConfigsNotController(t *testing.T) {
 	f.controller.notController = true
 	resp := f.do(t, incrementalAlterConfigsRequest(1, incrementalResource(kmsg.ConfigResourceTypeTopic, "t", setOp("retention.ms", "1")))).(*kmsg.IncrementalAlterConfigsResponse)
 	wantCode(t, "t", resp.Resources[0].ErrorCode, kerr.NotController)
+}
+
+// TestUncleanElectionSettable: unclean.leader.election.enable reaches the
+// controller when set on a topic or as the cluster-wide default, through
+// AlterConfigs and IncrementalAlterConfigs alike; one broker's own layer
+// is refused by both (the controller reads only the cluster-wide value).
+func TestUncleanElectionSettable(t *testing.T) {
+	const key = "unclean.leader.election.enable"
+	topic, broker := kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker
+	for _, tc := range []struct {
+		rt   kmsg.ConfigResourceType
+		name string
+		want *kerr.Error
+	}{
+		{topic, "t", nil},
+		{broker, "", nil},
+		{broker, "1", kerr.InvalidConfig},
+	} {
+		f := newSeamFixture(t)
+		legacy := f.do(t, alterConfigsRequest(2, alterConfigsResource(tc.rt, tc.name, key, "true"))).(*kmsg.AlterConfigsResponse)
+		incr := f.do(t, incrementalAlterConfigsRequest(1, incrementalResource(tc.rt, tc.name, setOp(key, "true")))).(*kmsg.IncrementalAlterConfigsResponse)
+		what := fmt.Sprintf("%s %q", tc.rt, tc.name)
+		wantCode(t, "AlterConfigs "+what, legacy.Resources[0].ErrorCode, tc.want)
+		wantCode(t, "IncrementalAlterConfigs "+what, incr.Resources[0].ErrorCode, tc.want)
+		reached := 0
+		for _, a := range f.controller.alters {
+			if len(a.ops) == 1 && a.ops[0].Key == key && derefString(a.ops[0].Value) == "true" {
+				reached++
+			}
+		}
+		if want := map[bool]int{true: 2, false: 0}[tc.want == nil]; reached != want {
+			t.Errorf("%s: the controller got %d of the 2 changes, want %d (%+v)", what, reached, want, f.controller.alters)
+		}
+	}
 }

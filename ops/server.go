@@ -69,7 +69,7 @@ func Listen(addr string, cfg ServerConfig) (*Server, error) {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("ops: http.listen %s: %w", addr, err)
+		return nil, fmt.Errorf("ops: http.listen: %w", err)
 	}
 	s := &Server{
 		cfg:   cfg,

@@ -69,6 +69,9 @@
 //     and message. A mismatch is refused on both sides with a log line
 //     naming both nodes' cluster ids or peer sets. A node that has not
 //     learnt the cluster id yet (a first start) sends "" and accepts any.
+//     A handshake from ProbeNodeID (-1) is a tool asking what the address
+//     is (Probe, probe.go): it is answered with the node's id and closed,
+//     and logged at DEBUG only.
 //   - 32001 Message (v0): one metalog message, one-way (no response, as a
 //     Produce with acks=0). Layout in wire.go.
 //   - 32002 App (v0): a body the transport does not read, one-way, for

@@ -412,6 +412,17 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 		return err
 	}
 	ours := Handshake{ClusterID: t.cfg.ClusterID(), PeerSetHash: t.hash, From: t.cfg.ID, To: theirs.From}
+	if theirs.From == ProbeNodeID && !replica {
+		// A tool asking what this listener is (probe.go): say, and close.
+		ours.ErrorCode, ours.ErrorMessage = errInconsistentVoterSet, probeMessage
+		resp := AppendHandshake(binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(h.Correlation)), ours)
+		t.log.Debug("metadata quorum: answered a probe", "remote", c.RemoteAddr().String())
+		if err := writeFrame(c, resp); err != nil {
+			return err
+		}
+		t.traffic.count(true, TrafficHandshake, len(resp))
+		return errProbe
+	}
 	reason := t.mismatch(ours, theirs)
 	switch {
 	case reason != "":
