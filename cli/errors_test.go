@@ -138,6 +138,7 @@ func TestControllerListenerNamed(t *testing.T) {
 	for _, args := range [][]string{
 		{"topic", "list", "--timeout", "5s"},
 		{"cluster", "info", "--timeout", "5s"},
+		{"cluster", "health", "--timeout", "5s"},
 		{"produce", "t", "--timeout", "5s"},
 	} {
 		r := mustFail(t, "k:v\n", append(args, "-b", addr)...)
