@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +32,10 @@ import (
 // * Every batch is validated (CRC, structure, decompression under a cap)
 //   before anything is written; errors map to CORRUPT_MESSAGE,
 //   INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE, MESSAGE_TOO_LARGE.
+// * A partition this node does not lead answers NOT_LEADER_OR_FOLLOWER,
+//   before any check of its log directory; from v10 with the leader it
+//   knows and that leader's endpoint (KIP-951's CurrentLeader and
+//   NodeEndpoints), so the client moves without a metadata refresh.
 // * A failed log directory answers KAFKA_STORAGE_ERROR and acknowledges
 //   nothing.
 // * A log directory below its free-space floor (log.dir.min.free.bytes,
@@ -79,6 +84,15 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 			part := replicas.Partition(engine.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 			if part == nil {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			// Not the leader comes first: a node whose log dir takes no
+			// writes hands its leaderships away, and a producer told
+			// NOT_LEADER_OR_FOLLOWER looks for the new leader at once,
+			// where KAFKA_STORAGE_ERROR would keep it retrying here.
+			if lead, _ := part.Leader(); !lead {
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
@@ -146,8 +160,46 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 		if acks == 0 {
 			return Response{}, nil
 		}
+		s.currentLeaders(resp)
 		return Response{Msg: resp}, nil
 	}, nil
+}
+
+// currentLeaders names, in a v10+ response, the leader this node knows
+// for each partition answered NOT_LEADER_OR_FOLLOWER, with its endpoint
+// (KIP-951): a client moves there at once instead of waiting for its next
+// metadata refresh, which franz-go holds back for 5 s after the last.
+func (s *Server) currentLeaders(resp *kmsg.ProduceResponse) {
+	if resp.Version < 10 {
+		return
+	}
+	n := s.node()
+	im := n.Metadata.Image()
+	var named []int32
+	for i := range resp.Topics {
+		t := im.Topic(resp.Topics[i].Topic)
+		for j := range resp.Topics[i].Partitions {
+			rp := &resp.Topics[i].Partitions[j]
+			if rp.ErrorCode != kerr.NotLeaderForPartition.Code || t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
+				continue
+			}
+			p := t.Partitions[rp.Partition]
+			if p.Leader < 0 || p.Leader == n.Metadata.NodeID() {
+				continue
+			}
+			if !slices.Contains(named, p.Leader) {
+				host, port, ok := n.Metadata.BrokerAddr(p.Leader, s.cfg.ListenerName)
+				if !ok {
+					continue
+				}
+				named = append(named, p.Leader)
+				b := kmsg.NewProduceResponseBroker()
+				b.NodeID, b.Host, b.Port = p.Leader, host, port
+				resp.Brokers = append(resp.Brokers, b)
+			}
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.Leader, p.LeaderEpoch
+		}
+	}
 }
 
 // ackTimeout is how long an acks=all append waits for the ISR: the

@@ -39,6 +39,11 @@ func TestProduceErrors(t *testing.T) {
 	}{
 		{name: "leader", partition: 0, acks: -1, want: nil, appended: 1},
 		{name: "follower", partition: 1, acks: -1, want: kerr.NotLeaderForPartition},
+		// A node whose log dir takes no writes hands its leaderships
+		// away: a producer still sending to it must learn it does not
+		// lead, which sends it to the new leader at once.
+		{name: "follower with a full log dir", partition: 1, acks: -1, want: kerr.NotLeaderForPartition,
+			fault: func(r *fakeReplica) { r.writable = fmt.Errorf("%w: 1 MiB free", engine.ErrLogDirFull) }},
 		{name: "not hosted", partition: 2, acks: 1, want: kerr.UnknownTopicOrPartition},
 		{name: "unknown topic", topic: "nope", acks: 1, want: kerr.UnknownTopicOrPartition},
 		{name: "log dir full", partition: 0, acks: 1, want: kerr.KafkaStorageError,
@@ -60,6 +65,9 @@ func TestProduceErrors(t *testing.T) {
 			r := f.replica(0)
 			if tc.fault != nil {
 				tc.fault(r)
+				if tc.partition != 0 {
+					tc.fault(f.replica(tc.partition))
+				}
 			}
 			topic := tc.topic
 			if topic == "" {
@@ -78,6 +86,39 @@ func TestProduceErrors(t *testing.T) {
 				t.Errorf("%d appends to t-0, want %d", len(r.appended), tc.appended)
 			}
 		})
+	}
+}
+
+// TestProduceNamesCurrentLeader: from v10, NOT_LEADER_OR_FOLLOWER names
+// the leader this node knows and its endpoint (KIP-951), so the client
+// moves without a metadata refresh; before v10 the fields are absent.
+func TestProduceNamesCurrentLeader(t *testing.T) {
+	f := newSeamFixture(t)
+	for _, v := range []int16{9, 10, 11} {
+		req := produceRequest(-1, "t", 1)
+		req.SetVersion(v)
+		resp := f.do(t, req).(*kmsg.ProduceResponse)
+		rp := resp.Topics[0].Partitions[0]
+		wantCode(t, "produce", rp.ErrorCode, kerr.NotLeaderForPartition)
+		if v < 10 {
+			if len(resp.Brokers) != 0 || rp.CurrentLeader.LeaderID != -1 {
+				t.Errorf("v%d: current leader %+v, brokers %+v: want none before v10", v, rp.CurrentLeader, resp.Brokers)
+			}
+			continue
+		}
+		if rp.CurrentLeader.LeaderID != 2 || rp.CurrentLeader.LeaderEpoch != 5 {
+			t.Errorf("v%d: current leader %+v, want node 2 at epoch 5", v, rp.CurrentLeader)
+		}
+		if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 2 || resp.Brokers[0].Host != "node2.test" || resp.Brokers[0].Port != 9092 {
+			t.Errorf("v%d: brokers %+v, want node 2 at node2.test:9092", v, resp.Brokers)
+		}
+	}
+	// The leader itself answers without either.
+	req := produceRequest(-1, "t", 0)
+	req.SetVersion(11)
+	resp := f.do(t, req).(*kmsg.ProduceResponse)
+	if rp := resp.Topics[0].Partitions[0]; rp.ErrorCode != 0 || len(resp.Brokers) != 0 || rp.CurrentLeader.LeaderID != -1 {
+		t.Errorf("leader: %+v, brokers %+v", rp, resp.Brokers)
 	}
 }
 
