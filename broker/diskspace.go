@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -58,19 +57,18 @@ func (b *Broker) onDiskSpace(ev engine.DiskSpaceEvent) {
 // failed), so the controller moves its leaderships to in-sync replicas
 // that can write and takes it out of every ISR (cluster.LogDirRecords).
 // The image keeps it (cluster.BrokerImage.LogDir) for health to name.
+//
+// It reads the last free-space sample rather than taking one (the watcher
+// and the appends sample): a sample may recover a dir failed for lack of
+// space in place, which syncs every log, and a heartbeat must not wait
+// for that.
 func logDirState(logs *engine.Manager) cluster.BrokerLogDir {
 	d := cluster.BrokerLogDir{Dir: logs.Dir()}
-	err := logs.CheckWritable()
-	switch {
-	case err == nil:
-		return d
-	case errors.Is(err, engine.ErrLogDirFull):
-		d.Reason = cluster.LogDirBelowFloor
-	default:
-		d.Reason = cluster.LogDirFailed
+	if err := logs.Failed(); err != nil {
+		d.Offline, d.Reason, d.Detail = true, cluster.LogDirFailed, err.Error()
+	} else if s, ok := logs.DiskSpace(); ok && s.BelowFloor {
+		d.Offline, d.Reason, d.Detail = true, cluster.LogDirBelowFloor, s.String()
 	}
-	d.Offline = true
-	d.Detail = err.Error()
 	if len(d.Detail) > 1024 {
 		d.Detail = d.Detail[:1024]
 	}
