@@ -49,7 +49,8 @@ func (r *fakeReplica) Leader() (bool, int32) {
 	}
 	return r.leader, r.leaderEpoch
 }
-func (r *fakeReplica) HighWatermark() int64  { return r.hw }
+
+func (r *fakeReplica) HighWatermark() int64 { return r.hw }
 func (r *fakeReplica) HighWatermarkChanged() <-chan struct{} {
 	if r.hwChanged == nil {
 		r.hwChanged = make(chan struct{})
