@@ -52,8 +52,8 @@ type QuorumConfig struct {
 	// watermark (log.flush.policy ack); its registration says so
 	// (BrokerRegistrationRecord.AcksDurable).
 	AcksDurable bool
-	// LogDir, if set, says whether this node's log dir takes writes
-	// (engine.Manager.CheckWritable): its heartbeats carry it, so the
+	// LogDir, if set, says whether this node's log dir takes writes (not
+	// while failed or below its free-space floor): its heartbeats carry it, so the
 	// controller moves its leaderships and takes it out of every ISR
 	// while it does not. Call Controller.LogDirChanged when it may have
 	// changed, to heartbeat at once.
