@@ -53,10 +53,10 @@ type QuorumConfig struct {
 	// (BrokerRegistrationRecord.AcksDurable).
 	AcksDurable bool
 	// LogDir, if set, says whether this node's log dir takes writes (not
-	// while failed or below its free-space floor): its heartbeats carry it, so the
-	// controller moves its leaderships and takes it out of every ISR
-	// while it does not. Call Controller.LogDirChanged when it may have
-	// changed, to heartbeat at once.
+	// while failed or below its free-space floor): its heartbeats carry
+	// it, so the controller moves its leaderships and takes it out of
+	// every ISR while it does not. Call Controller.LogDirChanged when it
+	// may have changed, to heartbeat at once.
 	LogDir func() BrokerLogDir
 }
 
