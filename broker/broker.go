@@ -38,6 +38,9 @@ type Broker struct {
 	server     *kafka.Server
 	listener   net.Listener
 	ops        *opsState
+	// logDirCtrl is the controller once open, for the log dir's events
+	// (logDirChanged), which start before it.
+	logDirCtrl atomic.Pointer[cluster.Controller]
 
 	// components are the parts above in start order; Close closes them
 	// in reverse.
@@ -161,6 +164,7 @@ func (b *Broker) openLogs(w *wiring) (err error) {
 		},
 		OnDirFailure: func(err error) {
 			o.Logger.Error("log directory failed; nothing in it is acknowledged any more", "dir", dir, "err", err)
+			b.logDirChanged()
 		},
 		OnSync:         b.ops.metrics.ObserveSync,
 		FreeSpaceFloor: freeSpaceFloor(cfg),
@@ -217,6 +221,7 @@ func (b *Broker) openController(w *wiring) error {
 	}
 	b.controller = c
 	w.ctrlRef.Store(c)
+	b.logDirCtrl.Store(c)
 	if w.quorum != nil {
 		if err := c.Subscribe(b.recordClusterID); err != nil {
 			c.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/engine/batch"
 	"github.com/wren-broker/wren/internal/vfs"
@@ -88,6 +89,11 @@ func TestProduceBelowFloorIsRetriable(t *testing.T) {
 	if s, _ := b.logs.SampleDiskSpace(); !s.BelowFloor {
 		t.Fatalf("sample after filling the disk: %+v", s)
 	}
+	// What the heartbeats tell the controller, which moves the node's
+	// leaderships (cluster.LogDirRecords).
+	if d := logDirState(b.logs); !d.Offline || d.Reason != cluster.LogDirBelowFloor || d.Dir != "/data" || !strings.Contains(d.Detail, "floor 2097152") {
+		t.Fatalf("log dir state below the floor: %+v", d)
+	}
 
 	p := rawProduce(t, ctx, cl, "full")
 	if p.ErrorCode != kerr.KafkaStorageError.Code || p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, "/data has") || !strings.Contains(*p.ErrorMessage, "floor 2097152") {
@@ -147,6 +153,9 @@ func TestProduceBelowFloorIsRetriable(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the producer never succeeded after space came back")
 	}
+	if d := logDirState(b.logs); d.Offline {
+		t.Fatalf("log dir state with space back: %+v", d)
+	}
 }
 
 // lastSample is when the log dir's free space was last measured.
@@ -177,6 +186,9 @@ func TestCreateTopicsRefusedWhenDirFailed(t *testing.T) {
 	}
 	if b.logs.Failed() == nil {
 		t.Fatal("the log dir did not fail")
+	}
+	if d := logDirState(b.logs); !d.Offline || d.Reason != cluster.LogDirFailed || !strings.Contains(d.Detail, "input/output error") {
+		t.Fatalf("log dir state with the dir failed: %+v", d)
 	}
 	created, err := adm.CreateTopic(ctx, 1, 1, nil, "after")
 	if !errors.Is(err, kerr.KafkaStorageError) || !strings.Contains(created.ErrMessage, engine.ErrLogDirFailed.Error()) {

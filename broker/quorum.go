@@ -133,6 +133,7 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 	return &cluster.QuorumConfig{
 		Dir: dir + "/" + quorumDirName, Transport: tr, SendApp: tr.SendApp, Tick: quorumTick, Logger: logger,
 		CleanShutdown: logs.HadCleanShutdown(),
+		LogDir:        func() cluster.BrokerLogDir { return logDirState(logs) },
 		AcksDurable:   cfg.LogFlushPolicy == config.FlushPolicyAck,
 		Node: metalog.Config{
 			Election: election.Config{ID: election.NodeID(cfg.NodeID), Voters: ids,

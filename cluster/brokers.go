@@ -44,6 +44,28 @@ type BrokerFenceRecord struct {
 	Fenced   bool  `json:"fenced"`
 }
 
+// BrokerLogDirRecord says whether a broker's log dir takes writes, as its
+// heartbeats report it: Offline while the dir is below its free-space
+// floor or failed (an fdatasync or write error). An offline broker leaves
+// every ISR and hands its leaderships to in-sync replicas that can write
+// (LogDirOfflineChanges), and is elected leader only where no such
+// replica may lead, until a record says it takes writes again.
+type BrokerLogDirRecord struct {
+	BrokerID int32  `json:"broker_id"`
+	Dir      string `json:"dir,omitempty"`
+	Offline  bool   `json:"offline"`
+	// Reason is LogDirBelowFloor or LogDirFailed while Offline; Detail
+	// the broker's words for it (the figures, or the error).
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Why a log dir takes no writes (BrokerLogDirRecord.Reason).
+const (
+	LogDirBelowFloor = "below_floor"
+	LogDirFailed     = "failed"
+)
+
 // BrokerImage is one registered broker.
 type BrokerImage struct {
 	ID        int32
@@ -59,6 +81,20 @@ type BrokerImage struct {
 	// registration (Kafka's broker epoch): it changes every time the
 	// broker registers again.
 	Epoch uint64
+	// LogDir is the broker's log dir as its heartbeats last reported a
+	// change of it: LogDir.Offline while it takes no writes (below its
+	// free-space floor, or failed). A new incarnation starts online until
+	// its heartbeats say otherwise.
+	LogDir BrokerLogDir `json:",omitzero"`
+}
+
+// BrokerLogDir is the state of a broker's log dir in the image (see
+// BrokerLogDirRecord).
+type BrokerLogDir struct {
+	Dir     string `json:"dir,omitempty"`
+	Offline bool   `json:"offline,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 }
 
 // Brokers lists the registered brokers, by id. The slice is new; the
@@ -88,15 +124,41 @@ func (im *Image) BrokerUnfenced(id int32) bool {
 	return b != nil && !b.Fenced
 }
 
+// BrokerWritable reports whether id's log dir takes writes as far as the
+// image knows: false while its heartbeats report it below its free-space
+// floor or failed (BrokerLogDirRecord).
+func (im *Image) BrokerWritable(id int32) bool {
+	b := im.brokers[id]
+	return b == nil || !b.LogDir.Offline
+}
+
 func (next *Image) applyBrokerRegistration(im *Image, offset uint64, r *BrokerRegistrationRecord) {
 	next.brokers = maps.Clone(im.brokers)
 	if next.brokers == nil {
 		next.brokers = map[int32]*BrokerImage{}
 	}
-	next.brokers[r.BrokerID] = &BrokerImage{
+	b := &BrokerImage{
 		ID: r.BrokerID, Rack: r.Rack, Listeners: slices.Clone(r.Listeners), Fenced: r.Fenced,
 		IncarnationID: r.IncarnationID, AcksDurable: r.AcksDurable, Epoch: offset,
 	}
+	// The same process registering again (new listeners) keeps what its
+	// heartbeats said of its log dir; a new one reports its own.
+	if old := im.brokers[r.BrokerID]; old != nil && old.IncarnationID == r.IncarnationID {
+		b.LogDir = old.LogDir
+	}
+	next.brokers[r.BrokerID] = b
+}
+
+func (next *Image) applyBrokerLogDir(im *Image, offset uint64, r *BrokerLogDirRecord) error {
+	old := im.brokers[r.BrokerID]
+	if old == nil {
+		return fmt.Errorf("cluster: metadata record %d sets the log dir of unregistered broker %d", offset, r.BrokerID)
+	}
+	b := *old
+	b.LogDir = BrokerLogDir{Dir: r.Dir, Offline: r.Offline, Reason: r.Reason, Detail: r.Detail}
+	next.brokers = maps.Clone(im.brokers)
+	next.brokers[r.BrokerID] = &b
+	return nil
 }
 
 func (next *Image) applyBrokerFence(im *Image, offset uint64, r *BrokerFenceRecord) error {

@@ -74,6 +74,30 @@ func (c *Controller) ControlledShutdown(ctx context.Context, id int32) error {
 	return c.setFenced(ctx, id, true, ControlledShutdownChanges)
 }
 
+// SetBrokerLogDir records what a broker's heartbeats say of its log dir,
+// with the partition changes it brings (LogDirRecords): while it takes no
+// writes the broker leaves every ISR and hands its leaderships to in-sync
+// replicas that can write; when it takes writes again, partitions left
+// without a leader that it could lead elect one. It returns the partition
+// changes committed.
+func (c *Controller) SetBrokerLogDir(ctx context.Context, id int32, d BrokerLogDir) ([]PartitionChange, error) {
+	var changes []PartitionChange
+	var res error
+	err := c.change(ctx, func() {
+		recs, chs, err := LogDirRecords(c.Image(), id, d, c.leaderConfig())
+		if err != nil {
+			res = err
+			return
+		}
+		if recs = changeRecords(recs, chs); len(recs) > 0 {
+			if res = c.commit(recs); res == nil {
+				changes = chs
+			}
+		}
+	})
+	return changes, errors.Join(err, res)
+}
+
 func (c *Controller) setFenced(ctx context.Context, id int32, fenced bool, rule func(*Image, int32, LeaderConfig) []PartitionChange) error {
 	var res error
 	err := c.change(ctx, func() {

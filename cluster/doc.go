@@ -67,6 +67,15 @@
 //   - Fencing and controlled shutdown take the broker out of every ISR
 //     (electing elsewhere where it led); AlterISR is the leader's own ISR
 //     change, checked against the leader and partition epochs.
+//   - Log dir (LogDirRecords): a broker whose heartbeats report its log
+//     dir taking no writes (below its free-space floor, or failed) is
+//     recorded so (BrokerImage.LogDir) and leaves every ISR, its
+//     leaderships going to live ISR members that can write; where none
+//     can, it keeps the partition (reads go on, writes are refused) until
+//     one joins the ISR (LogDirMovable). While it lasts it joins no ISR
+//     (INELIGIBLE_REPLICA), no preferred election picks it, and any
+//     election prefers a replica that can write; back writable, it
+//     rejoins ISRs by AlterISR and the rebalance returns its leaderships.
 //
 // With one voter the controller commits a change once it is durable on
 // this node (the log in dir). With several (ControllerConfig.Quorum,

@@ -174,6 +174,10 @@ func (im *Image) apply(offset uint64, r Record) (*Image, error) {
 		if err := next.applyBrokerFence(im, offset, r.BrokerFence); err != nil {
 			return nil, err
 		}
+	case KindBrokerLogDir:
+		if err := next.applyBrokerLogDir(im, offset, r.BrokerLogDir); err != nil {
+			return nil, err
+		}
 	case KindDataLoss:
 		next.applyDataLoss(im, offset, r.DataLoss)
 	default:

@@ -33,6 +33,12 @@ type ElectionContext struct {
 	// Live reports whether a broker may lead: registered, unfenced and not
 	// shutting down.
 	Live func(broker int32) bool
+	// Writable reports whether a broker's log dir takes writes (nil: every
+	// broker's does). A live broker whose dir does not (below its
+	// free-space floor, or failed) is elected only where no live replica
+	// that can write may lead: it serves reads and refuses writes, which
+	// beats a partition without a leader. It joins no ISR.
+	Writable func(broker int32) bool
 	// MinISR is the topic's min.insync.replicas.
 	MinISR int
 	// Unclean is the topic's unclean.leader.election.enable.
@@ -137,6 +143,9 @@ func AlterISR(p PartitionImage, leader, leaderEpoch, partitionEpoch int32, isr [
 		if !slices.Contains(p.ISR, r) && !ctx.Live(r) {
 			return PartitionChange{}, fmt.Errorf("%w: broker %d is fenced or shutting down and cannot join the ISR", kerr.IneligibleReplica, r)
 		}
+		if !slices.Contains(p.ISR, r) && !ctx.writable(r) {
+			return PartitionChange{}, fmt.Errorf("%w: broker %d reports that its log dir takes no writes and cannot join the ISR", kerr.IneligibleReplica, r)
+		}
 	}
 	return changePartition(p, inReplicaOrder(p.Replicas, isr), nil, ElectOnline, ctx), nil
 }
@@ -202,6 +211,9 @@ func changePartition(p PartitionImage, isr, uncleanShutdown []int32, el Election
 	return PartitionChange{Before: p, After: next, DataLoss: loss}
 }
 
+// writable is ctx.Writable, true when unset.
+func (ctx ElectionContext) writable(r int32) bool { return ctx.Writable == nil || ctx.Writable(r) }
+
 // electLeader picks the leader of next (its ISR and ELR already set) and,
 // for an unclean election, its reason.
 func electLeader(p, next PartitionImage, el Election, ctx ElectionContext) (int32, string) {
@@ -209,11 +221,20 @@ func electLeader(p, next PartitionImage, el Election, ctx ElectionContext) (int3
 	valid := func(r int32) bool {
 		return r != NoLeader && ctx.Live(r) && (slices.Contains(next.ISR, r) || len(next.ISR) == 0 && slices.Contains(next.ELR, r))
 	}
-	if el == ElectPreferred && len(next.Replicas) > 0 && valid(next.Replicas[0]) {
+	// A preferred election never moves leadership to a replica whose log
+	// dir takes no writes; a new leader is one that can write if any is
+	// valid. The current leader stays while valid: moving it off a dir
+	// that stopped taking writes is LogDirOfflineChanges' decision.
+	if el == ElectPreferred && len(next.Replicas) > 0 && valid(next.Replicas[0]) && ctx.writable(next.Replicas[0]) {
 		return next.Replicas[0], ""
 	}
 	if valid(p.Leader) {
 		return p.Leader, ""
+	}
+	for _, r := range next.Replicas {
+		if valid(r) && ctx.writable(r) {
+			return r, ""
+		}
 	}
 	for _, r := range next.Replicas {
 		if valid(r) {

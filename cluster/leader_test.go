@@ -21,6 +21,12 @@ import (
 //	fence B | shutdown B | unfence B  a broker's session expires, it shuts
 //	                                  down cleanly, it is back and caught up
 //	restart B [unclean]               it registers again (fenced)
+//	log-dir B offline [reason=R] | log-dir B online
+//	                                  its heartbeats say its log dir takes
+//	                                  no writes (R: below_floor, failed) or
+//	                                  takes them again (LogDirRecords)
+//	movable B                         LogDirMovable
+//	rebalance [percent=10]            auto.leader.rebalance's check
 //	alter-isr 1 2 [leader= leader-epoch= partition-epoch=]
 //	elect preferred|unclean           ElectLeaders
 //	set unclean=true                  the topic's config
@@ -86,6 +92,24 @@ func (e *leaderEnv) handle(c *datadriven.Cmd) string {
 			recs = []Record{{Kind: KindBrokerRegistration, BrokerRegistration: &BrokerRegistrationRecord{BrokerID: b, Fenced: true}}}
 		}
 		e.apply(recs, changes)
+	case "log-dir":
+		b := ids(e.t, c, c.Args[0])[0]
+		d := BrokerLogDir{Dir: "/data"}
+		if slices.Contains(c.Args, "offline") {
+			d.Offline, d.Reason, d.Detail = true, c.Str("reason", LogDirBelowFloor), "figures"
+		}
+		recs, changes, err := LogDirRecords(e.im, b, d, e.cfg)
+		if err != nil {
+			e.printf("error: %v", err)
+			break
+		}
+		e.apply(recs, changes)
+		bi, _ := e.im.Broker(b)
+		e.printf("broker %d log-dir offline=%t reason=%q writable=%t", b, bi.LogDir.Offline, bi.LogDir.Reason, e.im.BrokerWritable(b))
+	case "movable":
+		e.printf("%t", LogDirMovable(e.im, ids(e.t, c, c.Args[0])[0]))
+	case "rebalance":
+		e.apply(nil, RebalanceLeadersChanges(e.im, c.Int(e.t, "percent", 10), e.cfg))
 	case "alter-isr":
 		t, p := e.part(c)
 		im := e.im.Topic(t).Partitions[p]

@@ -53,6 +53,7 @@ func (im *Image) ElectionContext(t *TopicImage, partition int32, cfg LeaderConfi
 		}
 		return im.BrokerUnfenced(b)
 	}
+	ctx.Writable = im.BrokerWritable
 	if cfg.Offsets != nil {
 		ctx.Offsets = cfg.Offsets(t.ID, partition)
 	}
@@ -95,6 +96,96 @@ func BrokerFencedChanges(im *Image, broker int32, cfg LeaderConfig) []PartitionC
 // shrank below min.insync.replicas.
 func ControlledShutdownChanges(im *Image, broker int32, cfg LeaderConfig) []PartitionChange {
 	return BrokerFencedChanges(im, broker, cfg)
+}
+
+// LogDirOfflineChanges move a broker whose log dir stopped taking writes
+// (below its free-space floor, or failed) out of the way, as a controlled
+// shutdown does, while it keeps serving: it leaves the ISR of every
+// partition it follows (it cannot append what the leader sends; below
+// min.insync.replicas it joins the ELR, as it holds every committed
+// record), and a partition it leads gets a new leader from the ISR members
+// that are live and can write. Where none can, it keeps the partition and
+// its ISR: it serves reads and refuses writes, which beats a partition
+// without a leader, and a later round moves it once one can
+// (LogDirMovable). im must already show the broker's log dir offline (the
+// record goes in the same entry).
+func LogDirOfflineChanges(im *Image, broker int32, cfg LeaderConfig) []PartitionChange {
+	return im.eachPartition(cfg, map[int32]bool{broker: false}, func(p PartitionImage, ctx ElectionContext) PartitionChange {
+		unchanged := PartitionChange{Before: p, After: p}
+		if !slices.Contains(p.ISR, broker) {
+			return unchanged
+		}
+		if p.Leader == broker && !slices.ContainsFunc(p.ISR, func(r int32) bool { return r != broker && ctx.Live(r) && ctx.writable(r) }) {
+			return unchanged
+		}
+		return RemoveFromISR(p, broker, ctx)
+	})
+}
+
+// LogDirRecords are what setting broker's log dir to d commits: its
+// BrokerLogDirRecord when the state changes (Dir, Offline or Reason; a
+// new Detail alone is not news), then the partition changes it brings
+// (LogDirOfflineChanges while offline, LogDirOnlineChanges when back),
+// computed against the image with the record applied. Offline again with
+// nothing new recorded moves what LogDirMovable finds.
+func LogDirRecords(im *Image, broker int32, d BrokerLogDir, cfg LeaderConfig) ([]Record, []PartitionChange, error) {
+	b, ok := im.Broker(broker)
+	if !ok {
+		return nil, nil, unknownBroker(broker)
+	}
+	if !d.Offline {
+		d = BrokerLogDir{Dir: d.Dir}
+	}
+	rec := Record{Kind: KindBrokerLogDir, BrokerLogDir: &BrokerLogDirRecord{BrokerID: broker, Dir: d.Dir, Offline: d.Offline, Reason: d.Reason, Detail: d.Detail}}
+	var recs []Record
+	next := im
+	if b.LogDir.Dir != d.Dir || b.LogDir.Offline != d.Offline || b.LogDir.Reason != d.Reason {
+		var err error
+		if next, err = im.apply(im.Offset+1, rec); err != nil {
+			return nil, nil, err
+		}
+		recs = append(recs, rec)
+	}
+	if d.Offline {
+		return recs, LogDirOfflineChanges(next, broker, cfg), nil
+	}
+	if len(recs) == 0 {
+		return nil, nil, nil
+	}
+	return recs, LogDirOnlineChanges(next, broker, cfg), nil
+}
+
+// LogDirMovable reports whether LogDirOfflineChanges would change
+// anything for broker: it is in the ISR of a partition it does not lead,
+// or leads one where a live ISR member can write. The acting controller
+// asks every round while the broker's log dir is offline, since a
+// follower that can write may join the ISR of a partition it kept.
+func LogDirMovable(im *Image, broker int32) bool {
+	for _, name := range im.TopicNames() {
+		for _, p := range im.topics[name].Partitions {
+			if !slices.Contains(p.ISR, broker) {
+				continue
+			}
+			if p.Leader != broker {
+				return true
+			}
+			for _, r := range p.ISR {
+				if r != broker && im.BrokerUnfenced(r) && im.BrokerWritable(r) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// LogDirOnlineChanges elect leaders, now that broker's log dir takes
+// writes again, for the partitions without one that it could lead. It
+// rejoins ISRs as any follower does, once caught up (the leader's
+// AlterISR), and takes back its preferred leaderships by the preferred
+// leader rebalance. im must already show its log dir online.
+func LogDirOnlineChanges(im *Image, broker int32, cfg LeaderConfig) []PartitionChange {
+	return BrokerUnfencedChanges(im, broker, cfg)
 }
 
 // BrokerUnfencedChanges elect leaders, now that broker may lead, for the
@@ -171,6 +262,8 @@ func ElectLeadersChange(im *Image, topic string, partition int32, el Election, c
 	c := ElectLeader(p, el, im.ElectionContext(t, partition, cfg, nil))
 	c.TopicID, c.Topic = t.ID, t.Name
 	switch {
+	case el == ElectPreferred && c.After.Leader != p.Replicas[0] && !im.BrokerWritable(p.Replicas[0]):
+		return PartitionChange{}, fmt.Errorf("%w: the log dir of the preferred replica %d of %s-%d takes no writes", kerr.PreferredLeaderNotAvailable, p.Replicas[0], topic, partition)
 	case el == ElectPreferred && c.After.Leader != p.Replicas[0]:
 		return PartitionChange{}, fmt.Errorf("%w: the preferred replica %d of %s-%d is not live or not in the ISR %v", kerr.PreferredLeaderNotAvailable, p.Replicas[0], topic, partition, p.ISR)
 	case c.After.Leader == NoLeader:

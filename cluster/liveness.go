@@ -55,6 +55,10 @@ type BrokerHeard struct {
 	// it (0 before: it was never registered).
 	CleanShutdown bool
 	BrokerEpoch   uint64
+	// LogDir is what that heartbeat said of the broker's log dir:
+	// LogDir.Offline while it takes no writes (below its free-space
+	// floor, or failed), with the reason and the broker's figures.
+	LogDir BrokerLogDir
 	// Quorum is when a metadata quorum message from it last arrived (a
 	// voter's fetch, vote or heartbeat ack; the old controller's fetch
 	// answers and heartbeats); QuorumSeen is false if none did.
@@ -96,11 +100,19 @@ const (
 	ActionControlledShutdown
 	// ActionRebalance runs the preferred-leader rebalance check.
 	ActionRebalance
+	// ActionLogDirOffline records that a broker's log dir takes no
+	// writes (LogDir) and moves it out of every ISR and its leaderships
+	// to in-sync replicas that can write (LogDirRecords); again while it
+	// kept a partition that such a replica may now take.
+	ActionLogDirOffline
+	// ActionLogDirOnline records that its log dir takes writes again.
+	ActionLogDirOnline
 )
 
 var livenessActionNames = map[LivenessActionKind]string{
 	ActionClusterID: "cluster-id", ActionRegister: "register", ActionUnfence: "unfence", ActionFence: "fence",
 	ActionControlledShutdown: "controlled-shutdown", ActionRebalance: "rebalance",
+	ActionLogDirOffline: "log-dir-offline", ActionLogDirOnline: "log-dir-online",
 }
 
 func (k LivenessActionKind) String() string { return livenessActionNames[k] }
@@ -115,6 +127,9 @@ type LivenessAction struct {
 	// did not shut down cleanly, so it may lack records it acknowledged
 	// (KIP-966): the registration applies UncleanShutdownChanges.
 	Unclean bool
+	// LogDir, for ActionLogDirOffline and ActionLogDirOnline: the state
+	// to record, as the broker's heartbeat said it.
+	LogDir BrokerLogDir
 	// SilentFor, for ActionFence of an expired session: how long nothing
 	// was heard from the broker (from the moment this node became the
 	// acting controller when it never heard from it).
@@ -209,6 +224,17 @@ func (l *Liveness) freshGrace() time.Duration {
 //     partition's ISR and ELR empty. A broker whose registration predates
 //     incarnations is taken at its word once: it wrote no clean-shutdown
 //     marker to go by;
+//   - a broker heard by heartbeat within the session whose heartbeats
+//     report its log dir taking no writes (below its free-space floor, or
+//     failed) while the image does not, or the other way round, gets the
+//     new state recorded, before any unfencing; while it stays offline and
+//     unfenced, it is moved again whenever it follows in an ISR or leads a
+//     partition that a live ISR member that can write may take
+//     (LogDirMovable). What moving means is LogDirRecords': out of every
+//     ISR, leaderships to in-sync replicas that can write, kept where none
+//     can (reads go on, writes are refused); the broker takes its
+//     preferred leaderships back by the rebalance once it is writable and
+//     in the ISR again;
 //   - every RebalanceInterval, counted from the takeover (brokers are
 //     still rejoining ISRs then), a rebalance check.
 func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[int32]BrokerHeard) []LivenessAction {
@@ -256,12 +282,22 @@ func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[i
 			}
 			out = append(out, LivenessAction{Kind: ActionRegister, Broker: id, Registration: reg, Unclean: unclean,
 				Reason: registerReason(ok, restarted, h.CleanShutdown || b.IncarnationID == (UUID{}), unclean)})
+		case h.LogDir.Offline != b.LogDir.Offline || h.LogDir.Offline && (h.LogDir.Reason != b.LogDir.Reason || h.LogDir.Dir != b.LogDir.Dir):
+			if h.LogDir.Offline {
+				out = append(out, LivenessAction{Kind: ActionLogDirOffline, Broker: id, LogDir: h.LogDir,
+					Reason: "its heartbeats report its log dir takes no writes (" + h.LogDir.Reason + ")"})
+			} else {
+				out = append(out, LivenessAction{Kind: ActionLogDirOnline, Broker: id, LogDir: h.LogDir, Reason: "its heartbeats report its log dir takes writes again"})
+			}
 		case b.Fenced && !h.CatchingUp && !h.ShuttingDown:
 			out = append(out, LivenessAction{Kind: ActionUnfence, Broker: id, Reason: "heard again, caught up"})
 		case !b.Fenced && h.ShuttingDown:
 			out = append(out, LivenessAction{Kind: ActionControlledShutdown, Broker: id, Reason: "its heartbeats ask for a controlled shutdown"})
 		case !b.Fenced && h.CatchingUp:
 			out = append(out, LivenessAction{Kind: ActionFence, Broker: id, Reason: "restarted, catching up with the metadata log"})
+		case !b.Fenced && b.LogDir.Offline && LogDirMovable(im, id):
+			out = append(out, LivenessAction{Kind: ActionLogDirOffline, Broker: id, LogDir: b.LogDir,
+				Reason: "its log dir takes no writes and it is in an ISR that can do without it"})
 		default:
 			continue
 		}

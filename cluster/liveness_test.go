@@ -26,7 +26,11 @@ import (
 //	                           the image shows it (0 if not registered).
 //	                           A stale heartbeat (StaleHeartbeat) is
 //	                           refused, as the driver refuses it.
+//	          [log-dir=below_floor|failed]
+//	                           its log dir takes no writes, and why
 //	quorum B at=T              a metadata quorum message from B arrived
+//	topic ... | alter-isr ...  as in TestLeaderRules
+//	partitions                 every partition's state
 //	decide now=T [not-acting]  one round: its actions, applied
 //	state                      the registered brokers
 func TestLiveness(t *testing.T) {
@@ -89,6 +93,10 @@ func (e *livenessEnv) handle(c *datadriven.Cmd) string {
 		h.CatchingUp = slices.Contains(c.Args, "catching-up")
 		h.CleanShutdown = slices.Contains(c.Args, "clean")
 		h.BrokerEpoch = epoch
+		h.LogDir = BrokerLogDir{}
+		if r := c.Str("log-dir", ""); r != "" {
+			h.LogDir = BrokerLogDir{Dir: "/data", Offline: true, Reason: r, Detail: "figures at " + c.Str("at", "")}
+		}
 		e.heard[id] = h
 		return "ok"
 	case "quorum":
@@ -114,22 +122,49 @@ func (e *livenessEnv) handle(c *datadriven.Cmd) string {
 		return strings.Join(out, "\n")
 	case "state":
 		return e.state()
+	case "topic", "alter-isr":
+		return e.le.handle(c)
+	case "partitions":
+		var out []string
+		for _, name := range e.le.im.TopicNames() {
+			for _, p := range e.le.im.Topic(name).Partitions {
+				out = append(out, partitionString(name, p))
+			}
+		}
+		return strings.Join(out, "\n")
 	}
 	e.t.Fatalf("%s: unknown command %s", c.Pos, c.Name)
 	return ""
 }
 
-// apply commits the broker records an action stands for (the leader
-// rules' partition changes are TestLeaderRules' subject).
+// apply commits the records an action stands for, as the controller
+// does: the broker's record with the leader rules' partition changes
+// (TestLeaderRules' subject).
 func (e *livenessEnv) apply(a LivenessAction) {
+	im, cfg := e.le.im, e.le.cfg
+	var changes []PartitionChange
 	switch a.Kind {
 	case ActionClusterID:
 		e.le.commit([]Record{{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "test"}}})
 	case ActionRegister:
 		r := a.Registration
-		e.le.commit([]Record{{Kind: KindBrokerRegistration, BrokerRegistration: &r}})
+		if a.Unclean {
+			changes = UncleanShutdownChanges(im, a.Broker, cfg)
+		}
+		e.le.commit(changeRecords([]Record{{Kind: KindBrokerRegistration, BrokerRegistration: &r}}, changes))
 	case ActionFence, ActionControlledShutdown, ActionUnfence:
-		e.le.commit([]Record{{Kind: KindBrokerFence, BrokerFence: &BrokerFenceRecord{BrokerID: a.Broker, Fenced: a.Kind != ActionUnfence}}})
+		if a.Kind == ActionUnfence {
+			changes = BrokerUnfencedChanges(im, a.Broker, cfg)
+		} else {
+			changes = BrokerFencedChanges(im, a.Broker, cfg)
+		}
+		e.le.commit(changeRecords([]Record{{Kind: KindBrokerFence, BrokerFence: &BrokerFenceRecord{BrokerID: a.Broker, Fenced: a.Kind != ActionUnfence}}}, changes))
+	case ActionLogDirOffline, ActionLogDirOnline:
+		recs, changes, err := LogDirRecords(im, a.Broker, a.LogDir, cfg)
+		if err != nil {
+			e.t.Fatalf("%v: %v", a, err)
+		}
+		e.le.commit(changeRecords(recs, changes))
 	}
 }
 
@@ -145,6 +180,9 @@ func (e *livenessEnv) state() string {
 		}
 		if b.AcksDurable {
 			s += " acks-durable"
+		}
+		if b.LogDir.Offline {
+			s += fmt.Sprintf(" log-dir=%s(%s)", b.LogDir.Reason, b.LogDir.Detail)
 		}
 		out = append(out, s)
 	}

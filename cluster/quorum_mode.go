@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,12 @@ type QuorumConfig struct {
 	// watermark (log.flush.policy ack); its registration says so
 	// (BrokerRegistrationRecord.AcksDurable).
 	AcksDurable bool
+	// LogDir, if set, says whether this node's log dir takes writes (not
+	// while failed or below its free-space floor): its heartbeats carry
+	// it, so the controller moves its leaderships and takes it out of
+	// every ISR while it does not. Call Controller.LogDirChanged when it
+	// may have changed, to heartbeat at once.
+	LogDir func() BrokerLogDir
 }
 
 // commitTimeout bounds how long a change waits for the quorum to commit
@@ -119,6 +126,8 @@ type heardBroker struct {
 	// cleanShutdown and brokerEpoch: see BrokerHeard.
 	cleanShutdown bool
 	brokerEpoch   uint64
+	// logDir: what the broker said of its log dir.
+	logDir BrokerLogDir
 }
 
 // openQuorum starts the quorum driver. The image is rebuilt by the
@@ -359,6 +368,9 @@ type appMessage struct {
 	// it (absent before). Older nodes send neither, nor an incarnation.
 	CleanShutdown bool   `json:"clean_shutdown,omitempty"`
 	BrokerEpoch   uint64 `json:"broker_epoch,omitempty"`
+	// heartbeat: the broker's log dir, when it takes no writes (absent
+	// while it does, and from older nodes).
+	LogDir *BrokerLogDir `json:"log_dir,omitempty"`
 	// alter_isr request (its answer carries the partition's state).
 	AlterISR *alterISRMessage `json:"alter_isr,omitempty"`
 	// allocate_producer_ids request and answer.
@@ -422,6 +434,9 @@ func decodeApp(body []byte) (appMessage, error) {
 		if m.Registration == nil || len(m.Registration.Listeners) > 16 {
 			return m, errors.New("cluster: heartbeat without a registration, or with too many listeners")
 		}
+		if d := m.LogDir; d != nil && (len(d.Dir) > 4096 || len(d.Reason) > 64 || len(d.Detail) > 1024) {
+			return m, errors.New("cluster: heartbeat with an oversized log dir state")
+		}
 	case appAlterISR:
 		if m.AlterISR == nil || len(m.AlterISR.ISR) > 64 {
 			return m, errors.New("cluster: alter_isr without a request, or with too many replicas")
@@ -460,9 +475,13 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 				"broker", int32(from), "incarnation", m.Registration.IncarnationID.String(), "broker_epoch", m.BrokerEpoch)
 			return
 		}
+		var dir BrokerLogDir
+		if m.LogDir != nil && m.LogDir.Offline {
+			dir = *m.LogDir
+		}
 		q.mu.Lock()
 		q.heard[int32(from)] = heardBroker{at: time.Now(), reg: *m.Registration, shuttingDown: m.ShuttingDown, catchingUp: m.CatchingUp,
-			cleanShutdown: m.CleanShutdown, brokerEpoch: m.BrokerEpoch}
+			cleanShutdown: m.CleanShutdown, brokerEpoch: m.BrokerEpoch, logDir: dir}
 		q.mu.Unlock()
 	case appControlledShutdown:
 		go func() {
@@ -634,19 +653,27 @@ func (c *Controller) heartbeat() {
 		if reg != nil {
 			c.maybeRegisteredByOldController(since)
 			epoch := c.brokerEpoch()
+			var dir BrokerLogDir
+			if q.cfg.LogDir != nil {
+				dir = q.cfg.LogDir()
+			}
+			var dirMsg *BrokerLogDir
+			if dir.Offline {
+				dirMsg = &dir
+			}
 			switch ctrl := q.driver.SoftState().Controller; ctrl {
 			case election.None:
 			case election.NodeID(c.cfg.NodeID):
 				q.mu.Lock()
 				q.heard[c.cfg.NodeID] = heardBroker{at: time.Now(), reg: *reg, shuttingDown: q.shuttingDown, catchingUp: !c.caughtUp(),
-					cleanShutdown: q.cfg.CleanShutdown, brokerEpoch: epoch}
+					cleanShutdown: q.cfg.CleanShutdown, brokerEpoch: epoch, logDir: dir}
 				q.mu.Unlock()
 			default:
 				// Queued under mu: a heartbeat without the shutdown flag
 				// never follows the controlled shutdown request.
 				q.mu.Lock()
 				b, _ := json.Marshal(appMessage{Kind: appHeartbeat, Registration: reg, ShuttingDown: q.shuttingDown, CatchingUp: !c.caughtUp(),
-					CleanShutdown: q.cfg.CleanShutdown, BrokerEpoch: epoch})
+					CleanShutdown: q.cfg.CleanShutdown, BrokerEpoch: epoch, LogDir: dirMsg})
 				q.cfg.SendApp(ctrl, b)
 				q.mu.Unlock()
 			}
@@ -716,7 +743,7 @@ func (c *Controller) heardBrokers() map[int32]BrokerHeard {
 	q.mu.Lock()
 	for id, h := range q.heard {
 		out[id] = BrokerHeard{Heartbeat: h.at.Sub(q.base), HeartbeatSeen: true, Registration: h.reg,
-			ShuttingDown: h.shuttingDown, CatchingUp: h.catchingUp, CleanShutdown: h.cleanShutdown, BrokerEpoch: h.brokerEpoch}
+			ShuttingDown: h.shuttingDown, CatchingUp: h.catchingUp, CleanShutdown: h.cleanShutdown, BrokerEpoch: h.brokerEpoch, LogDir: h.logDir}
 	}
 	q.mu.Unlock()
 	// Its own state is known now, not as of its last heartbeat: a node
@@ -782,6 +809,38 @@ func (c *Controller) carryOut(ctx context.Context, a LivenessAction) {
 		}
 	case ActionRebalance:
 		c.rebalanceOnce(ctx, c.cfg.LeaderRebalance.PerBrokerPercentage)
+	case ActionLogDirOffline, ActionLogDirOnline:
+		changes, err := c.SetBrokerLogDir(ctx, a.Broker, a.LogDir)
+		if err != nil {
+			q.log.Debug("metadata quorum: broker log dir state not committed", "broker", a.Broker, "err", err)
+			return
+		}
+		var moved []string
+		for _, ch := range changes {
+			moved = append(moved, fmt.Sprintf("%s-%d leader %d->%d isr %v", ch.Topic, ch.After.Partition, ch.Before.Leader, ch.After.Leader, ch.After.ISR))
+		}
+		if a.Kind == ActionLogDirOffline {
+			q.log.Warn("metadata quorum: broker's log dir takes no writes; it leaves every ISR and its leaderships move to in-sync replicas that can write",
+				"broker", a.Broker, "dir", a.LogDir.Dir, "log_dir_reason", a.LogDir.Reason, "detail", a.LogDir.Detail, "reason", a.Reason,
+				"partitions_changed", len(changes), "changes", strings.Join(moved, "; "))
+		} else {
+			q.log.Info("metadata quorum: broker's log dir takes writes again; it rejoins ISRs as it catches up",
+				"broker", a.Broker, "partitions_changed", len(changes), "changes", strings.Join(moved, "; "))
+		}
+	}
+}
+
+// LogDirChanged tells the heartbeat loop that this node's log dir may
+// have started or stopped taking writes (QuorumConfig.LogDir): it
+// heartbeats at once, so the controller moves its leaderships within a
+// round trip rather than a heartbeat interval.
+func (c *Controller) LogDirChanged() {
+	if c.q == nil {
+		return
+	}
+	select {
+	case c.q.kick <- struct{}{}:
+	default:
 	}
 }
 

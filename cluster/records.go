@@ -21,6 +21,8 @@ const (
 	KindBrokerRegistration RecordKind = "broker_registration"
 	// KindBrokerFence fences or unfences a registered broker.
 	KindBrokerFence RecordKind = "broker_fence"
+	// KindBrokerLogDir says whether a broker's log dir takes writes.
+	KindBrokerLogDir RecordKind = "broker_log_dir"
 	// KindDataLoss is an entry of the data-loss ledger: an election that
 	// may have lost acknowledged records.
 	KindDataLoss RecordKind = "data_loss"
@@ -41,6 +43,7 @@ type Record struct {
 
 	BrokerRegistration *BrokerRegistrationRecord `json:"broker_registration,omitempty"`
 	BrokerFence        *BrokerFenceRecord        `json:"broker_fence,omitempty"`
+	BrokerLogDir       *BrokerLogDirRecord       `json:"broker_log_dir,omitempty"`
 	DataLoss           *DataLossRecord           `json:"data_loss,omitempty"`
 }
 
@@ -121,7 +124,7 @@ func decodeRecord(b []byte) (Record, error) {
 	}
 	set := 0
 	for _, p := range []bool{r.Cluster != nil, r.Topic != nil, r.Partition != nil, r.RemoveTopic != nil, r.Config != nil, r.ProducerIDs != nil,
-		r.BrokerRegistration != nil, r.BrokerFence != nil, r.DataLoss != nil} {
+		r.BrokerRegistration != nil, r.BrokerFence != nil, r.BrokerLogDir != nil, r.DataLoss != nil} {
 		if p {
 			set++
 		}

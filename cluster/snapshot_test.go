@@ -25,6 +25,7 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 			Listeners: []BrokerListener{{Name: "PLAINTEXT", Host: "edge-1", Port: 9092, SecurityProtocol: "PLAINTEXT"}}}},
 		{Kind: KindBrokerRegistration, BrokerRegistration: &BrokerRegistrationRecord{BrokerID: 2, IncarnationID: NewUUID(), AcksDurable: true}},
 		{Kind: KindBrokerFence, BrokerFence: &BrokerFenceRecord{BrokerID: 2, Fenced: true}},
+		{Kind: KindBrokerLogDir, BrokerLogDir: &BrokerLogDirRecord{BrokerID: 1, Dir: "/var/lib/wren", Offline: true, Reason: LogDirBelowFloor, Detail: "1 MiB free"}},
 		{Kind: KindTopic, Topic: &TopicRecord{Name: "a", ID: a}},
 		{Kind: KindPartition, Partition: &PartitionRecord{TopicID: a, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1}, ELR: []int32{2}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 4}},
 		{Kind: KindPartition, Partition: &PartitionRecord{TopicID: a, Partition: 1, Replicas: []int32{2, 1}, ISR: []int32{}, LastKnownELR: []int32{2}, Leader: -1}},

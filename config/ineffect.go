@@ -31,7 +31,7 @@ var notInEffect = map[string]string{
 	"file.delete.delay.ms":            "segments removed by retention are deleted at once",
 	// [storage]
 	"log.cleaner.threads":        "the cleaner runs one pass at a time",
-	"log.dir.failure.timeout.ms": "a failed log dir is reported in the log only",
+	"log.dir.failure.timeout.ms": "a failed log dir is reported to the controller by heartbeat (which moves its leaderships), and the broker goes on running if it cannot be told",
 	// [groups]: KIP-848 members get group.consumer.session.timeout.ms and
 	// group.consumer.heartbeat.interval.ms; what a member may ask for is
 	// not bounded yet.

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,8 +32,14 @@ import (
 // * Every batch is validated (CRC, structure, decompression under a cap)
 //   before anything is written; errors map to CORRUPT_MESSAGE,
 //   INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE, MESSAGE_TOO_LARGE.
+// * A partition this node does not lead answers NOT_LEADER_OR_FOLLOWER,
+//   before any check of its log directory; from v10 with the leader it
+//   knows and that leader's endpoint (KIP-951's CurrentLeader and
+//   NodeEndpoints), so the client moves without a metadata refresh.
 // * A failed log directory answers KAFKA_STORAGE_ERROR and acknowledges
-//   nothing.
+//   nothing. Where another replica is in the ISR, the answer waits (at
+//   most 2 s, and the request's timeout) for the controller to move the
+//   leadership off the log dir, and is NOT_LEADER_OR_FOLLOWER if it did.
 // * A log directory below its free-space floor (log.dir.min.free.bytes,
 //   log.dir.min.free.percent) answers KAFKA_STORAGE_ERROR, which clients
 //   retry, with a message naming the directory and the figures; so does an
@@ -82,6 +89,15 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
+			// Not the leader comes first: a node whose log dir takes no
+			// writes hands its leaderships away, and a producer told
+			// NOT_LEADER_OR_FOLLOWER looks for the new leader at once,
+			// where KAFKA_STORAGE_ERROR would keep it retrying here.
+			if lead, _ := part.Leader(); !lead {
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			if err := part.CheckWritable(); err != nil {
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 				rt.Partitions = append(rt.Partitions, rp)
@@ -108,14 +124,23 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	// Index the partitions whose append must still become durable.
+	// Index the partitions whose append must still become durable, and
+	// those refused for their log dir that an in-sync replica may take.
+	var handing []handOver
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
-			if p := &resp.Topics[i].Partitions[j]; p.ErrorCode == 0 && p.BaseOffset >= 0 {
+			p := &resp.Topics[i].Partitions[j]
+			if p.ErrorCode == 0 && p.BaseOffset >= 0 {
 				errs = append(errs, p)
+			}
+			if p.ErrorCode == kerr.KafkaStorageError.Code && r.Acks != 0 {
+				if part := s.mayHandOver(resp.Topics[i].Topic, p.Partition); part != nil {
+					handing = append(handing, handOver{rp: p, part: part})
+				}
 			}
 		}
 	}
+	handOverWait := min(maxHandOverWait, ackTimeout(r.TimeoutMillis))
 	acks := r.Acks
 	return func(ctx context.Context) (Response, error) {
 		// Every wait runs, acks=0 included: the log holds a waiter for each
@@ -146,8 +171,117 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 		if acks == 0 {
 			return Response{}, nil
 		}
+		awaitHandOver(ctx, handing, handOverWait)
+		s.currentLeaders(resp)
 		return Response{Msg: resp}, nil
 	}, nil
+}
+
+// maxHandOverWait bounds how long a produce refused for its log dir waits
+// for the leadership to move.
+const maxHandOverWait = 2 * time.Second
+
+// handOver is a partition refused for its log dir (below its free-space
+// floor, failed, out of space) that another in-sync replica may take.
+type handOver struct {
+	rp   *kmsg.ProduceResponseTopicPartition
+	part Replica
+}
+
+// mayHandOver returns the replica of a partition this node leads whose
+// ISR holds another member: the controller moves such a leadership off a
+// log dir that takes no writes within a round trip or two.
+func (s *Server) mayHandOver(topic string, partition int32) Replica {
+	part := s.node().Partitions.Partition(engine.TopicPartition{Topic: topic, Partition: partition})
+	if part == nil {
+		return nil
+	}
+	if lead, _ := part.Leader(); !lead {
+		return nil
+	}
+	n := s.node()
+	t := n.Metadata.Image().Topic(topic)
+	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil
+	}
+	self := n.Metadata.NodeID()
+	if !slices.ContainsFunc(t.Partitions[partition].ISR, func(r int32) bool { return r != self }) {
+		return nil
+	}
+	return part
+}
+
+// awaitHandOver holds the answer to partitions refused for their log dir
+// until this node no longer leads them, at most d: then they answer
+// NOT_LEADER_OR_FOLLOWER (with the new leader, currentLeaders) instead of
+// KAFKA_STORAGE_ERROR, and the client moves at once. Told
+// KAFKA_STORAGE_ERROR while the move was under way, franz-go asked for
+// metadata that still showed this node leading and then waited 5 s before
+// it could ask again. Nothing was appended, so the wait changes nothing
+// but the answer.
+func awaitHandOver(ctx context.Context, hs []handOver, d time.Duration) {
+	if len(hs) == 0 {
+		return
+	}
+	leading := func() bool {
+		return slices.ContainsFunc(hs, func(h handOver) bool { lead, _ := h.part.Leader(); return lead })
+	}
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for leading() {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-deadline.C:
+			break wait
+		case <-tick.C:
+		}
+	}
+	for _, h := range hs {
+		if lead, _ := h.part.Leader(); !lead {
+			h.rp.ErrorCode, h.rp.ErrorMessage = kerr.NotLeaderForPartition.Code, nil
+		}
+	}
+}
+
+// currentLeaders names, in a v10+ response, the leader this node knows
+// for each partition answered NOT_LEADER_OR_FOLLOWER, with its endpoint
+// (KIP-951): a client moves there at once instead of waiting for its next
+// metadata refresh, which franz-go holds back for 5 s after the last.
+func (s *Server) currentLeaders(resp *kmsg.ProduceResponse) {
+	if resp.Version < 10 {
+		return
+	}
+	n := s.node()
+	im := n.Metadata.Image()
+	var named []int32
+	for i := range resp.Topics {
+		t := im.Topic(resp.Topics[i].Topic)
+		for j := range resp.Topics[i].Partitions {
+			rp := &resp.Topics[i].Partitions[j]
+			if rp.ErrorCode != kerr.NotLeaderForPartition.Code || t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
+				continue
+			}
+			p := t.Partitions[rp.Partition]
+			if p.Leader < 0 || p.Leader == n.Metadata.NodeID() {
+				continue
+			}
+			if !slices.Contains(named, p.Leader) {
+				host, port, ok := n.Metadata.BrokerAddr(p.Leader, s.cfg.ListenerName)
+				if !ok {
+					continue
+				}
+				named = append(named, p.Leader)
+				b := kmsg.NewProduceResponseBroker()
+				b.NodeID, b.Host, b.Port = p.Leader, host, port
+				resp.Brokers = append(resp.Brokers, b)
+			}
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.Leader, p.LeaderEpoch
+		}
+	}
 }
 
 // ackTimeout is how long an acks=all append waits for the ISR: the

@@ -38,10 +38,19 @@ type fakeReplica struct {
 	epochs    []engine.EpochEntry
 	producers []producer.Entry
 	hwChanged chan struct{}
+	// leaderFn, if set, answers Leader in place of leader (a leadership
+	// that moves while a request waits).
+	leaderFn func() bool
 }
 
-func (r *fakeReplica) Leader() (bool, int32) { return r.leader, r.leaderEpoch }
-func (r *fakeReplica) HighWatermark() int64  { return r.hw }
+func (r *fakeReplica) Leader() (bool, int32) {
+	if r.leaderFn != nil {
+		return r.leaderFn(), r.leaderEpoch
+	}
+	return r.leader, r.leaderEpoch
+}
+
+func (r *fakeReplica) HighWatermark() int64 { return r.hw }
 func (r *fakeReplica) HighWatermarkChanged() <-chan struct{} {
 	if r.hwChanged == nil {
 		r.hwChanged = make(chan struct{})

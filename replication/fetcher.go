@@ -49,6 +49,10 @@ type fetcherManager struct {
 	// throttles nothing.
 	throttle *Throttle
 
+	// unwritable: the last round found the log dir taking no writes
+	// (logged when it changes).
+	unwritable atomic.Bool
+
 	mu       sync.Mutex
 	fetchers map[int32]*fetcher
 	assigned map[engine.TopicPartition]*followed
@@ -242,6 +246,22 @@ func (fm *fetcherManager) run(f *fetcher) {
 
 // round truncates the partitions that need it, then fetches once.
 func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) error {
+	if len(parts) > 0 && !fm.writable(parts[0].p.log) {
+		// A log dir that takes no writes (below its free-space floor, or
+		// failed) fetches nothing: it could append nothing, or only into
+		// the headroom the floor keeps for retention and compaction. Its
+		// heartbeats take it out of every ISR meanwhile (the controller's
+		// log dir rule), so no leader waits for it; it catches up and
+		// rejoins once the dir takes writes again.
+		t := time.NewTimer(min(fm.cfg.Backoff, 100*time.Millisecond))
+		defer t.Stop()
+		select {
+		case <-f.stop:
+		case <-f.wake:
+		case <-t.C:
+		}
+		return nil
+	}
 	now := time.Now()
 	var truncate, fetch []*followed
 	fm.mu.Lock()
@@ -275,6 +295,23 @@ func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) 
 		return nil
 	}
 	return fm.fetch(conn, fetch, limits)
+}
+
+// writable reports whether the log's dir takes writes (one dir holds
+// every log of this node), and logs when that changes.
+func (fm *fetcherManager) writable(l *engine.Log) bool {
+	err := l.CheckWritable()
+	switch was := fm.unwritable.Load(); {
+	case err != nil && !was:
+		if fm.unwritable.CompareAndSwap(false, true) {
+			fm.logger.Warn("follower stops fetching: its log dir takes no writes", "err", err)
+		}
+	case err == nil && was:
+		if fm.unwritable.CompareAndSwap(true, false) {
+			fm.logger.Info("follower fetches again: its log dir takes writes")
+		}
+	}
+	return err == nil
 }
 
 func (fm *fetcherManager) backoff(fl *followed) {
