@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -55,7 +56,18 @@ func ServeFile(ctx context.Context, configPath, logLevel string, nodeID int32) e
 		defer close(notified)
 		notifySystemd(nctx, b, logger)
 	}()
-	<-ctx.Done()
+	var fatal error
+	select {
+	case <-ctx.Done():
+	case fatal = <-b.Fatal():
+	}
+	if fatal != nil {
+		// Not this node's to hand over: another process holds its id.
+		logger.Error("stopping", "err", fatal)
+		stopNotify()
+		<-notified
+		return errors.Join(fatal, b.Close())
+	}
 	logger.Info("shutting down")
 	if err := sdnotify.Notify(sdnotify.Stopping); err != nil {
 		logger.Warn("could not tell systemd STOPPING=1", "err", err)

@@ -1,0 +1,136 @@
+package quorum
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// A node id belongs to one process. A second process started with a
+// running node's id (a copied config, a wrong --node-id) would otherwise
+// be let in by the other voters' handshakes as that node: what it sends
+// counts as the real node's, what they send goes to the real node at its
+// address, and the intruder waits for ever, hearing nothing.
+//
+// So each transport dials its own entry of controller.quorum.voters and
+// handshakes as itself, from its id to its id: at start, before it talks
+// to any peer, and then every IdentityCheckInterval. The process that
+// answers there knows whether the dial is its own (the connection comes
+// from one of its identity checks under way). If it is, the id is this
+// process's; if another process answers, it refuses the handshake with
+// DUPLICATE_BROKER_REGISTRATION and logs an ERROR naming where the
+// intruder connects from, and the intruder stops: at start NewTCPTransport
+// fails with ErrDuplicateNodeID, later OnDuplicate is told. A check that
+// reaches nobody (the address is not reachable from this host, nobody
+// listens there) proves nothing and changes nothing.
+
+// ErrDuplicateNodeID: another process answers at this node's address in
+// controller.quorum.voters as this node.
+var ErrDuplicateNodeID = errors.New("quorum: node id already in use by another process")
+
+// checkIdentity dials this node's own voter address as itself: nil when
+// this process answered, or nobody did; ErrDuplicateNodeID, with where,
+// when another process answered.
+func (t *TCPTransport) checkIdentity() error {
+	addr := t.cfg.Voters[t.cfg.ID]
+	c, err := net.DialTimeout("tcp", addr, t.cfg.DialTimeout)
+	if err != nil {
+		t.log.Debug("metadata quorum: identity check reached nobody", "addr", addr, "err", err)
+		return nil
+	}
+	local := c.LocalAddr().String()
+	t.mu.Lock()
+	t.selfDials[local] = true
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		delete(t.selfDials, local)
+		t.mu.Unlock()
+		c.Close()
+	}()
+	c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
+	hs := Handshake{ClusterID: t.cfg.ClusterID(), PeerSetHash: t.hash, From: t.cfg.ID, To: t.cfg.ID}
+	frame := appendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, t.clientID())
+	frame = AppendHandshake(frame, hs)
+	var theirs Handshake
+	err = writeFrame(c, frame)
+	var resp []byte
+	if err == nil {
+		resp, err = readFrame(c, t.cfg.MaxFrameBytes)
+	}
+	if err == nil && len(resp) < 4 {
+		err = errors.New("short response")
+	}
+	if err == nil {
+		theirs, err = DecodeHandshake(resp[4:])
+	}
+	if err != nil {
+		t.log.Debug("metadata quorum: identity check got no answer", "addr", addr, "err", err)
+		return nil
+	}
+	if theirs.ErrorCode == 0 {
+		return nil
+	}
+	// Any refusal of this node's own id at its own address comes from
+	// another process: this one accepts its own dials.
+	return fmt.Errorf("%w: node id %d is held by the process answering at %s (node %d's entry in controller.quorum.voters), which refused this one: %s; "+
+		"stop one of the two, or give this process the id of a voter that is not running (--node-id, WREN_NODE_ID or node.id)",
+		ErrDuplicateNodeID, t.cfg.ID, addr, t.cfg.ID, theirs.ErrorMessage)
+}
+
+// identityLoop repeats the identity check while the transport runs, and
+// reports the first duplicate found.
+func (t *TCPTransport) identityLoop() {
+	defer t.wg.Done()
+	tick := time.NewTicker(t.cfg.IdentityCheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+		}
+		if err := t.checkIdentity(); err != nil && !t.stopped() {
+			t.log.Error("metadata quorum: another process holds this node's id; this process must stop", "node", t.cfg.ID, "err", err)
+			if t.cfg.OnDuplicate != nil {
+				t.cfg.OnDuplicate(err)
+			}
+			return
+		}
+	}
+}
+
+// isSelfDial reports whether c, accepted, comes from one of this
+// transport's identity checks.
+func (t *TCPTransport) isSelfDial(c net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.selfDials[c.RemoteAddr().String()]
+}
+
+// answerSelf answers a handshake that claims this node's own id: accepted
+// when it is this process's identity check, refused as a duplicate,
+// loudly, when it is not.
+func (t *TCPTransport) answerSelf(c net.Conn, correlation int32, ours Handshake) error {
+	remote := c.RemoteAddr().String()
+	own := t.isSelfDial(c)
+	if !own {
+		ours.ErrorCode = errDuplicateNodeID
+		ours.ErrorMessage = fmt.Sprintf("node %d is already running here (listening at %s); a second process claiming node id %d connected from %s",
+			t.cfg.ID, c.LocalAddr(), t.cfg.ID, remote)
+	}
+	resp := binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(correlation))
+	resp = AppendHandshake(resp, ours)
+	if err := writeFrame(c, resp); err != nil {
+		return err
+	}
+	if !own {
+		t.traffic.count(true, TrafficHandshake, len(resp))
+		t.log.Error("metadata quorum: refusing a second process that claims this node's id", "node", t.cfg.ID, "remote", remote,
+			"reason", ours.ErrorMessage)
+		return errors.New(ours.ErrorMessage)
+	}
+	return nil
+}
