@@ -55,10 +55,13 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 	defer poll.Stop()
 	var lastErr error
 	for {
-		// Once asked (whatever the answer): the controller learns of the
-		// shutdown from the request or the heartbeats that now carry it.
-		led := stillLeads(c.Image(), self)
-		if len(led) == 0 && answered {
+		// Done once the image shows no leadership left to move, and the
+		// controller knows of the shutdown: it answered the request, or
+		// fenced this node on the heartbeats that now carry the shutdown
+		// (an answer from a controller that stopped never comes).
+		im := c.Image()
+		led := stillLeads(im, self)
+		if len(led) == 0 && (answered || !im.BrokerUnfenced(self)) {
 			return nil
 		}
 		if reached, voters := c.QuorumReach(silentFor); reached <= voters/2 {
