@@ -28,14 +28,9 @@ import (
 // --node-id`, WREN_NODE_ID); without it a shared file is matched by this
 // host's addresses (config/node.go).
 func ServeFile(ctx context.Context, configPath, logLevel string, nodeID int32) error {
-	cfg := config.Default()
-	if configPath != "" {
-		var err error
-		if cfg, err = config.LoadWith(configPath, config.Options{NodeID: nodeID, Serve: true}); err != nil {
-			return err
-		}
-	} else if nodeID != config.NoNode && nodeID != cfg.NodeID {
-		return fmt.Errorf("broker: node id %d needs a config file that lists it in controller.quorum.voters", nodeID)
+	cfg, err := config.LoadNode(configPath, nodeID)
+	if err != nil {
+		return err
 	}
 	level := cfg.LoggingLevel
 	if logLevel != "" {

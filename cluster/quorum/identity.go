@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -17,8 +19,11 @@ import (
 // So each transport dials its own entry of controller.quorum.voters and
 // handshakes as itself, from its id to its id: at start, before it talks
 // to any peer, and then every IdentityCheckInterval. The process that
-// answers there knows whether the dial is its own (the connection comes
-// from one of its identity checks under way). If it is, the id is this
+// answers there knows whether the dial is its own: the handshake's client
+// id carries a random nonce of the check, which only the process that
+// made it knows (the connection's source address would not do: a proxy
+// or a port forward between a node and its voter address changes it, and
+// a node would take itself for an intruder). If it is, the id is this
 // process's; if another process answers, it refuses the handshake with
 // DUPLICATE_BROKER_REGISTRATION and logs an ERROR naming where the
 // intruder connects from, and the intruder stops: at start NewTCPTransport
@@ -40,19 +45,19 @@ func (t *TCPTransport) checkIdentity() error {
 		t.log.Debug("metadata quorum: identity check reached nobody", "addr", addr, "err", err)
 		return nil
 	}
-	local := c.LocalAddr().String()
+	clientID := fmt.Sprintf("%s%d-%016x", identityClientPrefix, t.cfg.ID, rand.Uint64())
 	t.mu.Lock()
-	t.selfDials[local] = true
+	t.selfDials[clientID] = true
 	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()
-		delete(t.selfDials, local)
+		delete(t.selfDials, clientID)
 		t.mu.Unlock()
 		c.Close()
 	}()
 	c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
 	hs := Handshake{ClusterID: t.cfg.ClusterID(), PeerSetHash: t.hash, From: t.cfg.ID, To: t.cfg.ID}
-	frame := appendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, t.clientID())
+	frame := appendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, clientID)
 	frame = AppendHandshake(frame, hs)
 	var theirs Handshake
 	err = writeFrame(c, frame)
@@ -102,26 +107,33 @@ func (t *TCPTransport) identityLoop() {
 	}
 }
 
-// isSelfDial reports whether c, accepted, comes from one of this
-// transport's identity checks.
-func (t *TCPTransport) isSelfDial(c net.Conn) bool {
+// identityClientPrefix starts the client id of an identity check's
+// handshake: then the node id and the check's nonce.
+const identityClientPrefix = "wren-identity-"
+
+// isSelfDial reports whether a handshake with this client id comes from
+// one of this transport's identity checks under way.
+func (t *TCPTransport) isSelfDial(clientID string) bool {
+	if !strings.HasPrefix(clientID, identityClientPrefix) {
+		return false
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.selfDials[c.RemoteAddr().String()]
+	return t.selfDials[clientID]
 }
 
 // answerSelf answers a handshake that claims this node's own id: accepted
 // when it is this process's identity check, refused as a duplicate,
 // loudly, when it is not.
-func (t *TCPTransport) answerSelf(c net.Conn, correlation int32, ours Handshake) error {
+func (t *TCPTransport) answerSelf(c net.Conn, h requestHeader, ours Handshake) error {
 	remote := c.RemoteAddr().String()
-	own := t.isSelfDial(c)
+	own := t.isSelfDial(h.ClientID)
 	if !own {
 		ours.ErrorCode = errDuplicateNodeID
 		ours.ErrorMessage = fmt.Sprintf("node %d is already running here (listening at %s); a second process claiming node id %d connected from %s",
 			t.cfg.ID, c.LocalAddr(), t.cfg.ID, remote)
 	}
-	resp := binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(correlation))
+	resp := binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(h.Correlation))
 	resp = AppendHandshake(resp, ours)
 	if err := writeFrame(c, resp); err != nil {
 		return err

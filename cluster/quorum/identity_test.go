@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -95,5 +96,68 @@ func TestDuplicateNodeIDFoundLater(t *testing.T) {
 	case err := <-realFound:
 		t.Fatalf("the real node 2 was told to stop: %v", err)
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// forward accepts on a new loopback port and pipes each connection to
+// target, as a proxy or a port forward in front of a node does: the node
+// sees the forwarder's address, not the dialer's.
+func forward(t *testing.T, target string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go io.Copy(u, c)
+				io.Copy(c, u)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A node whose voter address is a forward to its listener knows its own
+// identity check by the check's nonce, not by the connection's source
+// address, which the forward changes: it starts, and logs nothing at
+// ERROR; an intruder that comes through the same forward is still
+// refused.
+func TestIdentityCheckThroughForward(t *testing.T) {
+	lns, voters := listeners(t, 2)
+	defer lns[0].Close()
+	voters[2] = forward(t, lns[1].Addr().String())
+	var log syncBuffer
+	real, err := NewTCPTransport(TCPConfig{ID: 2, Voters: voters, Listener: lns[1], IdentityCheckInterval: 20 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatalf("node 2 behind a forward took itself for an intruder: %v", err)
+	}
+	defer real.Close()
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewTCPTransport(TCPConfig{ID: 2, Voters: voters, Listener: other,
+		Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))}); !errors.Is(err, ErrDuplicateNodeID) {
+		t.Fatalf("an intruder through the forward: %v, want ErrDuplicateNodeID", err)
+	}
+	waitFor(t, "node 2 to log the intruder", 5*time.Second, func() bool {
+		return strings.Contains(log.String(), "level=ERROR")
+	})
+	if n := strings.Count(log.String(), "level=ERROR"); n != 1 {
+		t.Errorf("node 2 logged %d ERROR lines, want 1 (the intruder):\n%s", n, log.String())
 	}
 }

@@ -85,9 +85,9 @@ type TCPTransport struct {
 	mu       sync.Mutex
 	accepted map[election.NodeID]net.Conn // one per peer: a new one replaces the old
 	conns    map[net.Conn]bool
-	// selfDials are the local addresses of this transport's identity
-	// checks under way: a handshake from this node's own id on a
-	// connection from one of them is this process, not an intruder.
+	// selfDials are the client ids of this transport's identity checks
+	// under way (identity.go): a handshake from this node's own id with
+	// one of them is this process, not an intruder.
 	selfDials map[string]bool
 	traffic   trafficCounters
 }
@@ -438,14 +438,14 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 	if err != nil {
 		return err
 	}
-	if !t.isSelfDial(c) {
-		// This process's own identity checks are not traffic between
-		// peers.
-		t.traffic.count(false, TrafficHandshake, 4+len(frame))
-	}
 	h, body, err := parseRequestHeader(frame)
 	if err != nil {
 		return err
+	}
+	if !t.isSelfDial(h.ClientID) {
+		// This process's own identity checks are not traffic between
+		// peers.
+		t.traffic.count(false, TrafficHandshake, 4+len(frame))
 	}
 	replica := h.Key == APIKeyReplicaHandshake
 	if h.Key != APIKeyHandshake && !replica {
@@ -457,7 +457,7 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 	}
 	ours := Handshake{ClusterID: t.cfg.ClusterID(), PeerSetHash: t.hash, From: t.cfg.ID, To: theirs.From}
 	if theirs.From == t.cfg.ID {
-		return t.answerSelf(c, h.Correlation, ours)
+		return t.answerSelf(c, h, ours)
 	}
 	reason := t.mismatch(ours, theirs)
 	switch {
