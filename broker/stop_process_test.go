@@ -195,6 +195,14 @@ func TestStopLastNodeWithoutQuorum(t *testing.T) {
 		t.Errorf("node 3 logged %d INFO role changes in the %v without a quorum", roleChanges, time.Since(gone).Round(time.Second))
 	}
 
+	// An admin command that needs the controller says the broker is up
+	// and the cluster has no controller, rather than ask whether the
+	// broker is up.
+	out, err := exec.Command(pc.bin, "topic", "create", "late", "-p", "1", "-r", "1", "-b", last.addr, "--timeout", "1s").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "is up") || !strings.Contains(string(out), "no controller") {
+		t.Errorf("topic create on node 3 without a quorum: %v, output %q; want it to say the broker is up and no controller", err, out)
+	}
+
 	began = time.Now()
 	took := waitExit(t, last, sigterm(t, last), began, stopWithin)
 	t.Logf("node 3, without a quorum, exited %v after SIGTERM", took.Round(time.Millisecond))

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -72,18 +74,46 @@ func runAdmin(c *ucli.Context, fn adminAction) error {
 	defer cl.Close()
 	ctx, cancel := withTimeout(c)
 	defer cancel()
-	return noAnswer(c, fn(ctx, adm, cl))
+	return noAnswer(c, cl, fn(ctx, adm, cl))
 }
 
 // noAnswer says who did not answer and what was being done when err is a
 // timeout: a bare "context deadline exceeded" after --timeout names
-// neither the address nor the command.
-func noAnswer(c *ucli.Context, err error) error {
+// neither the address nor the command. A broker that answers a plain
+// Metadata request at once is up: then the request waited on something
+// else, most often a cluster without a controller (its voters' majority
+// down), which it says rather than ask whether the broker is up.
+func noAnswer(c *ucli.Context, cl *kgo.Client, err error) error {
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) || c.Context.Err() != nil {
 		return err
 	}
+	if why := whyNoAnswer(c.Context, cl); why != "" {
+		return fmt.Errorf("cli: %s: the broker at %s is up, but the request did not complete within --timeout %s: %s: %w",
+			c.Command.HelpName, c.String("bootstrap-server"), c.Duration("timeout"), why, err)
+	}
 	return fmt.Errorf("cli: %s: no answer from the broker at %s within --timeout %s (is it up, and is this its client listener?): %w",
 		c.Command.HelpName, c.String("bootstrap-server"), c.Duration("timeout"), err)
+}
+
+// whyNoAnswerTimeout bounds the Metadata request that tells a broker that
+// is up from one that is not, after a timeout.
+const whyNoAnswerTimeout = 2 * time.Second
+
+// whyNoAnswer asks the cluster for Metadata of no topic: "" when nothing
+// answers, else what the answer says about the controller.
+func whyNoAnswer(ctx context.Context, cl *kgo.Client) string {
+	ctx, cancel := context.WithTimeout(ctx, whyNoAnswerTimeout)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return ""
+	}
+	if resp.ControllerID < 0 {
+		return "the cluster has no controller now (a majority of controller.quorum.voters must be up and reachable; wren cluster health says which nodes are down)"
+	}
+	return fmt.Sprintf("the controller (node %d) did not complete it in time", resp.ControllerID)
 }
 
 // topicIDString renders a topic id as Kafka's Uuid.toString does: URL-safe
@@ -101,7 +131,7 @@ func requireTopics(c *ucli.Context, cl *kgo.Client, topics ...string) error {
 	defer cancel()
 	md, err := kadm.NewClient(cl).Metadata(ctx, topics...)
 	if err != nil {
-		return noAnswer(c, fmt.Errorf("cli: metadata: %w", err))
+		return noAnswer(c, cl, fmt.Errorf("cli: metadata: %w", err))
 	}
 	for _, t := range topics {
 		td, ok := md.Topics[t]
@@ -122,7 +152,7 @@ func requirePartition(c *ucli.Context, cl *kgo.Client, topic string, partition i
 	defer cancel()
 	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
 	if err != nil {
-		return noAnswer(c, fmt.Errorf("cli: metadata: %w", err))
+		return noAnswer(c, cl, fmt.Errorf("cli: metadata: %w", err))
 	}
 	n := int32(len(md.Topics[topic].Partitions))
 	if partition >= n {

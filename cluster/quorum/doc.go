@@ -69,6 +69,11 @@
 //     and message. A mismatch is refused on both sides with a log line
 //     naming both nodes' cluster ids or peer sets. A node that has not
 //     learnt the cluster id yet (a first start) sends "" and accepts any.
+//     A handshake from the receiver's own id is an identity check
+//     (identity.go): accepted when it is the receiver's own (a nonce in
+//     the client id), else refused with DUPLICATE_BROKER_REGISTRATION
+//     (101) and an ERROR on the receiver, and the process that sent it
+//     stops: a node id belongs to one process.
 //   - 32001 Message (v0): one metalog message, one-way (no response, as a
 //     Produce with acks=0). Layout in wire.go.
 //   - 32002 App (v0): a body the transport does not read, one-way, for
