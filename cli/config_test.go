@@ -223,7 +223,7 @@ func sharedClusterFile(t *testing.T, dirs ...string) string {
 // them, and the file stays valid (exit 0).
 func TestConfigCheckWarnsVoterCount(t *testing.T) {
 	for voters, want := range map[string]string{
-		`"1@203.0.113.1:9093", "2@203.0.113.2:9093"`: ":2:1: warning: controller.quorum.voters lists 2 voters: a majority is 2, so the cluster stops when either one is down",
+		`"1@203.0.113.1:9093", "2@203.0.113.2:9093"`:                                             ":2:1: warning: controller.quorum.voters lists 2 voters: a majority is 2, so the cluster stops when either one is down",
 		`"1@203.0.113.1:9093", "2@203.0.113.2:9093", "3@203.0.113.3:9093", "4@203.0.113.4:9093"`: ":2:1: warning: controller.quorum.voters lists 4 voters",
 	} {
 		path := filepath.Join(t.TempDir(), "c.toml")
