@@ -275,7 +275,7 @@ func TestDuplicateNodeIDProcess(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
 		t.Fatalf("the intruder exited with %v, want a non-zero status; its output:\n%s", err, stderr.String())
 	}
-	for _, want := range []string{"node id 2", voter2[0], "already running"} {
+	for _, want := range []string{"level=ERROR", "node id 2", voter2[0], "already running"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("the intruder's output does not say %q:\n%s", want, stderr.String())
 		}

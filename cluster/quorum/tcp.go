@@ -153,6 +153,7 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 	// others (each accepted handshake replaces the real node's
 	// connection).
 	if err := t.checkIdentity(); err != nil {
+		t.log.Error("metadata quorum: another process holds this node's id; not starting", "node", cfg.ID, "err", err)
 		t.Close()
 		return nil, err
 	}
