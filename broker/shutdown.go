@@ -31,11 +31,10 @@ var errNoQuorum = errors.New("broker: no quorum")
 // A node that reaches no majority of the voters (the others stopped
 // first, or a partition) has no controller to ask: waiting would only
 // hold the stop for the whole of ctx. It gives up with errNoQuorum, saying
-// how many voters it reaches, once its peers have been silent for
-// controller.quorum.fetch.timeout.ms (the time after which it would stop
-// following a controller too). The request runs beside the wait, since a
-// controller that has just lost its majority blocks in it until its
-// commit times out.
+// how many voters it reaches (cluster.Controller.QuorumReach: the peers
+// its connections are up to, which drop the moment a peer's process
+// ends). The request runs beside the wait, since a controller that has
+// just lost its majority blocks in it until its commit times out.
 func (b *Broker) ControlledShutdown(ctx context.Context) error {
 	c := b.controller
 	if _, quorum, _ := c.QuorumStatus(ctx); !quorum {
@@ -67,7 +66,7 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 		if reached, voters := c.QuorumReach(silentFor); reached <= voters/2 {
 			what := "it leads no partition another replica could take"
 			if len(led) > 0 {
-				what = fmt.Sprintf("%d partition(s) (%s) stay led by it until the controller fences it", len(led), strings.Join(firstN(led, 5), ", "))
+				what = fmt.Sprintf("%d partition(s) (%s) stay led by it until a controller can move them", len(led), strings.Join(firstN(led, 5), ", "))
 			}
 			return fmt.Errorf("%w: node %d reaches %d of %d voters (itself included; a majority is %d), so no controller can move its leaderships; %s",
 				errNoQuorum, self, reached, voters, voters/2+1, what)

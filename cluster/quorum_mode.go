@@ -249,9 +249,10 @@ func (c *Controller) QuorumStatus(ctx context.Context) (quorum.Status, bool, err
 // QuorumReach is how many voters this node reaches, itself included, out
 // of every voter: the peers its transport is connected to, when the
 // transport can tell (quorum.TCPTransport), else the peers it heard from
-// within within (any metadata quorum message counts; a node that just
-// started hears nothing until an election begins). A one-voter
-// controller reaches its only voter.
+// in the last span of within (any metadata quorum message counts; this
+// undercounts, since a follower hears from the controller only, and a
+// node that just started hears nothing until an election begins). A
+// one-voter controller reaches its only voter.
 func (c *Controller) QuorumReach(within time.Duration) (reached, voters int) {
 	if c.q == nil {
 		return 1, 1
