@@ -32,7 +32,8 @@ import (
 // listens there) proves nothing and changes nothing.
 
 // ErrDuplicateNodeID: another process answers at this node's address in
-// controller.quorum.voters as this node.
+// controller.quorum.voters, and refuses this one's id: it runs as this
+// node (or, for another refusal, the address is not this node's).
 var ErrDuplicateNodeID = errors.New("quorum: node id already in use by another process")
 
 // checkIdentity dials this node's own voter address as itself: nil when
@@ -75,14 +76,21 @@ func (t *TCPTransport) checkIdentity() error {
 		t.log.Debug("metadata quorum: identity check got no answer", "addr", addr, "err", err)
 		return nil
 	}
-	if theirs.ErrorCode == 0 {
+	switch theirs.ErrorCode {
+	case 0:
 		return nil
+	case errDuplicateNodeID:
+		return fmt.Errorf("%w: node id %d is held by the process answering at %s (node %d's entry in controller.quorum.voters), which refused this one: %s; "+
+			"stop one of the two, or give this process the id of a voter that is not running (--node-id, WREN_NODE_ID or node.id)",
+			ErrDuplicateNodeID, t.cfg.ID, addr, t.cfg.ID, theirs.ErrorMessage)
 	}
-	// Any refusal of this node's own id at its own address comes from
-	// another process: this one accepts its own dials.
-	return fmt.Errorf("%w: node id %d is held by the process answering at %s (node %d's entry in controller.quorum.voters), which refused this one: %s; "+
-		"stop one of the two, or give this process the id of a voter that is not running (--node-id, WREN_NODE_ID or node.id)",
-		ErrDuplicateNodeID, t.cfg.ID, addr, t.cfg.ID, theirs.ErrorMessage)
+	// Any other refusal of this node's own id at its own address comes
+	// from another process too (this one accepts its own dials): a node of
+	// an older version holding the id, or the entry naming another node's
+	// address.
+	return fmt.Errorf("%w: node %d's entry in controller.quorum.voters, %s, is answered by another process, which refused this one: %s; "+
+		"check that entry, and that no other process runs as node %d",
+		ErrDuplicateNodeID, t.cfg.ID, addr, theirs.ErrorMessage, t.cfg.ID)
 }
 
 // identityLoop repeats the identity check while the transport runs, and

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wren-broker/wren/election"
 )
 
 // A second process started with a running node's id, listening elsewhere,
@@ -159,5 +161,23 @@ func TestIdentityCheckThroughForward(t *testing.T) {
 	})
 	if n := strings.Count(log.String(), "level=ERROR"); n != 1 {
 		t.Errorf("node 2 logged %d ERROR lines, want 1 (the intruder):\n%s", n, log.String())
+	}
+}
+
+// A node whose own voter entry names another node's address is answered
+// there by a process that is not it: refused at start, with the entry
+// named, rather than run with its peers' messages going elsewhere.
+func TestIdentityCheckOwnEntryElsewhere(t *testing.T) {
+	lns, voters := listeners(t, 2)
+	logger := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
+	n2, err := NewTCPTransport(TCPConfig{ID: 2, Voters: voters, Listener: lns[1], Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Close()
+	wrong := map[election.NodeID]string{1: voters[2], 2: voters[2]}
+	_, err = NewTCPTransport(TCPConfig{ID: 1, Voters: wrong, Listener: lns[0], Logger: logger})
+	if !errors.Is(err, ErrDuplicateNodeID) || !strings.Contains(err.Error(), "node 1's entry in controller.quorum.voters, "+voters[2]) {
+		t.Fatalf("node 1 whose entry is node 2's address: %v", err)
 	}
 }
