@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"strings"
 	"time"
 )
 
@@ -20,8 +19,8 @@ import (
 // handshakes as itself, from its id to its id: at start, before it talks
 // to any peer, and then every IdentityCheckInterval. The process that
 // answers there knows whether the dial is its own: the handshake's client
-// id carries a random nonce of the check, which only the process that
-// made it knows (the connection's source address would not do: a proxy
+// id carries a random nonce drawn at the transport's start, which only
+// the process that drew it knows (the connection's source address would not do: a proxy
 // or a port forward between a node and its voter address changes it, and
 // a node would take itself for an intruder). If it is, the id is this
 // process's; if another process answers, it refuses the handshake with
@@ -46,19 +45,10 @@ func (t *TCPTransport) checkIdentity() error {
 		t.log.Debug("metadata quorum: identity check reached nobody", "addr", addr, "err", err)
 		return nil
 	}
-	clientID := fmt.Sprintf("%s%d-%016x", identityClientPrefix, t.cfg.ID, rand.Uint64())
-	t.mu.Lock()
-	t.selfDials[clientID] = true
-	t.mu.Unlock()
-	defer func() {
-		t.mu.Lock()
-		delete(t.selfDials, clientID)
-		t.mu.Unlock()
-		c.Close()
-	}()
+	defer c.Close()
 	c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
 	hs := Handshake{ClusterID: t.cfg.ClusterID(), PeerSetHash: t.hash, From: t.cfg.ID, To: t.cfg.ID}
-	frame := appendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, clientID)
+	frame := appendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, t.identityClientID)
 	frame = AppendHandshake(frame, hs)
 	var theirs Handshake
 	err = writeFrame(c, frame)
@@ -115,19 +105,18 @@ func (t *TCPTransport) identityLoop() {
 	}
 }
 
-// identityClientPrefix starts the client id of an identity check's
-// handshake: then the node id and the check's nonce.
-const identityClientPrefix = "wren-identity-"
+// newIdentityClientID is the client id of a transport's identity checks:
+// the node id and a random nonce drawn once per transport, so that a
+// check that arrives late (after its dialer gave up on a loaded host) is
+// still known for this process's own.
+func newIdentityClientID(id int32) string {
+	return fmt.Sprintf("wren-identity-%d-%016x", id, rand.Uint64())
+}
 
 // isSelfDial reports whether a handshake with this client id comes from
-// one of this transport's identity checks under way.
+// this transport's identity checks.
 func (t *TCPTransport) isSelfDial(clientID string) bool {
-	if !strings.HasPrefix(clientID, identityClientPrefix) {
-		return false
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.selfDials[clientID]
+	return clientID == t.identityClientID
 }
 
 // answerSelf answers a handshake that claims this node's own id: accepted

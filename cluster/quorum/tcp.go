@@ -85,11 +85,11 @@ type TCPTransport struct {
 	mu       sync.Mutex
 	accepted map[election.NodeID]net.Conn // one per peer: a new one replaces the old
 	conns    map[net.Conn]bool
-	// selfDials are the client ids of this transport's identity checks
-	// under way (identity.go): a handshake from this node's own id with
-	// one of them is this process, not an intruder.
-	selfDials map[string]bool
-	traffic   trafficCounters
+	// identityClientID is the client id of this transport's identity
+	// checks (identity.go): a handshake from this node's own id with it
+	// is this process, not an intruder.
+	identityClientID string
+	traffic          trafficCounters
 }
 
 type peer struct {
@@ -140,7 +140,7 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 	t := &TCPTransport{cfg: cfg, log: cfg.Logger, hash: PeerSetHash(cfg.Voters),
 		inbox: make(chan metalog.Message, InboxCapacity), peers: map[election.NodeID]*peer{},
 		stop: make(chan struct{}), accepted: map[election.NodeID]net.Conn{}, conns: map[net.Conn]bool{},
-		selfDials: map[string]bool{}}
+		identityClientID: newIdentityClientID(int32(cfg.ID))}
 	for id, addr := range cfg.Voters {
 		if id != cfg.ID {
 			t.peers[id] = &peer{id: id, addr: addr, queue: make(chan outFrame, cfg.QueueMessages)}
