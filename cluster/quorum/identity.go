@@ -45,7 +45,12 @@ func (t *TCPTransport) checkIdentity() error {
 		t.log.Debug("metadata quorum: identity check reached nobody", "addr", addr, "err", err)
 		return nil
 	}
-	defer c.Close()
+	// Tracked, so that Close does not wait out a check that hangs.
+	if !t.track(c) {
+		c.Close()
+		return nil
+	}
+	defer t.untrack(c)
 	c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
 	hs := Handshake{ClusterID: t.cfg.ClusterID(), PeerSetHash: t.hash, From: t.cfg.ID, To: t.cfg.ID}
 	frame := appendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, t.identityClientID)
