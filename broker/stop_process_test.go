@@ -299,3 +299,40 @@ func TestDuplicateNodeIDProcess(t *testing.T) {
 		return md.ControllerID >= 0 && hasBroker(md, 2) && len(md.Brokers) == 3
 	})
 }
+
+// The controller stops first and the other two right after it, before
+// they noticed it was gone (a host shutdown that reached it first): their
+// controlled shutdown requests went to a controller that never answers,
+// and each waited for that answer (10 s) before asking again. They stop
+// within a few seconds: as soon as one of them is the new controller and
+// fences both on the heartbeats that carry their shutdown.
+func TestStopControllerThenTheOthers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs three wren processes")
+	}
+	pc := startProcessCluster(t)
+	formedWithTopic(t, pc)
+	md := pc.waitFor("a controller", pc.nodes[0], 10*time.Second, func(md *kmsg.MetadataResponse) bool { return md.ControllerID > 0 })
+	var ctrl *clusterNode
+	var others []*clusterNode
+	for _, n := range pc.nodes {
+		if int32(n.id) == md.ControllerID {
+			ctrl = n
+		} else {
+			others = append(others, n)
+		}
+	}
+	began := time.Now()
+	waitExit(t, ctrl, sigterm(t, ctrl), began, stopWithin)
+	began = time.Now()
+	d0, d1 := sigterm(t, others[0]), sigterm(t, others[1])
+	for i, d := range []<-chan exited{d0, d1} {
+		took := waitExit(t, others[i], d, began, stopWithin)
+		t.Logf("node %d exited %v after SIGTERM, controller %d gone", others[i].id, took.Round(time.Millisecond), ctrl.id)
+	}
+	for _, n := range pc.nodes {
+		if errs := linesWith(logLinesAfter(t, n, ""), "level=ERROR"); len(errs) > 0 {
+			t.Errorf("node %d logged ERROR in a clean stop of the cluster:\n%s", n.id, strings.Join(errs, "\n"))
+		}
+	}
+}
