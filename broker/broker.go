@@ -47,6 +47,9 @@ type Broker struct {
 	components components
 	closeOnce  sync.Once
 	closeErr   error
+	// fatal receives the first error that means this node must stop
+	// (Fatal); buffered, later ones are dropped.
+	fatal chan error
 }
 
 // Options are what tests and the CLI may change beyond the config file.
@@ -79,7 +82,7 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 		return nil, err
 	}
 	logConfigWarnings(cfg, o.Logger)
-	b := &Broker{cfg: cfg, logger: o.Logger}
+	b := &Broker{cfg: cfg, logger: o.Logger, fatal: make(chan error, 1)}
 	w := &wiring{o: o, dir: cfg.LogDirs[0], client: client}
 	b.components = components{list: b.componentList(w), logger: o.Logger}
 	if err := b.components.start(); err != nil {
@@ -124,7 +127,7 @@ func (b *Broker) componentList(w *wiring) []component {
 		// does nothing.
 		list = append(list, component{name: "controller listener",
 			start: func() (err error) {
-				w.quorum, err = quorumConfig(cfg, w.dir, b.logger, &w.ctrlRef, &w.replRef, b.logs)
+				w.quorum, err = quorumConfig(cfg, w.dir, b.logger, &w.ctrlRef, &w.replRef, b.logs, b.stopFor)
 				return err
 			},
 			close: func() error { return w.quorum.Transport.Close() }})
@@ -396,6 +399,19 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 
 // Addr is the bound client listener address.
 func (b *Broker) Addr() net.Addr { return b.listener.Addr() }
+
+// Fatal receives an error when the node must stop by itself: another
+// process took its node id. `wren serve` then closes it and exits with
+// the error.
+func (b *Broker) Fatal() <-chan error { return b.fatal }
+
+// stopFor reports a reason to stop on Fatal; the first one wins.
+func (b *Broker) stopFor(err error) {
+	select {
+	case b.fatal <- err:
+	default:
+	}
+}
 
 // Controller is the node's controller.
 func (b *Broker) Controller() *cluster.Controller { return b.controller }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups"
 	"github.com/wren-broker/wren/groups/coordinator"
@@ -132,4 +133,47 @@ func mustClose(t *testing.T, b *Broker) {
 func mustClient(t *testing.T, b *Broker) kmsg.Requestor {
 	cl, _ := newClient(t, b)
 	return cl
+}
+
+// A node started on another node's data directory (two nodes' log.dirs
+// mixed up) is refused, and told whose directory it is: node 1's of its
+// cluster, not another cluster's; the directory is left as it was.
+func TestRefusesAnotherNodesDataDir(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, testConfig(t, dir, ""))
+	id := b.controller.ClusterID()
+	mustClose(t, b)
+	meta := dir + "/" + engine.MetaPropertiesFile
+	before, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("node2.toml", []byte(fmt.Sprintf(`
+[broker]
+node.id = 2
+log.dirs = [%q]
+listeners = ["PLAINTEXT://127.0.0.1:0", "CONTROLLER://127.0.0.1:0"]
+[http]
+listen = ""
+[cluster]
+controller.quorum.voters = ["2@127.0.0.1:9093"]
+`, dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(cfg, Options{Logger: testLogger(t)})
+	if !errors.Is(err, engine.ErrNodeIDMismatch) {
+		t.Fatalf("node 2 on node 1's directory: %v, want ErrNodeIDMismatch", err)
+	}
+	want := "data directory " + dir + " belongs to node 1 of cluster " + id + ", not node 2"
+	if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "another cluster") {
+		t.Fatalf("error %q does not say %q (and only that)", err, want)
+	}
+	after, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) {
+		t.Fatalf("the refused start changed %s", meta)
+	}
 }

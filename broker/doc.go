@@ -70,7 +70,12 @@
 // replicas, bounded by controlledShutdownTimeout) while every component
 // still runs, and only then calls Close. So leadership moves off the node
 // before its listeners close, and clients find the new leaders with a
-// metadata refresh. Close alone (tests, Run) does no controlled shutdown.
+// metadata refresh. A node that reaches no majority of the voters (the
+// others stopped first) has nobody to hand over to: it says so in one WARN
+// and closes at once instead of waiting out the bound. An expected stop
+// logs nothing at ERROR. Close alone (tests, Run) does no controlled
+// shutdown. A node told that another process holds its id (Fatal) closes
+// without one and exits with that error.
 // The systemd notifier is not a component: it watches a started broker
 // from outside (READY=1 once /readyz passes, WATCHDOG=1 while the client
 // listener accepts).

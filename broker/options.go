@@ -70,6 +70,10 @@ func dynamicConfigs(cfg *config.Config, im *cluster.Image) *config.Dynamic {
 // operator must not believe it is in effect.
 func logConfigWarnings(cfg *config.Config, logger *slog.Logger) {
 	for _, w := range cfg.Warnings() {
+		if w.Reason == "" {
+			logger.Warn("config: "+w.Message(), "key", w.Key, "file", w.File, "line", w.Pos.Line)
+			continue
+		}
 		logger.Warn("config setting not in effect in wren yet; it is ignored",
 			"key", w.Key, "file", w.File, "line", w.Pos.Line, "reason", w.Reason)
 	}

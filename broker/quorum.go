@@ -81,7 +81,7 @@ func ticks(ms int32) int {
 // quorumConfig binds the CONTROLLER listener and builds the transport and
 // the controller's quorum settings. The controller is set in ctrl once
 // open, for the peers' heartbeats and forwarded requests.
-func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *atomic.Pointer[cluster.Controller], repl *atomic.Pointer[replication.Manager], logs *engine.Manager) (*cluster.QuorumConfig, error) {
+func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *atomic.Pointer[cluster.Controller], repl *atomic.Pointer[replication.Manager], logs *engine.Manager, fatal func(error)) (*cluster.QuorumConfig, error) {
 	addr, err := controllerListenerAddr(cfg)
 	if err != nil {
 		return nil, err
@@ -124,6 +124,9 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 			return nil
 		},
 		DialTimeout: time.Duration(cfg.QuorumRequestTimeoutMs) * time.Millisecond,
+		// Another process that took this node's id after it started
+		// (quorum/identity.go): the node stops rather than share it.
+		OnDuplicate: fatal,
 	})
 	if err != nil {
 		ln.Close()

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,14 +28,9 @@ import (
 // --node-id`, WREN_NODE_ID); without it a shared file is matched by this
 // host's addresses (config/node.go).
 func ServeFile(ctx context.Context, configPath, logLevel string, nodeID int32) error {
-	cfg := config.Default()
-	if configPath != "" {
-		var err error
-		if cfg, err = config.LoadWith(configPath, config.Options{NodeID: nodeID, Serve: true}); err != nil {
-			return err
-		}
-	} else if nodeID != config.NoNode && nodeID != cfg.NodeID {
-		return fmt.Errorf("broker: node id %d needs a config file that lists it in controller.quorum.voters", nodeID)
+	cfg, err := config.LoadNode(configPath, nodeID)
+	if err != nil {
+		return err
 	}
 	level := cfg.LoggingLevel
 	if logLevel != "" {
@@ -55,7 +51,18 @@ func ServeFile(ctx context.Context, configPath, logLevel string, nodeID int32) e
 		defer close(notified)
 		notifySystemd(nctx, b, logger)
 	}()
-	<-ctx.Done()
+	var fatal error
+	select {
+	case <-ctx.Done():
+	case fatal = <-b.Fatal():
+	}
+	if fatal != nil {
+		// Not this node's to hand over: another process holds its id.
+		logger.Error("stopping", "err", fatal)
+		stopNotify()
+		<-notified
+		return errors.Join(fatal, b.Close())
+	}
 	logger.Info("shutting down")
 	if err := sdnotify.Notify(sdnotify.Stopping); err != nil {
 		logger.Warn("could not tell systemd STOPPING=1", "err", err)

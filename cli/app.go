@@ -196,6 +196,22 @@ func nodeIDFlag() ucli.Flag {
 		Usage: "this node's id in a config file that lists every voter (default: node.id, else the voter at an address of this host)"}
 }
 
+// nodeConfig is the config of the node a command acts on, found as serve
+// finds it (config.LoadNode): the file at path ("" for the built-in
+// defaults) and --node-id or WREN_NODE_ID. A file with problems is
+// reported as config check reports it.
+func nodeConfig(c *ucli.Context, env Env, path string) (*config.Config, error) {
+	nodeID, err := nodeIDOf(c)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.LoadNode(path, nodeID)
+	if err != nil {
+		return nil, reportConfigErrors(env.Stderr, err)
+	}
+	return cfg, nil
+}
+
 func nodeIDOf(c *ucli.Context) (int32, error) {
 	s := c.String("node-id")
 	if s == "" {

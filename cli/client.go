@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wren-broker/wren/cluster/quorum"
@@ -75,18 +76,21 @@ func runAdmin(c *ucli.Context, fn adminAction) error {
 	defer cl.Close()
 	ctx, cancel := withTimeout(c)
 	defer cancel()
-	return noAnswer(c, explainShardErrors(fn(ctx, adm, cl)))
+	return noAnswer(c, cl, explainShardErrors(fn(ctx, adm, cl)))
 }
 
 // noAnswer says who did not answer and what was being done when err is a
 // timeout: a bare "context deadline exceeded" after --timeout names
-// neither the address nor the command.
+// neither the address nor the command. A broker that answers a plain
+// Metadata request at once is up: then the request waited on something
+// else, most often a cluster without a controller (its voters' majority
+// down), which it says rather than ask whether the broker is up.
 //
 // Before that, a connection closed at its first request makes it probe
 // the --bootstrap-server addresses: one that is a CONTROLLER listener gets
 // an error that says so, instead of the client library's guess ("is TLS
 // missing?").
-func noAnswer(c *ucli.Context, err error) error {
+func noAnswer(c *ucli.Context, cl *kgo.Client, err error) error {
 	if err == nil || c.Context.Err() != nil {
 		return err
 	}
@@ -95,6 +99,10 @@ func noAnswer(c *ucli.Context, err error) error {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	if why := whyNoAnswer(c.Context, cl); why != "" {
+		return fmt.Errorf("cli: %s: the broker at %s is up, but the request did not complete within --timeout %s: %s: %w",
+			commandName(c), c.String("bootstrap-server"), c.Duration("timeout"), why, err)
 	}
 	return fmt.Errorf("cli: %s: no answer from the broker at %s within --timeout %s (is it up, and is this its client listener?): %w",
 		commandName(c), c.String("bootstrap-server"), c.Duration("timeout"), err)
@@ -133,6 +141,27 @@ func controllerListener(c *ucli.Context, err error) error {
 // listeners.
 const defaultClientPort = 9092
 
+// whyNoAnswerTimeout bounds the Metadata request that tells a broker that
+// is up from one that is not, after a timeout.
+const whyNoAnswerTimeout = 2 * time.Second
+
+// whyNoAnswer asks the cluster for Metadata of no topic: "" when nothing
+// answers, else what the answer says about the controller.
+func whyNoAnswer(ctx context.Context, cl *kgo.Client) string {
+	ctx, cancel := context.WithTimeout(ctx, whyNoAnswerTimeout)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return ""
+	}
+	if resp.ControllerID < 0 {
+		return "the cluster has no controller now (a majority of controller.quorum.voters must be up and reachable; wren cluster health says which nodes are down)"
+	}
+	return fmt.Sprintf("the controller (node %d) did not complete it in time", resp.ControllerID)
+}
+
 // topicIDString renders a topic id as Kafka's Uuid.toString does: URL-safe
 // base64 without padding (kadm's String uses standard base64 with padding).
 func topicIDString(id [16]byte) string {
@@ -148,7 +177,7 @@ func requireTopics(c *ucli.Context, cl *kgo.Client, topics ...string) error {
 	defer cancel()
 	md, err := kadm.NewClient(cl).Metadata(ctx, topics...)
 	if err != nil {
-		return noAnswer(c, fmt.Errorf("cli: metadata: %w", err))
+		return noAnswer(c, cl, fmt.Errorf("cli: metadata: %w", err))
 	}
 	for _, t := range topics {
 		td, ok := md.Topics[t]
@@ -169,7 +198,7 @@ func requirePartition(c *ucli.Context, cl *kgo.Client, topic string, partition i
 	defer cancel()
 	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
 	if err != nil {
-		return noAnswer(c, fmt.Errorf("cli: metadata: %w", err))
+		return noAnswer(c, cl, fmt.Errorf("cli: metadata: %w", err))
 	}
 	n := int32(len(md.Topics[topic].Partitions))
 	if partition >= n {

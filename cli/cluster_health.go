@@ -65,7 +65,7 @@ func clusterHealthCommand(env Env) *ucli.Command {
 				h, err := clusterHealth(ctx, cl, perRequest)
 				cancel()
 				if err != nil && !watch {
-					return noAnswer(c, err)
+					return noAnswer(c, cl, err)
 				}
 				if err != nil {
 					// Watching: a round without an answer is said and

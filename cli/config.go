@@ -63,11 +63,11 @@ func configCommand(env Env) *ucli.Command {
 			},
 			{
 				Name:      "dump",
-				Usage:     "print the effective config as TOML: settings that differ from the defaults, or --all",
+				Usage:     "print the effective config of a node as TOML: settings that differ from the defaults, or --all",
 				ArgsUsage: "[FILE] (or --config FILE; default: the built-in defaults)",
 				Flags: []ucli.Flag{
 					&ucli.BoolFlag{Name: "all", Usage: "print every setting, defaults included"},
-					configFileFlag(),
+					configFileFlag(), nodeIDFlag(),
 					&ucli.StringFlag{Name: "format", Value: "text", Usage: "output format: text (TOML) or json"},
 				},
 				Action: func(c *ucli.Context) error {
@@ -79,11 +79,11 @@ func configCommand(env Env) *ucli.Command {
 					if err != nil {
 						return err
 					}
-					cfg := config.Default()
-					if path != "" {
-						if cfg, err = config.Load(path); err != nil {
-							return reportConfigErrors(env.Stderr, err)
-						}
+					// The node's effective config: its [node.N.*] tables
+					// applied, as serve would run it.
+					cfg, err := nodeConfig(c, env, path)
+					if err != nil {
+						return err
 					}
 					if format == formatJSON {
 						return writeJSON(env.Stdout, cfg.Settings(c.Bool("all")))
@@ -147,7 +147,7 @@ func printConfigCheckJSON(w io.Writer, path string, cfg *config.Config, loadErr 
 	} else {
 		for _, x := range cfg.Warnings() {
 			res.Warnings = append(res.Warnings, configProblem{Line: x.Pos.Line, Column: x.Pos.Column, Key: x.Key,
-				Message: fmt.Sprintf("%s is not in effect in wren yet (%s)", x.Key, x.Reason)})
+				Message: x.Message()})
 		}
 	}
 	if err := writeJSON(w, res); err != nil {

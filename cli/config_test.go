@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,5 +199,93 @@ func TestConfigDump(t *testing.T) {
 	r := mustFail(t, "", "config", "dump", "--config", filepath.Join(configTestdata, "invalid", "syntax.toml"))
 	if !strings.Contains(r.stderr, "syntax.toml:") {
 		t.Errorf("dump of an invalid file: stderr %q", r.stderr)
+	}
+}
+
+// A file that lists every voter, with one node's own data directory in a
+// [node.N.broker] table; the voters are at addresses of no host
+// (TEST-NET-3), so no node is found without --node-id.
+func sharedClusterFile(t *testing.T, dirs ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cluster.toml")
+	var b strings.Builder
+	b.WriteString("[cluster]\ncontroller.quorum.voters = [\"1@203.0.113.1:9093\", \"2@203.0.113.2:9093\", \"3@203.0.113.3:9093\"]\n")
+	for i, d := range dirs {
+		fmt.Fprintf(&b, "\n[node.%d.broker]\nlog.dirs = [%q]\n", i+1, d)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// config check warns, by line, about two voters and an even number of
+// them, and the file stays valid (exit 0).
+func TestConfigCheckWarnsVoterCount(t *testing.T) {
+	for voters, want := range map[string]string{
+		`"1@203.0.113.1:9093", "2@203.0.113.2:9093"`:                                             ":2:1: warning: controller.quorum.voters lists 2 voters: a majority is 2, so the cluster stops when either one is down",
+		`"1@203.0.113.1:9093", "2@203.0.113.2:9093", "3@203.0.113.3:9093", "4@203.0.113.4:9093"`: ":2:1: warning: controller.quorum.voters lists 4 voters",
+	} {
+		path := filepath.Join(t.TempDir(), "c.toml")
+		if err := os.WriteFile(path, []byte("[cluster]\ncontroller.quorum.voters = ["+voters+"]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := mustRun(t, "", "config", "check", "--node-id", "1", path)
+		if !strings.Contains(r.stderr, path+want) {
+			t.Errorf("config check of [%s]: stderr %q, want %q", voters, r.stderr, path+want)
+		}
+		var res configCheckResult
+		decodeJSON(t, mustRun(t, "", "config", "check", "--node-id", "1", "--format", "json", path).stdout, &res)
+		if !res.Valid || len(res.Warnings) != 1 || res.Warnings[0].Key != "controller.quorum.voters" || res.Warnings[0].Line != 2 {
+			t.Errorf("config check --format json of [%s]: %+v", voters, res)
+		}
+	}
+}
+
+// A [node.N.*] table for a node that is not a voter is an error with its
+// line and key, with or without --node-id.
+func TestConfigCheckRefusesNodeTableOfNonVoter(t *testing.T) {
+	path := sharedClusterFile(t)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n[node.4.broker]\nlog.dirs = [\"/srv/wren-4\"]\n")
+	f.Close()
+	for _, args := range [][]string{{"config", "check", path}, {"config", "check", "--node-id", "2", path}} {
+		r := mustFail(t, "", args...)
+		if want := path + ":4:2: table [node.4.*]: node 4 is not a voter (controller.quorum.voters lists node ids 1, 2, 3)"; r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("wren %s: exit %d, stderr %q, want %q", strings.Join(args, " "), r.code, r.stderr, want)
+		}
+	}
+	var res configCheckResult
+	r := run(t, "", "config", "check", "--format", "json", path)
+	decodeJSON(t, r.stdout, &res)
+	if res.Valid || len(res.Errors) != 1 || res.Errors[0].Key != "controller.quorum.voters" || res.Errors[0].Line != 4 {
+		t.Errorf("config check --format json: %+v", res)
+	}
+}
+
+// config dump prints the effective config of the node --node-id or
+// WREN_NODE_ID selects, its [node.N.*] tables applied, as serve runs it;
+// without either, a shared file whose voters are all elsewhere is refused
+// as serve refuses it, rather than dumped as some other node.
+func TestConfigDumpNodeID(t *testing.T) {
+	path := sharedClusterFile(t, "/srv/wren-1", "/srv/wren-2", "/srv/wren-3")
+	out := mustRun(t, "", "config", "dump", "--node-id", "2", path).stdout
+	if !strings.Contains(out, `log.dirs = ["/srv/wren-2"]`) || !strings.Contains(out, "node.id = 2") {
+		t.Errorf("config dump --node-id 2:\n%s", out)
+	}
+	t.Setenv("WREN_NODE_ID", "3")
+	if out := mustRun(t, "", "config", "dump", path).stdout; !strings.Contains(out, `log.dirs = ["/srv/wren-3"]`) || !strings.Contains(out, "node.id = 3") {
+		t.Errorf("WREN_NODE_ID=3 config dump:\n%s", out)
+	}
+	t.Setenv("WREN_NODE_ID", "")
+	r := mustFail(t, "", "config", "dump", path)
+	if !strings.Contains(r.stderr, "this node is not found in controller.quorum.voters") || !strings.Contains(r.stderr, "--node-id") {
+		t.Errorf("config dump of a shared file without a node id: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := mustFail(t, "", "config", "dump", "--node-id", "7", path); !strings.Contains(r.stderr, "node id 7") {
+		t.Errorf("config dump --node-id 7: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

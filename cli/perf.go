@@ -218,7 +218,7 @@ func ensureTopic(c *ucli.Context, cl *kgo.Client, topic string, partitions, rf i
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return noAnswer(c, kafkaErr("create topic "+topic, err, resp.ErrMessage))
+		return noAnswer(c, cl, kafkaErr("create topic "+topic, err, resp.ErrMessage))
 	}
 	return nil
 }

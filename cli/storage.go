@@ -10,7 +10,6 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/internal/vfs"
 )
@@ -38,20 +37,21 @@ func dataDirFlags(extra ...ucli.Flag) []ucli.Flag {
 		&ucli.StringFlag{Name: "dir", Aliases: []string{"d"}, Usage: "data directory (default: log.dirs of the config)"},
 		&ucli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"WREN_CONFIG"},
 			Usage: "config file whose log.dirs to use (default: the built-in defaults, as wren serve)"},
+		nodeIDFlag(),
 		&ucli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"},
 	}, extra...)
 }
 
+// dataDirs is --dir, else the log.dirs of the node the config and
+// --node-id (WREN_NODE_ID) select, as serve selects it: in a file shared
+// by the cluster, the node's [node.N.broker] log.dirs.
 func dataDirs(c *ucli.Context, env Env) ([]string, error) {
 	if d := c.String("dir"); d != "" {
 		return []string{strings.TrimRight(d, "/")}, nil
 	}
-	cfg := config.Default()
-	if path := c.String("config"); path != "" {
-		var err error
-		if cfg, err = config.Load(path); err != nil {
-			return nil, reportConfigErrors(env.Stderr, err)
-		}
+	cfg, err := nodeConfig(c, env, c.String("config"))
+	if err != nil {
+		return nil, err
 	}
 	dirs := make([]string, len(cfg.LogDirs))
 	for i, d := range cfg.LogDirs {

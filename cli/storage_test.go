@@ -325,3 +325,35 @@ func TestStorageCheckFindsTheDirInTheConfig(t *testing.T) {
 		t.Fatalf("check with a missing config: %s", r.stderr)
 	}
 }
+
+// storage check and repair with a file shared by the cluster act on the
+// data directory of the node --node-id or WREN_NODE_ID names, its
+// [node.N.broker] log.dirs, as serve would open it; without either, they
+// refuse as serve does rather than check some other node's directory.
+func TestStorageNodeID(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	path := sharedClusterFile(t, dirs...)
+	r := mustRun(t, "", "storage", "check", "-c", path, "--node-id", "2")
+	if !strings.Contains(r.stdout, "checked in "+dirs[1]+":") {
+		t.Errorf("storage check --node-id 2 checked another directory:\n%s", r.stdout)
+	}
+	r = mustFail(t, "", "storage", "repair", "-c", path, "--node-id", "3", "--skip", "t-0")
+	if !strings.Contains(r.stderr, "no partition t-0 in "+dirs[2]) {
+		t.Errorf("storage repair --node-id 3 looked elsewhere: %s", r.stderr)
+	}
+	t.Setenv("WREN_NODE_ID", "3")
+	if r := mustRun(t, "", "storage", "check", "-c", path); !strings.Contains(r.stdout, "checked in "+dirs[2]+":") {
+		t.Errorf("WREN_NODE_ID=3 storage check checked another directory:\n%s", r.stdout)
+	}
+	t.Setenv("WREN_NODE_ID", "")
+	for _, args := range [][]string{{"storage", "check", "-c", path}, {"storage", "repair", "-c", path, "--skip", "t-0"}} {
+		r := mustFail(t, "", args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "this node is not found in controller.quorum.voters") || strings.Contains(r.stdout, "checked in") {
+			t.Errorf("wren %s without a node id: exit %d, stdout %q, stderr %q", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+	}
+	// --dir still names the directory outright.
+	if r := mustRun(t, "", "storage", "check", "-c", path, "--dir", dirs[0]); !strings.Contains(r.stdout, "checked in "+dirs[0]+":") {
+		t.Errorf("storage check --dir:\n%s", r.stdout)
+	}
+}

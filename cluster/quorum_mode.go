@@ -153,10 +153,21 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 	}
 	c.image.Store(im)
 	q.elections.epoch.Store(stored.Hard.Election.Epoch)
+	// Owned by the driver goroutine (OnSoftState).
+	prevSoft := election.SoftState{Controller: election.None}
 	q.driver, err = quorum.Start(quorum.Config{Node: qc.Node, Tick: qc.Tick, Apply: c.applyEntries, Restore: c.restoreSnapshot, Logger: qc.Logger,
 		OnSoftState: func(ss election.SoftState) {
 			q.elections.observe(ss)
-			qc.Logger.Info("metadata quorum: role changed", "role", ss.Role.String(), "epoch", ss.Epoch,
+			// A node without a controller tries an election every timeout
+			// (pre-candidate, back to follower when its probes go
+			// unanswered): those turns are DEBUG, and watchQuorum says once
+			// why, at WARN. A controller found, lost or acting is INFO.
+			lvl := slog.LevelInfo
+			if ss.Controller == election.None && prevSoft.Controller == election.None && !ss.Acting && !prevSoft.Acting {
+				lvl = slog.LevelDebug
+			}
+			prevSoft = ss
+			qc.Logger.Log(context.Background(), lvl, "metadata quorum: role changed", "role", ss.Role.String(), "epoch", ss.Epoch,
 				"controller", int32(ss.Controller), "acting", ss.Acting)
 		}}, store, stored, qc.Transport)
 	if err != nil {
@@ -245,6 +256,37 @@ func (c *Controller) QuorumStatus(ctx context.Context) (quorum.Status, bool, err
 	}
 	st, err := c.q.driver.Status(ctx)
 	return st, true, err
+}
+
+// QuorumReach is how many voters this node reaches, itself included, out
+// of every voter: the peers its transport is connected to, when the
+// transport can tell (quorum.TCPTransport), else the peers it heard from
+// in the last span of within (any metadata quorum message counts; this
+// undercounts, since a follower hears from the controller only, and a
+// node that just started hears nothing until an election begins). A
+// one-voter controller reaches its only voter.
+func (c *Controller) QuorumReach(within time.Duration) (reached, voters int) {
+	if c.q == nil {
+		return 1, 1
+	}
+	ids := c.q.cfg.Node.Election.Voters
+	self := election.NodeID(c.cfg.NodeID)
+	reached = 1
+	if tr, ok := c.q.cfg.Transport.(interface{ Connected(election.NodeID) bool }); ok {
+		for _, id := range ids {
+			if id != self && tr.Connected(id) {
+				reached++
+			}
+		}
+		return reached, len(ids)
+	}
+	now := time.Now()
+	for id, at := range c.q.driver.LastHeard() {
+		if id != self && now.Sub(at) <= within {
+			reached++
+		}
+	}
+	return reached, len(ids)
 }
 
 // Acting reports whether this node is the acting controller.
@@ -716,12 +758,14 @@ func (c *Controller) maintain() {
 		lc.RebalanceInterval = rb.CheckInterval
 	}
 	live := NewLiveness(lc)
+	var watch quorumWatch
 	for {
 		select {
 		case <-q.stop:
 			return
 		case <-t.C:
 		}
+		c.watchQuorum(&watch, time.Now())
 		acting := c.Acting()
 		actions := live.Decide(time.Since(q.base), acting, c.Image(), c.heardBrokers())
 		if len(actions) == 0 {
@@ -733,6 +777,57 @@ func (c *Controller) maintain() {
 		}
 		cancel()
 	}
+}
+
+// quorumWatch is what watchQuorum said last.
+type quorumWatch struct {
+	// noControllerSince is when this node last found no controller
+	// after knowing one (zero while it knows one).
+	noControllerSince time.Time
+	// warned is how many voters the last warning said this node
+	// reaches; 0 when it has not warned.
+	warned int
+}
+
+// watchQuorum tells the operator, once, that this node has no controller
+// and how many voters it reaches, after an election timeout without one
+// (an election after a controller's loss takes about that long and says
+// nothing); again only when that number changes; and, at INFO, when a
+// controller is back. A node that is stopping says nothing more: its
+// stop says why it cannot hand over.
+func (c *Controller) watchQuorum(w *quorumWatch, now time.Time) {
+	q := c.q
+	ss := q.driver.SoftState()
+	if ss.Controller != election.None {
+		if w.warned > 0 {
+			q.log.Info("metadata quorum: controller reachable again", "controller", int32(ss.Controller), "epoch", ss.Epoch)
+		}
+		*w = quorumWatch{}
+		return
+	}
+	if w.noControllerSince.IsZero() {
+		w.noControllerSince = now
+	}
+	timeout := time.Duration(q.cfg.Node.Election.ElectionTicks) * q.cfg.Tick
+	q.mu.Lock()
+	stopping := q.shuttingDown
+	q.mu.Unlock()
+	if now.Sub(w.noControllerSince) < timeout || stopping {
+		return
+	}
+	reached, voters := c.QuorumReach(timeout)
+	if reached > voters/2 {
+		// A majority is there: an election is under way, or just
+		// finished; nothing for the operator to mend.
+		return
+	}
+	if reached == w.warned {
+		return
+	}
+	w.warned = reached
+	q.log.Warn(fmt.Sprintf("metadata quorum: no controller; this node reaches %d of %d voters (itself included), a majority is %d: "+
+		"it serves no metadata changes until a majority of controller.quorum.voters is up and reachable", reached, voters, voters/2+1),
+		"reached", reached, "voters", voters, "epoch", ss.Epoch, "without_controller_for", now.Sub(w.noControllerSince).Round(time.Second).String())
 }
 
 // heardBrokers is what this node heard from each broker, on Liveness's

@@ -31,11 +31,16 @@ type quorumNode struct {
 	// QuorumConfig.CleanShutdown of the next start.
 	sessionTimeout time.Duration
 	cleanShutdown  bool
+	// logger, if set, gets the node's log (else it is discarded).
+	logger *slog.Logger
 }
 
 func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]string) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if n.logger != nil {
+		logger = n.logger
+	}
 	var ids []election.NodeID
 	var voterIDs []int32
 	for id := range voters {

@@ -26,7 +26,11 @@ func (c *Config) Dump(all bool) string {
 				continue
 			}
 			v := c.values[e.Name]
-			if !all && reflect.DeepEqual(v, c.defaults[e.Name]) {
+			// A node of several names itself even as node 1: loaded again,
+			// a file that lists voters but no node.id must be told which
+			// node it is (LoadNode).
+			keep := e.Name == "node.id" && len(c.Voters) > 1
+			if !all && !keep && reflect.DeepEqual(v, c.defaults[e.Name]) {
 				continue
 			}
 			if !wrote {
@@ -144,6 +148,21 @@ func ExampleFile() string {
 # Settings marked "NOT IN EFFECT YET" are accepted so that Kafka configs paste
 # cleanly, but wren ignores them for now: wren config check and the broker's
 # start-up log warn about each one set, and they cannot be altered at run time.
+#
+# One file for the whole cluster: the same file can be copied to every node.
+# A node finds its own entry of controller.quorum.voters by --node-id N (or
+# WREN_NODE_ID=N) given to wren serve, else by node.id in the file, else as
+# the voter whose host is an address of this host. Settings that differ
+# between nodes go in [node.N.SECTION] tables, which override the shared
+# settings on node N only; N must be a voter, and node.id and
+# controller.quorum.voters cannot differ between nodes. A node selected so
+# whose file gives no listeners listens for clients on port 9092 and for
+# peers at its voter entry's port. wren config check, config dump, storage
+# check and storage repair take --node-id and WREN_NODE_ID as serve does.
+# For example, node 2's own data directory:
+#
+# [node.2.broker]
+# log.dirs = ["/var/lib/wren-node-2"]
 `)
 	for _, s := range sections {
 		fmt.Fprintf(&b, "\n[%s]\n", s.Name)

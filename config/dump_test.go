@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -76,6 +77,14 @@ func TestExampleFile(t *testing.T) {
 	}
 	if string(got) != want {
 		t.Fatalf("config.example.toml is out of date with the registry: run go test ./config -run TestExampleFile -update")
+	}
+
+	// One file for the whole cluster is documented, with its node
+	// tables and the flag that picks the node.
+	for _, s := range []string{"[node.2.broker]", "--node-id", "WREN_NODE_ID", "[node.N.SECTION]"} {
+		if !strings.Contains(want, s) {
+			t.Errorf("config.example.toml does not mention %s", s)
+		}
 	}
 
 	// Uncommenting every setting gives the defaults, and lists every key.

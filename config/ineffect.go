@@ -111,21 +111,32 @@ func CheckAlter(name string, target AlterTarget) error {
 	return nil
 }
 
-// Warning is a setting the file set that has no effect.
+// Warning is a setting the file set that has no effect (Reason says
+// why), or a valid setting that is unwise (Msg says why).
 type Warning struct {
 	File   string
 	Pos    Position
 	Key    string
 	Reason string
+	Msg    string
+}
+
+// Message is the warning without its place.
+func (w Warning) Message() string {
+	if w.Msg != "" {
+		return w.Msg
+	}
+	return fmt.Sprintf("%s is not in effect in wren yet (%s)", w.Key, w.Reason)
 }
 
 func (w Warning) String() string {
-	return fmt.Sprintf("%s:%d:%d: warning: %s is not in effect in wren yet (%s)", w.File, w.Pos.Line, w.Pos.Column, w.Key, w.Reason)
+	return fmt.Sprintf("%s:%d:%d: warning: %s", w.File, w.Pos.Line, w.Pos.Column, w.Message())
 }
 
 // Warnings lists, in file order, the settings the file set that wren does
-// not apply yet: `wren config check` prints them and `wren serve` logs
-// them at start.
+// not apply yet, and a voter count that tolerates no more failures than a
+// smaller one: `wren config check` prints them and `wren serve` logs them
+// at start.
 func (c *Config) Warnings() []Warning {
 	var out []Warning
 	for name, g := range c.given {
@@ -139,6 +150,9 @@ func (c *Config) Warnings() []Warning {
 			out = append(out, Warning{File: c.file, Pos: g.pos, Key: name, Reason: reason})
 		}
 	}
+	if w, ok := c.votersWarning(); ok {
+		out = append(out, w)
+	}
 	slices.SortFunc(out, func(a, b Warning) int {
 		if a.Pos.Line != b.Pos.Line {
 			return a.Pos.Line - b.Pos.Line
@@ -146,4 +160,26 @@ func (c *Config) Warnings() []Warning {
 		return a.Pos.Column - b.Pos.Column
 	})
 	return out
+}
+
+// votersWarning warns about a metadata quorum of two voters, or of any
+// even number: a majority of two is both, so either one down stops the
+// cluster (worse than one node alone), and 2n voters tolerate the n-1
+// failures that 2n-1 do. One voter is a single node, by design.
+func (c *Config) votersWarning() (Warning, bool) {
+	const key = "controller.quorum.voters"
+	n := len(c.Voters)
+	g, set := c.given[key]
+	if !set || n < 2 || n%2 == 1 {
+		return Warning{}, false
+	}
+	msg := fmt.Sprintf("%s lists %d voters: a majority is %d, so the cluster stops once %d of them are down",
+		key, n, n/2+1, n/2)
+	if n == 2 {
+		msg = fmt.Sprintf("%s lists 2 voters: a majority is 2, so the cluster stops when either one is down, "+
+			"which makes two voters less available than one; list three (or one)", key)
+	} else {
+		msg += fmt.Sprintf(", as with %d voters, which survive the same %d failure(s): list an odd number, at least three", n-1, n/2-1)
+	}
+	return Warning{File: c.file, Pos: g.pos, Key: key, Msg: msg}, true
 }

@@ -30,12 +30,32 @@ type Options struct {
 	// IsLocal reports whether host (a voter's) names an address of this
 	// host; nil: the host's network interfaces.
 	IsLocal func(host string) bool
-	// Serve is set when the config is for running a node (`wren serve`),
-	// which must know which voter it is: a shared file in which no voter,
-	// or several, are at a local address is then refused. Without it
-	// (config check, dump) such a file keeps the default node.id, as a
-	// per-node file would.
+	// Serve is set when the config is for one node's work (`wren serve`,
+	// `config dump`, `storage check` and `storage repair`, all through
+	// LoadNode), which must know which voter it is: a shared file in
+	// which no voter, or several, are at a local address is then refused.
+	// Without it (config check) such a file keeps the default node.id, as
+	// a per-node file would.
 	Serve bool
+}
+
+// LoadNode is the config of this node, found as `wren serve` finds it:
+// path names the file ("" means the built-in single-node defaults), and
+// nodeID (NoNode when not given) is --node-id or WREN_NODE_ID, which
+// selects the node's entry of controller.quorum.voters and applies its
+// [node.N.*] tables; without it a file shared by the cluster is matched
+// by this host's addresses, and refused when none or several match. Every
+// command that acts on one node's data or settings loads it here, so none
+// of them works on another node's directory by mistake.
+func LoadNode(path string, nodeID int32) (*Config, error) {
+	if path == "" {
+		c := Default()
+		if nodeID != NoNode && nodeID != c.NodeID {
+			return nil, fmt.Errorf("config: node id %d needs a config file that lists it in controller.quorum.voters", nodeID)
+		}
+		return c, nil
+	}
+	return LoadWith(path, Options{NodeID: nodeID, Serve: true})
 }
 
 // NoNode is Options.NodeID when no id is given.
@@ -79,9 +99,16 @@ func (l *loader) selectNode(o Options) {
 			}
 		}
 	}
+	ids := make([]int32, len(voters))
+	for i, v := range voters {
+		ids[i] = v.ID
+	}
 	for id, pos := range l.nodeTables {
-		if !slices.ContainsFunc(voters, func(v Voter) bool { return v.ID == id }) {
-			l.errorf(pos, "", "table [node.%d.*]: node %d is not in %s", id, id, votersKey)
+		if !slices.Contains(ids, id) {
+			// Settings for a node that is not a voter would never apply:
+			// a typo in the id, or a voter removed from the list.
+			l.errorf(pos, votersKey, "table [node.%d.*]: node %d is not a voter (%s lists node ids %s); "+
+				"a node's own settings go in [node.N.SECTION] for one of them", id, id, votersKey, joinIDs(ids))
 		}
 	}
 	id := o.NodeID

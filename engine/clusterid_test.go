@@ -63,3 +63,43 @@ func TestNewDirectoryClusterID(t *testing.T) {
 		t.Fatal("a single node's new directory has no cluster id")
 	}
 }
+
+// Node 1 pointed at node 2's data directory (two nodes' log.dirs mixed
+// up in a shared config file) is told whose directory it is, not that it
+// belongs to another cluster, and the directory is left as it was.
+func TestOtherNodesDataDir(t *testing.T) {
+	const dir = "/var/lib/wren"
+	const clusterID = "Y2x1c3Rlci1vbmUAAAAAAA"
+	for _, tc := range []struct {
+		name       string
+		configured string // this node's configured cluster.id
+		want       string
+	}{
+		{"cluster.id configured", clusterID, "belongs to node 2 of this cluster (" + clusterID + "), not node 1"},
+		{"cluster.id learnt", "", "belongs to node 2 of cluster " + clusterID + ", not node 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			m, err := OpenManager(mem, dir, ManagerConfig{NodeID: 2, ClusterID: clusterID, Defaults: DefaultOptions()})
+			mustNotErr(t, err)
+			mustNotErr(t, m.Close())
+			before, err := vfs.ReadFile(mem, dir+"/"+MetaPropertiesFile)
+			mustNotErr(t, err)
+
+			_, err = OpenManager(mem, dir, ManagerConfig{NodeID: 1, ClusterID: tc.configured, Defaults: DefaultOptions()})
+			if !errors.Is(err, ErrNodeIDMismatch) || errors.Is(err, ErrClusterIDMismatch) {
+				t.Fatalf("node 1 on node 2's directory: %v, want ErrNodeIDMismatch only", err)
+			}
+			for _, want := range []string{"data directory " + dir + " " + tc.want, "node.id=2", "log.dirs of its own"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			after, err := vfs.ReadFile(mem, dir+"/"+MetaPropertiesFile)
+			mustNotErr(t, err)
+			if string(before) != string(after) {
+				t.Fatalf("meta.properties changed by a refused start:\n%s\n->\n%s", before, after)
+			}
+		})
+	}
+}

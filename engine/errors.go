@@ -26,4 +26,7 @@ var (
 	ErrInvalidTopicPartition = errors.New("engine: invalid topic partition")
 	// ErrClusterIDMismatch: meta.properties names another cluster.
 	ErrClusterIDMismatch = errors.New("engine: data directory belongs to another cluster")
+	// ErrNodeIDMismatch: meta.properties names another node (of the
+	// same cluster, or of one this node cannot know yet).
+	ErrNodeIDMismatch = errors.New("engine: data directory belongs to another node")
 )

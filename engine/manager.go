@@ -277,9 +277,27 @@ func (m *Manager) loadMeta() (MetaProperties, error) {
 		return MetaProperties{}, fmt.Errorf("%w: %s has cluster.id %s, this node is configured for %s", ErrClusterIDMismatch, path, meta.ClusterID, m.cfg.ClusterID)
 	}
 	if meta.NodeID != m.cfg.NodeID {
-		return MetaProperties{}, fmt.Errorf("%w: %s has node.id %d, this node is %d", ErrClusterIDMismatch, path, meta.NodeID, m.cfg.NodeID)
+		return MetaProperties{}, nodeMismatchError(m.dir, path, meta, m.cfg)
 	}
 	return meta, nil
+}
+
+// nodeMismatchError names whose directory dir is: each node needs a data
+// directory of its own, and one node's records are not another's.
+func nodeMismatchError(dir, path string, meta MetaProperties, cfg ManagerConfig) error {
+	cluster := "this cluster (" + meta.ClusterID + ")"
+	switch {
+	case meta.ClusterID == "":
+		cluster = "a cluster whose id it had not learnt yet"
+	case cfg.ClusterID == "":
+		// The cluster id is learnt from the metadata log, which lives
+		// in this directory: the node cannot tell yet whether it is
+		// its own cluster's.
+		cluster = "cluster " + meta.ClusterID
+	}
+	return fmt.Errorf("%w: data directory %s belongs to node %d of %s, not node %d (%s has node.id=%d); "+
+		"give node %d a log.dirs of its own (a [node.%d.broker] table in a shared config file), or start this process as node %d",
+		ErrNodeIDMismatch, dir, meta.NodeID, cluster, cfg.NodeID, path, meta.NodeID, cfg.NodeID, cfg.NodeID, meta.NodeID)
 }
 
 // newDirectoryID is a random Kafka Uuid in its base64 form.

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -384,7 +385,7 @@ func (fm *fetcherManager) truncate(conn LeaderConn, parts []*followed) error {
 			}
 			st := truncationStep(fl.p.log.LeaderEpochs(), fl.p.log.LogEndOffset(), a.LeaderEpoch, a.EndOffset)
 			if err := fl.p.truncateAsFollower(fl.epoch, st.TruncateTo); err != nil {
-				fm.logger.Error("follower truncation failed", "partition", fl.p.tp.String(), "offset", st.TruncateTo, "err", err)
+				fm.logger.Log(context.Background(), followerErrorLevel(err), "follower truncation failed", "partition", fl.p.tp.String(), "offset", st.TruncateTo, "err", err)
 				fm.backoff(fl)
 				continue
 			}
@@ -469,7 +470,7 @@ func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTop
 		if fl.p.log.LogEndOffset() < rp.LogStartOffset {
 			// Behind the leader's log start: start over there.
 			if err := fl.p.truncateFullyAsFollower(fl.epoch, rp.LogStartOffset); err != nil {
-				fm.logger.Error("follower cannot restart its log at the leader's log start", "partition", fl.p.tp.String(), "err", err)
+				fm.logger.Log(context.Background(), followerErrorLevel(err), "follower cannot restart its log at the leader's log start", "partition", fl.p.tp.String(), "err", err)
 				fm.backoff(fl)
 			}
 			return
@@ -497,6 +498,17 @@ func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTop
 
 // errNotFollowing: the replica's leadership moved on since the fetch.
 var errNotFollowing = errors.New("replication: replica no longer follows at this epoch")
+
+// followerErrorLevel is how loud a follower's failed truncation is: a
+// replica whose leadership moved on meanwhile, or whose log closed under
+// it (the node stopping, the partition deleted), failed nothing that
+// needs an operator: DEBUG. Anything else is a disk problem: ERROR.
+func followerErrorLevel(err error) slog.Level {
+	if errors.Is(err, errNotFollowing) || errors.Is(err, engine.ErrClosed) {
+		return slog.LevelDebug
+	}
+	return slog.LevelError
+}
 
 // appendAsFollower appends records fetched from the leader at epoch,
 // unless this replica's leadership moved meanwhile. Under flush policy

@@ -72,6 +72,11 @@
 //     A handshake from ProbeNodeID (-1) is a tool asking what the address
 //     is (Probe, probe.go): it is answered with the node's id and closed,
 //     and logged at DEBUG only.
+//     A handshake from the receiver's own id is an identity check
+//     (identity.go): accepted when it is the receiver's own (a nonce in
+//     the client id), else refused with DUPLICATE_BROKER_REGISTRATION
+//     (101) and an ERROR on the receiver, and the process that sent it
+//     stops: a node id belongs to one process.
 //   - 32001 Message (v0): one metalog message, one-way (no response, as a
 //     Produce with acks=0). Layout in wire.go.
 //   - 32002 App (v0): a body the transport does not read, one-way, for

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wren-broker/wren/cluster/metalog"
@@ -57,6 +58,14 @@ type TCPConfig struct {
 	// BackoffMin and BackoffMax bound the wait between reconnects, which
 	// doubles from min to max with jitter; 0 means 50 ms and 2 s.
 	BackoffMin, BackoffMax time.Duration
+	// IdentityCheckInterval is how often the transport dials its own
+	// entry of the voters to find another process claiming its id
+	// (identity.go); 0 means 10 s.
+	IdentityCheckInterval time.Duration
+	// OnDuplicate is told, once, that another process holds this node's
+	// id, found after the start (NewTCPTransport refuses to start when it
+	// is found then). The node must stop. Nil: it is only logged.
+	OnDuplicate func(err error)
 }
 
 // TCPTransport connects the voters over their CONTROLLER listeners, with
@@ -76,13 +85,20 @@ type TCPTransport struct {
 	mu       sync.Mutex
 	accepted map[election.NodeID]net.Conn // one per peer: a new one replaces the old
 	conns    map[net.Conn]bool
-	traffic  trafficCounters
+	// identityClientID is the client id of this transport's identity
+	// checks (identity.go): a handshake from this node's own id with it
+	// is this process, not an intruder.
+	identityClientID string
+	traffic          trafficCounters
 }
 
 type peer struct {
 	id    election.NodeID
 	addr  string
 	queue chan outFrame
+	// up: the connection to it passed the handshake and has not failed
+	// since.
+	up atomic.Bool
 }
 
 // outFrame is a metalog message or, with app set, an APIKeyApp body.
@@ -112,6 +128,9 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 	if cfg.BackoffMax <= 0 {
 		cfg.BackoffMax = 2 * time.Second
 	}
+	if cfg.IdentityCheckInterval <= 0 {
+		cfg.IdentityCheckInterval = 10 * time.Second
+	}
 	if cfg.ClusterID == nil {
 		cfg.ClusterID = func() string { return "" }
 	}
@@ -120,18 +139,30 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 	}
 	t := &TCPTransport{cfg: cfg, log: cfg.Logger, hash: PeerSetHash(cfg.Voters),
 		inbox: make(chan metalog.Message, InboxCapacity), peers: map[election.NodeID]*peer{},
-		stop: make(chan struct{}), accepted: map[election.NodeID]net.Conn{}, conns: map[net.Conn]bool{}}
+		stop: make(chan struct{}), accepted: map[election.NodeID]net.Conn{}, conns: map[net.Conn]bool{},
+		identityClientID: newIdentityClientID(int32(cfg.ID))}
 	for id, addr := range cfg.Voters {
-		if id == cfg.ID {
-			continue
+		if id != cfg.ID {
+			t.peers[id] = &peer{id: id, addr: addr, queue: make(chan outFrame, cfg.QueueMessages)}
 		}
-		p := &peer{id: id, addr: addr, queue: make(chan outFrame, cfg.QueueMessages)}
-		t.peers[id] = p
+	}
+	t.wg.Add(1)
+	go t.acceptLoop()
+	// Before any peer hears from this process under its id: a second
+	// process with a running node's id must not even handshake with the
+	// others (each accepted handshake replaces the real node's
+	// connection).
+	if err := t.checkIdentity(); err != nil {
+		t.log.Error("metadata quorum: another process holds this node's id; not starting", "node", cfg.ID, "err", err)
+		t.Close()
+		return nil, err
+	}
+	for _, p := range t.peers {
 		t.wg.Add(1)
 		go t.sendLoop(p)
 	}
 	t.wg.Add(1)
-	go t.acceptLoop()
+	go t.identityLoop()
 	return t, nil
 }
 
@@ -158,6 +189,15 @@ func (t *TCPTransport) SendApp(to election.NodeID, body []byte) {
 	case p.queue <- outFrame{app: body}:
 	default:
 	}
+}
+
+// Connected reports whether this node's connection to peer id is up: it
+// passed the handshake and has not failed since. A peer that stops, or
+// refuses this node, is not connected from the moment its connection
+// drops, well before a timeout would say so.
+func (t *TCPTransport) Connected(id election.NodeID) bool {
+	p := t.peers[id]
+	return p != nil && p.up.Load()
 }
 
 // Receive is where messages from peers arrive.
@@ -221,7 +261,8 @@ func (t *TCPTransport) sendLoop(p *peer) {
 	backoff := t.cfg.BackoffMin
 	var lastErr string
 	for !t.stopped() {
-		err := t.serveOutgoing(p, func() { backoff = t.cfg.BackoffMin })
+		err := t.serveOutgoing(p, func() { backoff = t.cfg.BackoffMin; p.up.Store(true) })
+		p.up.Store(false)
 		if t.stopped() {
 			return
 		}
@@ -398,10 +439,14 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 	if err != nil {
 		return err
 	}
-	t.traffic.count(false, TrafficHandshake, 4+len(frame))
 	h, body, err := parseRequestHeader(frame)
 	if err != nil {
 		return err
+	}
+	if !t.isSelfDial(h.ClientID) {
+		// This process's own identity checks are not traffic between
+		// peers.
+		t.traffic.count(false, TrafficHandshake, 4+len(frame))
 	}
 	replica := h.Key == APIKeyReplicaHandshake
 	if h.Key != APIKeyHandshake && !replica {
@@ -422,6 +467,9 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 		}
 		t.traffic.count(true, TrafficHandshake, len(resp))
 		return errProbe
+	}
+	if theirs.From == t.cfg.ID {
+		return t.answerSelf(c, h, ours)
 	}
 	reason := t.mismatch(ours, theirs)
 	switch {

@@ -73,6 +73,9 @@ type Handshake struct {
 const (
 	errInconsistentClusterID int16 = 104
 	errInconsistentVoterSet  int16 = 94
+	// errDuplicateNodeID is Kafka's DUPLICATE_BROKER_REGISTRATION: the
+	// dialer claims the id of the node it dialed (identity.go).
+	errDuplicateNodeID int16 = 101
 )
 
 type encoder struct{ b []byte }
