@@ -335,6 +335,7 @@ func (b *Broker) groupsComponent(w *wiring) component {
 // anything the handlers use closes.
 func (b *Broker) kafkaListenerComponent(w *wiring) component {
 	var serve *task
+	var producerIDs *cluster.ProducerIDManager
 	return component{name: "kafka listener",
 		start: func() error {
 			cfg, logger := b.cfg, b.logger
@@ -354,15 +355,20 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 				Logger:       logger,
 				Observer:     b.ops.metrics,
 			}, cfg)
+			// Producer ids come from a block this node holds, asked for now
+			// and again before it runs out, so InitProducerId does not wait
+			// on the controller (nor fail while it is being elected).
+			producerIDs = cluster.NewProducerIDManager(b.controller, cluster.ProducerIDManagerConfig{Broker: cfg.NodeID, Logger: logger})
 			if err == nil {
 				b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Metadata: b.controller, Controller: b.controller,
 					Partitions: kafkaPartitions{b.replicas}, Host: host, Port: port,
-					ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID), Groups: kafkaGroupCoordinator(b.groups)})
+					ProducerIDs: producerIDs, Groups: kafkaGroupCoordinator(b.groups)})
 			}
 			if err == nil {
 				err = b.controller.Subscribe(func(_, im *cluster.Image) { applyConnectionLimits(cfg, b.server, im, logger) })
 			}
 			if err != nil {
+				producerIDs.Close()
 				ln.Close()
 				return err
 			}
@@ -379,6 +385,7 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 		close: func() error {
 			err := b.server.Close()
 			serve.stop()
+			producerIDs.Close()
 			return err
 		},
 	}
