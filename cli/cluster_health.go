@@ -42,8 +42,10 @@ func clusterHealthCommand(env Env) *ucli.Command {
 				return err
 			}
 			defer cl.Close()
+			// A watch runs until interrupted: --timeout bounds each look.
+			look := commandStart(c.Context)
 			for {
-				ctx, cancel := withTimeout(c)
+				ctx, cancel := timeoutFrom(c, look)
 				h, err := clusterHealth(ctx, adm, cl)
 				cancel()
 				if err != nil {
@@ -63,6 +65,7 @@ func clusterHealthCommand(env Env) *ucli.Command {
 					return nil
 				case <-time.After(healthWatchInterval):
 				}
+				look = time.Now()
 			}
 		},
 	}
