@@ -183,11 +183,28 @@ func TestNewProducerAfterControllerKill(t *testing.T) {
 		}
 		pair := fmt.Sprintf("pair-%d", trial)
 		createAssigned(ctx, t, admin, pair, [][]int32{{int32(survivors[0].id), int32(survivors[1].id)}}, nil)
-		md = pc.waitFor("topic "+pair+" led", survivors[0], 30*time.Second, func(md *kmsg.MetadataResponse) bool {
-			tp := topicOf(md, pair)
-			return tp != nil && len(tp.Partitions) == 1 && tp.Partitions[0].Leader >= 0 && len(tp.Partitions[0].ISR) == 2 &&
-				stableISRs(md, "pids")
-		})
+		for _, n := range survivors {
+			md = pc.waitFor("topic "+pair+" led", n, 30*time.Second, func(md *kmsg.MetadataResponse) bool {
+				tp := topicOf(md, pair)
+				return tp != nil && len(tp.Partitions) == 1 && tp.Partitions[0].Leader >= 0 && len(tp.Partitions[0].ISR) == 2 &&
+					stableISRs(md, "pids")
+			})
+		}
+		// Its follower replicates before the kill: an acks=all write
+		// (not idempotent: it takes no producer id) is acknowledged. A
+		// follower that had not yet applied the new topic would learn of
+		// it only from the next controller, and the figure would measure
+		// that.
+		warm, err := kgo.NewClient(kgo.SeedBrokers(survivors[0].addr), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = warm.ProduceSync(ctx, &kgo.Record{Topic: pair, Partition: 0, Value: []byte("warm")}).FirstErr()
+		warm.Close()
+		if err != nil {
+			t.Fatalf("trial %d: acks=all write to %s before the kill: %v", trial, pair, err)
+		}
 		rf3 := int32(-1)
 		for _, p := range topicOf(md, "pids").Partitions {
 			if p.Leader != ctrl {
