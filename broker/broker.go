@@ -36,8 +36,11 @@ type Broker struct {
 	replicas   *replication.Manager
 	groups     *coordinator.Driver
 	server     *kafka.Server
-	listener   net.Listener
-	ops        *opsState
+	// producerIDs hands out idempotent producers' ids from the blocks
+	// this node holds.
+	producerIDs *cluster.ProducerIDManager
+	listener    net.Listener
+	ops         *opsState
 
 	// components are the parts above in start order; Close closes them
 	// in reverse.
@@ -335,7 +338,6 @@ func (b *Broker) groupsComponent(w *wiring) component {
 // anything the handlers use closes.
 func (b *Broker) kafkaListenerComponent(w *wiring) component {
 	var serve *task
-	var producerIDs *cluster.ProducerIDManager
 	return component{name: "kafka listener",
 		start: func() error {
 			cfg, logger := b.cfg, b.logger
@@ -358,17 +360,17 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 			// Producer ids come from a block this node holds, asked for now
 			// and again before it runs out, so InitProducerId does not wait
 			// on the controller (nor fail while it is being elected).
-			producerIDs = cluster.NewProducerIDManager(b.controller, cluster.ProducerIDManagerConfig{Broker: cfg.NodeID, Logger: logger})
+			b.producerIDs = cluster.NewProducerIDManager(b.controller, cluster.ProducerIDManagerConfig{Broker: cfg.NodeID, Logger: logger})
 			if err == nil {
 				b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Metadata: b.controller, Controller: b.controller,
 					Partitions: kafkaPartitions{b.replicas}, Host: host, Port: port,
-					ProducerIDs: producerIDs, Groups: kafkaGroupCoordinator(b.groups)})
+					ProducerIDs: b.producerIDs, Groups: kafkaGroupCoordinator(b.groups)})
 			}
 			if err == nil {
 				err = b.controller.Subscribe(func(_, im *cluster.Image) { applyConnectionLimits(cfg, b.server, im, logger) })
 			}
 			if err != nil {
-				producerIDs.Close()
+				b.producerIDs.Close()
 				ln.Close()
 				return err
 			}
@@ -385,7 +387,7 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 		close: func() error {
 			err := b.server.Close()
 			serve.stop()
-			producerIDs.Close()
+			b.producerIDs.Close()
 			return err
 		},
 	}

@@ -64,6 +64,8 @@ func (s *opsState) serving(b *Broker) {
 		Quorum:      b.controller.QuorumStats,
 		Version:     build.Version,
 		Commit:      build.Commit,
+
+		ProducerIDsAvailable: b.producerIDs.Available,
 	})
 	s.broker.Store(b)
 	s.phase.Store(phaseServing)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +98,23 @@ func initProducerIDFrom(ctx context.Context, addr string) (time.Time, int64, err
 	}
 }
 
+// waitFirstBlock waits until node n's log says that its start number
+// starts (counting from 1) holds its first block of producer ids.
+func waitFirstBlock(t *testing.T, n *clusterNode, starts int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		b, _ := os.ReadFile(n.logf)
+		if strings.Count(string(b), `msg="producer ids: first block reserved"`) >= starts {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d (start %d) holds no block of producer ids after %v", n.id, starts, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // stableISRs reports whether every partition of topic has a leader and
 // all three replicas in its ISR.
 func stableISRs(md *kmsg.MetadataResponse, topic string) bool {
@@ -162,6 +180,7 @@ func TestNewProducerAfterControllerKill(t *testing.T) {
 	createTopicRetrying(ctx, t, admin, "pids", 6, 3)
 
 	var initID, pairAck, rf3Ack []time.Duration
+	starts := map[int]int{1: 1, 2: 1, 3: 1}
 	ids := map[int64]string{}
 	restarted := time.Time{}
 	for trial := 1; trial <= trials; trial++ {
@@ -216,6 +235,9 @@ func TestNewProducerAfterControllerKill(t *testing.T) {
 			t.Fatalf("trial %d: every partition of pids led by controller %d: %s", trial, ctrl, describeMetadata(md))
 		}
 
+		for _, n := range survivors {
+			waitFirstBlock(t, n, starts[n.id], 30*time.Second)
+		}
 		old.kill()
 		killed := time.Now()
 		type result struct {
@@ -264,6 +286,7 @@ func TestNewProducerAfterControllerKill(t *testing.T) {
 		initID = append(initID, initTook)
 		t.Logf("trial %d: SIGKILL of controller %d%s", trial, old.id, line)
 		old.start(t, pc.bin)
+		starts[old.id]++
 		restarted = time.Now()
 	}
 	t.Logf("SIGKILL of the controller over %d trials, kill to: InitProducerId answered by both survivors %s; "+
@@ -314,6 +337,9 @@ func TestNewProducerWithoutQuorum(t *testing.T) {
 		tp := topicOf(md, "solo")
 		return tp != nil && len(tp.Partitions) == 1 && tp.Partitions[0].Leader == int32(live.id)
 	})
+	// It holds its block before the quorum goes: a broker that never got
+	// one has no ids to give without a controller.
+	waitFirstBlock(t, live, 1, 30*time.Second)
 	for _, n := range pc.nodes {
 		if n != live {
 			n.kill()

@@ -27,7 +27,10 @@ type ProducerIDManagerConfig struct {
 	Broker int32
 	// RequestTimeout bounds one request for a block; a request that gets
 	// no answer by then is given up (the block it may have reserved is
-	// never used) and asked again after RetryBackoff.
+	// never used) and asked again after RetryBackoff. A commit takes
+	// milliseconds; the bound is short because an answer lost with a
+	// connection to a new controller would otherwise keep a starting
+	// broker without ids for the whole of it.
 	RequestTimeout time.Duration
 	// RetryBackoff is the first pause after a failed request; it doubles
 	// up to MaxRetryBackoff while the controller stays away.
@@ -40,7 +43,7 @@ type ProducerIDManagerConfig struct {
 }
 
 const (
-	defaultProducerIDRequestTimeout = 5 * time.Second
+	defaultProducerIDRequestTimeout = 2 * time.Second
 	defaultProducerIDRetryBackoff   = 100 * time.Millisecond
 	defaultProducerIDMaxBackoff     = time.Second
 	defaultProducerIDBlockWait      = time.Second
@@ -91,6 +94,8 @@ type ProducerIDManager struct {
 	// returns while it waits.
 	lastErr error
 	closed  bool
+	// hadBlock is set once the first block arrived.
+	hadBlock bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -218,10 +223,20 @@ func (m *ProducerIDManager) fetch() {
 			err = m.accept(first)
 		}
 		if err == nil {
-			if attempt > 1 {
-				m.log.Info("producer ids: block reserved after retries", "broker", m.cfg.Broker, "first", first, "attempts", attempt)
-			} else {
-				m.log.Debug("producer ids: block reserved", "broker", m.cfg.Broker, "first", first)
+			m.mu.Lock()
+			firstBlock := !m.hadBlock
+			m.hadBlock = true
+			m.mu.Unlock()
+			// The first block is worth a line: from then on this broker
+			// gives producer ids without the controller.
+			args := []any{"broker", m.cfg.Broker, "first", first, "size", ProducerIDBlockSize, "attempts", attempt}
+			switch {
+			case firstBlock:
+				m.log.Info("producer ids: first block reserved", args...)
+			case attempt > 1:
+				m.log.Info("producer ids: block reserved after retries", args...)
+			default:
+				m.log.Debug("producer ids: block reserved", args...)
 			}
 			return
 		}
@@ -273,6 +288,19 @@ func (m *ProducerIDManager) accept(first int64) error {
 	// which a fresh block is not.
 	m.maybeFetchLocked()
 	return nil
+}
+
+// Available is how many producer ids this broker holds and can hand out
+// without the controller: what is left of the current block and the
+// prefetched one.
+func (m *ProducerIDManager) Available() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.end - m.next
+	if m.prefetched >= 0 {
+		n += ProducerIDBlockSize
+	}
+	return n
 }
 
 // Close stops asking for blocks; Next fails from then on.

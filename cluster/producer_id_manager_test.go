@@ -109,10 +109,16 @@ func TestProducerIDManagerPrefetch(t *testing.T) {
 	if n := src.callCount(); n != 1 {
 		t.Fatalf("%d requests for a block with 899 of 1000 ids used, want 1 (the first block)", n)
 	}
+	if n := m.Available(); n != 101 {
+		t.Fatalf("%d ids available with 899 of one block used, want 101", n)
+	}
 	takeIDs(t, m, 1, seen, &last)
 	pollUntil(t, "the next block, asked for at 90% used", 5*time.Second, m.hasPrefetched)
 	if n := src.callCount(); n != 2 {
 		t.Fatalf("%d requests for a block, want 2", n)
+	}
+	if n := m.Available(); n != 100+ProducerIDBlockSize {
+		t.Fatalf("%d ids available, want the 100 left and the prefetched block", n)
 	}
 	// The controller goes away: the 100 ids left and the whole
 	// prefetched block still come from memory.
