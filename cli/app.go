@@ -231,7 +231,7 @@ func bootstrapFlag() ucli.Flag {
 func timeoutFlag() ucli.Flag {
 	return &ucli.DurationFlag{Name: "timeout", Value: defaultTimeout,
 		Usage: "give up on the broker after this long, counted from the start of the command " +
-			"(produce: also from each line read; cluster health --watch: from each look)"}
+			"(produce: also from each line read; perf produce: from the last acknowledgement; cluster health --watch: from each look)"}
 }
 
 type outputFormat int

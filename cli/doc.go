@@ -56,7 +56,9 @@
 // was read (kgo's delivery timeout alone does not end a wait for a
 // producer id); time spent waiting for input with every record
 // acknowledged does not count, so input that is there at the start is
-// done within --timeout and a producer fed by hand keeps running. cluster
+// done within --timeout and a producer fed by hand keeps running. perf
+// produce, which runs for --num-records or --duration, gives up once
+// records have waited --timeout with no acknowledgement coming. cluster
 // health --watch bounds each look. produce and consume check that their
 // topics exist first (kgo never auto-creates a topic, and would otherwise
 // retry a missing one for a minute or wait forever).

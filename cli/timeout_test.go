@@ -14,12 +14,11 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
-// TestProduceTimeoutBoundsCommand: a broker that holds InitProducerId for
-// 5 s and then answers REQUEST_TIMED_OUT (a broker whose controller was
-// just killed, as wren's did) must not keep `produce --timeout 1s`
-// running past its timeout: the metadata check and the delivery share
-// the one second, and the command fails saying so.
-func TestProduceTimeoutBoundsCommand(t *testing.T) {
+// heldProducerIDBroker is a kfake cluster, with topic made, that holds
+// every InitProducerId for 5 s and then answers REQUEST_TIMED_OUT (a
+// broker whose controller was just killed, as wren's did).
+func heldProducerIDBroker(t *testing.T) (bootstrap, topic string) {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +29,7 @@ func TestProduceTimeoutBoundsCommand(t *testing.T) {
 		c.Close()
 	})
 	b := strings.Join(c.ListenAddrs(), ",")
-	topic := uniqueTopic(t)
+	topic = uniqueTopic(t)
 	mustRun(t, "", "topic", "create", topic, "-p", "1", "-r", "1", "-b", b)
 	c.ControlKey(int16(kmsg.InitProducerID), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
@@ -45,21 +44,48 @@ func TestProduceTimeoutBoundsCommand(t *testing.T) {
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 		return resp, nil, true
 	})
-	start := time.Now()
-	r := run(t, "one\ntwo\n", "produce", topic, "--timeout", "1s", "-b", b)
-	took := time.Since(start)
-	if r.code == 0 {
-		t.Fatalf("produce exited 0 with no producer id to be had; stderr:\n%s", r.stderr)
+	return b, topic
+}
+
+// TestProduceTimeoutBoundsCommand: a broker that holds the producer id
+// must not keep `produce --timeout 1s` (or `perf produce`) running past
+// its timeout: the metadata check and the delivery share the one second,
+// and the command fails saying so.
+func TestProduceTimeoutBoundsCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"produce", "one\ntwo\n", []string{"produce", "TOPIC"}, "within --timeout 1s for 2 records"},
+		{"perf produce", "", []string{"perf", "produce", "--topic", "TOPIC", "--num-records", "5"}, "within --timeout 1s; 5 of 5 records not acknowledged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, topic := heldProducerIDBroker(t)
+			args := append([]string{}, tc.args...)
+			for i, a := range args {
+				if a == "TOPIC" {
+					args[i] = topic
+				}
+			}
+			start := time.Now()
+			r := run(t, tc.stdin, append(args, "--timeout", "1s", "-b", b)...)
+			took := time.Since(start)
+			if r.code == 0 {
+				t.Fatalf("exited 0 with no producer id to be had; stderr:\n%s", r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr does not say %q:\n%s", tc.want, r.stderr)
+			}
+			// One second and a margin for a loaded machine; the broker
+			// held the producer id for five.
+			if took > 3*time.Second {
+				t.Fatalf("%s --timeout 1s ran %v", tc.name, took)
+			}
+			t.Logf("%s --timeout 1s ended after %v: %s", tc.name, took.Round(time.Millisecond), strings.TrimSpace(r.stderr))
+		})
 	}
-	if !strings.Contains(r.stderr, "within --timeout 1s for 2 records") {
-		t.Errorf("stderr does not name the timeout and the records:\n%s", r.stderr)
-	}
-	// One second and a margin for a loaded machine; the broker held the
-	// producer id for five.
-	if took > 3*time.Second {
-		t.Fatalf("produce --timeout 1s ran %v", took)
-	}
-	t.Logf("produce --timeout 1s ended after %v: %s", took.Round(time.Millisecond), strings.TrimSpace(r.stderr))
 }
 
 // TestWithTimeoutSharesCommandDeadline: every context withTimeout derives
