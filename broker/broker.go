@@ -36,8 +36,11 @@ type Broker struct {
 	replicas   *replication.Manager
 	groups     *coordinator.Driver
 	server     *kafka.Server
-	listener   net.Listener
-	ops        *opsState
+	// producerIDs hands out idempotent producers' ids from the blocks
+	// this node holds.
+	producerIDs *cluster.ProducerIDManager
+	listener    net.Listener
+	ops         *opsState
 	// logDirCtrl is the controller once open, for the log dir's events
 	// (logDirChanged), which start before it.
 	logDirCtrl atomic.Pointer[cluster.Controller]
@@ -366,16 +369,21 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 				Logger:       logger,
 				Observer:     b.ops.metrics,
 			}, cfg)
+			// Producer ids come from a block this node holds, asked for now
+			// and again before it runs out, so InitProducerId does not wait
+			// on the controller (nor fail while it is being elected).
+			b.producerIDs = cluster.NewProducerIDManager(b.controller, cluster.ProducerIDManagerConfig{Broker: cfg.NodeID, Logger: logger})
 			if err == nil {
 				b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Metadata: b.controller, Controller: b.controller,
 					Partitions: kafkaPartitions{b.replicas}, Host: host, Port: port,
-					ProducerIDs: cluster.NewProducerIDManager(b.controller, cfg.NodeID), Groups: kafkaGroupCoordinator(b.groups),
+					ProducerIDs: b.producerIDs, Groups: kafkaGroupCoordinator(b.groups),
 					Health: b.ops.health})
 			}
 			if err == nil {
 				err = b.controller.Subscribe(func(_, im *cluster.Image) { applyConnectionLimits(cfg, b.server, im, logger) })
 			}
 			if err != nil {
+				b.producerIDs.Close()
 				ln.Close()
 				return err
 			}
@@ -392,6 +400,7 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 		close: func() error {
 			err := b.server.Close()
 			serve.stop()
+			b.producerIDs.Close()
 			return err
 		},
 	}

@@ -70,6 +70,8 @@ func (s *opsState) serving(b *Broker) {
 		Quorum:      b.controller.QuorumStats,
 		Version:     build.Version,
 		Commit:      build.Commit,
+
+		ProducerIDsAvailable: b.producerIDs.Available,
 	})
 	b.controller.SetNodeFacts(func() []byte {
 		body, _ := json.Marshal(b.nodeFacts())

@@ -60,8 +60,10 @@ func clusterHealthCommand(env Env) *ucli.Command {
 				return err
 			}
 			defer cl.Close()
+			// A watch runs until interrupted: --timeout bounds each look.
+			look := commandStart(c.Context)
 			for {
-				ctx, cancel := withTimeout(c)
+				ctx, cancel := timeoutFrom(c, look)
 				h, err := clusterHealth(ctx, cl, perRequest)
 				cancel()
 				if err != nil && !watch {
@@ -87,6 +89,7 @@ func clusterHealthCommand(env Env) *ucli.Command {
 					return nil
 				case <-time.After(healthWatchInterval):
 				}
+				look = time.Now()
 			}
 		},
 	}

@@ -54,10 +54,20 @@
 // Input from outside is bounded: a produced line by --max-message-bytes, a
 // batch read by dump-log by --max-batch-bytes (and the file's size), index
 // files by maxIndexFileBytes, DescribeTopicPartitions paging by a page
-// count, perf's --record-size by maxPerfRecordBytes. Admin requests and
-// produce deliveries give up after --timeout, and produce and consume check
-// that their topics exist first (kgo never auto-creates a topic, and would
-// otherwise retry a missing one for a minute or wait forever).
+// count, perf's --record-size by maxPerfRecordBytes. --timeout bounds a
+// command, not each request: every request of it shares one deadline,
+// --timeout after the command began (withTimeout), so an admin command or
+// consume's checks end within it however many requests they make.
+// produce also gives up once a record has waited --timeout since its line
+// was read (kgo's delivery timeout alone does not end a wait for a
+// producer id); time spent waiting for input with every record
+// acknowledged does not count, so input that is there at the start is
+// done within --timeout and a producer fed by hand keeps running. perf
+// produce, which runs for --num-records or --duration, gives up once
+// records have waited --timeout with no acknowledgement coming. cluster
+// health --watch bounds each look. produce and consume check that their
+// topics exist first (kgo never auto-creates a topic, and would otherwise
+// retry a missing one for a minute or wait forever).
 //
 // # Groups
 //

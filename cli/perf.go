@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -117,6 +118,7 @@ func perfProduceCommand(env Env) *ucli.Command {
 				topic: topic, records: records, duration: duration, throughput: c.Float64("throughput"),
 				payloads: newPayloads(size), interval: c.Duration("reporting-interval"),
 				out: env.Stdout, quiet: format == formatJSON,
+				timeout: c.Duration("timeout"), brokers: c.String("bootstrap-server"),
 			}
 			if records > 0 {
 				run.bar = newProgress(env.Stderr, records, "producing")
@@ -263,9 +265,43 @@ type perfProducer struct {
 	mu       sync.Mutex
 	failed   int64
 	firstErr error
+
+	// timeout is --timeout: the run gives up once records have waited
+	// that long with no acknowledgement coming (kgo's delivery timeout
+	// does not end a wait for a producer id). brokers names them then.
+	timeout time.Duration
+	brokers string
+	// waiting counts records sent and not yet acknowledged or failed;
+	// progressNs is when the last acknowledgement came, or when waiting
+	// last rose from 0 (UnixNano). Atomics: the send path takes no lock.
+	waiting    atomic.Int64
+	progressNs atomic.Int64
 }
 
-func (p *perfProducer) run(ctx context.Context, cl *kgo.Client, format outputFormat) error {
+// watch ends ctx with errNotAcknowledged once records have waited
+// p.timeout without an acknowledgement.
+func (p *perfProducer) watch(ctx context.Context, cancel context.CancelCauseFunc) {
+	t := time.NewTicker(min(max(p.timeout/20, time.Millisecond), 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if p.waiting.Load() > 0 && now.Sub(time.Unix(0, p.progressNs.Load())) >= p.timeout {
+				cancel(errNotAcknowledged)
+				return
+			}
+		}
+	}
+}
+
+func (p *perfProducer) run(parent context.Context, cl *kgo.Client, format outputFormat) error {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	if p.timeout > 0 {
+		go p.watch(ctx, cancel)
+	}
 	start := time.Now()
 	p.stats = newPerfStats(start)
 	stopTicker := p.reportPeriodically()
@@ -277,6 +313,9 @@ func (p *perfProducer) run(ctx context.Context, cl *kgo.Client, format outputFor
 		}
 		r := &kgo.Record{Topic: p.topic, Value: p.payloads.next(sent)}
 		sendStart := time.Now()
+		if p.waiting.Add(1) == 1 {
+			p.progressNs.Store(sendStart.UnixNano())
+		}
 		cl.Produce(ctx, r, func(r *kgo.Record, err error) { p.acknowledged(r, err, sendStart) })
 		sent++
 		if err := throttle.wait(ctx, sent); err != nil {
@@ -294,6 +333,10 @@ func (p *perfProducer) run(ctx context.Context, cl *kgo.Client, format outputFor
 	} else {
 		fmt.Fprint(p.out, total.line())
 	}
+	if errors.Is(context.Cause(ctx), errNotAcknowledged) {
+		return fmt.Errorf("%w: no acknowledgement from the broker at %s within --timeout %s; %d of %d records not acknowledged: %w",
+			ErrProduce, p.brokers, p.timeout, sent-total.Records, sent, context.DeadlineExceeded)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
@@ -309,6 +352,10 @@ func (p *perfProducer) run(ctx context.Context, cl *kgo.Client, format outputFor
 // just before Produce to the broker's acknowledgement, as Kafka's
 // PerfCallback does.
 func (p *perfProducer) acknowledged(r *kgo.Record, err error, sendStart time.Time) {
+	if err == nil {
+		p.progressNs.Store(time.Now().UnixNano())
+	}
+	p.waiting.Add(-1)
 	if err != nil {
 		p.mu.Lock()
 		p.failed++

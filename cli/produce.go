@@ -59,13 +59,23 @@ func produceCommand(env Env) *ucli.Command {
 				return err
 			}
 			defer cl.Close()
+			// Lines read while the topic is checked count from when they
+			// were read: input that is there at the start must be
+			// acknowledged within --timeout of the start.
+			readCtx, stopReading := context.WithCancel(c.Context)
+			defer stopReading()
+			lines, readErr := p.read(readCtx, env.Stdin)
 			if err := requireTopics(c, cl, p.topic); err != nil {
 				return err
 			}
 			bar := newProgress(env.Stderr, -1, "producing")
 			p.bar = bar
 			start := time.Now()
-			runErr := p.run(c.Context, cl, env.Stdin)
+			runErr := p.run(c.Context, cl, lines, readErr, c.Duration("timeout"))
+			if errors.Is(runErr, errNotAcknowledged) {
+				runErr = fmt.Errorf("%w: no acknowledgement from the broker at %s within --timeout %s for %d records: %w",
+					ErrProduce, c.String("bootstrap-server"), c.Duration("timeout"), p.unacknowledged(), context.DeadlineExceeded)
+			}
 			bar.finish()
 			sum := p.summary(time.Since(start))
 			// The JSON summary is the command's output (stdout, for
@@ -139,7 +149,10 @@ type lineProducer struct {
 	maxBytes  int
 	bar       *progress
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// readAt holds when each record not yet acknowledged (nor failed) was
+	// read, by its line number; at most kgo's buffer of records.
+	readAt   map[int64]time.Time
 	acked    int64
 	bytes    int64
 	failed   int64
@@ -178,13 +191,17 @@ func newLineProducer(c *ucli.Context) (*lineProducer, error) {
 	return p, nil
 }
 
-// run produces every line of in, then waits for every acknowledgement. It
-// reads in on its own goroutine so that a cancelled ctx (SIGINT) ends the
-// command even while stdin blocks.
-func (p *lineProducer) run(ctx context.Context, cl *kgo.Client, in io.Reader) error {
-	readCtx, stopReading := context.WithCancel(ctx)
-	defer stopReading()
-	lines := make(chan []byte, 64)
+// inputLine is a line of input and when it was read.
+type inputLine struct {
+	line []byte
+	at   time.Time
+}
+
+// read reads in on its own goroutine, so that a cancelled ctx (SIGINT)
+// ends the command even while stdin blocks. lines closes at the end of
+// the input (or on ctx); readErr then holds why it ended, nil at EOF.
+func (p *lineProducer) read(ctx context.Context, in io.Reader) (<-chan inputLine, <-chan error) {
+	lines := make(chan inputLine, 64)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(lines)
@@ -192,10 +209,10 @@ func (p *lineProducer) run(ctx context.Context, cl *kgo.Client, in io.Reader) er
 		// The initial capacity counts toward the limit too: keep it below.
 		sc.Buffer(make([]byte, 0, min(64<<10, p.maxBytes+1)), p.maxBytes+1)
 		for sc.Scan() {
-			line := bytes.Clone(sc.Bytes())
+			line := inputLine{bytes.Clone(sc.Bytes()), time.Now()}
 			select {
 			case lines <- line:
-			case <-readCtx.Done():
+			case <-ctx.Done():
 				return
 			}
 		}
@@ -205,13 +222,36 @@ func (p *lineProducer) run(ctx context.Context, cl *kgo.Client, in io.Reader) er
 		}
 		readErr <- sc.Err()
 	}()
+	return lines, readErr
+}
 
-	var n int
+// errNotAcknowledged: a record waited longer than --timeout for its
+// acknowledgement.
+var errNotAcknowledged = errors.New("cli: record not acknowledged within --timeout")
+
+// run produces every line, then waits for every acknowledgement. With a
+// timeout, it gives up (errNotAcknowledged) once a record has waited that
+// long since its line was read: kgo's delivery timeout does not end every
+// wait (a producer id the broker is slow to give holds records beyond
+// it), and a command whose input is all there at the start must end
+// within --timeout. Time spent waiting for input with every record
+// acknowledged does not count, so a producer fed by hand or by a slow
+// pipe keeps running.
+func (p *lineProducer) run(parent context.Context, cl *kgo.Client, lines <-chan inputLine, readErr <-chan error, timeout time.Duration) error {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	p.mu.Lock()
+	p.readAt = map[int64]time.Time{}
+	p.mu.Unlock()
+	if timeout > 0 {
+		go p.watch(ctx, cancel, timeout)
+	}
+	var n int64
 	var err error
 loop:
 	for {
 		select {
-		case line, ok := <-lines:
+		case in, ok := <-lines:
 			if !ok {
 				select {
 				case err = <-readErr:
@@ -220,20 +260,68 @@ loop:
 				break loop
 			}
 			n++
-			r, rerr := p.record(line, n)
+			r, rerr := p.record(in.line, int(n))
 			if rerr != nil {
 				err = rerr
 				break loop
 			}
-			cl.Produce(ctx, r, p.acknowledged)
+			seq := n
+			p.mu.Lock()
+			p.readAt[seq] = in.at
+			p.mu.Unlock()
+			cl.Produce(ctx, r, func(r *kgo.Record, err error) { p.acknowledged(seq, r, err) })
 		case <-ctx.Done():
 			break loop
 		}
 	}
-	if ferr := cl.Flush(ctx); ferr != nil && err == nil && ctx.Err() == nil {
+	ferr := cl.Flush(ctx)
+	if errors.Is(context.Cause(ctx), errNotAcknowledged) {
+		return errNotAcknowledged
+	}
+	if ferr != nil && err == nil && ctx.Err() == nil {
 		err = fmt.Errorf("cli: flush: %w", ferr)
 	}
 	return err
+}
+
+// watch ends ctx with errNotAcknowledged once the oldest record not yet
+// acknowledged was read timeout ago.
+func (p *lineProducer) watch(ctx context.Context, cancel context.CancelCauseFunc, timeout time.Duration) {
+	t := time.NewTicker(min(max(timeout/20, time.Millisecond), 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if at, ok := p.oldestUnacknowledged(); ok && time.Since(at) >= timeout {
+			cancel(errNotAcknowledged)
+			return
+		}
+	}
+}
+
+// oldestUnacknowledged is when the oldest record still waiting for its
+// acknowledgement was read.
+func (p *lineProducer) oldestUnacknowledged() (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var oldest time.Time
+	for _, at := range p.readAt {
+		if oldest.IsZero() || at.Before(oldest) {
+			oldest = at
+		}
+	}
+	return oldest, !oldest.IsZero()
+}
+
+// unacknowledged counts the records not acknowledged: failed, or still
+// waiting.
+func (p *lineProducer) unacknowledged() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failed + int64(len(p.readAt))
 }
 
 func (p *lineProducer) record(line []byte, n int) (*kgo.Record, error) {
@@ -251,9 +339,10 @@ func (p *lineProducer) record(line []byte, n int) (*kgo.Record, error) {
 	return r, nil
 }
 
-func (p *lineProducer) acknowledged(r *kgo.Record, err error) {
+func (p *lineProducer) acknowledged(seq int64, r *kgo.Record, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	delete(p.readAt, seq)
 	if err != nil {
 		p.failed++
 		if p.firstErr == nil {

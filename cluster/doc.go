@@ -88,6 +88,13 @@
 // brokers that heartbeat to it (their advertised listeners), fences a
 // broker silent for broker.session.timeout.ms and unfences it when heard
 // again; producer-id blocks are asked of it over the CONTROLLER listener.
+// A broker's ProducerIDManager (producer_id_manager.go) asks for its first
+// block at start and for the next once 90% of the current one is handed
+// out, retrying while no controller answers, so InitProducerId is served
+// from the block the broker holds and never waits on the controller until
+// both blocks are used up (then COORDINATOR_LOAD_IN_PROGRESS). A block is
+// committed before the controller returns it; a restarted broker starts
+// without one, so it never reuses ids of a block it held before.
 //
 // Those liveness decisions are a pure core (liveness.go, Liveness.Decide:
 // image, what was heard from each broker and when, the monotonic time in;

@@ -549,7 +549,7 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 				first, err := c.AllocateProducerIDs(ctx, int32(from))
 				ans.First = first
 				if err != nil {
-					ans.ErrorCode, ans.ErrMessage = kerr.NotController.Code, err.Error()
+					ans.ErrorCode, ans.ErrMessage = errorCode(err), err.Error()
 				}
 			} else {
 				ans.ErrorCode, ans.ErrMessage = kerr.NotController.Code, fmt.Sprintf("node %d is not the acting controller", c.cfg.NodeID)

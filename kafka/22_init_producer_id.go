@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -11,8 +13,16 @@ import (
 //   a new producer id with epoch 0, as Kafka's coordinator does for
 //   non-transactional producers, also when a v3+ request names its current
 //   id and epoch (KIP-360): the client then restarts its sequences at 0.
-// * Ids come from blocks of 1000 reserved in the metadata log, so an id is
-//   never handed out twice, across restarts too.
+// * Ids come from a block of 1000 this broker holds, reserved for it in
+//   the metadata log before any of it is handed out, so an id is never
+//   handed out twice, across restarts and controllers too. The broker asks
+//   for its next block before this one runs out, so the answer never waits
+//   on the controller: a producer gets its id during a controller election
+//   and with the quorum lost, as long as the broker still holds ids. With
+//   none left it answers COORDINATOR_LOAD_IN_PROGRESS (retriable, as
+//   Kafka does) after a short wait for a block.
+// * The id is taken on the connection's writer (in the Pending), so a wait
+//   for a block does not hold up the requests read after it.
 //
 // Not implemented:
 // * Transactions: a transactional id gets
@@ -29,11 +39,14 @@ func (s *Server) handleInitProducerID(req *Request) (Pending, error) {
 		resp.ErrorCode = errorCode(errTransactionsUnsupported)
 		return Respond(resp), nil
 	}
-	id, err := s.node().ProducerIDs.Next(req.Session.Context())
-	if err != nil {
-		resp.ErrorCode = errorCode(err)
-		return Respond(resp), nil
-	}
-	resp.ProducerID, resp.ProducerEpoch = id, 0
-	return Respond(resp), nil
+	ids := s.node().ProducerIDs
+	return func(ctx context.Context) (Response, error) {
+		id, err := ids.Next(ctx)
+		if err != nil {
+			resp.ErrorCode = errorCode(err)
+			return Response{Msg: resp}, nil
+		}
+		resp.ProducerID, resp.ProducerEpoch = id, 0
+		return Response{Msg: resp}, nil
+	}, nil
 }

@@ -104,6 +104,9 @@ type Sources struct {
 	// Quorum is this node's part in the metadata quorum (false on a
 	// single voter).
 	Quorum func() (cluster.QuorumStats, bool)
+	// ProducerIDsAvailable is how many producer ids the broker holds and
+	// can hand out without the controller.
+	ProducerIDsAvailable func() int64
 	// Version and Commit label wren_build_info.
 	Version, Commit string
 }
@@ -250,6 +253,10 @@ func (m *Metrics) writeScraped(w io.Writer) {
 		if st, ok := src.Quorum(); ok {
 			writeQuorum(w, st)
 		}
+	}
+	if src.ProducerIDsAvailable != nil {
+		writeFamily(w, "wren_producer_ids_available", "gauge", "producer ids this broker holds and can hand out without the controller")
+		fmt.Fprintf(w, "wren_producer_ids_available %d\n", src.ProducerIDsAvailable())
 	}
 }
 

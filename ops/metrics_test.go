@@ -184,7 +184,8 @@ func TestMetricsExposition(t *testing.T) {
 	m.ConnectionRefused()
 	m.Attach(Sources{
 		Version: "v1.2.3", Commit: "abc",
-		Connections: func() int { return 2 },
+		Connections:          func() int { return 2 },
+		ProducerIDsAvailable: func() int64 { return 1042 },
 		Health: func() ClusterHealth {
 			h := ClusterHealth{ControllerID: 3, Nodes: []int32{1, 2, 3}, DownNodes: []int32{2},
 				DamagedPartitions: []DamagedPartition{{Node: 1, Partition: "t/0"}, {Node: 3, Partition: "t/0"}},
@@ -228,6 +229,7 @@ func TestMetricsExposition(t *testing.T) {
 		`wren_cluster_log_dirs_below_free_space_floor`:                                   1,
 		`wren_cluster_offline_log_dirs`:                                                  0,
 		`wren_cluster_controller_id`:                                                     3,
+		`wren_producer_ids_available`:                                                    1042,
 	}
 	for series, v := range want {
 		if got, ok := e.samples[series]; !ok || got != v {
