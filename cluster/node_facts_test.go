@@ -2,29 +2,16 @@ package cluster
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/wren-broker/wren/election"
-	"github.com/wren-broker/wren/internal/vfs"
 )
 
 // Every node hears every other's facts, whoever is the controller; a
 // node that stops sending ages out; a body over the limit is neither sent
 // nor kept.
 func TestNodeFactsReachEveryPeer(t *testing.T) {
-	voters := map[election.NodeID]string{}
-	var nodes []*quorumNode
-	for i := int32(1); i <= 3; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		voters[election.NodeID(i)] = ln.Addr().String()
-		nodes = append(nodes, &quorumNode{id: i, ln: ln, fs: vfs.NewMem()})
-	}
+	voters, nodes := listenQuorumNodes(t, 3)
 	for _, n := range nodes {
 		startQuorumNode(t, n, voters)
 		body := []byte(fmt.Sprintf(`{"node":%d}`, n.id))

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/internal/vfs"
 )
 
@@ -252,16 +250,7 @@ func TestProducerIDManagerRestart(t *testing.T) {
 // included) and the new controller's blocks; a broker holding ids keeps
 // answering while the new controller is elected.
 func TestProducerIDManagersAcrossControllers(t *testing.T) {
-	voters := map[election.NodeID]string{}
-	var nodes []*quorumNode
-	for i := int32(1); i <= 3; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		voters[election.NodeID(i)] = ln.Addr().String()
-		nodes = append(nodes, &quorumNode{id: i, ln: ln, fs: vfs.NewMem()})
-	}
+	voters, nodes := listenQuorumNodes(t, 3)
 	managers := map[int32]*ProducerIDManager{}
 	for _, n := range nodes {
 		startQuorumNode(t, n, voters)

@@ -35,6 +35,24 @@ type quorumNode struct {
 	logger *slog.Logger
 }
 
+// listenQuorumNodes binds a CONTROLLER listener on a free loopback port
+// for each of count nodes, ids 1 to count, and returns the voters they
+// make and the nodes, on in-memory file systems, not started yet.
+func listenQuorumNodes(t *testing.T, count int32) (map[election.NodeID]string, []*quorumNode) {
+	t.Helper()
+	voters := map[election.NodeID]string{}
+	var nodes []*quorumNode
+	for i := int32(1); i <= count; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		voters[election.NodeID(i)] = ln.Addr().String()
+		nodes = append(nodes, &quorumNode{id: i, ln: ln, fs: vfs.NewMem()})
+	}
+	return voters, nodes
+}
+
 func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]string) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -101,16 +119,7 @@ func pollUntil(t *testing.T, what string, timeout time.Duration, cond func() boo
 // another node is NOT_CONTROLLER; a broker that stops is fenced after its
 // session, unfenced when it returns; producer ids are forwarded.
 func TestQuorumControllers(t *testing.T) {
-	voters := map[election.NodeID]string{}
-	var nodes []*quorumNode
-	for i := int32(1); i <= 3; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		voters[election.NodeID(i)] = ln.Addr().String()
-		nodes = append(nodes, &quorumNode{id: i, ln: ln, fs: vfs.NewMem()})
-	}
+	voters, nodes := listenQuorumNodes(t, 3)
 	for _, n := range nodes {
 		startQuorumNode(t, n, voters)
 	}

@@ -71,15 +71,9 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 // start moved past its log end catches up by the controller's snapshot;
 // a restarted node starts from its own snapshot.
 func TestQuorumSnapshots(t *testing.T) {
-	voters := map[election.NodeID]string{}
-	var nodes []*quorumNode
-	for i := int32(1); i <= 3; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		voters[election.NodeID(i)] = ln.Addr().String()
-		nodes = append(nodes, &quorumNode{id: i, ln: ln, fs: vfs.NewMem(), snapshotEntries: 20})
+	voters, nodes := listenQuorumNodes(t, 3)
+	for _, n := range nodes {
+		n.snapshotEntries = 20
 	}
 	for _, n := range nodes {
 		startQuorumNode(t, n, voters)

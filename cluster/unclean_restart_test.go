@@ -24,15 +24,10 @@ import (
 // refused.
 func TestQuorumUncleanRestart(t *testing.T) {
 	const session = 10 * time.Second
-	voters := map[election.NodeID]string{}
-	var nodes []*quorumNode
-	for i := int32(1); i <= 3; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		voters[election.NodeID(i)] = ln.Addr().String()
-		nodes = append(nodes, &quorumNode{id: i, ln: ln, fs: vfs.NewMem(), sessionTimeout: session, cleanShutdown: true})
+	voters, nodes := listenQuorumNodes(t, 3)
+	for _, n := range nodes {
+		n.sessionTimeout = session
+		n.cleanShutdown = true
 	}
 	for _, n := range nodes {
 		startQuorumNode(t, n, voters)
