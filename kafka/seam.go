@@ -62,6 +62,12 @@ type Replica interface {
 	// leader epoch it knows.
 	Leader() (leader bool, leaderEpoch int32)
 	HighWatermark() int64
+	// LeaderState is Leader and HighWatermark read together, with the
+	// leader epoch start offset: the log end offset when this replica
+	// became leader at that epoch (-1 when it does not lead). Below it,
+	// records of earlier leaders may be committed without this replica
+	// knowing yet, so its high watermark is no answer for them.
+	LeaderState() (leader bool, leaderEpoch int32, highWatermark, epochStartOffset int64)
 	// HighWatermarkChanged returns a channel closed when the high
 	// watermark next moves.
 	HighWatermarkChanged() <-chan struct{}
