@@ -128,6 +128,16 @@ type ControllerAPI interface {
 	ForwardRequest(ctx context.Context, key, version int16, body []byte) ([]byte, error)
 }
 
+// ChangePropagator is a ControllerAPI that can hold the answer to a
+// metadata change until the other nodes show it (cluster.Controller's
+// WaitPropagated): it waits, on the acting controller, until every other
+// live unfenced node applied the image up to offset, for at most timeout,
+// and returns the nodes that had not. An optional ability: a
+// ControllerAPI without it answers at once.
+type ChangePropagator interface {
+	WaitPropagated(ctx context.Context, offset uint64, timeout time.Duration) []int32
+}
+
 // GroupInput feeds one request to a group's coordinator core.
 type GroupInput = func(c GroupCore, requestID uint64, nowMs int64)
 
