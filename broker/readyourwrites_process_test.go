@@ -37,8 +37,8 @@ func pinnedAdmin(t *testing.T, n *clusterNode) *kadm.Client {
 // Metadata. In a loop (bounded in count and time), a topic is created,
 // its retention.ms altered and a partition added, each through one node
 // (every node in turn: the acting controller answers itself, the others
-// forward), and right after each answer every node is asked through
-// kadm: none may show the state from before the change.
+// forward), and the topic deleted: right after each answer every node is
+// asked through kadm, and none may show the state from before the change.
 func TestReadYourWritesAcrossNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three wren processes")
@@ -93,6 +93,20 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 			}
 		}
 	}
+	// goneEverywhere checks that no node's Metadata has topic, right now.
+	goneEverywhere := func(step, topic string) {
+		t.Helper()
+		uncached := kadm.WithAuthorizedOps(ctx)
+		for i, a := range adm {
+			td, err := a.ListTopics(uncached, topic)
+			if err != nil {
+				t.Fatalf("%s: Metadata from node %d: %v", step, pc.nodes[i].id, err)
+			}
+			if d, ok := td[topic]; ok && d.Err == nil {
+				t.Fatalf("%s: node %d still shows topic %s with %d partitions", step, pc.nodes[i].id, topic, len(d.Partitions))
+			}
+		}
+	}
 	// retentionEverywhere checks that every node's DescribeConfigs has
 	// topic's retention.ms at want, right now.
 	retentionEverywhere := func(step, topic, want string) {
@@ -118,7 +132,7 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 		}
 	}
 
-	const maxRounds = 30
+	const maxRounds = 50
 	start := time.Now()
 	rounds := 0
 	for ; rounds < maxRounds && time.Since(start) < 90*time.Second; rounds++ {
@@ -169,10 +183,21 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 			t.Fatalf("%s: %v", step, err)
 		}
 		partitionsEverywhere(step, topic, 2)
+
+		id, a = via(3)
+		step = fmt.Sprintf("round %d: delete %s via node %d", rounds, topic, id)
+		dr, err := a.DeleteTopic(ctx, topic)
+		if err == nil {
+			err = dr.Err
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		goneEverywhere(step, topic)
 	}
 	if rounds < 10 {
 		t.Fatalf("only %d rounds in %v", rounds, time.Since(start).Round(time.Millisecond))
 	}
-	t.Logf("%d rounds of create, alter config and add partitions, each checked on all three nodes, in %v",
+	t.Logf("%d rounds of create, alter config, add partitions and delete, each checked on all three nodes, in %v",
 		rounds, time.Since(start).Round(time.Millisecond))
 }

@@ -75,6 +75,9 @@
 // brokers that heartbeat to it (their advertised listeners), fences a
 // broker silent for broker.session.timeout.ms and unfences it when heard
 // again; producer-id blocks are asked of it over the CONTROLLER listener.
+// WaitPropagated (propagation.go) holds the answer to a client's change
+// until every other live, unfenced node shows it, for at most
+// PropagationWaitMax: read your writes across nodes.
 //
 // Those liveness decisions are a pure core (liveness.go, Liveness.Decide:
 // image, what was heard from each broker and when, the monotonic time in;

@@ -22,7 +22,9 @@ import (
 // NOT_CONTROLLER from a node that is not the controller; an answer that
 // is NOT_CONTROLLER on every item is sent again for a while (serve,
 // below), as Kafka's forwarding retries, and past that the client
-// refreshes its metadata and retries.
+// refreshes its metadata and retries. On the acting controller the
+// answer to a change waits until the other live nodes show it
+// (handleChange, below), so the client reads its write from any node.
 //
 // Not implemented:
 // * The client's principal is not carried (no ACLs yet): the controller
