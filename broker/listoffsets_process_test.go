@@ -90,16 +90,21 @@ func TestListOffsetsAfterRestart(t *testing.T) {
 	// check takes one answer for a partition: the true end offset, or a
 	// retriable error.
 	var answers, trueAnswers, retriable int
+	var firstAnswer, lastRetriable time.Duration
 	firstTrue := map[int32]time.Duration{}
 	check := func(via string, p int32, offset int64, err error) {
 		t.Helper()
 		answers++
+		if answers == 1 {
+			firstAnswer = time.Since(restarted)
+		}
 		if err != nil {
 			var ke *kerr.Error
 			if !errors.As(err, &ke) || !ke.Retriable {
 				t.Fatalf("%s: partition %d: %v, want the end offset %d or a retriable error", via, p, err, perPart)
 			}
 			retriable++
+			lastRetriable = time.Since(restarted)
 			return
 		}
 		if offset != perPart {
@@ -148,6 +153,6 @@ func TestListOffsetsAfterRestart(t *testing.T) {
 	for _, d := range firstTrue {
 		slowest = max(slowest, d)
 	}
-	t.Logf("%d answers after the restart: %d true end offsets, %d retriable errors; every partition's end offset answered within %v",
-		answers, trueAnswers, retriable, slowest.Round(time.Millisecond))
+	t.Logf("%d answers after the restart: %d true end offsets, %d retriable errors; first answer after %v, last retriable error after %v, every partition's end offset answered within %v",
+		answers, trueAnswers, retriable, firstAnswer.Round(time.Millisecond), lastRetriable.Round(time.Millisecond), slowest.Round(time.Millisecond))
 }
