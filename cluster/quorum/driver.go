@@ -148,7 +148,9 @@ func (d *Driver) run(start time.Duration) {
 	defer ticker.Stop()
 	for {
 		var event func()
-		fetched := false
+		// publish: what the node knows of its followers may change (a
+		// fetch arrived, or the role changed).
+		publish := false
 		select {
 		case <-d.stop:
 			d.failWaiters(ErrStopped)
@@ -158,7 +160,7 @@ func (d *Driver) run(start time.Duration) {
 			d.heardMu.Lock()
 			d.heard[m.From] = time.Now()
 			d.heardMu.Unlock()
-			fetched = m.Type == metalog.MsgFetch
+			publish = m.Type == metalog.MsgFetch
 			event = func() {
 				if err := d.node.Step(m); err != nil {
 					d.log.Debug("metadata quorum: message refused", "msg", m.String(), "err", err)
@@ -178,7 +180,9 @@ func (d *Driver) run(start time.Duration) {
 			event()
 		}
 		if d.node.HasReady() {
-			if err := d.handleReady(&fetched); err != nil {
+			roleChanged, err := d.handleReady()
+			publish = publish || roleChanged
+			if err != nil {
 				if errors.Is(err, errClosedWaitingForSpace) {
 					d.failWaiters(ErrStopped)
 					return
@@ -191,7 +195,7 @@ func (d *Driver) run(start time.Duration) {
 				return
 			}
 		}
-		if fetched {
+		if publish {
 			d.publishFollowers()
 		}
 		if !d.caughtUpSeen && d.node.CaughtUp() {
@@ -271,21 +275,21 @@ func (d *Driver) FetchTimeout() time.Duration {
 	return time.Duration(d.cfg.Node.FetchTimeoutTicks) * d.cfg.Tick
 }
 
-// handleReady does one Ready; it sets *roleChanged when the Ready changed
-// the soft state (what the followers mean changes with it).
-func (d *Driver) handleReady(roleChanged *bool) error {
+// handleReady does one Ready, and reports whether it changed the soft
+// state (the role, and with it what the followers are).
+func (d *Driver) handleReady() (roleChanged bool, err error) {
 	rd := d.node.Ready()
 	s := d.store
 	synced := false
 	if rd.Snapshot != nil {
 		if err := d.untilSpace(func() error { return s.SaveSnapshot(*rd.Snapshot, rd.TruncateAll) }); err != nil {
-			return err
+			return false, err
 		}
 		synced = true
 	}
 	if rd.Truncate != nil {
 		if err := s.TruncateAfter(*rd.Truncate); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if len(rd.Entries) > 0 {
@@ -300,18 +304,18 @@ func (d *Driver) handleReady(roleChanged *bool) error {
 			return s.Append(ents)
 		})
 		if err != nil {
-			return err
+			return false, err
 		}
 		synced = false
 	}
 	if !synced && (len(rd.Entries) > 0 || rd.Truncate != nil) {
 		if err := s.Sync(); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if rd.HardState != nil {
 		if err := s.SetHardState(*rd.HardState); err != nil {
-			return err
+			return false, err
 		}
 	}
 	for _, m := range rd.Messages {
@@ -319,10 +323,10 @@ func (d *Driver) handleReady(roleChanged *bool) error {
 	}
 	if rd.RestoreSnapshot {
 		if d.cfg.Restore == nil {
-			return fmt.Errorf("quorum: a snapshot at %d arrived and this node cannot restore one", rd.Snapshot.Index)
+			return false, fmt.Errorf("quorum: a snapshot at %d arrived and this node cannot restore one", rd.Snapshot.Index)
 		}
 		if err := d.cfg.Restore(rd.Snapshot.Data); err != nil {
-			return fmt.Errorf("quorum: restore snapshot %d: %w", rd.Snapshot.Index, err)
+			return false, fmt.Errorf("quorum: restore snapshot %d: %w", rd.Snapshot.Index, err)
 		}
 		for i, p := range d.waiters {
 			if i <= rd.Snapshot.Index {
@@ -348,7 +352,7 @@ func (d *Driver) handleReady(roleChanged *bool) error {
 		}
 	}
 	if rd.SoftState != nil {
-		*roleChanged = true
+		roleChanged = true
 		ss := *rd.SoftState
 		d.soft.Store(&ss)
 		if d.cfg.OnSoftState != nil {
@@ -356,7 +360,7 @@ func (d *Driver) handleReady(roleChanged *bool) error {
 		}
 	}
 	d.node.Advance(rd)
-	return nil
+	return roleChanged, nil
 }
 
 // noSpaceRetry is how often a node whose disk is full tries its Ready's
