@@ -95,6 +95,9 @@
 // both blocks are used up (then COORDINATOR_LOAD_IN_PROGRESS). A block is
 // committed before the controller returns it; a restarted broker starts
 // without one, so it never reuses ids of a block it held before.
+// WaitPropagated (propagation.go) holds the answer to a client's change
+// until every other live, unfenced node shows it, for at most
+// PropagationWaitMax: read your writes across nodes.
 //
 // Those liveness decisions are a pure core (liveness.go, Liveness.Decide:
 // image, what was heard from each broker and when, the monotonic time in;

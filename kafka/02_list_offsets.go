@@ -18,6 +18,14 @@ import (
 //   the high watermark; none gives offset -1 and timestamp -1.
 // * The leader epoch of the answer (v4+) comes from the leader epoch cache.
 // * CurrentLeaderEpoch (v4+) is fenced as for Fetch.
+// * A leader whose high watermark is still below its leader epoch start
+//   offset (the log end offset when it became leader: a new leader, or
+//   one restarted with the high watermark of its checkpoint, or 0, until
+//   its followers fetch) answers a consumer's lookup, of any kind,
+//   OFFSET_NOT_AVAILABLE (retriable), as Kafka's
+//   Partition.fetchOffsetForTimestamp does: its high watermark would name
+//   an offset below records that are already committed, and a consumer
+//   that starts at "latest" would read them again.
 //
 // Not implemented:
 // * -5 (earliest pending upload, tiered storage): UNSUPPORTED_VERSION.
@@ -39,7 +47,7 @@ func (s *Server) handleListOffsets(req *Request) (Pending, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			leader, epoch := part.Leader()
+			leader, epoch, hw, epochStart := part.LeaderState()
 			switch {
 			case !leader:
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -47,8 +55,10 @@ func (s *Server) handleListOffsets(req *Request) (Pending, error) {
 				rp.ErrorCode = kerr.FencedLeaderEpoch.Code
 			case p.CurrentLeaderEpoch > epoch:
 				rp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case r.ReplicaID == consumerReplicaID && epochStart > hw:
+				rp.ErrorCode = kerr.OffsetNotAvailable.Code
 			default:
-				listOffset(part, part.HighWatermark(), p.Timestamp, &rp)
+				listOffset(part, hw, p.Timestamp, &rp)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -56,6 +66,11 @@ func (s *Server) handleListOffsets(req *Request) (Pending, error) {
 	}
 	return Respond(resp), nil
 }
+
+// consumerReplicaID is the replica id of a client's ListOffsets (Kafka's
+// CONSUMER_REPLICA_ID); -2 is a debugging tool's, which Kafka answers
+// without the high watermark check.
+const consumerReplicaID = -1
 
 func listOffset(l Replica, hw, ts int64, rp *kmsg.ListOffsetsResponseTopicPartition) {
 	switch ts {

@@ -22,7 +22,9 @@ import (
 // NOT_CONTROLLER from a node that is not the controller; an answer that
 // is NOT_CONTROLLER on every item is sent again for a while (serve,
 // below), as Kafka's forwarding retries, and past that the client
-// refreshes its metadata and retries.
+// refreshes its metadata and retries. On the acting controller the
+// answer to a change waits until the other live nodes show it
+// (handleChange, below), so the client reads its write from any node.
 //
 // Not implemented:
 // * The client's principal is not carried (no ACLs yet): the controller
@@ -93,7 +95,7 @@ func (s *Server) ServeForwarded(ctx context.Context, key, version int16, body []
 		return nil, fmt.Errorf("%w: forwarded %s v%d: %w", ErrMalformedBody, e.Key.Name(), version, err)
 	}
 	sess := &Session{ListenerName: forwardedListener, ctx: ctx, authenticated: true}
-	p, err := e.Handle(s, &Request{Header: RequestHeader{ApiKey: key, ApiVersion: version, ClientID: "forwarded"}, Body: r, Session: sess})
+	p, err := s.handleChange(e, &Request{Header: RequestHeader{ApiKey: key, ApiVersion: version, ClientID: "forwarded"}, Body: r, Session: sess})
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +206,71 @@ func (s *Server) serveOnce(e *apiEntry, req *Request) (Pending, error) {
 	if p, ok := s.maybeForward(req); ok {
 		return p, nil
 	}
-	return e.Handle(s, req)
+	return s.handleChange(e, req)
+}
+
+// handleChange hands req to its handler and, for a metadata change,
+// holds the answer until the other nodes show the change (read your
+// writes across nodes, cluster/propagation.go): a client that created a
+// topic, changed a config or added partitions through any node finds the
+// change in the Metadata and Describe answers of every node it asks next.
+// Only the acting controller waits (ChangePropagator returns at once
+// elsewhere); a node that forwarded the change waits for its own image
+// (cluster.Controller.ForwardRequest), after the controller waited for
+// every node. A change that only validated changes nothing and does not
+// wait.
+func (s *Server) handleChange(e *apiEntry, req *Request) (Pending, error) {
+	p, err := e.Handle(s, req)
+	if err != nil || p == nil || !forwardedKeys[e.Key] || e.Key == kmsg.DescribeQuorum {
+		return p, err
+	}
+	n := s.node()
+	if n == nil || n.Metadata == nil {
+		return p, nil
+	}
+	w, ok := n.Controller.(ChangePropagator)
+	if !ok {
+		return p, nil
+	}
+	timeout, validateOnly := changeTimeout(req.Body)
+	if validateOnly {
+		return p, nil
+	}
+	return func(ctx context.Context) (Response, error) {
+		resp, err := p(ctx)
+		if err != nil || resp.Msg == nil {
+			return resp, err
+		}
+		offset := n.Metadata.Image().Offset
+		if lag := w.WaitPropagated(ctx, offset, timeout); len(lag) > 0 {
+			s.log.Warn("answering a metadata change before every node applied it; they may show the older state until they catch up",
+				"api", e.Key.Name(), "offset", offset, "lagging_nodes", fmt.Sprint(lag))
+		}
+		return resp, nil
+	}, nil
+}
+
+// changeTimeout is a metadata change's own timeout (0 when the request
+// has none) and whether it only validates.
+func changeTimeout(body kmsg.Request) (time.Duration, bool) {
+	ms := func(v int32) time.Duration { return time.Duration(max(v, 0)) * time.Millisecond }
+	switch r := body.(type) {
+	case *kmsg.CreateTopicsRequest:
+		return ms(r.TimeoutMillis), r.ValidateOnly
+	case *kmsg.DeleteTopicsRequest:
+		return ms(r.TimeoutMillis), false
+	case *kmsg.CreatePartitionsRequest:
+		return ms(r.TimeoutMillis), r.ValidateOnly
+	case *kmsg.AlterConfigsRequest:
+		return 0, r.ValidateOnly
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return 0, r.ValidateOnly
+	case *kmsg.ElectLeadersRequest:
+		return ms(r.TimeoutMillis), false
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return ms(r.TimeoutMillis), false
+	}
+	return 0, false
 }
 
 // allNotController reports whether a metadata change's answer is

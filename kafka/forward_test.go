@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -203,4 +204,83 @@ func TestPartlyNotControllerNotRetried(t *testing.T) {
 	if len(*got) != 1 || len(resp.Topics) != 2 || resp.Topics[1].ErrorCode != kerr.NotController.Code {
 		t.Fatalf("asked %d times, answer %+v; want one ask and its answer as it is", len(*got), resp.Topics)
 	}
+}
+
+// propagatingController is the fake controller with the ability to wait
+// for a change to reach the other nodes: it records each wait.
+type propagatingController struct {
+	*fakeController
+	waits []propagationWait
+	lag   []int32
+}
+
+type propagationWait struct {
+	offset  uint64
+	timeout time.Duration
+}
+
+func (c *propagatingController) WaitPropagated(_ context.Context, offset uint64, timeout time.Duration) []int32 {
+	c.waits = append(c.waits, propagationWait{offset, timeout})
+	return c.lag
+}
+
+// TestChangeWaitsForPropagation: the answer to a metadata change, from a
+// client or forwarded by another node, waits (ChangePropagator) for the
+// image offset after the change, with the request's own timeout; a read,
+// a change that only validates, and a controller without the ability do
+// not wait. Nodes still lagging after the wait do not change the answer.
+func TestChangeWaitsForPropagation(t *testing.T) {
+	f := newSeamFixture(t)
+	pc := &propagatingController{fakeController: f.controller}
+	f.node.Controller = pc
+	offset := f.metadata.image.Offset
+
+	create := func(name string, validateOnly bool) *kmsg.CreateTopicsRequest {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.SetVersion(5)
+		req.TimeoutMillis = 1500
+		req.ValidateOnly = validateOnly
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+		req.Topics = append(req.Topics, rt)
+		return req
+	}
+	resp := f.do(t, create("a", false)).(*kmsg.CreateTopicsResponse)
+	wantCode(t, "create", resp.Topics[0].ErrorCode, nil)
+	if want := []propagationWait{{offset, 1500 * time.Millisecond}}; !slices.Equal(pc.waits, want) {
+		t.Fatalf("waits after a create: %v, want %v", pc.waits, want)
+	}
+
+	// Forwarded from another node: the same wait before the answer goes
+	// back to it.
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	alter.SetVersion(1)
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+	v := "1000"
+	rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	rc.Name, rc.Value = "retention.ms", &v
+	rr.Configs = append(rr.Configs, rc)
+	alter.Resources = append(alter.Resources, rr)
+	pc.lag = []int32{3} // still behind after the wait: answered anyway
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if _, err := f.s.ServeForwarded(ctx, alter.Key(), 1, alter.AppendTo(nil)); err != nil {
+		t.Fatalf("forwarded alter: %v", err)
+	}
+	if want := []propagationWait{{offset, 1500 * time.Millisecond}, {offset, 0}}; !slices.Equal(pc.waits, want) {
+		t.Fatalf("waits after a forwarded alter: %v, want %v", pc.waits, want)
+	}
+
+	// Neither a validation nor a read waits.
+	f.do(t, create("b", true))
+	f.do(t, kmsg.NewPtrMetadataRequest())
+	if len(pc.waits) != 2 {
+		t.Fatalf("waits after a validation and a read: %v", pc.waits)
+	}
+
+	// A controller without the ability answers at once.
+	f.node.Controller = f.controller
+	resp = f.do(t, create("c", false)).(*kmsg.CreateTopicsResponse)
+	wantCode(t, "create without propagation", resp.Topics[0].ErrorCode, nil)
 }

@@ -62,6 +62,12 @@ type Replica interface {
 	// leader epoch it knows.
 	Leader() (leader bool, leaderEpoch int32)
 	HighWatermark() int64
+	// LeaderState is Leader and HighWatermark read together, with the
+	// leader epoch start offset: the log end offset when this replica
+	// became leader at that epoch (-1 when it does not lead). Below it,
+	// records of earlier leaders may be committed without this replica
+	// knowing yet, so its high watermark is no answer for them.
+	LeaderState() (leader bool, leaderEpoch int32, highWatermark, epochStartOffset int64)
 	// HighWatermarkChanged returns a channel closed when the high
 	// watermark next moves.
 	HighWatermarkChanged() <-chan struct{}
@@ -120,6 +126,16 @@ type ControllerAPI interface {
 	// ForwardRequest sends an encoded request to the acting controller
 	// and returns its encoded response.
 	ForwardRequest(ctx context.Context, key, version int16, body []byte) ([]byte, error)
+}
+
+// ChangePropagator is a ControllerAPI that can hold the answer to a
+// metadata change until the other nodes show it (cluster.Controller's
+// WaitPropagated): it waits, on the acting controller, until every other
+// live unfenced node applied the image up to offset, for at most timeout,
+// and returns the nodes that had not. An optional ability: a
+// ControllerAPI without it answers at once.
+type ChangePropagator interface {
+	WaitPropagated(ctx context.Context, offset uint64, timeout time.Duration) []int32
 }
 
 // GroupInput feeds one request to a group's coordinator core.

@@ -27,8 +27,11 @@ type fakeReplica struct {
 	leader      bool
 	leaderEpoch int32
 	hw          int64
-	logStart    int64
-	logEnd      int64
+	// epochStart is the leader epoch start offset (0: the zero value
+	// never holds the high watermark back).
+	epochStart int64
+	logStart   int64
+	logEnd     int64
 	// writable is CheckWritable's answer (a failed or full log dir).
 	writable error
 	// appendErr fails AppendAsLeaderTimeout; ackErr fails its wait.
@@ -51,6 +54,12 @@ func (r *fakeReplica) Leader() (bool, int32) {
 }
 
 func (r *fakeReplica) HighWatermark() int64 { return r.hw }
+func (r *fakeReplica) LeaderState() (bool, int32, int64, int64) {
+	if leader, _ := r.Leader(); !leader {
+		return false, r.leaderEpoch, r.hw, -1
+	}
+	return true, r.leaderEpoch, r.hw, r.epochStart
+}
 func (r *fakeReplica) HighWatermarkChanged() <-chan struct{} {
 	if r.hwChanged == nil {
 		r.hwChanged = make(chan struct{})

@@ -302,3 +302,76 @@ func decodeFetch(t *testing.T, chunks []splice.Chunk) *kmsg.FetchResponse {
 	}
 	return resp
 }
+
+// TestRestartedLeaderHighWatermarkBelowEpochStart: a leader that restarts
+// with records in its log and a high watermark checkpoint behind them (a
+// SIGKILL between checkpoints leaves an old one, or none: 0) leads at a
+// new epoch whose start offset is its log end. Its high watermark stays
+// at the checkpoint until its followers fetch up to that end, and
+// LeaderState says so (epoch start above the high watermark), which is
+// what ListOffsets answers OFFSET_NOT_AVAILABLE for rather than the stale
+// high watermark; once the followers fetched, the high watermark covers
+// every record and the epoch start is below it.
+func TestRestartedLeaderHighWatermarkBelowEpochStart(t *testing.T) {
+	fsys := vfs.NewMem()
+	tp := engine.TopicPartition{Topic: "t"}
+	l, _, err := engine.Open(fsys, "/d/t-0", tp, engine.DefaultOptions(), engine.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPartition(tp, l, nil, l.DurableOffset())
+	if err := p.becomeLeader(3); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		_, wait, err := p.AppendAsLeader(oneRecord(t), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, checkpoint := range []int64{0, 1} {
+		l, _, err := engine.Open(fsys, "/d/t-0", tp, engine.DefaultOptions(), engine.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if leo := l.LogEndOffset(); leo != 3 {
+			t.Fatalf("log end offset %d after the restart, want 3", leo)
+		}
+		hooks := &partitionHooks{nodeID: 1, now: time.Now}
+		p := newPartition(tp, l, hooks, checkpoint)
+		p.setMetadata(1, []int32{1, 2, 3}, []int32{1, 2, 3}, 2, 30000)
+		if err := p.becomeLeader(4); err != nil {
+			t.Fatal(err)
+		}
+		leader, epoch, hw, epochStart := p.LeaderState()
+		if !leader || epoch != 4 || hw != checkpoint || epochStart != 3 {
+			t.Fatalf("checkpoint %d: restarted leader: leader %v epoch %d high watermark %d epoch start %d; want true 4 %d 3",
+				checkpoint, leader, epoch, hw, epochStart, checkpoint)
+		}
+		// One follower is not enough while the ISR holds three: the high
+		// watermark is the minimum over the ISR.
+		if code := p.followerFetch(2, 3, 4); code != 0 {
+			t.Fatalf("follower 2's fetch: error %d", code)
+		}
+		if _, _, hw, epochStart := p.LeaderState(); hw >= epochStart {
+			t.Fatalf("checkpoint %d: high watermark %d reached the epoch start %d with one follower of two", checkpoint, hw, epochStart)
+		}
+		if code := p.followerFetch(3, 3, 4); code != 0 {
+			t.Fatalf("follower 3's fetch: error %d", code)
+		}
+		if _, _, hw, epochStart := p.LeaderState(); hw != 3 || epochStart > hw {
+			t.Fatalf("checkpoint %d: after both followers fetched: high watermark %d, epoch start %d; want 3 and at most 3",
+				checkpoint, hw, epochStart)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

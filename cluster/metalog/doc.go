@@ -134,6 +134,19 @@
 // (cluster/quorum). A new epoch starts with no progress: it is a new
 // controller's knowledge, as Kafka's LeaderState is.
 //
+// # What each follower shows
+//
+// A follower's fetch carries, in Commit, its applied index as of its last
+// Advance: its applied state (the metadata image) shows every entry up to
+// it. The controller records it with the follower's progress
+// (Status.Followers[id].Applied), and holds a fetch only when it equals
+// the controller's commit index: a follower that learnt a commit index
+// fetches again before it applies (step 5 comes before step 6), so that
+// fetch is answered at once, and the next one, sent after the apply,
+// reports it. The cluster package waits on these reports before it
+// answers a metadata change, so that every live node shows the change
+// (read your writes across nodes; testdata/follower_applied.txt).
+//
 // # Invariants
 //
 //   - Log matching: two logs holding an entry with the same index and

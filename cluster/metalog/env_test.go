@@ -38,6 +38,7 @@ import (
 //	                              controller commit indexes
 //	progress [ids...]             on a controller, its clock and each
 //	                              follower's last fetch and caught-up ticks
+//	                              and the applied index it reported
 func TestDataDriven(t *testing.T) {
 	datadriven.RunDir(t, "testdata", func(t *testing.T) func(*datadriven.Cmd) string {
 		e := &env{t: t, nodes: map[election.NodeID]*envNode{}, cuts: map[[2]election.NodeID]string{},
@@ -193,7 +194,7 @@ func (e *env) handle(c *datadriven.Cmd) string {
 			line := fmt.Sprintf("%d now=%d", id, st.Now)
 			for _, f := range slices.Sorted(maps.Keys(st.Followers)) {
 				p := st.Followers[f]
-				line += fmt.Sprintf(" %d:fetch=%d,caught-up=%d", f, p.LastFetchTick, p.LastCaughtUpTick)
+				line += fmt.Sprintf(" %d:fetch=%d,caught-up=%d,applied=%d", f, p.LastFetchTick, p.LastCaughtUpTick, p.Applied)
 			}
 			e.printf("%s", line)
 		}

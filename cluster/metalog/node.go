@@ -23,6 +23,13 @@ type Node struct {
 	// Invariant: snap.Index <= applied <= commit <= log.lastIndex().
 	commit  int64
 	applied int64 // handed out in CommittedEntries (or restored from a snapshot)
+	// appliedDone is applied as of the last Advance: what the driver's
+	// applied state (the metadata image) shows. A follower's fetch
+	// reports it, so the controller knows which changes each follower
+	// already shows (read your writes across nodes).
+	//
+	// Invariant: appliedDone <= applied.
+	appliedDone int64
 	// stable is the end of the log as the driver was last told to write
 	// it: entries after it go out in the next Ready.
 	stable int64
@@ -81,6 +88,9 @@ type progress struct {
 	// endAtLastFetch is this log's end when the previous fetch arrived,
 	// -1 until a fetch matched this log.
 	endAtLastFetch int64
+	// applied is the applied index the follower's last fetch reported
+	// (Message.Commit of a MsgFetch).
+	applied int64
 }
 
 // NewNode starts a node from what its disk holds. The driver restores its
@@ -112,6 +122,7 @@ func NewNode(cfg Config, st Stored) (*Node, error) {
 	}
 	n.commit = max(st.Hard.Commit, st.Snapshot.Index)
 	n.applied = st.Snapshot.Index
+	n.appliedDone = n.applied
 	n.stable = n.log.lastIndex()
 	n.fetchSeq = cfg.FirstFetchSeq
 	n.e.SetLogPosition(n.position())
@@ -358,6 +369,7 @@ func (n *Node) recordFetch(m Message) {
 		p.endAtLastFetch = end
 	}
 	p.lastFetch = n.now
+	p.applied = m.Commit
 	n.progress[m.From] = p
 }
 
@@ -386,6 +398,10 @@ func (n *Node) answerFetch(m Message, mayPark bool) {
 			n.maybeCommit()
 		}
 		last := n.log.lastIndex()
+		// Held only once the follower holds the whole log and shows
+		// every committed entry: a follower that has not applied the
+		// commit index yet is answered at once, so its next fetch (sent
+		// after that apply) tells the controller it shows the entries.
 		if mayPark && m.LastIndex == last && m.Commit == n.commit {
 			n.parked[m.From] = parkedFetch{m: m, at: n.now}
 			return
@@ -410,7 +426,7 @@ func (n *Node) sendFetch() {
 	n.fetchSeq++
 	n.fetchElapsed = 0
 	n.send(Message{Type: MsgFetch, To: n.fetchFrom, Epoch: n.fetchEpoch, Seq: n.fetchSeq,
-		LastIndex: n.log.lastIndex(), LastEpoch: n.log.lastEpoch(), Commit: n.commit})
+		LastIndex: n.log.lastIndex(), LastEpoch: n.log.lastEpoch(), Commit: n.appliedDone})
 }
 
 // handleFetchResp is the follower's side. An answer counts only from the
@@ -589,6 +605,7 @@ func (n *Node) Advance(rd Ready) {
 	if len(rd.CommittedEntries) > 0 {
 		n.applied = rd.CommittedEntries[len(rd.CommittedEntries)-1].Index
 	}
+	n.appliedDone = n.applied
 	if rd.HardState != nil {
 		n.prevHard = *rd.HardState
 	}
@@ -647,6 +664,9 @@ type FollowerProgress struct {
 	// controller's (Kafka's lastCaughtUpTimestamp); -1 if not since this
 	// epoch began.
 	LastCaughtUpTick int64
+	// Applied is the applied index its last fetch reported: its applied
+	// state shows every entry up to it.
+	Applied int64
 }
 
 // Status returns the node's current state, persisted or not.
@@ -665,7 +685,7 @@ func (n *Node) Status() Status {
 	if n.progress != nil {
 		st.Followers = make(map[election.NodeID]FollowerProgress, len(n.progress))
 		for k, p := range n.progress {
-			st.Followers[k] = FollowerProgress{LastFetchTick: p.lastFetch, LastCaughtUpTick: p.lastCaughtUp}
+			st.Followers[k] = FollowerProgress{LastFetchTick: p.lastFetch, LastCaughtUpTick: p.lastCaughtUp, Applied: p.applied}
 		}
 	}
 	return st

@@ -127,7 +127,15 @@ type Message struct {
 	DivergingIndex int64
 	DivergingEpoch int32
 	Snapshot       *Snapshot
-	// Commit is the controller's commit index (its high watermark).
+	// Commit is, in MsgFetchResp (and on the wire), the controller's
+	// commit index (its high watermark). In MsgFetch it is the follower's
+	// applied index as of its last Advance: its applied state (the
+	// metadata image) shows every entry up to it, and it is at most the
+	// follower's commit index. The controller holds a fetch only when it
+	// equals the controller's commit index, and waits on it before it
+	// answers a change (read your writes across nodes). A follower of
+	// an older version sent its commit index here, which its applied
+	// state reaches within one Ready.
 	Commit int64
 }
 

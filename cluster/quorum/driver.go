@@ -79,8 +79,26 @@ type Driver struct {
 	// happened within a tick after that.
 	tickOrigin time.Time
 
+	// followers is what the acting controller last knew of its
+	// followers (Followers); followersChanged is closed, and replaced,
+	// whenever it is published anew.
+	followersMu      sync.Mutex
+	followers        map[election.NodeID]FollowerState
+	followersChanged chan struct{}
+
 	// Owned by the loop goroutine.
 	waiters map[int64]*proposal
+}
+
+// FollowerState is what the acting controller knows of one follower from
+// its fetches in the current epoch.
+type FollowerState struct {
+	// Applied is the applied index its last fetch reported: its metadata
+	// image shows every entry up to it.
+	Applied int64
+	// LastFetch is when its last fetch arrived, on the monotonic clock,
+	// good to within one tick.
+	LastFetch time.Time
 }
 
 type proposal struct {
@@ -111,7 +129,7 @@ func Start(cfg Config, store *Storage, stored metalog.Stored, tr Transport) (*Dr
 	d := &Driver{cfg: cfg, node: node, store: store, tr: tr, log: cfg.Logger,
 		proposals: make(chan *proposal), queries: make(chan func(*metalog.Node)),
 		stop: make(chan struct{}), done: make(chan struct{}), waiters: map[int64]*proposal{},
-		caughtUp: make(chan struct{}), heard: map[election.NodeID]time.Time{}}
+		caughtUp: make(chan struct{}), heard: map[election.NodeID]time.Time{}, followersChanged: make(chan struct{})}
 	ss := node.Status().Election.Soft
 	d.soft.Store(&ss)
 	start := time.Since(monotonicBase)
@@ -130,6 +148,9 @@ func (d *Driver) run(start time.Duration) {
 	defer ticker.Stop()
 	for {
 		var event func()
+		// publish: what the node knows of its followers may change (a
+		// fetch arrived, or the role changed).
+		publish := false
 		select {
 		case <-d.stop:
 			d.failWaiters(ErrStopped)
@@ -139,6 +160,7 @@ func (d *Driver) run(start time.Duration) {
 			d.heardMu.Lock()
 			d.heard[m.From] = time.Now()
 			d.heardMu.Unlock()
+			publish = m.Type == metalog.MsgFetch
 			event = func() {
 				if err := d.node.Step(m); err != nil {
 					d.log.Debug("metadata quorum: message refused", "msg", m.String(), "err", err)
@@ -158,7 +180,9 @@ func (d *Driver) run(start time.Duration) {
 			event()
 		}
 		if d.node.HasReady() {
-			if err := d.handleReady(); err != nil {
+			roleChanged, err := d.handleReady()
+			publish = publish || roleChanged
+			if err != nil {
 				if errors.Is(err, errClosedWaitingForSpace) {
 					d.failWaiters(ErrStopped)
 					return
@@ -170,6 +194,9 @@ func (d *Driver) run(start time.Duration) {
 				d.failWaiters(fmt.Errorf("%w: %w", ErrStopped, err))
 				return
 			}
+		}
+		if publish {
+			d.publishFollowers()
 		}
 		if !d.caughtUpSeen && d.node.CaughtUp() {
 			d.caughtUpSeen = true
@@ -213,19 +240,56 @@ func (d *Driver) propose(p *proposal) {
 	d.waiters[index] = p
 }
 
-func (d *Driver) handleReady() error {
+// publishFollowers hands out what the node knows of its followers now
+// (none unless it is the controller), on the loop goroutine.
+func (d *Driver) publishFollowers() {
+	st := d.node.Status()
+	var out map[election.NodeID]FollowerState
+	if st.Followers != nil {
+		out = make(map[election.NodeID]FollowerState, len(st.Followers))
+		for id, p := range st.Followers {
+			out[id] = FollowerState{Applied: p.Applied, LastFetch: d.tickOrigin.Add(time.Duration(p.LastFetchTick) * d.cfg.Tick)}
+		}
+	}
+	d.followersMu.Lock()
+	d.followers = out
+	close(d.followersChanged)
+	d.followersChanged = make(chan struct{})
+	d.followersMu.Unlock()
+}
+
+// Followers is, on the acting controller, what each follower that
+// fetched in its epoch last reported (empty elsewhere), and a channel
+// closed when that is next published: after each fetch the node takes,
+// and each change of role.
+func (d *Driver) Followers() (map[election.NodeID]FollowerState, <-chan struct{}) {
+	d.followersMu.Lock()
+	defer d.followersMu.Unlock()
+	return d.followers, d.followersChanged
+}
+
+// FetchTimeout is how long a follower waits for an answer to its fetch
+// before it sends another (metalog.Config.FetchTimeoutTicks): a follower
+// that is up and reaches the controller has fetched within it.
+func (d *Driver) FetchTimeout() time.Duration {
+	return time.Duration(d.cfg.Node.FetchTimeoutTicks) * d.cfg.Tick
+}
+
+// handleReady does one Ready, and reports whether it changed the soft
+// state (the role, and with it what the followers are).
+func (d *Driver) handleReady() (roleChanged bool, err error) {
 	rd := d.node.Ready()
 	s := d.store
 	synced := false
 	if rd.Snapshot != nil {
 		if err := d.untilSpace(func() error { return s.SaveSnapshot(*rd.Snapshot, rd.TruncateAll) }); err != nil {
-			return err
+			return false, err
 		}
 		synced = true
 	}
 	if rd.Truncate != nil {
 		if err := s.TruncateAfter(*rd.Truncate); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if len(rd.Entries) > 0 {
@@ -240,18 +304,18 @@ func (d *Driver) handleReady() error {
 			return s.Append(ents)
 		})
 		if err != nil {
-			return err
+			return false, err
 		}
 		synced = false
 	}
 	if !synced && (len(rd.Entries) > 0 || rd.Truncate != nil) {
 		if err := s.Sync(); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if rd.HardState != nil {
 		if err := s.SetHardState(*rd.HardState); err != nil {
-			return err
+			return false, err
 		}
 	}
 	for _, m := range rd.Messages {
@@ -259,10 +323,10 @@ func (d *Driver) handleReady() error {
 	}
 	if rd.RestoreSnapshot {
 		if d.cfg.Restore == nil {
-			return fmt.Errorf("quorum: a snapshot at %d arrived and this node cannot restore one", rd.Snapshot.Index)
+			return false, fmt.Errorf("quorum: a snapshot at %d arrived and this node cannot restore one", rd.Snapshot.Index)
 		}
 		if err := d.cfg.Restore(rd.Snapshot.Data); err != nil {
-			return fmt.Errorf("quorum: restore snapshot %d: %w", rd.Snapshot.Index, err)
+			return false, fmt.Errorf("quorum: restore snapshot %d: %w", rd.Snapshot.Index, err)
 		}
 		for i, p := range d.waiters {
 			if i <= rd.Snapshot.Index {
@@ -288,6 +352,7 @@ func (d *Driver) handleReady() error {
 		}
 	}
 	if rd.SoftState != nil {
+		roleChanged = true
 		ss := *rd.SoftState
 		d.soft.Store(&ss)
 		if d.cfg.OnSoftState != nil {
@@ -295,7 +360,7 @@ func (d *Driver) handleReady() error {
 		}
 	}
 	d.node.Advance(rd)
-	return nil
+	return roleChanged, nil
 }
 
 // noSpaceRetry is how often a node whose disk is full tries its Ready's

@@ -321,8 +321,13 @@ func testFullDiskWaitsForSpace(t *testing.T, controller bool) {
 		}
 		cancel()
 	}
+	// At least 50 proposals, and more until the full node met its full
+	// disk: a follower whose first fetch reached the controller before it
+	// took office waits a fetch timeout to fetch again, and 50 proposals
+	// can commit on the other two meanwhile.
 	var last int64
-	for i := 0; i < 50; i++ {
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; i < 50 || full.faults.Fired() == 0 && time.Now().Before(deadline); i++ {
 		// A full controller stalls: one of the others takes over. A new
 		// controller refuses proposals until it has committed an entry of
 		// its epoch (ErrNotCaughtUp), and one may lose its role meanwhile
