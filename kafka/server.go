@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wren-broker/wren/internal/membudget"
@@ -43,8 +44,10 @@ const (
 	// connection that sends nothing is a port scan or a leak, and must not
 	// hold a connection slot for connections.max.idle.ms.
 	DefaultFirstRequestTimeout = 10 * time.Second
-	// DefaultFrameTimeout bounds the wait for the next bytes of a frame
-	// that has started.
+	// DefaultFrameTimeout bounds the time a frame's body takes to arrive
+	// once admitted to the request budget: the clients' own
+	// request.timeout.ms default, past which the client has given up on
+	// the request anyway.
 	DefaultFrameTimeout = 30 * time.Second
 	// DefaultWriteTimeout bounds one socket write of a response (or of
 	// one chunk of a spliced response).
@@ -117,9 +120,10 @@ type ServerConfig struct {
 	// read whole within this long after accept. Time spent waiting for
 	// QueuedMaxRequestBytes is not counted.
 	FirstRequestTimeout time.Duration
-	// FrameTimeout closes a connection whose frame has started but whose
-	// next bytes do not arrive within this long (a slow sender holding a
-	// buffer).
+	// FrameTimeout closes a connection whose frame body has not arrived
+	// whole within this long after it was admitted to the request budget
+	// (a slow sender holding a share of the budget), and one whose size
+	// prefix stalls this long.
 	FrameTimeout time.Duration
 	// WriteTimeout closes a connection that does not take a response (or
 	// one chunk of a spliced response) within this long.
@@ -246,6 +250,20 @@ type Server struct {
 	limits ConnectionLimits
 	// connLog bounds the lines about refused and bad connections.
 	connLog *logLimiter
+	// protoLog bounds the lines about clients speaking TLS or HTTP to
+	// this listener: one a minute.
+	protoLog *logLimiter
+	// budgetLog bounds the WARN about requests waiting for the request
+	// budget: one every ten seconds.
+	budgetLog *logLimiter
+	// watching: the budget watch runs (started by the first Serve).
+	watching bool
+	// evicting counts connections closed to make room (conn.evicted)
+	// that have not yet left conns: they no longer count toward
+	// MaxConnections.
+	evicting int
+	// Counters for BudgetStats.
+	preempted, frameDeadlines, evicted atomic.Uint64
 	// wg counts Serve loops and connection goroutines.
 	wg sync.WaitGroup
 }
@@ -291,6 +309,8 @@ func newServer(cfg ServerConfig, broker *Node, table []apiEntry) (*Server, error
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 		connLog:   newLogLimiter(cfg.ConnLogLinesPerSecond, time.Now),
+		protoLog:  newLogLimiterWindow(1, time.Minute, time.Now),
+		budgetLog: newLogLimiterWindow(1, 10*time.Second, time.Now),
 	}, nil
 }
 
@@ -316,6 +336,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.addr = ln.Addr()
 	}
 	s.wg.Add(1)
+	if !s.watching {
+		s.watching = true
+		s.wg.Add(1)
+		go s.watchBudgets()
+	}
 	s.mu.Unlock()
 	defer s.wg.Done()
 	defer func() {
@@ -379,7 +404,18 @@ func (s *Server) startConn(nc net.Conn) {
 		return
 	}
 	ip, hasIP := remoteIP(nc)
-	if reason, limit := s.refuseLocked(ip, hasIP); reason != "" {
+	reason, limit := s.refuseLocked(ip, hasIP)
+	if reason == "" && s.needsSlotLocked(ip, hasIP) {
+		if victim := s.pickVictimLocked(ip, hasIP, time.Now()); victim != nil {
+			victim.evicted = true
+			s.evicting++
+			s.evicted.Add(1)
+			victim.close(ErrEvicted)
+		} else {
+			reason, limit = "max.connections reached", s.limits.Max
+		}
+	}
+	if reason != "" {
 		s.cfg.Observer.ConnectionRefused()
 		if ok, suppressed := s.connLog.allow(); ok {
 			s.log.Warn("connection refused: "+reason,
@@ -390,7 +426,7 @@ func (s *Server) startConn(nc net.Conn) {
 	}
 	c := newConn(s, nc)
 	if hasIP {
-		c.ip, c.hasIP = ip, true
+		c.ip, c.hasIP, c.owner = ip, true, ip
 		s.perIP[ip]++
 	}
 	s.conns[c] = struct{}{}
@@ -402,9 +438,6 @@ func (s *Server) startConn(nc net.Conn) {
 // refuseLocked says why a connection from ip must be refused, with the
 // bound it would pass, or "" to accept it.
 func (s *Server) refuseLocked(ip netip.Addr, hasIP bool) (reason string, limit int) {
-	if len(s.conns) >= s.limits.Max {
-		return "max.connections reached", s.limits.Max
-	}
 	if !hasIP {
 		return "", 0
 	}
@@ -460,6 +493,9 @@ func (s *Server) SetConnectionLimits(l ConnectionLimits) error {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if c.evicted {
+		s.evicting--
+	}
 	if c.hasIP {
 		if s.perIP[c.ip]--; s.perIP[c.ip] == 0 {
 			delete(s.perIP, c.ip)
