@@ -205,11 +205,11 @@ func TestAddNodeFacts(t *testing.T) {
 		DamagedPartitions: []DamagedPartition{{Node: 2, Partition: "t/0"}, {Node: 1, Partition: "t/1"}},
 		LogDirsBelowFloor: []LogDirBelowFloor{{Node: 2, Dir: "/b"}},
 		StarvedNodes:      []StarvedNode{{Node: 2, Waiting: 1}}}
-	h.AddNodeFacts(NodeFacts{Node: 1, RequestBudgetStarved: &StarvedNode{Waiting: 5}})
+	h.AddNodeFacts(NodeFacts{Node: 3, RequestBudgetStarved: &StarvedNode{Waiting: 5}})
 	h.AddNodeFacts(NodeFacts{Node: 2, DamagedPartitions: []DamagedPartition{{Partition: "u/3"}}})
 	h.Evaluate()
-	if !reflect.DeepEqual(h.StarvedNodes, []StarvedNode{{Node: 1, Waiting: 5}}) {
-		t.Fatalf("starved after node 1's and node 2's facts: %+v", h.StarvedNodes)
+	if !reflect.DeepEqual(h.StarvedNodes, []StarvedNode{{Node: 3, Waiting: 5}}) {
+		t.Fatalf("starved after node 3's and node 2's facts: %+v", h.StarvedNodes)
 	}
 	if !reflect.DeepEqual(h.OfflineLogDirs, []string{OfflineLogDir(1, "/a", "EIO")}) || len(h.LogDirsBelowFloor) != 0 ||
 		!reflect.DeepEqual(h.DamagedPartitions, []DamagedPartition{{Node: 1, Partition: "t/1"}, {Node: 2, Partition: "u/3"}}) {
