@@ -193,7 +193,9 @@ func TestForeignProtocolNamed(t *testing.T) {
 	c := dial(t, ts.addr)
 	c.send([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"))
 	c.expectClosed()
-	ts.logs.waitFor(t, "the TLS line", func(r logRecord) bool { return strings.Contains(r.msg, "TLS handshake received on a plaintext listener") })
+	ts.logs.waitFor(t, "the TLS line", func(r logRecord) bool {
+		return strings.Contains(r.msg, "TLS handshake received on a plaintext listener")
+	})
 	if n := ts.logs.count(func(r logRecord) bool { return errors.Is(r.err(), ErrFrameSize) }); n != 0 {
 		t.Fatalf("%d lines of frame size out of range", n)
 	}
