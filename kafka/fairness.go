@@ -16,7 +16,7 @@ import (
 const (
 	// budgetWatchInterval is how often the budget watch looks at the
 	// budgets and at the frames holding them.
-	budgetWatchInterval = 250 * time.Millisecond
+	budgetWatchInterval = 100 * time.Millisecond
 	// slowFrameGrace and slowFrameHold: while other requests wait for
 	// the budget a frame holds, a frame that has held it for
 	// slowFrameGrace and at its average rate so far would hold it for
@@ -27,6 +27,14 @@ const (
 	// they wait. Uncontended, a frame has FrameTimeout.
 	slowFrameGrace = time.Second
 	slowFrameHold  = 5 * time.Second
+	// slowFrameGraceRepeat replaces slowFrameGrace for an address that had
+	// a frame closed as too slow within slowFrameMemory: a client that
+	// reconnects and trickles again would otherwise take the budget back
+	// for a full grace each time. slowFrameMemoryMax bounds the addresses
+	// remembered.
+	slowFrameGraceRepeat = 200 * time.Millisecond
+	slowFrameMemory      = time.Minute
+	slowFrameMemoryMax   = 4096
 	// starvedAfter: a budget that has had requests waiting and granted
 	// nothing for this long is starved (BudgetStats.Starved): the broker
 	// is not serving the clients that wait.
@@ -64,12 +72,16 @@ func (s *Server) needsSlotLocked(ip netip.Addr, hasIP bool) bool {
 // (no frame started) for evictIdleWorked. Of those it takes, in order:
 // one that never worked, from the address with the most connections, idle
 // longest. A newcomer from an address with many connections only displaces
-// connections of addresses with at least as many, so a flood from one
-// address eats its own connections, not its neighbours'.
+// connections of addresses with at least two more, so a flood from one address cannot
+// push out its smaller neighbours, and addresses flooding alike do not
+// churn each other's connections.
 func (s *Server) pickVictimLocked(ip netip.Addr, hasIP bool, now time.Time) *conn {
 	floor := 0
 	if hasIP && s.perIP[ip] >= fewConnections {
-		floor = s.perIP[ip]
+		// After the swap the victim's address must still hold at least
+		// as many as the newcomer's: two addresses one apart would
+		// otherwise take slots from each other for ever.
+		floor = s.perIP[ip] + 2
 	}
 	var best *conn
 	var bestUnworked bool
@@ -128,6 +140,13 @@ func (s *Server) checkBudgets(now time.Time) {
 	}
 	for _, c := range s.slowFrames(now, big.Waiting > 0, small.Waiting > 0, reqs.Waiting > 0) {
 		s.preempted.Add(1)
+		if c.hasIP {
+			s.mu.Lock()
+			if len(s.slowAddrs) < slowFrameMemoryMax {
+				s.slowAddrs[c.ip] = now
+			}
+			s.mu.Unlock()
+		}
 		c.close(fmt.Errorf("%w: %d of %d bytes in %v", ErrFrameTooSlow,
 			c.progress.got.Load(), c.progress.size.Load(), now.Sub(time.Unix(0, c.progress.bodyStart.Load())).Round(time.Millisecond)))
 	}
@@ -142,11 +161,18 @@ func (s *Server) checkBudgets(now time.Time) {
 }
 
 // slowFrames are the connections reading a frame body that holds a budget
-// others wait for, too slowly: held for slowFrameGrace, and at its
-// average rate so far it would hold it longer than slowFrameHold.
+// others wait for, too slowly: held for slowFrameGrace (or
+// slowFrameGraceRepeat, for an address that had a frame closed as too
+// slow lately), and at its average rate so far it would hold it longer
+// than slowFrameHold.
 func (s *Server) slowFrames(now time.Time, bigWaiting, smallWaiting, requestsWaiting bool) []*conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for a, at := range s.slowAddrs {
+		if now.Sub(at) >= slowFrameMemory {
+			delete(s.slowAddrs, a)
+		}
+	}
 	var slow []*conn
 	for c := range s.conns {
 		start := c.progress.bodyStart.Load()
@@ -159,7 +185,11 @@ func (s *Server) slowFrames(now time.Time, bigWaiting, smallWaiting, requestsWai
 		}
 		contended := requestsWaiting || bigWaiting && size > smallFrameBytes || smallWaiting && size <= smallFrameBytes
 		held := now.Sub(time.Unix(0, start))
-		if !contended || held < slowFrameGrace {
+		grace := slowFrameGrace
+		if _, ok := s.slowAddrs[c.ip]; ok && c.hasIP {
+			grace = slowFrameGraceRepeat
+		}
+		if !contended || held < grace {
 			continue
 		}
 		// projected = held * size / got, without overflow for sizes up

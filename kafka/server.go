@@ -262,6 +262,9 @@ type Server struct {
 	// that have not yet left conns: they no longer count toward
 	// MaxConnections.
 	evicting int
+	// slowAddrs are the addresses that had a frame closed as too slow,
+	// with when (fairness.go).
+	slowAddrs map[netip.Addr]time.Time
 	// Counters for BudgetStats.
 	preempted, frameDeadlines, evicted atomic.Uint64
 	// wg counts Serve loops and connection goroutines.
@@ -295,6 +298,7 @@ func newServer(cfg ServerConfig, broker *Node, table []apiEntry) (*Server, error
 		smallRequestBytes: smallRequestBytes,
 		requests:          requests,
 		perIP:             make(map[netip.Addr]int),
+		slowAddrs:         make(map[netip.Addr]time.Time),
 		limits: ConnectionLimits{
 			Max:            cfg.MaxConnections,
 			PerIP:          cfg.MaxConnectionsPerIP,
