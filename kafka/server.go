@@ -102,8 +102,11 @@ type ServerConfig struct {
 	// handled but not yet answered. When it is reached the reader stops
 	// reading: TCP backpressure reaches the client.
 	MaxInFlightPerConn int
-	// MaxConnections bounds concurrent connections; one more is accepted
-	// and closed at once.
+	// MaxConnections bounds concurrent connections. At the bound a new
+	// connection closes an idle one (fairness.go: ApiVersions-only and
+	// the largest address's first; an eighth of the slots is kept for
+	// addresses with few connections), or is accepted and closed at once
+	// when none is idle.
 	MaxConnections int
 	// MaxConnectionsPerIP bounds concurrent connections from one client
 	// address (max.connections.per.ip), except those in
