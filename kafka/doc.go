@@ -52,7 +52,7 @@
 //     slowFrameHold is closed (fairness.go); WriteTimeout per socket
 //     write. Requests waiting for the budget are counted (BudgetStats),
 //     warned about at a bounded rate, and a budget that admits nothing
-//     to its waiters for starvedAfter is starved (health).
+//     to its waiters for BudgetStarvedAfter is starved (health).
 //   - Counts: kmsg (v1.15) refuses an array whose count times the minimum
 //     wire size of its element exceeds the bytes left, before allocating
 //     (TestHugeArrayCountsAllocateNothing). What remains is the ratio of Go

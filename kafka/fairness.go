@@ -35,11 +35,6 @@ const (
 	slowFrameGraceRepeat = 200 * time.Millisecond
 	slowFrameMemory      = time.Minute
 	slowFrameMemoryMax   = 4096
-	// starvedAfter: a budget that has had requests waiting and granted
-	// nothing for this long is starved (BudgetStats.Starved): the broker
-	// is not serving the clients that wait.
-	starvedAfter = 10 * time.Second
-
 	// reservedSlotsDivisor: a 1/8 of MaxConnections is kept for addresses
 	// with fewer than fewConnections open, so a new client is served
 	// whatever the others hold.
@@ -212,7 +207,8 @@ type BudgetStats struct {
 	// OldestWait is how long the first waiting request has waited.
 	OldestWait time.Duration
 	// Starved: requests have waited and a budget granted nothing for
-	// starvedAfter.
+	// ServerConfig.BudgetStarvedAfter: the broker is not serving the
+	// clients that wait.
 	Starved bool
 	// Preempted counts frames closed for holding the budget too slowly
 	// while others waited (ErrFrameTooSlow); FrameDeadlines frames not
@@ -233,7 +229,7 @@ func (s *Server) BudgetStats() BudgetStats {
 		st.Waiting += x.Waiting
 		st.Waited += x.Waited
 		st.OldestWait = max(st.OldestWait, x.OldestWait)
-		if x.Waiting > 0 && x.OldestWait >= starvedAfter && x.SinceGrant >= starvedAfter {
+		if after := s.cfg.BudgetStarvedAfter; x.Waiting > 0 && x.OldestWait >= after && x.SinceGrant >= after {
 			st.Starved = true
 		}
 	}

@@ -214,3 +214,46 @@ func TestForeignProtocolNamed(t *testing.T) {
 		t.Fatalf("a frame size: %v", err)
 	}
 }
+
+// TestBudgetStarved: while a request holds the budget in a handler that
+// does not return, a request waiting for it makes the budget starved once
+// BudgetStarvedAfter passes with nothing granted; when the handler
+// returns, the waiting request is served and the budget is no longer
+// starved.
+func TestBudgetStarved(t *testing.T) {
+	release := make(gate)
+	var entered = make(chan struct{}, 1)
+	ts := startServer(t, ServerConfig{QueuedMaxRequestBytes: 100 << 10, BudgetStarvedAfter: 200 * time.Millisecond},
+		testTable(metadataRow(func(_ *Server, req *Request) (Pending, error) {
+			entered <- struct{}{}
+			<-release
+			return Respond(metadataResponse(req)), nil
+		})))
+	holder := dial(t, ts.addr)
+	f := requestFrame(metadataRequest(12), 1, "h")
+	f = append(f, make([]byte, 90<<10)...)
+	binary.BigEndian.PutUint32(f, uint32(len(f)-4))
+	holder.send(f)
+	recv(t, entered, "the handler holding the budget")
+
+	waiter := dialFrom(t, "127.0.0.2", ts.addr)
+	waiter.send(paddedAPIVersions(3, 90<<10))
+	deadline := time.Now().Add(waitTimeout)
+	for !ts.BudgetStats().Starved {
+		if time.Now().After(deadline) {
+			t.Fatalf("not starved: %+v", ts.BudgetStats())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := ts.BudgetStats(); st.Waiting != 1 || st.OldestWait < 200*time.Millisecond {
+		t.Fatalf("starved with %+v: want 1 waiting for at least 200ms", st)
+	}
+	close(release)
+	holder.readResponse(kmsg.Metadata, 12)
+	if corr, _ := waiter.readResponse(kmsg.ApiVersions, 4); corr != 3 {
+		t.Fatalf("correlation id %d, want 3", corr)
+	}
+	if st := ts.BudgetStats(); st.Starved || st.Waiting != 0 {
+		t.Fatalf("after the handler returned: %+v", st)
+	}
+}

@@ -49,6 +49,9 @@ const (
 	// request.timeout.ms default, past which the client has given up on
 	// the request anyway.
 	DefaultFrameTimeout = 30 * time.Second
+	// DefaultBudgetStarvedAfter: requests waiting this long for a request
+	// budget that granted nothing meanwhile make the broker starved.
+	DefaultBudgetStarvedAfter = 10 * time.Second
 	// DefaultWriteTimeout bounds one socket write of a response (or of
 	// one chunk of a spliced response).
 	DefaultWriteTimeout = 60 * time.Second
@@ -131,6 +134,9 @@ type ServerConfig struct {
 	// WriteTimeout closes a connection that does not take a response (or
 	// one chunk of a spliced response) within this long.
 	WriteTimeout time.Duration
+	// BudgetStarvedAfter: a request budget that has had requests waiting
+	// and granted none for this long is starved (BudgetStats.Starved).
+	BudgetStarvedAfter time.Duration
 
 	// Logger receives connection-level events. Nil discards them.
 	Logger *slog.Logger
@@ -174,6 +180,9 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	if cfg.BudgetStarvedAfter == 0 {
+		cfg.BudgetStarvedAfter = DefaultBudgetStarvedAfter
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -197,7 +206,7 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 		return cfg, fmt.Errorf("%w: MaxConnections %d < 1", ErrBadConfig, cfg.MaxConnections)
 	case cfg.MaxConnectionsPerIP < 0:
 		return cfg, fmt.Errorf("%w: MaxConnectionsPerIP %d < 0", ErrBadConfig, cfg.MaxConnectionsPerIP)
-	case cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.WriteTimeout < 0 || cfg.FirstRequestTimeout < 0:
+	case cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.WriteTimeout < 0 || cfg.FirstRequestTimeout < 0 || cfg.BudgetStarvedAfter < 0:
 		return cfg, fmt.Errorf("%w: negative timeout", ErrBadConfig)
 	}
 	for addr, n := range cfg.MaxConnectionsPerIPOverrides {
