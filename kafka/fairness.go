@@ -26,6 +26,9 @@ const (
 	// other large request waiting that long, and is refused only while
 	// they wait. Uncontended, a frame has FrameTimeout.
 	slowFrameGrace = time.Second
+	// budgetWarnWait: a request waiting this long for the budget is
+	// warned about (one line in ten seconds at most).
+	budgetWarnWait = time.Second
 	slowFrameHold  = 5 * time.Second
 	// slowFrameGraceRepeat replaces slowFrameGrace for an address that had
 	// a frame closed as too slow within slowFrameMemory: a client that
@@ -113,7 +116,7 @@ func (s *Server) pickVictimLocked(ip netip.Addr, hasIP bool, now time.Time) *con
 
 // watchBudgets runs until Close: every budgetWatchInterval it closes the
 // frames that hold the request budget too slowly while others wait, and
-// warns (at a bounded rate) when requests wait.
+// warns (at a bounded rate) when a request has waited budgetWarnWait.
 func (s *Server) watchBudgets() {
 	defer s.wg.Done()
 	t := time.NewTicker(budgetWatchInterval)
@@ -144,6 +147,11 @@ func (s *Server) checkBudgets(now time.Time) {
 		}
 		c.close(fmt.Errorf("%w: %d of %d bytes in %v", ErrFrameTooSlow,
 			c.progress.got.Load(), c.progress.size.Load(), now.Sub(time.Unix(0, c.progress.bodyStart.Load())).Round(time.Millisecond)))
+	}
+	// A brief queue under load is the budget working; a wait of a
+	// second or more is worth a line.
+	if oldest := max(big.OldestWait, small.OldestWait, reqs.OldestWait); oldest < budgetWarnWait {
+		return
 	}
 	if ok, suppressed := s.budgetLog.allow(); ok {
 		s.log.Warn("requests waiting for the request budget (queued.max.request.bytes, queued.max.requests)",

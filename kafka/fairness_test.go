@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -217,7 +218,8 @@ func TestForeignProtocolNamed(t *testing.T) {
 
 // TestBudgetStarved: while a request holds the budget in a handler that
 // does not return, a request waiting for it makes the budget starved once
-// BudgetStarvedAfter passes with nothing granted; when the handler
+// BudgetStarvedAfter passes with nothing granted, and a WARN says requests
+// wait once one has waited a second; when the handler
 // returns, the waiting request is served and the budget is no longer
 // starved.
 func TestBudgetStarved(t *testing.T) {
@@ -248,6 +250,10 @@ func TestBudgetStarved(t *testing.T) {
 	if st := ts.BudgetStats(); st.Waiting != 1 || st.OldestWait < 200*time.Millisecond {
 		t.Fatalf("starved with %+v: want 1 waiting for at least 200ms", st)
 	}
+	// A wait of a second is warned about.
+	ts.logs.waitFor(t, "the WARN about requests waiting", func(r logRecord) bool {
+		return r.level == slog.LevelWarn && strings.HasPrefix(r.msg, "requests waiting for the request budget")
+	})
 	close(release)
 	holder.readResponse(kmsg.Metadata, 12)
 	if corr, _ := waiter.readResponse(kmsg.ApiVersions, 4); corr != 3 {
