@@ -66,10 +66,15 @@ func (s *opsState) serving(b *Broker) {
 		Replicas:    b.replicas,
 		Groups:      b.groups,
 		Connections: b.server.Connections,
-		Health:      func() ops.ClusterHealth { h, _ := s.health(); return h },
-		Quorum:      b.controller.QuorumStats,
-		Version:     build.Version,
-		Commit:      build.Commit,
+		RequestBudget: func() ops.RequestBudgetStats {
+			st := b.server.BudgetStats()
+			return ops.RequestBudgetStats{Waiting: st.Waiting, OldestWait: st.OldestWait, Waited: st.Waited,
+				Preempted: st.Preempted, FrameDeadlines: st.FrameDeadlines, Evicted: st.Evicted}
+		},
+		Health:  func() ops.ClusterHealth { h, _ := s.health(); return h },
+		Quorum:  b.controller.QuorumStats,
+		Version: build.Version,
+		Commit:  build.Commit,
 
 		ProducerIDsAvailable: b.producerIDs.Available,
 	})
@@ -163,10 +168,13 @@ func clusterHealthOf(c *cluster.Controller, self int32) ops.ClusterHealth {
 }
 
 // nodeFacts are this node's own: its log dir failed or below its
-// free-space floor, and its replicas holding damaged data (found by
-// recovery, the scrubber or a read).
+// free-space floor, its replicas holding damaged data (found by
+// recovery, the scrubber or a read), and its request budget starved.
 func (b *Broker) nodeFacts() ops.NodeFacts {
 	f := ops.NodeFacts{Node: b.cfg.NodeID}
+	if st := b.server.BudgetStats(); st.Starved {
+		f.RequestBudgetStarved = &ops.StarvedNode{Node: b.cfg.NodeID, Waiting: st.Waiting, OldestWaitMs: st.OldestWait.Milliseconds()}
+	}
 	if err := b.logs.Failed(); err != nil {
 		f.OfflineLogDirs = append(f.OfflineLogDirs, ops.OfflineLogDir(b.cfg.NodeID, b.logs.Dir(), err.Error()))
 	}

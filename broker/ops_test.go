@@ -168,7 +168,8 @@ func TestOpsEndpoints(t *testing.T) {
 		"wren_kafka_connections_open", "wren_kafka_connections_refused_total", "wren_kafka_consumer_group_lag_sum",
 		"wren_kafka_consumer_group_lag_max", "wren_kafka_producer_ids_tracked", "wren_cluster_brokers",
 		"wren_cluster_brokers_down", "wren_cluster_controller_id", "wren_cluster_unavailable_partitions",
-		"wren_kafka_under_replicated_replicas",
+		"wren_kafka_under_replicated_replicas", "wren_kafka_request_budget_waiting", "wren_kafka_request_frames_too_slow_total",
+		"wren_kafka_connections_evicted_total", "wren_cluster_request_budget_starved_nodes",
 		"go_goroutines", "go_gc_duration_seconds", "process_resident_memory_bytes",
 	} {
 		if _, ok := family(after, name); !ok {

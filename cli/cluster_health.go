@@ -188,6 +188,7 @@ func fromAnswers(answers []brokerAnswer) (h ops.ClusterHealth, ok bool) {
 	h.OfflineLogDirs = slices.Clone(h.OfflineLogDirs)
 	h.DamagedPartitions = slices.Clone(h.DamagedPartitions)
 	h.LogDirsBelowFloor = slices.Clone(h.LogDirsBelowFloor)
+	h.StarvedNodes = slices.Clone(h.StarvedNodes)
 	for _, f := range own {
 		h.AddNodeFacts(f)
 	}
@@ -289,6 +290,11 @@ func factsOf(h ops.ClusterHealth, id int32) ops.NodeFacts {
 			f.LogDirsBelowFloor = append(f.LogDirsBelowFloor, d)
 		}
 	}
+	for _, d := range h.StarvedNodes {
+		if d.Node == id {
+			f.RequestBudgetStarved = &d
+		}
+	}
 	return f
 }
 
@@ -355,6 +361,11 @@ func printHealth(w io.Writer, h ops.ClusterHealth) {
 		low = append(low, fmt.Sprintf("node %d: %s (%d bytes free, floor %d)", d.Node, d.Dir, d.FreeBytes, d.FloorBytes))
 	}
 	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Log dirs below floor (%d):", len(h.LogDirsBelowFloor)), low)
+	var starved []string
+	for _, d := range h.StarvedNodes {
+		starved = append(starved, fmt.Sprintf("node %d: %d waiting, the first for %d ms", d.Node, d.Waiting, d.OldestWaitMs))
+	}
+	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Request budget starved (%d):", len(h.StarvedNodes)), starved)
 	fmt.Fprintf(w, "%-36s%d\n", "Data-loss ledger entries:", len(h.DataLossLedger))
 	for _, e := range h.DataLossLedger {
 		lost := "offsets unknown"

@@ -89,9 +89,11 @@
 //     time. It applies only when __consumer_offsets is created; an existing
 //     topic keeps its partition count, which group placement follows.
 //   - socket.request.max.bytes 8 MiB instead of 100 MiB, queued.max.request.bytes
-//     8 MiB instead of unbounded, max.connections.per.ip 256 instead of
-//     unbounded: memory and connections bounded for a 64 MB host (see the
-//     keys' docs for the figures).
+//     8 MiB instead of unbounded: memory bounded for a 64 MB host, shared
+//     fairly between client addresses (see the keys' docs for the figures).
+//     max.connections.per.ip stays unbounded as in Kafka: a cap refuses the
+//     devices behind one gateway; fair shares of max.connections protect
+//     instead.
 //
 // wren's own settings (Entry.Wren): memory.soft.limit.bytes, cluster.id,
 // controller.heartbeat.interval.ms, controller.lease.ms, log.flush.policy,

@@ -74,7 +74,7 @@ func TestBadFrames(t *testing.T) {
 		{name: "version above range", send: [][]byte{requestFrame(metadataRequest(13), 1, "c")}, want: ErrUnsupportedVersion},
 		{name: "negative version", send: [][]byte{frame(header(kmsg.ApiVersions, -1, 1, "c", nil))}, want: ErrUnsupportedVersion},
 		{name: "stalled in size prefix", send: [][]byte{{0, 0}}, want: ErrFrameStalled},
-		{name: "stalled in body", send: [][]byte{u32(100), u16(18), make([]byte, 8)}, want: ErrFrameStalled},
+		{name: "stalled in body", send: [][]byte{u32(100), u16(18), make([]byte, 8)}, want: ErrFrameDeadline},
 		{name: "truncated body", send: [][]byte{u32(100), u16(18), make([]byte, 8)}, halfClose: true, want: ErrFrameTruncated},
 	}
 	for _, tc := range cases {

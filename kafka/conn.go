@@ -58,6 +58,20 @@ type conn struct {
 	// ip is the client address counted in Server.perIP (when hasIP).
 	ip    netip.Addr
 	hasIP bool
+	// owner is whom the request budgets count this connection's frames
+	// against: its client address (boxed once), so that one address
+	// cannot hold more than its share while others wait.
+	owner any
+
+	// progress is how far the frame being read has come.
+	progress frameProgress
+	// lastActive is when a request was last read whole or a response
+	// last written (UnixNano), from accept on.
+	lastActive atomic.Int64
+	// worked: the connection sent a request other than ApiVersions.
+	worked atomic.Bool
+	// evicted: the Server closed it to make room (guarded by Server.mu).
+	evicted bool
 
 	// Owned by the reader goroutine.
 	sess     Session
@@ -104,7 +118,9 @@ func newConn(s *Server, nc net.Conn) *conn {
 		frameTimeout:    s.cfg.FrameTimeout,
 		busy:            func() bool { return c.inflight.Load() > 0 },
 		firstDeadline:   time.Now().Add(s.cfg.FirstRequestTimeout),
+		progress:        &c.progress,
 	}
+	c.lastActive.Store(time.Now().UnixNano())
 	c.sess = Session{
 		ListenerName:  s.cfg.ListenerName,
 		RemoteAddr:    nc.RemoteAddr(),
@@ -123,6 +139,12 @@ func (c *conn) close(reason error) {
 		switch {
 		case isDisconnect(reason), errors.Is(reason, ErrIdle), errors.Is(reason, context.Canceled):
 			c.log.Debug("connection closed", "reason", reason)
+		case errors.Is(reason, ErrTLSOnPlaintext), errors.Is(reason, ErrHTTPOnKafka):
+			// A misconfigured client retries once a second or faster:
+			// one line names the mistake, the rest are counted.
+			if ok, suppressed := c.s.protoLog.allow(); ok {
+				c.log.Warn(reason.Error(), "suppressed", suppressed)
+			}
 		default:
 			// A bad connection: logged, but at a bounded rate.
 			if ok, suppressed := c.s.connLog.allow(); ok {
@@ -143,11 +165,15 @@ func (c *conn) readLoop() {
 	for {
 		frame, err := c.fr.readFrame(c.frameLimit(), c.checkKey, c.admit)
 		if err != nil {
+			if errors.Is(err, ErrFrameDeadline) {
+				c.s.frameDeadlines.Add(1)
+			}
 			c.close(err)
 			return
 		}
 		c.fr.firstDeadline = time.Time{}
 		read := time.Now()
+		c.lastActive.Store(read.UnixNano())
 		item, err := c.dispatchSafely(frame)
 		// Handled: what the request still needs is in its Pending, so
 		// the frame's share of the budgets goes to the next reader in
@@ -169,13 +195,19 @@ func (c *conn) readLoop() {
 // admit waits until the Server's request budgets hold a frame of size
 // bytes: meanwhile this connection reads nothing. The wait does not count
 // against the first-request deadline.
+//
+// The budgets are shared fairly: frames are admitted in arrival order,
+// except that an address holding its share passes its turn while another
+// address waits (membudget.AcquireAs). A frame admitted must then arrive
+// whole within FrameTimeout, and sooner while others wait for what it
+// holds (Server.watchBudgets).
 func (c *conn) admit(size int32) error {
 	start := time.Now()
-	if err := c.s.requests.Acquire(c.ctx, 1); err != nil {
+	if err := c.s.requests.AcquireAs(c.ctx, c.owner, 1); err != nil {
 		return err
 	}
-	if err := c.s.frameBudget(size).Acquire(c.ctx, int64(size)); err != nil {
-		c.s.requests.Release(1)
+	if err := c.s.frameBudget(size).AcquireAs(c.ctx, c.owner, int64(size)); err != nil {
+		c.s.requests.ReleaseAs(c.owner, 1)
 		return err
 	}
 	c.admitted = size
@@ -191,8 +223,8 @@ func (c *conn) releaseAdmitted() {
 	if c.admitted == 0 {
 		return
 	}
-	c.s.frameBudget(c.admitted).Release(int64(c.admitted))
-	c.s.requests.Release(1)
+	c.s.frameBudget(c.admitted).ReleaseAs(c.owner, int64(c.admitted))
+	c.s.requests.ReleaseAs(c.owner, 1)
 	c.admitted = 0
 }
 
@@ -237,6 +269,9 @@ func (c *conn) dispatch(frame []byte) (queued, error) {
 	e := c.s.apis.lookup(key)
 	if e == nil {
 		return queued{}, fmt.Errorf("%w: %d", ErrUnknownAPIKey, key) // checkKey saw it first
+	}
+	if key != int16(kmsg.ApiVersions) && !c.worked.Load() {
+		c.worked.Store(true)
 	}
 	body := kmsg.RequestForKey(key)
 	body.SetVersion(int16(binary.BigEndian.Uint16(frame[2:])))
@@ -298,6 +333,7 @@ func (c *conn) writeLoop() {
 			c.close(err)
 		}
 		c.s.cfg.Observer.RequestDone(item.key, item.size, c.respBytes, time.Since(item.read))
+		c.lastActive.Store(time.Now().UnixNano())
 		c.inflight.Add(-1)
 	}
 }

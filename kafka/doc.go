@@ -40,12 +40,19 @@
 //   - Memory: before its body is read, a frame waits for its share of the
 //     Server's request budgets (QueuedMaxRequestBytes, QueuedMaxRequests;
 //     frames of at most 64 KiB have their own share, so small requests
-//     never queue behind large ones), first come, first served; it gives
-//     it back once handled. While waiting the connection reads nothing, so
-//     TCP pushes back on the client. The buffer is then allocated whole.
+//     never queue behind large ones), first come, first served, except
+//     that a client address holding its share passes its turn while
+//     another address waits; it gives it back once handled. While waiting
+//     the connection reads nothing, so TCP pushes back on the client. The
+//     buffer is then allocated whole.
 //   - Time: IdleTimeout between requests (extended while requests are in
-//     flight), FrameTimeout between the bytes of a started frame,
-//     WriteTimeout per socket write.
+//     flight); FrameTimeout for a whole frame body from its admission
+//     (not re-armed by each read), and while others wait for the budget
+//     it holds, a frame arriving too slowly to give it back within
+//     slowFrameHold is closed (fairness.go); WriteTimeout per socket
+//     write. Requests waiting for the budget are counted (BudgetStats),
+//     warned about at a bounded rate, and a budget that admits nothing
+//     to its waiters for BudgetStarvedAfter is starved (health).
 //   - Counts: kmsg (v1.15) refuses an array whose count times the minimum
 //     wire size of its element exceeds the bytes left, before allocating
 //     (TestHugeArrayCountsAllocateNothing). What remains is the ratio of Go
@@ -61,9 +68,14 @@
 //     ~8 MiB and its record bytes alias the frame.
 //   - Bytes after a decoded body are ignored, as kmsg does.
 //   - Connections: MaxConnections per Server, MaxConnectionsPerIP per
-//     client address (with overrides), changeable at run time
-//     (SetConnectionLimits); FirstRequestTimeout from accept to the first
-//     complete request.
+//     client address (with overrides; none by default), changeable at run
+//     time (SetConnectionLimits); FirstRequestTimeout from accept to the
+//     first complete request. Slots are shared fairly (fairness.go): near
+//     MaxConnections a new connection closes an idle one, ApiVersions-only
+//     connections and the largest address first, and an eighth of the
+//     slots is kept for addresses with few connections.
+//   - A TLS handshake or an HTTP request where a frame should start is
+//     named as such, in one log line a minute.
 //   - Log lines about refused and bad connections: ConnLogLinesPerSecond;
 //     the rest are counted, and the count rides on the next line let
 //     through. A client that merely goes away (EOF, reset) is DEBUG.

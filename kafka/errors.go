@@ -15,6 +15,22 @@ var (
 	// ErrFrameStalled: a frame started but its next bytes did not arrive
 	// within ServerConfig.FrameTimeout.
 	ErrFrameStalled = errors.New("kafka: request frame stalled")
+	// ErrFrameDeadline: a frame's body was not read whole within
+	// ServerConfig.FrameTimeout of its admission to the request budget.
+	ErrFrameDeadline = errors.New("kafka: request frame not complete within its deadline")
+	// ErrFrameTooSlow: a frame held part of the request budget that
+	// other requests waited for, and its bytes arrived too slowly to
+	// give it back in time (see Server.watchBudgets).
+	ErrFrameTooSlow = errors.New("kafka: request frame arriving too slowly while other requests wait for the request budget")
+	// ErrEvicted: the connection was idle (or had sent nothing but
+	// ApiVersions) when the Server neared MaxConnections and another
+	// client needed its slot.
+	ErrEvicted = errors.New("kafka: idle connection closed to make room for a new one")
+	// ErrTLSOnPlaintext: the first bytes were a TLS handshake, not a
+	// Kafka frame.
+	ErrTLSOnPlaintext = errors.New("kafka: TLS handshake received on a plaintext listener: the client is configured for SSL (security.protocol) but this listener is PLAINTEXT")
+	// ErrHTTPOnKafka: the first bytes were an HTTP request.
+	ErrHTTPOnKafka = errors.New("kafka: HTTP request received on a Kafka listener: the client speaks HTTP (the broker's HTTP endpoints are on http.listen)")
 	// ErrIdle: no request for ServerConfig.IdleTimeout while nothing was
 	// in flight (connections.max.idle.ms).
 	ErrIdle = errors.New("kafka: connection idle")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,8 +15,11 @@ import (
 //	size:int32 (big endian, > 0)  body:[size]byte
 //
 // It owns the read deadlines of its connection: IdleTimeout before the
-// first byte of a frame, FrameTimeout between later reads, and none past
-// firstDeadline until the first frame is read.
+// first byte of a frame, FrameTimeout between the bytes of the size
+// prefix, FrameTimeout for the whole body from the moment it is admitted
+// (not re-armed by each read: a client trickling one byte at a time
+// cannot keep a frame, and its share of the request budget, for longer),
+// and none past firstDeadline until the first frame is read.
 type frameReader struct {
 	r io.Reader
 	// setReadDeadline arms the connection's read deadline; a no-op in
@@ -31,8 +35,24 @@ type frameReader struct {
 	// connection clears it once a frame is read, and pushes it back by
 	// the time spent waiting for the request budget.
 	firstDeadline time.Time
+	// progress, when not nil, is told how far the frame being read has
+	// come, for the Server's watch over the request budget.
+	progress *frameProgress
 
 	sizeBuf [4]byte
+}
+
+// frameProgress is how far a connection's current frame has come. The
+// reader goroutine writes it; the Server's budget watch reads it.
+type frameProgress struct {
+	// inFrame: the first byte of a size prefix arrived and the frame
+	// is not read whole yet.
+	inFrame atomic.Bool
+	// bodyStart is when the body began to be read after the frame was
+	// admitted to the request budget (UnixNano), 0 when no body is being
+	// read; size and got are its length and the bytes read so far.
+	bodyStart atomic.Int64
+	size, got atomic.Int64
 }
 
 // checkKeyFunc vets a frame as soon as its api key is known, before the
@@ -59,6 +79,9 @@ func (fr *frameReader) readFrame(limit int32, checkKey checkKeyFunc, admit admit
 		}
 		n, err := fr.r.Read(fr.sizeBuf[got:])
 		got += n
+		if got > 0 && fr.progress != nil {
+			fr.progress.inFrame.Store(true)
+		}
 		if got == 4 || err == nil {
 			continue
 		}
@@ -79,12 +102,27 @@ func (fr *frameReader) readFrame(limit int32, checkKey checkKeyFunc, admit admit
 
 	size := int32(binary.BigEndian.Uint32(fr.sizeBuf[:]))
 	if size <= 0 || size > limit {
+		if err := foreignProtocol(fr.sizeBuf); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: %d, limit %d", ErrFrameSize, size, limit)
 	}
 	if admit != nil {
 		if err := admit(size); err != nil {
 			return nil, err
 		}
+	}
+	// One deadline for the whole body, from admission.
+	start := time.Now()
+	fr.arm(fr.frameTimeout)
+	if p := fr.progress; p != nil {
+		p.size.Store(int64(size))
+		p.got.Store(0)
+		p.bodyStart.Store(start.UnixNano())
+		defer func() {
+			p.bodyStart.Store(0)
+			p.inFrame.Store(false)
+		}()
 	}
 	// The budget admitted the whole frame, so the buffer is allocated at
 	// once: growing it as bytes arrive would hold up to 1.5 times the
@@ -95,9 +133,11 @@ func (fr *frameReader) readFrame(limit int32, checkKey checkKeyFunc, admit admit
 	buf := make([]byte, 0, n)
 	keyChecked := false
 	for len(buf) < n {
-		fr.arm(fr.frameTimeout)
 		m, err := fr.r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
+		if fr.progress != nil {
+			fr.progress.got.Store(int64(len(buf)))
+		}
 		if !keyChecked && len(buf) >= 2 {
 			keyChecked = true
 			if cerr := checkKey(int16(binary.BigEndian.Uint16(buf)), size); cerr != nil {
@@ -106,6 +146,9 @@ func (fr *frameReader) readFrame(limit int32, checkKey checkKeyFunc, admit admit
 		}
 		if len(buf) == n || err == nil {
 			continue
+		}
+		if isTimeout(err) {
+			return nil, fmt.Errorf("%w: %d of %d bytes in %v", ErrFrameDeadline, len(buf), n, time.Since(start).Round(time.Millisecond))
 		}
 		return nil, midFrameError(err, fmt.Sprintf("body (%d of %d bytes)", len(buf), n))
 	}
@@ -125,6 +168,24 @@ func (fr *frameReader) arm(d time.Duration) {
 		deadline = fr.firstDeadline
 	}
 	fr.setReadDeadline(deadline)
+}
+
+// foreignProtocol recognises a size prefix that is the start of another
+// protocol: a TLS record (a client configured for SSL on a plaintext
+// listener) or an HTTP request. Both read as sizes far above any frame
+// cap, and saying what they are is worth more than the number.
+func foreignProtocol(prefix [4]byte) error {
+	// A TLS record: content type handshake (22) or alert (21), version
+	// 3.x (SSL 3.0 to TLS 1.3 all say 3.1-3.4 in the record layer).
+	if (prefix[0] == 22 || prefix[0] == 21) && prefix[1] == 3 && prefix[2] <= 4 {
+		return ErrTLSOnPlaintext
+	}
+	for _, m := range []string{"GET ", "POST", "PUT ", "HEAD", "DELE", "OPTI", "PATC", "CONN", "PRI ", "TRAC"} {
+		if string(prefix[:]) == m {
+			return ErrHTTPOnKafka
+		}
+	}
+	return nil
 }
 
 func midFrameError(err error, where string) error {

@@ -206,7 +206,7 @@ func TestFirstRequestStalledFrame(t *testing.T) {
 	c.expectClosed()
 	<-done
 	if err := ts.logs.waitFor(t, "the stalled first frame", func(r logRecord) bool {
-		return errors.Is(r.err(), ErrFrameStalled) || errors.Is(r.err(), ErrFirstRequestTimeout)
+		return errors.Is(r.err(), ErrFrameStalled) || errors.Is(r.err(), ErrFrameDeadline) || errors.Is(r.err(), ErrFirstRequestTimeout)
 	}).err(); err == nil {
 		t.Fatal("no close reason")
 	}

@@ -14,12 +14,13 @@ import (
 // must not fill the disk of a small host with one line each.
 const DefaultConnLogLinesPerSecond = 10
 
-// logLimiter lets at most perSecond lines through in each one-second
-// window and counts the rest; the next line let through reports that
+// logLimiter lets at most perSecond lines through in each window (one
+// second unless made by newLogLimiterWindow) and counts the rest; the next line let through reports that
 // count, and Server.Close reports what is left. So every event is either
 // logged or counted.
 type logLimiter struct {
 	perSecond int
+	window    time.Duration
 	now       func() time.Time
 
 	mu sync.Mutex
@@ -30,7 +31,12 @@ type logLimiter struct {
 }
 
 func newLogLimiter(perSecond int, now func() time.Time) *logLimiter {
-	return &logLimiter{perSecond: perSecond, now: now}
+	return newLogLimiterWindow(perSecond, time.Second, now)
+}
+
+// newLogLimiterWindow lets n lines through per window.
+func newLogLimiterWindow(n int, window time.Duration, now func() time.Time) *logLimiter {
+	return &logLimiter{perSecond: n, window: window, now: now}
 }
 
 // allow reports whether to log a line now and, if so, how many lines were
@@ -39,7 +45,7 @@ func (l *logLimiter) allow() (ok bool, suppressed int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	if now.Sub(l.windowStart) >= time.Second || now.Before(l.windowStart) {
+	if now.Sub(l.windowStart) >= l.window || now.Before(l.windowStart) {
 		l.windowStart, l.inWindow = now, 0
 	}
 	if l.inWindow >= l.perSecond {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wren-broker/wren/internal/membudget"
@@ -43,9 +44,14 @@ const (
 	// connection that sends nothing is a port scan or a leak, and must not
 	// hold a connection slot for connections.max.idle.ms.
 	DefaultFirstRequestTimeout = 10 * time.Second
-	// DefaultFrameTimeout bounds the wait for the next bytes of a frame
-	// that has started.
+	// DefaultFrameTimeout bounds the time a frame's body takes to arrive
+	// once admitted to the request budget: the clients' own
+	// request.timeout.ms default, past which the client has given up on
+	// the request anyway.
 	DefaultFrameTimeout = 30 * time.Second
+	// DefaultBudgetStarvedAfter: requests waiting this long for a request
+	// budget that granted nothing meanwhile make the broker starved.
+	DefaultBudgetStarvedAfter = 10 * time.Second
 	// DefaultWriteTimeout bounds one socket write of a response (or of
 	// one chunk of a spliced response).
 	DefaultWriteTimeout = 60 * time.Second
@@ -99,8 +105,11 @@ type ServerConfig struct {
 	// handled but not yet answered. When it is reached the reader stops
 	// reading: TCP backpressure reaches the client.
 	MaxInFlightPerConn int
-	// MaxConnections bounds concurrent connections; one more is accepted
-	// and closed at once.
+	// MaxConnections bounds concurrent connections. At the bound a new
+	// connection closes an idle one (fairness.go: ApiVersions-only and
+	// the largest address's first; an eighth of the slots is kept for
+	// addresses with few connections), or is accepted and closed at once
+	// when none is idle.
 	MaxConnections int
 	// MaxConnectionsPerIP bounds concurrent connections from one client
 	// address (max.connections.per.ip), except those in
@@ -117,13 +126,17 @@ type ServerConfig struct {
 	// read whole within this long after accept. Time spent waiting for
 	// QueuedMaxRequestBytes is not counted.
 	FirstRequestTimeout time.Duration
-	// FrameTimeout closes a connection whose frame has started but whose
-	// next bytes do not arrive within this long (a slow sender holding a
-	// buffer).
+	// FrameTimeout closes a connection whose frame body has not arrived
+	// whole within this long after it was admitted to the request budget
+	// (a slow sender holding a share of the budget), and one whose size
+	// prefix stalls this long.
 	FrameTimeout time.Duration
 	// WriteTimeout closes a connection that does not take a response (or
 	// one chunk of a spliced response) within this long.
 	WriteTimeout time.Duration
+	// BudgetStarvedAfter: a request budget that has had requests waiting
+	// and granted none for this long is starved (BudgetStats.Starved).
+	BudgetStarvedAfter time.Duration
 
 	// Logger receives connection-level events. Nil discards them.
 	Logger *slog.Logger
@@ -167,6 +180,9 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	if cfg.BudgetStarvedAfter == 0 {
+		cfg.BudgetStarvedAfter = DefaultBudgetStarvedAfter
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -190,7 +206,7 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 		return cfg, fmt.Errorf("%w: MaxConnections %d < 1", ErrBadConfig, cfg.MaxConnections)
 	case cfg.MaxConnectionsPerIP < 0:
 		return cfg, fmt.Errorf("%w: MaxConnectionsPerIP %d < 0", ErrBadConfig, cfg.MaxConnectionsPerIP)
-	case cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.WriteTimeout < 0 || cfg.FirstRequestTimeout < 0:
+	case cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.WriteTimeout < 0 || cfg.FirstRequestTimeout < 0 || cfg.BudgetStarvedAfter < 0:
 		return cfg, fmt.Errorf("%w: negative timeout", ErrBadConfig)
 	}
 	for addr, n := range cfg.MaxConnectionsPerIPOverrides {
@@ -246,6 +262,23 @@ type Server struct {
 	limits ConnectionLimits
 	// connLog bounds the lines about refused and bad connections.
 	connLog *logLimiter
+	// protoLog bounds the lines about clients speaking TLS or HTTP to
+	// this listener: one a minute.
+	protoLog *logLimiter
+	// budgetLog bounds the WARN about requests waiting for the request
+	// budget: one every ten seconds.
+	budgetLog *logLimiter
+	// watching: the budget watch runs (started by the first Serve).
+	watching bool
+	// evicting counts connections closed to make room (conn.evicted)
+	// that have not yet left conns: they no longer count toward
+	// MaxConnections.
+	evicting int
+	// slowAddrs are the addresses that had a frame closed as too slow,
+	// with when (fairness.go).
+	slowAddrs map[netip.Addr]time.Time
+	// Counters for BudgetStats.
+	preempted, frameDeadlines, evicted atomic.Uint64
 	// wg counts Serve loops and connection goroutines.
 	wg sync.WaitGroup
 }
@@ -277,6 +310,7 @@ func newServer(cfg ServerConfig, broker *Node, table []apiEntry) (*Server, error
 		smallRequestBytes: smallRequestBytes,
 		requests:          requests,
 		perIP:             make(map[netip.Addr]int),
+		slowAddrs:         make(map[netip.Addr]time.Time),
 		limits: ConnectionLimits{
 			Max:            cfg.MaxConnections,
 			PerIP:          cfg.MaxConnectionsPerIP,
@@ -291,6 +325,8 @@ func newServer(cfg ServerConfig, broker *Node, table []apiEntry) (*Server, error
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 		connLog:   newLogLimiter(cfg.ConnLogLinesPerSecond, time.Now),
+		protoLog:  newLogLimiterWindow(1, time.Minute, time.Now),
+		budgetLog: newLogLimiterWindow(1, 10*time.Second, time.Now),
 	}, nil
 }
 
@@ -316,6 +352,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.addr = ln.Addr()
 	}
 	s.wg.Add(1)
+	if !s.watching {
+		s.watching = true
+		s.wg.Add(1)
+		go s.watchBudgets()
+	}
 	s.mu.Unlock()
 	defer s.wg.Done()
 	defer func() {
@@ -379,7 +420,18 @@ func (s *Server) startConn(nc net.Conn) {
 		return
 	}
 	ip, hasIP := remoteIP(nc)
-	if reason, limit := s.refuseLocked(ip, hasIP); reason != "" {
+	reason, limit := s.refuseLocked(ip, hasIP)
+	if reason == "" && s.needsSlotLocked(ip, hasIP) {
+		if victim := s.pickVictimLocked(ip, hasIP, time.Now()); victim != nil {
+			victim.evicted = true
+			s.evicting++
+			s.evicted.Add(1)
+			victim.close(ErrEvicted)
+		} else {
+			reason, limit = "max.connections reached", s.limits.Max
+		}
+	}
+	if reason != "" {
 		s.cfg.Observer.ConnectionRefused()
 		if ok, suppressed := s.connLog.allow(); ok {
 			s.log.Warn("connection refused: "+reason,
@@ -390,7 +442,7 @@ func (s *Server) startConn(nc net.Conn) {
 	}
 	c := newConn(s, nc)
 	if hasIP {
-		c.ip, c.hasIP = ip, true
+		c.ip, c.hasIP, c.owner = ip, true, ip
 		s.perIP[ip]++
 	}
 	s.conns[c] = struct{}{}
@@ -402,9 +454,6 @@ func (s *Server) startConn(nc net.Conn) {
 // refuseLocked says why a connection from ip must be refused, with the
 // bound it would pass, or "" to accept it.
 func (s *Server) refuseLocked(ip netip.Addr, hasIP bool) (reason string, limit int) {
-	if len(s.conns) >= s.limits.Max {
-		return "max.connections reached", s.limits.Max
-	}
 	if !hasIP {
 		return "", 0
 	}
@@ -460,6 +509,9 @@ func (s *Server) SetConnectionLimits(l ConnectionLimits) error {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if c.evicted {
+		s.evicting--
+	}
 	if c.hasIP {
 		if s.perIP[c.ip]--; s.perIP[c.ip] == 0 {
 			delete(s.perIP, c.ip)

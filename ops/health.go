@@ -24,6 +24,10 @@ const (
 	// ReasonBelowFloor: a log dir is below its free-space floor, so its
 	// node refuses every produce to it.
 	ReasonBelowFloor = "log_dirs_below_floor"
+	// ReasonStarved: a node's request budget (queued.max.request.bytes,
+	// queued.max.requests) has had requests waiting and granted none for
+	// a while: that node is not serving the clients that wait.
+	ReasonStarved = "request_budget_starved"
 )
 
 // ClusterHealth is the cluster as one observer sees it: a broker answering
@@ -56,7 +60,19 @@ type ClusterHealth struct {
 	DamagedPartitions []DamagedPartition `json:"damaged_partitions"`
 	// LogDirsBelowFloor are the log dirs below their free-space floor.
 	LogDirsBelowFloor []LogDirBelowFloor `json:"log_dirs_below_floor"`
+	// StarvedNodes are the nodes whose request budget is starved.
+	StarvedNodes []StarvedNode `json:"request_budget_starved"`
 	ControlPlane
+}
+
+// StarvedNode is a node whose request budget has had requests waiting
+// and granted none for a while.
+type StarvedNode struct {
+	Node int32 `json:"node"`
+	// Waiting is the number of requests waiting; OldestWaitMs how long
+	// the first of them has waited.
+	Waiting      int   `json:"waiting"`
+	OldestWaitMs int64 `json:"oldest_wait_ms"`
 }
 
 // DamagedPartition is one replica holding damaged data on disk.
@@ -84,6 +100,9 @@ type NodeFacts struct {
 	OfflineLogDirs    []string           `json:"offline_log_dirs,omitempty"`
 	DamagedPartitions []DamagedPartition `json:"damaged_partitions,omitempty"`
 	LogDirsBelowFloor []LogDirBelowFloor `json:"log_dirs_below_floor,omitempty"`
+	// RequestBudgetStarved is set while the node's request budget is
+	// starved.
+	RequestBudgetStarved *StarvedNode `json:"request_budget_starved,omitempty"`
 }
 
 // MaxDamagedListed bounds the damaged replicas one node reports: past it
@@ -97,6 +116,12 @@ func (h *ClusterHealth) AddNodeFacts(f NodeFacts) {
 	h.OfflineLogDirs = slices.DeleteFunc(h.OfflineLogDirs, func(s string) bool { return strings.HasPrefix(s, prefix) })
 	h.DamagedPartitions = slices.DeleteFunc(h.DamagedPartitions, func(d DamagedPartition) bool { return d.Node == f.Node })
 	h.LogDirsBelowFloor = slices.DeleteFunc(h.LogDirsBelowFloor, func(d LogDirBelowFloor) bool { return d.Node == f.Node })
+	h.StarvedNodes = slices.DeleteFunc(h.StarvedNodes, func(d StarvedNode) bool { return d.Node == f.Node })
+	if st := f.RequestBudgetStarved; st != nil {
+		d := *st
+		d.Node = f.Node
+		h.StarvedNodes = append(h.StarvedNodes, d)
+	}
 	for _, d := range f.OfflineLogDirs {
 		if strings.HasPrefix(d, prefix) {
 			h.OfflineLogDirs = append(h.OfflineLogDirs, d)
@@ -163,8 +188,8 @@ type DataLoss struct {
 // A fenced or unreachable node is down, and a down node is one of Nodes;
 // every list is sorted and holds each entry once. A cluster is healthy
 // when a controller is known and up, no node is down, every partition has
-// a leader, no log dir failed or is below its free-space floor, and no
-// replica holds damaged data. Under-replicated partitions are listed but
+// a leader, no log dir failed or is below its free-space floor, no
+// replica holds damaged data, and no node's request budget is starved. Under-replicated partitions are listed but
 // do not make it unhealthy: every partition is still served, and a
 // replica catching up after a restart is the cluster working.
 func (h *ClusterHealth) Evaluate() {
@@ -206,6 +231,12 @@ func (h *ClusterHealth) Evaluate() {
 		return a.Node == b.Node && a.Dir == b.Dir
 	})
 
+	if h.StarvedNodes == nil {
+		h.StarvedNodes = []StarvedNode{}
+	}
+	slices.SortFunc(h.StarvedNodes, func(a, b StarvedNode) int { return cmp.Compare(a.Node, b.Node) })
+	h.StarvedNodes = slices.CompactFunc(h.StarvedNodes, func(a, b StarvedNode) bool { return a.Node == b.Node })
+
 	h.UnhealthyReasons = []string{}
 	if h.ControllerID < 0 {
 		h.UnhealthyReasons = append(h.UnhealthyReasons, ReasonNoController)
@@ -227,6 +258,9 @@ func (h *ClusterHealth) Evaluate() {
 	if len(h.LogDirsBelowFloor) > 0 {
 		h.UnhealthyReasons = append(h.UnhealthyReasons, ReasonBelowFloor)
 	}
+	if len(h.StarvedNodes) > 0 {
+		h.UnhealthyReasons = append(h.UnhealthyReasons, ReasonStarved)
+	}
 	h.Healthy = len(h.UnhealthyReasons) == 0
 }
 
@@ -234,7 +268,8 @@ func (h *ClusterHealth) Evaluate() {
 // the node can serve clients, else why not. A node cannot serve when no
 // controller is known (it cannot learn of changes or lead), when it is
 // down (fenced: the controller took its leaderships and clients do not
-// see it), or when its log dir failed. Each of these also makes the
+// see it), when its log dir failed, or when its request budget is starved
+// (its clients' requests wait and none is admitted). Each of these also makes the
 // cluster unhealthy, so a node is never unready while Evaluate calls the
 // cluster healthy. The reverse does not hold: a peer down, a leaderless
 // or damaged partition, a log dir below its floor make the cluster
@@ -257,6 +292,11 @@ func (h *ClusterHealth) NodeReady(id int32) error {
 	for _, d := range h.OfflineLogDirs {
 		if strings.HasPrefix(d, prefix) {
 			why = append(why, ReasonOfflineLogDirs+": "+d)
+		}
+	}
+	for _, d := range h.StarvedNodes {
+		if d.Node == id {
+			why = append(why, fmt.Sprintf("%s: %d requests waiting for the request budget, the first for %d ms, and none admitted since", ReasonStarved, d.Waiting, d.OldestWaitMs))
 		}
 	}
 	if len(why) == 0 {
@@ -292,6 +332,12 @@ func (h *ClusterHealth) Err() error {
 			var names []string
 			for _, d := range h.LogDirsBelowFloor {
 				names = append(names, fmt.Sprintf("node %d: %s (%d bytes free, floor %d)", d.Node, d.Dir, d.FreeBytes, d.FloorBytes))
+			}
+			parts = append(parts, fmt.Sprintf("%s %v", r, names))
+		case ReasonStarved:
+			var names []string
+			for _, d := range h.StarvedNodes {
+				names = append(names, fmt.Sprintf("node %d: %d waiting, the first for %d ms", d.Node, d.Waiting, d.OldestWaitMs))
 			}
 			parts = append(parts, fmt.Sprintf("%s %v", r, names))
 		default:

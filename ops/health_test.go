@@ -113,6 +113,14 @@ func TestEvaluateOneDefinition(t *testing.T) {
 		{name: "own log dir failed",
 			h:       ClusterHealth{ControllerID: 1, Nodes: []int32{1, 2}, OfflineLogDirs: []string{OfflineLogDir(2, "/d", "EIO")}},
 			reasons: []string{ReasonOfflineLogDirs}, nodes: []int32{1, 2}, down: []int32{}, readyNode: 2},
+		{name: "own request budget starved",
+			h: ClusterHealth{ControllerID: 1, Nodes: []int32{1, 2},
+				StarvedNodes: []StarvedNode{{Node: 2, Waiting: 3, OldestWaitMs: 12000}}},
+			reasons: []string{ReasonStarved}, nodes: []int32{1, 2}, down: []int32{}, readyNode: 2},
+		{name: "a peer's request budget starved leaves this node ready",
+			h: ClusterHealth{ControllerID: 1, Nodes: []int32{1, 2},
+				StarvedNodes: []StarvedNode{{Node: 2, Waiting: 3, OldestWaitMs: 12000}}},
+			reasons: []string{ReasonStarved}, nodes: []int32{1, 2}, down: []int32{}, readyNode: 1, ready: true},
 		{name: "no controller",
 			h:       ClusterHealth{ControllerID: -1, Nodes: []int32{1}},
 			reasons: []string{ReasonNoController}, nodes: []int32{1}, down: []int32{}, readyNode: 1},
@@ -170,6 +178,9 @@ func TestNodeReadyImpliesHealthy(t *testing.T) {
 		for _, id := range pick() {
 			h.DamagedPartitions = append(h.DamagedPartitions, DamagedPartition{Node: id, Partition: "t/0"})
 		}
+		for _, id := range pick() {
+			h.AddNodeFacts(NodeFacts{Node: id, RequestBudgetStarved: &StarvedNode{Waiting: 1}})
+		}
 		h.Evaluate()
 		for id := int32(1); id <= 3; id++ {
 			if err := h.NodeReady(id); err != nil && h.Healthy {
@@ -192,9 +203,14 @@ func TestNodeReadyImpliesHealthy(t *testing.T) {
 func TestAddNodeFacts(t *testing.T) {
 	h := ClusterHealth{OfflineLogDirs: []string{OfflineLogDir(1, "/a", "EIO"), OfflineLogDir(2, "/b", "EIO")},
 		DamagedPartitions: []DamagedPartition{{Node: 2, Partition: "t/0"}, {Node: 1, Partition: "t/1"}},
-		LogDirsBelowFloor: []LogDirBelowFloor{{Node: 2, Dir: "/b"}}}
+		LogDirsBelowFloor: []LogDirBelowFloor{{Node: 2, Dir: "/b"}},
+		StarvedNodes:      []StarvedNode{{Node: 2, Waiting: 1}}}
+	h.AddNodeFacts(NodeFacts{Node: 3, RequestBudgetStarved: &StarvedNode{Waiting: 5}})
 	h.AddNodeFacts(NodeFacts{Node: 2, DamagedPartitions: []DamagedPartition{{Partition: "u/3"}}})
 	h.Evaluate()
+	if !reflect.DeepEqual(h.StarvedNodes, []StarvedNode{{Node: 3, Waiting: 5}}) {
+		t.Fatalf("starved after node 3's and node 2's facts: %+v", h.StarvedNodes)
+	}
 	if !reflect.DeepEqual(h.OfflineLogDirs, []string{OfflineLogDir(1, "/a", "EIO")}) || len(h.LogDirsBelowFloor) != 0 ||
 		!reflect.DeepEqual(h.DamagedPartitions, []DamagedPartition{{Node: 1, Partition: "t/1"}, {Node: 2, Partition: "u/3"}}) {
 		t.Fatalf("after node 2's facts: %+v", h)

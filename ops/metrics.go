@@ -99,6 +99,9 @@ type Sources struct {
 	Groups   *coordinator.Driver
 	// Connections is the number of open client connections.
 	Connections func() int
+	// RequestBudget is the state of the client listener's request
+	// budget and connection slots.
+	RequestBudget func() RequestBudgetStats
 	// Health is the cluster as this node sees it.
 	Health func() ClusterHealth
 	// Quorum is this node's part in the metadata quorum (false on a
@@ -237,6 +240,9 @@ func (m *Metrics) writeScraped(w io.Writer) {
 		writeFamily(w, "wren_kafka_connections_open", "gauge", "open client connections")
 		fmt.Fprintf(w, "wren_kafka_connections_open %d\n", src.Connections())
 	}
+	if src.RequestBudget != nil {
+		writeRequestBudget(w, src.RequestBudget())
+	}
 	if src.Logs != nil {
 		writeLogDir(w, src.Logs)
 	}
@@ -257,6 +263,37 @@ func (m *Metrics) writeScraped(w io.Writer) {
 	if src.ProducerIDsAvailable != nil {
 		writeFamily(w, "wren_producer_ids_available", "gauge", "producer ids this broker holds and can hand out without the controller")
 		fmt.Fprintf(w, "wren_producer_ids_available %d\n", src.ProducerIDsAvailable())
+	}
+}
+
+// RequestBudgetStats is the state of the client listener's request budget
+// (queued.max.request.bytes, queued.max.requests) and connection slots.
+type RequestBudgetStats struct {
+	// Waiting requests now, and how long the first has waited.
+	Waiting    int
+	OldestWait time.Duration
+	// Counters: requests that had to wait; frames closed for holding the
+	// budget too slowly while others waited; frames not complete within
+	// their deadline; idle connections closed to make room.
+	Waited, Preempted, FrameDeadlines, Evicted uint64
+}
+
+func writeRequestBudget(w io.Writer, st RequestBudgetStats) {
+	writeFamily(w, "wren_kafka_request_budget_waiting", "gauge", "requests waiting for the request budget (queued.max.request.bytes, queued.max.requests)")
+	fmt.Fprintf(w, "wren_kafka_request_budget_waiting %d\n", st.Waiting)
+	writeFamily(w, "wren_kafka_request_budget_oldest_wait_seconds", "gauge", "how long the first request waiting for the request budget has waited")
+	fmt.Fprintf(w, "wren_kafka_request_budget_oldest_wait_seconds %g\n", st.OldestWait.Seconds())
+	for _, c := range []struct {
+		name, help string
+		v          uint64
+	}{
+		{"wren_kafka_request_budget_waited_total", "requests that had to wait for the request budget", st.Waited},
+		{"wren_kafka_request_frames_too_slow_total", "connections closed because their frame held the request budget too slowly while other requests waited", st.Preempted},
+		{"wren_kafka_request_frame_deadlines_total", "connections closed because a frame did not arrive whole within its deadline", st.FrameDeadlines},
+		{"wren_kafka_connections_evicted_total", "idle connections closed near max.connections to make room for new ones", st.Evicted},
+	} {
+		writeFamily(w, c.name, "counter", c.help)
+		fmt.Fprintf(w, "%s %d\n", c.name, c.v)
 	}
 }
 
@@ -281,6 +318,7 @@ func writeClusterHealth(w io.Writer, h ClusterHealth) {
 		{"wren_cluster_offline_log_dirs", "log dirs that failed, on every node", len(h.OfflineLogDirs)},
 		{"wren_cluster_damaged_partitions", "replicas holding damaged data on disk, on every node", len(h.DamagedPartitions)},
 		{"wren_cluster_log_dirs_below_free_space_floor", "log dirs below their free-space floor, on every node", len(h.LogDirsBelowFloor)},
+		{"wren_cluster_request_budget_starved_nodes", "nodes whose request budget has had requests waiting and admitted none for a while", len(h.StarvedNodes)},
 		{"wren_kafka_under_replicated_replicas", "partitions whose ISR is smaller than their replica set (during a reassignment, than the original replicas)", len(h.UnderReplicatedPartitions)},
 	} {
 		writeFamily(w, g.name, "gauge", g.help)

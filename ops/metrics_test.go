@@ -186,10 +186,14 @@ func TestMetricsExposition(t *testing.T) {
 		Version: "v1.2.3", Commit: "abc",
 		Connections:          func() int { return 2 },
 		ProducerIDsAvailable: func() int64 { return 1042 },
+		RequestBudget: func() RequestBudgetStats {
+			return RequestBudgetStats{Waiting: 3, OldestWait: 1500 * time.Millisecond, Waited: 40, Preempted: 5, FrameDeadlines: 6, Evicted: 7}
+		},
 		Health: func() ClusterHealth {
 			h := ClusterHealth{ControllerID: 3, Nodes: []int32{1, 2, 3}, DownNodes: []int32{2},
 				DamagedPartitions: []DamagedPartition{{Node: 1, Partition: "t/0"}, {Node: 3, Partition: "t/0"}},
-				LogDirsBelowFloor: []LogDirBelowFloor{{Node: 3, Dir: "/d"}}, ControlPlane: ControlPlane{FencedNodes: []int32{1}}}
+				LogDirsBelowFloor: []LogDirBelowFloor{{Node: 3, Dir: "/d"}}, ControlPlane: ControlPlane{FencedNodes: []int32{1}},
+				StarvedNodes: []StarvedNode{{Node: 2, Waiting: 3}}}
 			h.Evaluate()
 			return h
 		},
@@ -230,6 +234,13 @@ func TestMetricsExposition(t *testing.T) {
 		`wren_cluster_offline_log_dirs`:                                                  0,
 		`wren_cluster_controller_id`:                                                     3,
 		`wren_producer_ids_available`:                                                    1042,
+		`wren_kafka_request_budget_waiting`:                                              3,
+		`wren_kafka_request_budget_oldest_wait_seconds`:                                  1.5,
+		`wren_kafka_request_budget_waited_total`:                                         40,
+		`wren_kafka_request_frames_too_slow_total`:                                       5,
+		`wren_kafka_request_frame_deadlines_total`:                                       6,
+		`wren_kafka_connections_evicted_total`:                                           7,
+		`wren_cluster_request_budget_starved_nodes`:                                      1,
 	}
 	for series, v := range want {
 		if got, ok := e.samples[series]; !ok || got != v {

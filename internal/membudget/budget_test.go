@@ -78,3 +78,59 @@ func TestNilIsUnbounded(t *testing.T) {
 	}
 	b.Release(1 << 40)
 }
+
+// TestFairShareBetweenOwners: an owner that holds its share is passed
+// over while another owner waits, however early it asked; an owner that
+// holds nothing is served in its turn even for more than its share; with
+// nobody else waiting an owner may take the whole budget.
+func TestFairShareBetweenOwners(t *testing.T) {
+	ctx := context.Background()
+	b := New(10)
+	a, c := "a", "c"
+	// Alone, a may take everything.
+	for range 2 {
+		if err := b.AcquireAs(ctx, a, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	order := make(chan string, 3)
+	go func() { b.AcquireAs(ctx, a, 4); order <- "a" }()
+	waitFor(t, "a's third request", func() bool { return b.Waiting() == 1 })
+	go func() { b.AcquireAs(ctx, c, 4); order <- "c" }()
+	waitFor(t, "c's request", func() bool { return b.Waiting() == 2 })
+	// 5 come back: a (holding 5 of a share of 5) is passed over for c.
+	b.ReleaseAs(a, 5)
+	if got := <-order; got != "c" {
+		t.Fatalf("%s served first, want c", got)
+	}
+	if st := b.Stats(); st.Waiting != 1 || st.InUse != 9 || st.Waited != 2 {
+		t.Fatalf("stats %+v, want 1 waiting, 9 in use, 2 waited", st)
+	}
+	// c gone, a is alone again and gets its turn.
+	b.ReleaseAs(c, 4)
+	if got := <-order; got != "a" {
+		t.Fatalf("%s served, want a", got)
+	}
+	b.ReleaseAs(a, 9)
+	if st := b.Stats(); st.InUse != 0 || st.Waiting != 0 {
+		t.Fatalf("stats %+v after every release", st)
+	}
+
+	// An owner holding nothing is never over its share: a request for
+	// the whole budget is served in its turn.
+	if err := b.AcquireAs(ctx, a, 2); err != nil {
+		t.Fatal(err)
+	}
+	go func() { b.AcquireAs(ctx, c, 10); order <- "c" }()
+	waitFor(t, "c's whole-budget request", func() bool { return b.Waiting() == 1 })
+	go func() { b.AcquireAs(ctx, a, 1); order <- "a" }()
+	waitFor(t, "a's request", func() bool { return b.Waiting() == 2 })
+	b.ReleaseAs(a, 2)
+	if got := <-order; got != "c" {
+		t.Fatalf("%s served first, want c", got)
+	}
+	b.ReleaseAs(c, 10)
+	if got := <-order; got != "a" {
+		t.Fatalf("%s served, want a", got)
+	}
+}

@@ -7,7 +7,12 @@
 // connection stops reading its socket, so TCP pushes back on the client,
 // instead of the process growing. Waiters are served in arrival order,
 // so a small request from a well-behaved client is answered in turn
-// behind the large ones, never starved by a stream of them.
+// behind the large ones, never starved by a stream of them; except that
+// an owner (AcquireAs: a client address) already holding its fair share
+// (the capacity divided by the owners holding or waiting) is passed over
+// while a waiter of another owner waits, so one client asking first and
+// often cannot keep the budget to itself. Stats tells how many wait, for
+// how long, and when units were last granted.
 //
 // Invariants:
 //   - 0 <= InUse() <= Capacity().
