@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,34 +128,6 @@ level = "info"
 		t.Fatal(err)
 	}
 	return b
-}
-
-// newMemoryCgroup makes a cgroup v1 memory group limited to limit bytes,
-// removed when the test ends; it skips the test where it cannot.
-func newMemoryCgroup(t *testing.T, limit int64) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("creates a memory cgroup, which needs root")
-	}
-	if _, err := os.Stat(filepath.Join(memoryCgroupRoot, "memory.limit_in_bytes")); err != nil {
-		t.Skipf("no cgroup v1 memory controller at %s (%v)", memoryCgroupRoot, err)
-	}
-	cg := filepath.Join(memoryCgroupRoot, fmt.Sprintf("wren-test-%d-%d", os.Getpid(), time.Now().UnixNano()))
-	if err := os.Mkdir(cg, 0o755); err != nil {
-		t.Skipf("cannot create a memory cgroup (%v)", err)
-	}
-	t.Cleanup(func() {
-		oom := readCgroup(t, cg, "memory.oom_control")
-		t.Logf("64 MiB cgroup: peak %.1f MiB (page cache included), oom_control %q",
-			mib(parseInt(t, readCgroup(t, cg, "memory.max_usage_in_bytes"))), strings.ReplaceAll(oom, "\n", "; "))
-		if strings.Contains(oom, "oom_kill ") && !strings.Contains(oom, "oom_kill 0") {
-			t.Errorf("the OOM killer ran in the cgroup: %q", oom)
-		}
-		removeCgroup(t, cg)
-	})
-	writeCgroup(t, cg, "memory.limit_in_bytes", strconv.FormatInt(limit, 10))
-	os.WriteFile(filepath.Join(cg, "memory.swappiness"), []byte("0"), 0o644)
-	return cg
 }
 
 // latencies collects the well-behaved client's operations.

@@ -52,20 +52,7 @@ func TestMemory64MBProcess(t *testing.T) {
 	if os.Getenv("WREN_MEMORY_TEST") == "" {
 		t.Skip("set WREN_MEMORY_TEST=1 to run the broker under a 64 MiB memory cgroup (about 30 s, root)")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("creates a memory cgroup, which needs root")
-	}
-	if _, err := os.Stat(filepath.Join(memoryCgroupRoot, "memory.limit_in_bytes")); err != nil {
-		t.Skipf("no cgroup v1 memory controller at %s (%v)", memoryCgroupRoot, err)
-	}
-	cg := filepath.Join(memoryCgroupRoot, fmt.Sprintf("wren-test-%d-%d", os.Getpid(), time.Now().UnixNano()))
-	if err := os.Mkdir(cg, 0o755); err != nil {
-		t.Skipf("cannot create a memory cgroup (%v)", err)
-	}
-	t.Cleanup(func() { removeCgroup(t, cg) })
-	writeCgroup(t, cg, "memory.limit_in_bytes", strconv.Itoa(64<<20))
-	// No swap to escape into, where the kernel offers the knob.
-	os.WriteFile(filepath.Join(cg, "memory.swappiness"), []byte("0"), 0o644)
+	cg := newMemoryCgroup(t, 64<<20)
 
 	load := memoryLoad{connections: 200, requestBytes: 8<<20 - 4096, bombs: true, duration: 15 * time.Second,
 		brokerExtra: os.Getenv("WREN_MEMORY_TEST_BROKER"), storageExtra: os.Getenv("WREN_MEMORY_TEST_STORAGE")}
@@ -77,9 +64,34 @@ func TestMemory64MBProcess(t *testing.T) {
 		readCgroup(t, cg, "memory.failcnt"), strings.ReplaceAll(oom, "\n", "; "))
 	t.Logf("attack: %d large requests answered, %d bombs answered, %d connections refused or closed; well-behaved: %d records acknowledged during the attack, %d consumed",
 		res.largeAnswered, res.bombsAnswered, res.reconnects, res.ackedDuringAttack, res.consumed)
-	if strings.Contains(oom, "oom_kill ") && !strings.Contains(oom, "oom_kill 0") {
-		t.Errorf("the OOM killer ran in the cgroup: %q", oom)
+}
+
+// newMemoryCgroup makes a cgroup v1 memory group limited to limit bytes,
+// removed when the test ends; it skips the test where it cannot.
+func newMemoryCgroup(t *testing.T, limit int64) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("creates a memory cgroup, which needs root")
 	}
+	if _, err := os.Stat(filepath.Join(memoryCgroupRoot, "memory.limit_in_bytes")); err != nil {
+		t.Skipf("no cgroup v1 memory controller at %s (%v)", memoryCgroupRoot, err)
+	}
+	cg := filepath.Join(memoryCgroupRoot, fmt.Sprintf("wren-test-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Skipf("cannot create a memory cgroup (%v)", err)
+	}
+	t.Cleanup(func() {
+		oom := readCgroup(t, cg, "memory.oom_control")
+		t.Logf("64 MiB cgroup: peak %.1f MiB (page cache included), oom_control %q",
+			mib(parseInt(t, readCgroup(t, cg, "memory.max_usage_in_bytes"))), strings.ReplaceAll(oom, "\n", "; "))
+		if strings.Contains(oom, "oom_kill ") && !strings.Contains(oom, "oom_kill 0") {
+			t.Errorf("the OOM killer ran in the cgroup: %q", oom)
+		}
+		removeCgroup(t, cg)
+	})
+	writeCgroup(t, cg, "memory.limit_in_bytes", strconv.FormatInt(limit, 10))
+	os.WriteFile(filepath.Join(cg, "memory.swappiness"), []byte("0"), 0o644)
+	return cg
 }
 
 // TestMemoryLoadFigures measures peak resident memory without a cgroup
