@@ -23,7 +23,8 @@
 #
 # Usage: scripts/interop-groups.sh   (needs what scripts/interop.sh installs: kcat,
 #                                     python3-confluent-kafka, python3-kafka, Maven and a JDK;
-#                                     run it after that script)
+#                                     run it after that script; scripts/kafka-fetch.sh brings
+#                                     Kafka's tools)
 #
 # Prints one line per check, "ok   ..." or "FAIL ...", each led by its target, then
 # "N passed, N failed"; exits non-zero if any check failed, and keeps the work directory (node

@@ -1,6 +1,7 @@
-# interop-lib.sh: sourced by scripts/interop.sh and scripts/interop-groups.sh. What their
-# checks share: the ok/FAIL/skip lines and their count, the work directory, and the TARGET the
-# client steps run against, so that the same step functions run on one node and on a cluster:
+# interop-lib.sh: sourced by scripts/interop.sh, interop-groups.sh and interop-cluster.sh. What
+# their checks share: the ok/FAIL/skip lines and their count, the work directory kept with the
+# node logs on failure, and the TARGET the client steps run against, so that the same step
+# functions run on one node and on a cluster (interop-cluster.sh starts only the cluster):
 #
 #   single   one wren node on free loopback ports
 #   cluster  three nodes (scripts/local-cluster.sh, one config file, free ports); clients
