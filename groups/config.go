@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // ErrInvalidConfig is returned by Config.Validate and NewCoordinator.
@@ -142,9 +143,12 @@ const OffsetsTopic = "__consumer_offsets"
 
 // PartitionFor returns the __consumer_offsets partition whose leader
 // coordinates groupID: Java's String.hashCode of the id, made non-negative
-// as Kafka's Utils.abs does, modulo the partition count. It must match
-// Kafka bit for bit, or clients and brokers would disagree on the
-// coordinator.
+// as Kafka's Utils.abs does (its absolute value, 0 for Integer.MIN_VALUE;
+// not h & 0x7fffffff, Utils.toPositive, which names another partition for
+// every negative hash), modulo the partition count, as Kafka's
+// GroupCoordinatorService.partitionFor. It must match Kafka bit for bit:
+// tools and operators that locate a group's partition as Kafka does, and
+// a __consumer_offsets written by Kafka, expect the same partition.
 func PartitionFor(groupID string, partitionCount int32) int32 {
 	if partitionCount <= 0 {
 		panic(fmt.Sprintf("groups: PartitionFor with %d partitions", partitionCount))
@@ -161,5 +165,11 @@ func PartitionFor(groupID string, partitionCount int32) int32 {
 		}
 		h = 31*h + int32(r)
 	}
-	return (h & 0x7fffffff) % partitionCount
+	if h == math.MinInt32 {
+		return 0
+	}
+	if h < 0 {
+		h = -h
+	}
+	return h % partitionCount
 }

@@ -7,8 +7,11 @@ import (
 )
 
 func TestPartitionForMatchesJava(t *testing.T) {
-	// Values from Java's String.hashCode, (h & 0x7fffffff) % n, computed
-	// with a JDK.
+	// Values from Kafka 4.1's GroupCoordinatorService.partitionFor,
+	// Utils.abs(groupId.hashCode()) % n, computed with a JDK and
+	// kafka-clients. A negative hash (my-group, Hello World, kcat-2, the
+	// emoji) tells Utils.abs from Utils.toPositive (h & 0x7fffffff), which
+	// names another partition; Integer.MIN_VALUE (polygenelubricants) is 0.
 	for _, tc := range []struct {
 		group string
 		n     int32
@@ -17,13 +20,17 @@ func TestPartitionForMatchesJava(t *testing.T) {
 		{"", 50, 0},
 		{"g", 50, 3},
 		{"g", 12, 7},
-		{"my-group", 50, 36},
-		{"my-group", 12, 2},
-		{"Hello World", 50, 22},
+		{"my-group", 50, 12},
+		{"my-group", 12, 6},
+		{"Hello World", 50, 26},
+		{"Hello World", 12, 0},
+		{"kcat-2", 12, 0},
 		{"console-consumer-12345", 50, 6},
 		{"grüße", 50, 23},
-		{"\U0001F600emoji", 50, 21}, // beyond the BMP: a surrogate pair in Java
-		{"\U0001F600emoji", 12, 3},
+		{"\U0001F600emoji", 50, 27}, // beyond the BMP: a surrogate pair in Java
+		{"\U0001F600emoji", 12, 5},
+		{"polygenelubricants", 50, 0}, // hashCode Integer.MIN_VALUE
+		{"polygenelubricants", 12, 0},
 	} {
 		if got := PartitionFor(tc.group, tc.n); got != tc.want {
 			t.Errorf("PartitionFor(%q, %d) = %d, want %d", tc.group, tc.n, got, tc.want)

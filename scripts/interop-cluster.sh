@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # interop-cluster.sh: Apache Kafka's own admin tools against a three-node wren cluster.
 #
-# Starts a local three-node cluster from one config file (scripts/local-cluster.sh; loopback,
-# free ports) and checks, with Kafka's tool classes (scripts/kafka-fetch.sh fetches them):
+# Starts a local three-node cluster from one config file (scripts/local-cluster.sh, through
+# scripts/interop-lib.sh; loopback, free ports) and checks, with Kafka's tool classes
+# (scripts/kafka-fetch.sh fetches them):
 #   - against EACH node: kafka-metadata-quorum describe --status and describe --replication
 #     (MetadataQuorumCommand) and kcat -L: every node names the same LeaderId (the controller
 #     kcat -L shows), the three voters are listed with their CONTROLLER endpoints, HighWatermark
@@ -32,47 +33,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tool_timeout="${WREN_INTEROP_TIMEOUT:-120}"
 
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); printf 'ok   %s\n' "$*"; }
-# fail LINE [LOG]: count a failure and show the evidence under it.
-fail() {
-	failed=$((failed + 1))
-	printf 'FAIL %s\n' "$1"
-	if [[ -n "${2:-}" && -s "$2" ]]; then
-		tail -n 25 "$2" | sed 's/^/     | /'
-	fi
-}
-
-work="$(mktemp -d "${TMPDIR:-/tmp}/wren-interop-cluster.XXXXXX")"
-mkdir -p "$work/logs"
-export CLUSTER_DIR="$work/cluster"
-finished=0
-cleanup() {
-	local rc=$?
-	"$root/scripts/local-cluster.sh" stop >/dev/null 2>&1 || true
-	# A node local-cluster.sh could not stop within its 30 s.
-	for f in "$CLUSTER_DIR"/node*.pid; do
-		[[ -f "$f" ]] && kill -KILL "$(cat "$f")" 2>/dev/null || true
-	done
-	if [[ $finished == 0 ]]; then
-		failed=$((failed + 1))
-		printf 'FAIL interop-cluster.sh stopped early (exit status %s)\n' "$rc"
-		for n in 1 2 3; do
-			[[ -s "$CLUSTER_DIR/node$n.log" ]] && { echo "     node $n log:"; tail -n 10 "$CLUSTER_DIR/node$n.log" | sed 's/^/     | /'; }
-		done
-		echo "$passed passed, $failed failed"
-		rc=1
-	fi
-	if [[ $rc == 0 && $failed == 0 && ${WREN_INTEROP_KEEP:-0} != 1 ]]; then
-		rm -rf "$work"
-	else
-		echo "interop-cluster: work directory kept: $work"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=scripts/interop-lib.sh
+source "$root/scripts/interop-lib.sh"
+interop_init interop-cluster
 
 for tool in java mvn kcat /usr/bin/python3; do
 	command -v "$tool" >/dev/null || { echo "interop-cluster: $tool not found (scripts/interop.sh installs what is needed)" >&2; exit 2; }
@@ -80,26 +43,21 @@ done
 libs="$("$root/scripts/kafka-fetch.sh")"
 home="$(dirname "$libs")"
 
-if [[ -z "${WREN_BIN:-}" ]]; then
-	echo "interop-cluster: building wren"
-	(cd "$root" && go build -o "$work/wren" .)
-	export WREN_BIN="$work/wren"
+if [[ -n "${WREN_BIN:-}" ]]; then
+	wren=$WREN_BIN
+else
+	build_wren
 fi
 
-# shellcheck source=scripts/cluster-ports.sh
-source "$root/scripts/cluster-ports.sh"
-BASE_PORT=$(free_base_port)
-export BASE_PORT
-addr() { echo "127.0.0.1:$((BASE_PORT + 10 * $1))"; }
+start_cluster
+addr() { node_addr "$1"; }
 # metric NODE NAME: a sample of the node's /metrics (through Python's urllib: curl is not on
 # every machine this runs on).
 metric() {
 	/usr/bin/python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
-		"http://127.0.0.1:$((BASE_PORT + 10 * $1 + 2))/metrics" 2>/dev/null | awk -v m="$2" '$1 == m { print $2; exit }'
+		"http://127.0.0.1:$((base_port + 10 * $1 + 2))/metrics" 2>/dev/null | awk -v m="$2" '$1 == m { print $2; exit }'
 }
-
-"$root/scripts/local-cluster.sh" start >"$work/logs/start.log"
-echo "interop-cluster: three nodes on 127.0.0.1 (clients $(addr 1), $(addr 2), $(addr 3)), work directory $work"
+echo "interop-cluster: work directory $work"
 
 # Settled: every node names the same controller and sees three brokers, none down. The first
 # election waits for the election timeout.
@@ -116,9 +74,7 @@ while :; do
 	fi
 	if ((SECONDS >= deadline)); then
 		fail "the cluster did not settle within 60 s (controllers: $ctrls; brokers/down: $brokers)"
-		finished=1
-		echo "$passed passed, $failed failed"
-		exit 1
+		interop_finish || exit 1
 	fi
 	sleep 0.5
 done
@@ -273,9 +229,7 @@ move_before=$(describe_topic interop-move "$work/logs/move-describe-before.log" 
 rf3_before=$(awk '$1 == 0 { print $3 }' <<<"$parts")
 if [[ ! "$move_before" =~ ^[1-3],[1-3]$ || ! "$rf3_before" =~ ^[1-3],[1-3],[1-3]$ ]]; then
 	fail "no plan for the move: interop-move-0 replicas '$move_before', interop-rf3-0 replicas '$rf3_before'"
-	finished=1
-	echo "$passed passed, $failed failed"
-	exit 1
+	interop_finish || exit 1
 fi
 IFS=, read -r m1 m2 <<<"$move_before"
 third=$((6 - m1 - m2))
@@ -358,6 +312,4 @@ else
 	fail "kafka-configs --describe of interop-rf3 does not show retention.ms=3600000 as DYNAMIC_TOPIC_CONFIG" "$log"
 fi
 
-finished=1
-echo "$passed passed, $failed failed"
-((failed == 0))
+interop_finish

@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # interop.sh: wren against Kafka clients that nobody here wrote.
 #
-# Builds wren, starts one broker on free loopback ports with a temporary data directory, and
-# for each client (kcat and confluent-kafka on librdkafka, kafka-python, Apache Kafka's Java
-# client) produces records with every compression codec the client has, then consumes them
-# back with the same client and compares: count, keys, values, headers, offsets and order per
-# partition. A few cross-reads check that one client reads what another wrote.
+# Builds wren and, for each client (kcat and confluent-kafka on librdkafka, kafka-python, Apache
+# Kafka's Java client), produces records with every compression codec the client has, then
+# consumes them back with the same client and compares: count, keys, values, headers, offsets
+# and order per partition. A few cross-reads check that one client reads what another wrote.
+#
+# It does so against each target in turn (scripts/interop-lib.sh): one node on free loopback
+# ports; a three-node cluster (scripts/local-cluster.sh), topics with three replicas, clients
+# bootstrapping from a node that is not the controller; and the same cluster while a node is
+# SIGKILLed and restarted in the middle of each client's produce (one round trip per client,
+# the victim the controller or the node that is neither controller nor bootstrap, in turn):
+# there the idempotent producers' records (confluent-kafka, Java) must be read back exactly
+# once, the others' (kcat, kafka-python) at least once, nothing lost, offsets without gaps.
 #
 # Usage: scripts/interop.sh            (as root on Debian 12, or with the packages installed)
 #
-# Prints one line per check, "ok   ...", "FAIL ..." or "skip ... (why)", then
-# "N passed, N failed"; exits non-zero if any check failed. On failure the client's output
-# and the tail of the broker's log follow the FAIL line, and the work directory is kept.
+# Prints one line per check, "ok   ...", "FAIL ..." or "skip ... (why)", each led by its target
+# ([1 node], [3 nodes], [3 nodes, kill]), then "N passed, N failed"; exits non-zero if any check
+# failed. On failure the client's output and the tails of the node logs follow the FAIL line,
+# and the work directory (configs, node logs, client logs) is kept.
 #
 # Installs when missing: Debian's kcat, python3-confluent-kafka, python3-kafka (librdkafka
 # 2.0.2 behind the first two; kafka-python 2.0.x) and, where Debian has them, python3-snappy,
@@ -19,6 +27,7 @@
 # run under /usr/bin/python3, where Debian's packages are, whatever python3 is first on PATH.
 #
 # Environment:
+#   WREN_INTEROP_TARGETS   the targets, in order (default "single cluster kill")
 #   WREN_INTEROP_RECORDS   records per check (default 10000)
 #   WREN_INTEROP_TIMEOUT   seconds one client command may take (default 120)
 #   WREN_INTEROP_KEEP      1: keep the work directory even when everything passed
@@ -28,57 +37,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 records="${WREN_INTEROP_RECORDS:-10000}"
 client_timeout="${WREN_INTEROP_TIMEOUT:-120}"
 codecs=(none gzip snappy lz4 zstd)
-py=/usr/bin/python3
-# The client scripts import records.py: leave no __pycache__ in the checkout.
-export PYTHONDONTWRITEBYTECODE=1
-pydir="$root/interop/python"
-started=$SECONDS
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); printf 'ok   %s\n' "$*"; }
-skip() { printf 'skip %s\n' "$*"; }
-# fail LINE [LOG]: count a failure and show the evidence under it.
-fail() {
-	failed=$((failed + 1))
-	printf 'FAIL %s\n' "$1"
-	if [[ -n "${2:-}" && -s "$2" ]]; then
-		tail -n 25 "$2" | sed 's/^/     | /'
-	fi
-}
-
-# ---- work directory ------------------------------------------------------------------------
-
-work="$(mktemp -d "${TMPDIR:-/tmp}/wren-interop.XXXXXX")"
-mkdir -p "$work/logs" "$work/data"
-wren_pid=""
-finished=0
-# cleanup stops wren and removes the work directory unless something failed. A run stopped
-# early (set -e: a build failed, wren did not start) still ends with the summary line.
-cleanup() {
-	local rc=$?
-	if [[ $finished == 0 ]]; then
-		failed=$((failed + 1))
-		printf 'FAIL interop.sh stopped early (exit status %s)\n' "$rc"
-		[[ -s $work/logs/wren.log ]] && tail -n 25 "$work/logs/wren.log" | sed 's/^/     | /'
-		echo "interop: work directory kept: $work"
-		echo "$passed passed, $failed failed"
-		rc=1
-	fi
-	if [[ -n $wren_pid ]] && kill -0 "$wren_pid" 2>/dev/null; then
-		kill -TERM "$wren_pid" 2>/dev/null || true
-		# wren exits in well under a second on SIGTERM; KILL it if it does not within 15 s.
-		local deadline=$((SECONDS + 15))
-		while kill -0 "$wren_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
-		kill -KILL "$wren_pid" 2>/dev/null || true
-		wait "$wren_pid" 2>/dev/null || true
-	fi
-	if [[ $rc == 0 && $failed == 0 && ${WREN_INTEROP_KEEP:-0} != 1 ]]; then
-		rm -rf "$work"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
+extra_config='
+[topics]
+auto.create.topics.enable = false'
+# shellcheck source=scripts/interop-lib.sh
+source "$root/scripts/interop-lib.sh"
+interop_init interop
+targets=$(interop_targets)
 
 # ---- install ------------------------------------------------------------------------------
 
@@ -119,87 +84,14 @@ for pkg_mod in python3-snappy:snappy python3-lz4:lz4.frame python3-zstandard:zst
 	fi
 done
 
-# ---- broker ------------------------------------------------------------------------------
+# ---- wren and the Java client --------------------------------------------------------------
 
-echo "interop: building wren"
-(cd "$root" && go build -o "$work/wren" .)
-wren="$work/wren"
-
-# free_port prints a loopback TCP port nothing listens on (the kernel picks it). Another
-# process may take it before wren binds: start_wren then sees wren exit and tries new ports.
-free_port() {
-	$py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
-start_wren() {
-	local attempt port ctl deadline
-	for attempt in 1 2 3; do
-		port=$(free_port)
-		ctl=$(free_port)
-		cat >"$work/wren.toml" <<-EOF
-			[broker]
-			node.id = 1
-			log.dirs = ["$work/data"]
-			listeners = ["PLAINTEXT://127.0.0.1:$port", "CONTROLLER://127.0.0.1:$ctl"]
-
-			[cluster]
-			controller.quorum.voters = ["1@127.0.0.1:$ctl"]
-
-			[topics]
-			auto.create.topics.enable = false
-
-			[http]
-			listen = ""
-		EOF
-		"$wren" serve --config "$work/wren.toml" >"$work/logs/wren.log" 2>&1 &
-		wren_pid=$!
-		deadline=$((SECONDS + 30))
-		while ((SECONDS < deadline)); do
-			if ! kill -0 "$wren_pid" 2>/dev/null; then
-				break
-			fi
-			if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-				bootstrap="127.0.0.1:$port"
-				return 0
-			fi
-			sleep 0.1
-		done
-		if kill -0 "$wren_pid" 2>/dev/null; then
-			echo "interop: wren did not accept connections on 127.0.0.1:$port within 30 s" >&2
-			tail -n 25 "$work/logs/wren.log" >&2
-			return 1
-		fi
-		wait "$wren_pid" 2>/dev/null || true
-		wren_pid=""
-		echo "interop: wren exited at start (attempt $attempt):" >&2
-		tail -n 5 "$work/logs/wren.log" >&2
-	done
-	return 1
-}
-
-bootstrap=""
-start_wren
-echo "interop: wren $bootstrap, data $work/data"
-
-# ---- Java client build ---------------------------------------------------------------------
-
-java_ok=1
-echo "interop: building the Java client (Maven)"
-if mvn -q -B -f "$root/interop/java/pom.xml" -Dinterop.build.dir="$work/java" package >"$work/logs/maven.log" 2>&1; then
-	jars=("$work/java/lib"/kafka-clients-*.jar)
-	version=${jars[0]##*/kafka-clients-}
-	ok "java client build (kafka-clients ${version%.jar})"
-else
-	fail "java client build" "$work/logs/maven.log"
-	java_ok=0
-fi
-java_cp="$work/java/classes:$work/java/lib/*"
+build_wren
+build_java
 
 # ---- clients -------------------------------------------------------------------------------
 # Each client has produce_C TOPIC CODEC EXPECTED and consume_C TOPIC DUMP; output goes to the
 # caller's log. A client command that outlives client_timeout fails its check.
-
-tmo() { timeout --kill-after=10 "$client_timeout" "$@"; }
 
 produce_kcat() {
 	# kcat sets headers per run, not per record (-H): records.py gen --static-header matches.
@@ -224,15 +116,25 @@ produce_java() { tmo java -cp "$java_cp" wren.interop.Interop produce "$bootstra
 consume_java() { tmo java -cp "$java_cp" wren.interop.Interop consume "$bootstrap" "$1" "$2" "$client_timeout"; }
 expected_java() { $py "$pydir/records.py" gen "$1" "$records"; }
 
-# Topics whose records were produced and read back intact, for the cross-reads.
+# idempotence[C]: 1 when client C's producer is idempotent (its records must be there exactly
+# once even across a failover), 0 when a retry may write a batch twice.
+declare -A idempotence=([kcat]=0 [confluent]=1 [kafka-python]=0 [java]=1)
+
+# Topics whose records were produced and read back intact on this target, for the cross-reads.
 declare -A produced=()
+
+# data_dir: where the node behind bootstrap keeps its partitions (on a cluster every node holds
+# a replica of every partition of the checks' topics).
+data_dir() {
+	if [[ $target == single ]]; then echo "$work/single/data"; else echo "$work/cluster/data$boot_node"; fi
+}
 
 # batches_on_disk TOPIC CODEC: read TOPIC's segments with wren dump-log and require every batch
 # to be magic 2, valid and compressed with CODEC, so that a client that quietly falls back to
 # no compression (librdkafka drops a codec when ApiVersions does not suit it) fails. Prints
 # the batch count, or the first offending batch.
 batches_on_disk() {
-	local segs=("$work/data/$1"-[0-9]*/*.log)
+	local segs=("$(data_dir)/$1"-[0-9]*/*.log)
 	"$wren" dump-log "${segs[@]}" | awk -v want="$2" '
 		/^baseOffset:/ {
 			n++
@@ -253,19 +155,57 @@ batches_on_disk() {
 		}'
 }
 
-# roundtrip CLIENT CODEC: create interop-CLIENT-CODEC, produce, consume with the same client,
-# compare.
+# produce_step CLIENT TOPIC CODEC EXPECTED LOG: produce EXPECTED with CLIENT. Under faults the
+# producer reads a pipe that gets the records a third at a time: once some of the first third
+# are acknowledged the victim is SIGKILLed; once its partitions have new leaders the second
+# third goes while it is down (and the cluster must acknowledge some of it); the victim starts
+# again, then the rest.
+produce_step() {
+	local client=$1 topic=$2 codec=$3 exp=$4 log=$5
+	if [[ -z $fault_victim ]]; then
+		"produce_$client" "$topic" "$codec" "$exp" >>"$log" 2>&1
+		return
+	fi
+	local fifo="$work/$target/$topic.fifo" n third pid fd hw rc=0
+	n=$(wc -l <"$exp")
+	third=$((n / 3))
+	mkfifo "$fifo"
+	"produce_$client" "$topic" "$codec" "$fifo" >>"$log" 2>&1 &
+	pid=$!
+	# Read-write, so that opening does not wait for the producer; the pipe ends (EOF for the
+	# producer) when this fd closes. The restarted node must not inherit it.
+	exec {fd}<>"$fifo"
+	tmo head -n "$third" "$exp" >&"$fd" || true
+	wait_high_watermarks "$topic" 1 "$pid" || echo "interop: nothing of $topic acknowledged within 60 s" >>"$log"
+	fault_mid "while $client produces to $topic" {fd}>&-
+	wait_led_elsewhere "$topic" "$fault_victim" ||
+		echo "interop: partitions of $topic still led by node $fault_victim 60 s after its kill" >>"$log"
+	hw=$(high_watermarks "$topic")
+	tmo sed -n "$((third + 1)),$((2 * third))p" "$exp" >&"$fd" || true
+	wait_high_watermarks "$topic" $((hw + 1)) "$pid" ||
+		echo "interop: no record of $topic acknowledged within 60 s of node $fault_victim's kill" >>"$log"
+	fault_end {fd}>&-
+	tmo tail -n "+$((2 * third + 1))" "$exp" >&"$fd" || true
+	exec {fd}>&-
+	wait "$pid" || rc=$?
+	rm -f "$fifo"
+	return $rc
+}
+
+# roundtrip CLIENT CODEC: create a topic, produce, consume with the same client, compare.
 roundtrip() {
 	local client=$1 codec=$2
-	local topic="interop-$client-$codec" exp="$work/$client-$codec.tsv" dump="$work/$client-$codec.dump"
-	local log="$work/logs/$client-$codec.log"
-	if ! "$wren" topic create "$topic" -p 3 -b "$bootstrap" >"$log" 2>&1; then
-		fail "$client $codec: wren topic create $topic" "$log"
+	local name="$client-$codec"
+	local topic="$tprefix-$name" exp="$work/$target/$name.tsv" dump="$work/$target/$name.dump"
+	local log="$work/$target/$name.log" mode="" what="$records records"
+	: >"$log"
+	if ! create_topic "$topic" 3 "$log"; then
+		fail "$client $codec: wren topic create $topic -r $rf" "$log"
 		return
 	fi
 	"expected_$client" "$topic" >"$exp"
-	if ! "produce_$client" "$topic" "$codec" "$exp" >>"$log" 2>&1; then
-		fail "$client $codec: produce $records records" "$log"
+	if ! produce_step "$client" "$topic" "$codec" "$exp" "$log"; then
+		fail "$client $codec: produce $records records${fault_note:+ ($fault_note)}" "$log"
 		return
 	fi
 	local batches
@@ -275,22 +215,30 @@ roundtrip() {
 		return
 	fi
 	if ! "consume_$client" "$topic" "$dump" >>"$log" 2>&1; then
-		fail "$client $codec: consume" "$log"
+		fail "$client $codec: consume${fault_note:+ ($fault_note)}" "$log"
 		return
 	fi
-	if ! $py "$pydir/records.py" check "$exp" "$dump" >>"$log" 2>&1; then
-		fail "$client $codec: records read back differ from those produced" "$log"
+	if [[ -n $fault_victim ]]; then
+		if [[ ${idempotence[$client]} == 1 ]]; then
+			what="$records records exactly once (idempotent)"
+		else
+			mode=--at-least-once
+			what="$records records at least once (no idempotence)"
+		fi
+	fi
+	if ! $py "$pydir/records.py" check $mode "$exp" "$dump" >>"$log" 2>&1; then
+		fail "$client $codec: records read back differ from those produced${fault_note:+ ($fault_note)}" "$log"
 		return
 	fi
-	produced[$client-$codec]=1
-	ok "$client $codec $records records ($(tail -n 1 "$log"), $batches)"
+	produced[$name]=1
+	ok "$client $codec $what ($(tail -n 1 "$log"), $batches${fault_note:+; $fault_note})"
 }
 
 # crossread READER WRITER CODEC: READER consumes what WRITER produced with CODEC.
 crossread() {
 	local reader=$1 writer=$2 codec=$3
-	local topic="interop-$writer-$codec" exp="$work/$writer-$codec.tsv" dump="$work/$reader-reads-$writer-$codec.dump"
-	local log="$work/logs/$reader-reads-$writer-$codec.log"
+	local topic="$tprefix-$writer-$codec" exp="$work/$target/$writer-$codec.tsv" dump="$work/$target/$reader-reads-$writer-$codec.dump"
+	local log="$work/$target/$reader-reads-$writer-$codec.log"
 	if [[ -z ${produced[$writer-$codec]:-} ]]; then
 		skip "$reader reads $writer $codec (no intact $writer $codec topic to read)"
 		return
@@ -306,109 +254,144 @@ crossread() {
 	ok "$reader reads $writer $codec $records records"
 }
 
-# ---- kcat ----------------------------------------------------------------------------------
-
+# codec_ok CLIENT CODEC: whether the client has the codec; says why not (a skip line) if not.
 kcat_features=$(kcat -V 2>&1 | sed -n 's/.*builtin\.features=\([^ )]*\).*/\1/p')
-for codec in "${codecs[@]}"; do
-	if [[ $codec != none && ",$kcat_features," != *",$codec,"* ]]; then
-		skip "kcat $codec (librdkafka built without it: builtin.features=$kcat_features)"
-		continue
-	fi
-	roundtrip kcat "$codec"
-done
-
-# kcat -L must list a topic with its partitions and their leader.
-log="$work/logs/kcat-metadata.log"
-if tmo kcat -L -b "$bootstrap" -t interop-kcat-none >"$log" 2>&1 &&
-	grep -q '^  topic "interop-kcat-none" with 3 partitions:$' "$log" &&
-	[[ $(grep -c '^    partition [0-2], leader 1, replicas: 1, isrs: 1$' "$log") == 3 ]]; then
-	ok "kcat -L lists interop-kcat-none with 3 partitions led by broker 1"
-else
-	fail "kcat -L does not list interop-kcat-none with 3 partitions led by broker 1" "$log"
-fi
-
-# ---- confluent-kafka (Python) --------------------------------------------------------------
-
-for codec in "${codecs[@]}"; do
-	roundtrip confluent "$codec"
-done
-
-# A transactional producer must fail at once with a fatal error that says why: wren has no
-# transaction coordinator.
-log="$work/logs/confluent-transactions.log"
-if tmo $py "$pydir/confluent_client.py" transactions "$bootstrap" >"$log" 2>&1; then
-	ok "confluent init_transactions refused at once ($(grep -m1 '^init_transactions' "$log"))"
-else
-	fail "confluent init_transactions is not refused at once with 'transactions are not supported by wren'" "$log"
-fi
-
-# ---- kafka-python --------------------------------------------------------------------------
-
 kp_codecs="$work/logs/kafka-python-codecs.log"
 if ! $py "$pydir/kafka_python_client.py" codecs >"$kp_codecs" 2>&1; then
 	fail "kafka-python: the client does not load" "$kp_codecs"
 fi
-for codec in "${codecs[@]}"; do
-	line=$(grep "^$codec " "$kp_codecs" || true)
-	if [[ -z $line ]]; then
-		skip "kafka-python $codec (the client does not load)"
-		continue
-	elif [[ $line != "$codec ok" ]]; then
-		skip "kafka-python $codec (${line#"$codec "})"
-		continue
-	fi
-	roundtrip kafka-python "$codec"
-done
-
-# ---- Java ----------------------------------------------------------------------------------
-
-for codec in "${codecs[@]}"; do
-	if [[ $java_ok == 1 ]]; then
-		roundtrip java "$codec"
-	else
-		skip "java $codec (the Java client did not build)"
-	fi
-done
-
-# ---- the checker can fail -------------------------------------------------------------------
-# records.py check must reject damaged copies of a dump it accepted (lost, duplicated, swapped,
-# renumbered, altered records), or every "ok" above would mean nothing.
-
-selftest_done=0
-for t in kcat-none java-none confluent-none kafka-python-none; do
-	if [[ -n ${produced[$t]:-} ]]; then
-		log="$work/logs/selftest.log"
-		if $py "$pydir/records.py" selftest "$work/$t.tsv" "$work/$t.dump" >"$log" 2>&1; then
-			ok "checker rejects damaged copies of the $t dump ($(tail -n 1 "$log"))"
-		else
-			fail "checker self-test on the $t dump" "$log"
+codec_ok() {
+	local line
+	case $1 in
+	kcat)
+		if [[ $2 != none && ",$kcat_features," != *",$2,"* ]]; then
+			skip "kcat $2 (librdkafka built without it: builtin.features=$kcat_features)"
+			return 1
 		fi
-		selftest_done=1
-		break
+		;;
+	kafka-python)
+		line=$(grep "^$2 " "$kp_codecs" || true)
+		if [[ -z $line ]]; then
+			skip "kafka-python $2 (the client does not load)"
+			return 1
+		elif [[ $line != "$2 ok" ]]; then
+			skip "kafka-python $2 (${line#"$2 "})"
+			return 1
+		fi
+		;;
+	java)
+		if [[ $java_ok != 1 ]]; then
+			skip "java $2 (the Java client did not build)"
+			return 1
+		fi
+		;;
+	esac
+}
+
+# kcat_metadata: kcat -L lists interop-kcat-none with 3 partitions, each led by one of its rf
+# replicas, all of them in sync, and every broker of the target.
+kcat_metadata() {
+	local log="$work/$target/kcat-metadata.log" topic="$tprefix-kcat-none" nodes=$rf
+	if tmo kcat -L -b "$bootstrap" -t "$topic" >"$log" 2>&1 &&
+		grep -q "^ $nodes brokers:$" "$log" &&
+		grep -q "^  topic \"$topic\" with 3 partitions:$" "$log" &&
+		[[ $(awk -v rf="$rf" '$1 == "partition" && $2 ~ /^[0-2],$/ {
+				leader = $4; sub(/,$/, "", leader); sub(/,$/, "", $6); n = split($6, r, ","); m = split($8, s, ",")
+				for (i = 1; i <= n; i++) if (r[i] == leader) led++
+				if (n == rf && m == rf) full++
+			} END { print led + 0, full + 0 }' "$log") == "3 3" ]]; then
+		ok "kcat -L lists $nodes brokers and $topic with 3 partitions, each led by one of its $rf replicas, all in sync"
+	else
+		fail "kcat -L does not list $nodes brokers and $topic with 3 partitions, each led by one of its $rf replicas, all in sync" "$log"
 	fi
+}
+
+# client_steps: every check, against the target that is up.
+client_steps() {
+	local client codec
+	for client in kcat confluent kafka-python java; do
+		for codec in "${codecs[@]}"; do
+			codec_ok "$client" "$codec" && roundtrip "$client" "$codec"
+		done
+		if [[ $client == kcat ]]; then
+			kcat_metadata
+		fi
+		if [[ $client == confluent ]]; then
+			# A transactional producer must fail at once with a fatal error that says why: wren
+			# has no transaction coordinator.
+			local log="$work/$target/confluent-transactions.log"
+			if tmo $py "$pydir/confluent_client.py" transactions "$bootstrap" >"$log" 2>&1; then
+				ok "confluent init_transactions refused at once ($(grep -m1 '^init_transactions' "$log"))"
+			else
+				fail "confluent init_transactions is not refused at once with 'transactions are not supported by wren'" "$log"
+			fi
+		fi
+	done
+
+	# The checker can fail: records.py check must reject damaged copies of a dump it accepted
+	# (lost, duplicated, swapped, renumbered, altered records), or every "ok" above would mean
+	# nothing.
+	local t selftest_done=0
+	for t in kcat-none java-none confluent-none kafka-python-none; do
+		if [[ -n ${produced[$t]:-} ]]; then
+			log="$work/$target/selftest.log"
+			if $py "$pydir/records.py" selftest "$work/$target/$t.tsv" "$work/$target/$t.dump" >"$log" 2>&1; then
+				ok "checker rejects damaged copies of the $t dump ($(tail -n 1 "$log"))"
+			else
+				fail "checker self-test on the $t dump" "$log"
+			fi
+			selftest_done=1
+			break
+		fi
+	done
+	[[ $selftest_done == 1 ]] || skip "checker self-test (no intact dump to damage)"
+
+	# Cross-reads: each client reads another's compression.
+	crossread java kcat zstd
+	crossread kcat java snappy
+	crossread confluent kafka-python lz4
+	crossread kafka-python java zstd
+	crossread kafka-python confluent gzip
+}
+
+# fault_steps: each client's round trip once, with one codec, while a node is SIGKILLed and
+# restarted mid-produce: the third node (which leads one partition of each topic) and the
+# controller in turn, never the node the clients bootstrap from. The cluster is whole again
+# before each.
+fault_steps() {
+	local client codec victim i=0
+	for client in kcat:gzip confluent:zstd kafka-python:lz4 java:snappy; do
+		codec=${client#*:} client=${client%:*}
+		codec_ok "$client" "$codec" || { codec_ok "$client" none && codec=none; } || continue
+		fault_heal || return 0
+		if ((i++ % 2 == 0)); then victim=$third; else victim=$controller; fi
+		fault_start "$victim"
+		roundtrip "$client" "$codec"
+	done
+	fault_victim=""
+	fault_heal || true
+}
+
+for target in $targets; do
+	target_up "$target"
+	mkdir -p "$work/$target"
+	produced=()
+	step_started=$SECONDS
+	case $target in
+	single | cluster)
+		tprefix=interop
+		client_steps
+		;;
+	kill)
+		tprefix=interop-kill
+		fault_steps
+		;;
+	esac
+	if ! target_alive; then
+		fail "a node exited during the run" "$(node_logs | head -n 1)"
+	fi
+	echo "interop: $tag took $((SECONDS - step_started)) s"
+	[[ $target == cluster ]] || target_down
 done
-[[ $selftest_done == 1 ]] || skip "checker self-test (no intact dump to damage)"
 
-# ---- cross-reads: each client reads another's compression ----------------------------------
-
-crossread java kcat zstd
-crossread kcat java snappy
-crossread confluent kafka-python lz4
-crossread kafka-python java zstd
-crossread kafka-python confluent gzip
-
-# ---- summary -------------------------------------------------------------------------------
-
-if ! kill -0 "$wren_pid" 2>/dev/null; then
-	fail "wren exited during the run" "$work/logs/wren.log"
-elif [[ $failed -gt 0 ]]; then
-	echo "interop: tail of the broker's log:"
-	tail -n 25 "$work/logs/wren.log" | sed 's/^/     | /'
-fi
-echo "interop: took $((SECONDS - started)) s"
-if [[ $failed -gt 0 || ${WREN_INTEROP_KEEP:-0} == 1 ]]; then
-	echo "interop: work directory kept: $work"
-fi
-finished=1
-echo "$passed passed, $failed failed"
-[[ $failed == 0 ]]
+interop_finish

@@ -3,6 +3,8 @@
 # (controller election, failover, fencing) without three hosts.
 #
 # Usage:
+#   scripts/local-cluster.sh config              write the config (first time), print its path;
+#                                                a script may append tables no node sets
 #   scripts/local-cluster.sh start   [NODE...]   write the config (first time) and start nodes
 #   scripts/local-cluster.sh stop    [NODE...]   clean shutdown (SIGTERM, wait for exit)
 #   scripts/local-cluster.sh kill    [NODE...]   SIGKILL, as a power cut would
@@ -133,6 +135,10 @@ for n in "${targets[@]}"; do
 done
 
 case "$cmd" in
+config)
+	write_config
+	echo "$CLUSTER_DIR/cluster.toml"
+	;;
 start) for n in "${targets[@]}"; do start_node "$n"; done ;;
 stop) for n in "${targets[@]}"; do signal_node "$n" TERM; done ;;
 kill) for n in "${targets[@]}"; do signal_node "$n" KILL; done ;;
@@ -171,7 +177,7 @@ check)
 	"$(bin)" cluster health -b "$(bootstrap)"
 	;;
 *)
-	sed -n '2,23p' "$0" >&2
+	sed -n '2,25p' "$0" >&2
 	exit 2
 	;;
 esac

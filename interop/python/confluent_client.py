@@ -44,7 +44,7 @@ def produce(args):
             failures.append(str(err))
 
     deadline = time.monotonic() + args.timeout
-    for key, value, headers in records.read_expected(args.expected):
+    for key, value, headers in records.iter_expected(args.expected):
         hdrs = [(k, v.encode()) for k, v in headers]
         while True:
             try:

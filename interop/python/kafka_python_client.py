@@ -58,15 +58,20 @@ def codecs(args):
 def produce(args):
     # acks=all; kafka-python has no idempotent producer, so nothing asks
     # for InitProducerId (which wren does not serve yet).
+    # Retries (kafka-python's default is none) carry a send across a partition
+    # leader's failover on a cluster: without idempotence a retried batch may
+    # be written twice, which the at-least-once check allows.
     p = KafkaProducer(
         compression_type=None if args.codec == "none" else args.codec,
         acks="all",
         linger_ms=5,
+        retries=30,
+        retry_backoff_ms=500,
         **client_config(args),
     )
     try:
         futures = []
-        for key, value, headers in records.read_expected(args.expected):
+        for key, value, headers in records.iter_expected(args.expected):
             hdrs = [(k, v.encode()) for k, v in headers]
             futures.append(p.send(args.topic, key=key.encode(), value=value.encode(), headers=hdrs))
         p.flush(timeout=args.timeout)

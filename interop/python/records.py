@@ -13,7 +13,7 @@ Only the standard library: it runs under any Python 3.
 
 Usage:
   records.py gen TAG N [--static-header NAME=VALUE ...]   expected records, TSV, on stdout
-  records.py check EXPECTED DUMP                          compare; exit 1 with the differences
+  records.py check EXPECTED DUMP [--at-least-once]       compare; exit 1 with the differences
   records.py selftest EXPECTED DUMP                       check that compare rejects damaged
                                                           copies of a good DUMP
 """
@@ -60,15 +60,19 @@ def parse_headers(text):
     return out
 
 
-def read_expected(path):
+def iter_expected(path):
     """The records of an expected file as (key, value, headers) tuples, in
-    produce order."""
-    out = []
+    produce order, each as soon as its line is read: a producer reading a
+    pipe sends what came so far."""
     with open(path, encoding="utf-8") as f:
         for line in f:
             key, value, headers = line.rstrip("\n").split("\t")
-            out.append((key, value, parse_headers(headers)))
-    return out
+            yield key, value, parse_headers(headers)
+
+
+def read_expected(path):
+    """The records of an expected file, as a list (see iter_expected)."""
+    return list(iter_expected(path))
 
 
 def dump_line(partition, offset, key, value, headers):
@@ -91,12 +95,15 @@ def gen(args):
         out.write("%s\t%s\t%s\n" % (key, value, format_headers(headers)))
 
 
-def compare(expected, lines):
+def compare(expected, lines, at_least_once=False):
     """Compare dump lines with the expected records: the same records (key,
     value, headers) each exactly once, offsets 0, 1, 2, ... in every
     partition in the order read (a fresh topic, one producer: no gaps), the
     produce order kept within each partition, every key in one partition.
-    Returns the problems found and the record count of each partition."""
+    at_least_once, for a producer without idempotence whose requests were
+    retried across a failover: a record may be there more than once and
+    out of produce order, everything else still holds. Returns the problems
+    found, the record count of each partition and the duplicates."""
     by_value = {r[1]: (i, r) for i, r in enumerate(expected)}
     problems = []
     seen = set()
@@ -104,6 +111,7 @@ def compare(expected, lines):
     last_index = {}
     key_partition = {}
     count = 0
+    duplicates = 0
     for lineno, line in enumerate(lines, 1):
         count += 1
         fields = line.rstrip("\n").split("\t")
@@ -122,7 +130,9 @@ def compare(expected, lines):
             continue
         i, (want_key, _, want_headers) = hit
         if i in seen:
-            problems.append("partition %d offset %d: record %d read twice" % (p, o, i))
+            duplicates += 1
+            if not at_least_once:
+                problems.append("partition %d offset %d: record %d read twice" % (p, o, i))
         seen.add(i)
         if key != want_key:
             problems.append("partition %d offset %d: record %d key %r, want %r" % (p, o, i, key, want_key))
@@ -132,7 +142,7 @@ def compare(expected, lines):
             got_headers = [("?", str(e))]
         if got_headers != want_headers:
             problems.append("partition %d offset %d: record %d headers %r, want %r" % (p, o, i, got_headers, want_headers))
-        if last_index.get(p, -1) >= i:
+        if not at_least_once and last_index.get(p, -1) >= i:
             problems.append("partition %d offset %d: record %d read after record %d (produce order lost)" % (p, o, i, last_index[p]))
         last_index[p] = i
         kp = key_partition.setdefault(key, p)
@@ -142,15 +152,15 @@ def compare(expected, lines):
     if missing:
         first = sorted(set(range(len(expected))) - seen)[:10]
         problems.append("%d of %d records missing (first: %s)" % (missing, len(expected), first))
-    if count != len(expected):
+    if count != len(expected) + duplicates:
         problems.append("%d records read, %d produced" % (count, len(expected)))
-    return problems, next_offset
+    return problems, next_offset, duplicates
 
 
 def check(args):
     expected = read_expected(args.expected)
     with open(args.dump, encoding="utf-8") as f:
-        problems, ends = compare(expected, f.readlines())
+        problems, ends, duplicates = compare(expected, f.readlines(), args.at_least_once)
     if problems:
         for p in problems[:20]:
             print("  " + p, file=sys.stderr)
@@ -158,7 +168,8 @@ def check(args):
             print("  ... and %d more" % (len(problems) - 20), file=sys.stderr)
         sys.exit(1)
     spread = " ".join("p%d=%d" % (p, ends[p]) for p in sorted(ends))
-    print("%d records, %s" % (sum(ends.values()), spread))
+    dups = ", %d duplicates" % duplicates if args.at_least_once else ""
+    print("%d records%s, %s" % (sum(ends.values()), dups, spread))
 
 
 def selftest(args):
@@ -167,7 +178,7 @@ def selftest(args):
     expected = read_expected(args.expected)
     with open(args.dump, encoding="utf-8") as f:
         good = f.readlines()
-    problems, _ = compare(expected, good)
+    problems = compare(expected, good)[0]
     if problems:
         sys.exit("records.py selftest: the good dump is rejected: %s" % problems[0])
     first_p = good[0].split("\t")[0]
@@ -198,9 +209,13 @@ def selftest(args):
         "a record in another partition": replace(a, 0, str(int(first_p) + 1)),
     }
     passed = [name for name, lines in mutations.items() if not compare(expected, lines)[0]]
+    # The at-least-once check forgives duplicates and order, nothing else.
+    forgiven = ("a record read twice", "two records swapped")
+    passed += ["%s (at least once)" % name for name, lines in mutations.items()
+               if name not in forgiven and not compare(expected, lines, at_least_once=True)[0]]
     if passed:
         sys.exit("records.py selftest: damage not caught: %s" % ", ".join(passed))
-    print("%d kinds of damage caught" % len(mutations))
+    print("%d kinds of damage caught, %d of them by the at-least-once check too" % (len(mutations), len(mutations) - len(forgiven)))
 
 
 def main():
@@ -214,6 +229,8 @@ def main():
     c = sub.add_parser("check")
     c.add_argument("expected")
     c.add_argument("dump")
+    c.add_argument("--at-least-once", action="store_true",
+                   help="duplicates and produce order across retries allowed (no idempotence)")
     c.set_defaults(func=check)
     t = sub.add_parser("selftest")
     t.add_argument("expected")

@@ -44,8 +44,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *
  * <p>group is a group member (PROTOCOL classic, or consumer for KIP-848's group.protocol):
  * it reads until nothing arrives for a few seconds, commits what it read whenever partitions
- * are revoked and at the end, and prints how many records it read. Several run side by side
- * share the partitions; a second run of a finished group reads nothing.
+ * are revoked and at the end, and prints the value of every record it read, one a line.
+ * Several run side by side share the partitions; a second run of a finished group reads
+ * nothing.
  */
 public final class Interop {
     private Interop() {}
@@ -180,6 +181,8 @@ public final class Interop {
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutS);
         int n = 0;
+        java.io.PrintWriter out = new java.io.PrintWriter(new java.io.BufferedWriter(
+                new java.io.OutputStreamWriter(System.out, StandardCharsets.UTF_8)));
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
             consumer.subscribe(List.of(topic), new org.apache.kafka.clients.consumer.ConsumerRebalanceListener() {
                 @Override
@@ -196,7 +199,11 @@ public final class Interop {
             // nothing came at all (records may be produced after the members join).
             long last = System.nanoTime();
             while (System.nanoTime() < deadline) {
-                int got = consumer.poll(Duration.ofMillis(300)).count();
+                int got = 0;
+                for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(300))) {
+                    out.println(r.value());
+                    got++;
+                }
                 n += got;
                 if (got > 0) {
                     last = System.nanoTime();
@@ -208,7 +215,8 @@ public final class Interop {
                 }
             }
             consumer.commitSync();
+        } finally {
+            out.flush();
         }
-        System.out.println(n);
     }
 }
