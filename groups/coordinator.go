@@ -45,8 +45,10 @@ type Coordinator struct {
 	cfg            Config
 	partition      int32
 	partitionCount int32
-	newMemberID    func(prefix string) string
-	status         coordinatorStatus
+	// misplaced are the loaded groups PartitionFor places elsewhere.
+	misplaced   []string
+	newMemberID func(prefix string) string
+	status      coordinatorStatus
 	// Invariant: every group in groups is in a state other than Dead.
 	groups map[string]*Group
 	// groupIDs caches the sorted keys of groups (nil: recompute), for

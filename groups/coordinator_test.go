@@ -2,6 +2,8 @@ package groups
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"regexp"
 	"testing"
 )
@@ -218,5 +220,43 @@ func TestResponseWithError(t *testing.T) {
 		if out.Commit != nil && (len(out.Commit.Partitions) != 2 || out.Commit.Partitions[1].ErrorCode != errNotCoordinator) {
 			t.Errorf("commit error response: %+v", out.Commit)
 		}
+	}
+}
+
+// A load names the groups whose records sit in a partition that
+// PartitionFor does not map them to (written by a wren whose mapping
+// differed), with their committed offsets, and only those.
+func TestLoadNamesMisplacedGroups(t *testing.T) {
+	const count = 12
+	home, other := "", ""
+	for i := range 1000 {
+		id := fmt.Sprintf("g%d", i)
+		switch {
+		case home == "" && PartitionFor(id, count) == 3:
+			home = id
+		case other == "" && PartitionFor(id, count) != 3:
+			other = id
+		}
+	}
+	c, err := NewCoordinator(DefaultConfig(), 3, count, SeededMemberIDs(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []Record{
+		{Kind: OffsetCommitRecord, Group: home, TopicPartition: TopicPartition{"t", 0}, Offset: &OffsetAndMetadata{Offset: 5, LeaderEpoch: -1}},
+		{Kind: OffsetCommitRecord, Group: other, TopicPartition: TopicPartition{"t", 1}, Offset: &OffsetAndMetadata{Offset: 9, LeaderEpoch: -1}},
+		{Kind: OffsetCommitRecord, Group: other, TopicPartition: TopicPartition{"t", 0}, Offset: &OffsetAndMetadata{Offset: 7, LeaderEpoch: -1}},
+	} {
+		if err := c.Replay(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.CompleteLoad(0); err != nil {
+		t.Fatal(err)
+	}
+	got := c.Misplaced()
+	want := map[string][]string{other: {"t:0:7", "t:1:9"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Misplaced() = %v, want %v", got, want)
 	}
 }

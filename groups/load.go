@@ -188,6 +188,12 @@ func (c *Coordinator) CompleteLoad(nowMs int64) error {
 		}
 		c.addGroup(g)
 	}
+	c.misplaced = c.misplaced[:0]
+	for _, id := range ids {
+		if PartitionFor(id, c.partitionCount) != c.partition {
+			c.misplaced = append(c.misplaced, id)
+		}
+	}
 	c.loader = nil
 	c.status = active
 	for _, id := range ids {
@@ -279,4 +285,30 @@ func (c *Coordinator) restoreConsumerGroup(g *Group, cl *consumerLoad, nowMs int
 	// The subscription the target was computed for is taken from the
 	// first UpdateTopics (see there).
 	cg.subscription = nil
+}
+
+// Misplaced lists the groups the last load found in this partition that
+// Kafka's mapping (PartitionFor) places in another one, with their
+// committed offsets as "topic:partition:offset", sorted. wren before it
+// matched Kafka's Utils.abs mapped the groups whose id hashes negative to
+// other partitions; their commits stay where they were written, and
+// FindCoordinator no longer names this partition's leader for them, so
+// their consumers start from auto.offset.reset. The driver logs these so
+// an operator can seek the groups back.
+func (c *Coordinator) Misplaced() map[string][]string {
+	if len(c.misplaced) == 0 {
+		return nil
+	}
+	out := make(map[string][]string, len(c.misplaced))
+	for _, id := range c.misplaced {
+		var offs []string
+		if g := c.groups[id]; g != nil {
+			for tp, o := range g.offsets {
+				offs = append(offs, fmt.Sprintf("%s:%d:%d", tp.Topic, tp.Partition, o.Offset))
+			}
+		}
+		slices.Sort(offs)
+		out[id] = offs
+	}
+	return out
 }

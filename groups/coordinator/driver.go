@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -254,6 +256,7 @@ func (d *Driver) load(i int32, p *replication.Partition, epoch int32) {
 		return
 	}
 	delete(d.loadErr, i)
+	d.warnMisplaced(i, c.Misplaced())
 	c.UpdateTopics(d.topics, d.nowMs())
 	lp := &loadedPartition{c: c, epoch: epoch, p: p, fifo: make(chan delivery, deliveryQueueLen), fifoDone: make(chan struct{})}
 	go d.deliverLoop(i, lp)
@@ -582,4 +585,22 @@ func (d *Driver) Leads(i int32) bool {
 	}
 	leader, _ := p.Leader()
 	return leader
+}
+
+// maxMisplacedLogged bounds the groups warnMisplaced names one by one.
+const maxMisplacedLogged = 20
+
+// warnMisplaced says which groups a load found in a partition that
+// Kafka's mapping no longer names for them (groups.Coordinator.Misplaced),
+// with their committed offsets, so an operator can seek them back.
+func (d *Driver) warnMisplaced(partition int32, misplaced map[string][]string) {
+	if len(misplaced) == 0 {
+		return
+	}
+	ids := slices.Sorted(maps.Keys(misplaced))
+	d.cfg.Logger.Warn("groups in this __consumer_offsets partition belong to another by Kafka's mapping: an older wren mapped group ids whose hash is negative differently, so their consumers now start from auto.offset.reset; each group's committed offsets follow, to seek it back (wren group seek, kafka-consumer-groups --reset-offsets)",
+		"partition", partition, "groups", len(ids))
+	for _, id := range ids[:min(len(ids), maxMisplacedLogged)] {
+		d.cfg.Logger.Warn("misplaced group", "partition", partition, "group", id, "offsets", misplaced[id])
+	}
 }
