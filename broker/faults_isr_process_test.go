@@ -369,7 +369,7 @@ func (fc *faultCluster) f15(ctx context.Context, t *testing.T, topic string, w *
 	left := time.Since(from)
 	w.waitAcksOn(t, followed, 200, "F15: on the partitions the full node follows, with it out of their ISR")
 	if long {
-		time.Sleep(2 * time.Minute) // the fault's length
+		time.Sleep(longFullDiskHold) // the fault's length
 		w.waitAcksOn(t, followed, 200, "F15: on the partitions the full node follows, after holding the fault")
 	}
 	held := time.Since(from)
@@ -443,7 +443,7 @@ func (fc *faultCluster) f16(ctx context.Context, t *testing.T, topic string, w *
 	left := time.Since(from)
 	w.waitAcksOn(t, followed, 200, "F16: with the full follower out of the ISR")
 	if long {
-		time.Sleep(2 * time.Minute) // the fault's length
+		time.Sleep(longFullDiskHold) // the fault's length
 		w.waitAcksOn(t, followed, 200, "F16: with the full follower out of the ISR, after holding the fault")
 	}
 	if !processAlive(n) {

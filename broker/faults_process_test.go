@@ -57,6 +57,27 @@ func faultsLong(t *testing.T) bool {
 	}
 }
 
+// The long mode's fault lengths. The test plan fixes some (F02: down
+// 10 s, five times; F03: 20 s; F08: 60 s; F09: 120 s), and those stay;
+// the others are sized so that CI's long-fault step fits its share of the
+// run (.ci/run) while each fault still outlasts what it must outlast.
+const (
+	// longCutHold is how long F07 and F10 keep a link cut: fifteen
+	// controller.quorum.fetch.timeout.ms and seven
+	// broker.session.timeout.ms (60 s before).
+	longCutHold = 30 * time.Second
+	// longFullDiskHold is how long F15 and F16 keep a disk full: past the
+	// workload's 60 s delivery timeout, so that records stuck on the full
+	// leader's partitions expire while it is still full (120 s before).
+	longFullDiskHold = 75 * time.Second
+)
+
+// longModeLengths says what the long mode holds, for the log.
+func longModeLengths() string {
+	return fmt.Sprintf("long mode: F02 kills 5 with 10 s down, then 2 restarted at once; F03 and F05 held 20 s; F07 and F10 %v; F08 60 s; F09 120 s; F13 30 s; F15 and F16 %v",
+		longCutHold, longFullDiskHold)
+}
+
 // faultCluster is three `wren serve` processes sharing one test.
 type faultCluster struct {
 	t     *testing.T
@@ -725,6 +746,9 @@ func TestFaultScenarios(t *testing.T) {
 		t.Skip("builds and runs three wren processes")
 	}
 	long := faultsLong(t)
+	if long {
+		t.Log(longModeLengths())
+	}
 	fc := startFaultCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -735,11 +759,18 @@ func TestFaultScenarios(t *testing.T) {
 	}
 
 	scenario("F02", func(t *testing.T, topic string, w *faultWorkload) {
-		kills, down := 3, time.Duration(0)
+		// The short mode restarts each killed leader at once; the long
+		// one keeps it down for 10 s five times, as the plan has it,
+		// then restarts at once twice, as the short mode does.
+		kills, downKills := 3, 0
 		if long {
-			kills, down = 5, 10*time.Second
+			kills, downKills = 7, 5
 		}
 		for i := 0; i < kills; i++ {
+			down := time.Duration(0)
+			if i < downKills {
+				down = 10 * time.Second
+			}
 			_, ps := fc.waitHealthy(ctx, fc.nodes[0], topic)
 			leader, epoch := ps[0].leader, ps[0].leaderEpoch
 			survivor := fc.live(leader)[0]
@@ -1190,7 +1221,7 @@ func (fc *faultCluster) f07(ctx context.Context, t *testing.T, topic string, w *
 	w.waitAcks(t, 200, "with the old leader isolated")
 	later := produceDirect(ctx, t, n, topic, int32(p))
 	if long {
-		time.Sleep(60 * time.Second) // the fault's length
+		time.Sleep(longCutHold) // the fault's length
 	}
 	isolated := time.Since(from)
 	fc.heal()

@@ -77,13 +77,18 @@ func testContext(t testing.TB) context.Context {
 }
 
 // wrenBinary builds the wren binary once for the whole test run, for the
-// tests that run it as a real process; TestMain removes it.
+// tests that run it as a real process; TestMain removes it. WREN_TEST_BIN
+// names a binary to run instead: CI builds one for all its steps, and a
+// test run again in a namespace of its own is handed the binary its first
+// run built (runInOwnNetns).
 func wrenBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
-		// A test run again in a namespace of its own is handed the
-		// binary its first run built (runInOwnNetns).
 		if bin := os.Getenv("WREN_TEST_BIN"); bin != "" {
+			if _, err := os.Stat(bin); err != nil {
+				binErr = fmt.Errorf("WREN_TEST_BIN: %w", err)
+				return
+			}
 			binPath = bin
 			return
 		}

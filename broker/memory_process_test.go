@@ -133,10 +133,7 @@ type memoryResult struct {
 func runMemoryLoad(t *testing.T, cgroup string, load memoryLoad) memoryResult {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "wren")
-	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := wrenBinary(t)
 	port, cport := freePort(t), freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	conf := filepath.Join(dir, "wren.toml")

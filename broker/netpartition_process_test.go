@@ -269,6 +269,9 @@ func TestNetworkPartitions(t *testing.T) {
 		return
 	}
 	long := faultsLong(t)
+	if long {
+		t.Log(longModeLengths())
+	}
 	fc := startFaultClusterWith(t, faultClusterOptions{netns: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -531,7 +534,7 @@ func (fc *faultCluster) f09(ctx context.Context, t *testing.T, topic string, w *
 	}
 }
 
-// f10 cuts the link between nodes 1 and 3 only, for 10 s (60 s long);
+// f10 cuts the link between nodes 1 and 3 only, for 10 s (longCutHold long);
 // both still reach node 2. No split brain, and the churn is bounded: at
 // most one election, and each partition changes leader at most twice.
 func (fc *faultCluster) f10(ctx context.Context, t *testing.T, topic string, w *faultWorkload, long bool) {
@@ -539,7 +542,7 @@ func (fc *faultCluster) f10(ctx context.Context, t *testing.T, topic string, w *
 	_, before := fc.waitHealthy(ctx, fc.nodes[1], topic)
 	length := 10 * time.Second
 	if long {
-		length = 60 * time.Second
+		length = longCutHold
 	}
 	qw := fc.watchQuorum(ctx)
 	from := time.Now()
