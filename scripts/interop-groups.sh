@@ -34,6 +34,8 @@
 #   WREN_INTEROP_TARGETS   the targets, in order (default "single cluster kill")
 #   WREN_INTEROP_TIMEOUT   seconds one client command may take (default 120)
 #   WREN_INTEROP_KEEP      1: keep the work directory even when everything passed
+#   WREN_BIN               the wren binary (default: built from this checkout)
+#   WREN_INTEROP_JAVA_DIR  where the Java client is built, and used as it is if already built there
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 records=3000 # read by the first run

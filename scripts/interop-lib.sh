@@ -122,20 +122,38 @@ interop_targets() {
 	done
 }
 
+# build_wren: the wren binary the checks run: WREN_BIN if set (CI builds one for all its
+# steps), else a build of this checkout.
 build_wren() {
+	if [[ -n ${WREN_BIN:-} ]]; then
+		wren=$WREN_BIN
+		echo "$interop_name: wren is $wren (WREN_BIN)"
+		return
+	fi
 	echo "$interop_name: building wren"
 	(cd "$root" && go build -o "$work/wren" .)
 	wren="$work/wren"
 }
 
 # build_java: Apache Kafka's Java client and wren.interop.Interop (interop/java), into
-# $work/java; java_ok says whether it built, java_cp is its classpath.
+# $work/java, or into WREN_INTEROP_JAVA_DIR if set, where a build an earlier script of the same
+# run made is used as it is (CI sets it to a fresh directory for its interop step); java_ok
+# says whether it built, java_cp is its classpath.
 build_java() {
 	java_ok=0
-	java_cp="$work/java/classes:$work/java/lib/*"
+	local dir=${WREN_INTEROP_JAVA_DIR:-$work/java}
+	java_cp="$dir/classes:$dir/lib/*"
+	if [[ -n ${WREN_INTEROP_JAVA_DIR:-} && -f $dir/classes/wren/interop/Interop.class ]] &&
+		compgen -G "$dir/lib/kafka-clients-*.jar" >/dev/null; then
+		local jars=("$dir/lib"/kafka-clients-*.jar)
+		local version=${jars[0]##*/kafka-clients-}
+		ok "java client build (kafka-clients ${version%.jar}, built earlier in $dir)"
+		java_ok=1
+		return
+	fi
 	echo "$interop_name: building the Java client (Maven)"
-	if mvn -q -B -f "$root/interop/java/pom.xml" -Dinterop.build.dir="$work/java" package >"$work/logs/maven.log" 2>&1; then
-		local jars=("$work/java/lib"/kafka-clients-*.jar)
+	if mvn -q -B -f "$root/interop/java/pom.xml" -Dinterop.build.dir="$dir" package >"$work/logs/maven.log" 2>&1; then
+		local jars=("$dir/lib"/kafka-clients-*.jar)
 		local version=${jars[0]##*/kafka-clients-}
 		ok "java client build (kafka-clients ${version%.jar})"
 		java_ok=1
