@@ -74,7 +74,7 @@ const (
 
 // longModeLengths says what the long mode holds, for the log.
 func longModeLengths() string {
-	return fmt.Sprintf("long mode: F02 kills 5 with 10 s down, then 2 restarted at once; F03 and F05 held 20 s; F07 and F10 %v; F08 60 s; F09 120 s; F13 30 s; F15 and F16 %v",
+	return fmt.Sprintf("long mode: F02 seven kills, five with 10 s down; F03 and F05 held 20 s; F07 and F10 %v; F08 60 s; F09 120 s; F13 30 s; F15 and F16 %v",
 		longCutHold, longFullDiskHold)
 }
 
