@@ -67,9 +67,9 @@ const (
 	// broker.session.timeout.ms (60 s before).
 	longCutHold = 30 * time.Second
 	// longFullDiskHold is how long F15 and F16 keep a disk full: fifteen
-	// replica.lag.time.max.ms of their cluster (5 s), long enough to show
-	// the full node neither exits nor flaps in and out of the ISRs, and
-	// past the workload's 60 s delivery timeout, so that a record stuck on
+	// replica.lag.time.max.ms of their cluster (5 s): the full node must
+	// stay up and the partitions it follows keep taking writes all along;
+	// and past the workload's 60 s delivery timeout, so that a record stuck on
 	// the full node would have expired meanwhile (120 s before; the full
 	// leader's partitions move within some ten seconds, so none is stuck
 	// that long in practice).
