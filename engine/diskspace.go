@@ -379,12 +379,10 @@ func truncateIfLonger(f vfs.File, size int64) error {
 // any failed sync) fails the directory.
 func (l *Log) appendFailed(m segmentMark, err error) error {
 	if !isNoSpace(err) || isSyncError(err) {
-		l.fail(err)
-		return l.health.check()
+		return l.failErr(err)
 	}
 	if rerr := m.restore(); rerr != nil {
-		l.fail(fmt.Errorf("undoing a write that ran out of space: %w (after %w)", rerr, err))
-		return l.health.check()
+		return l.failErr(fmt.Errorf("undoing a write that ran out of space: %w (after %w)", rerr, err))
 	}
 	return l.noSpace(err)
 }
@@ -394,14 +392,12 @@ func (l *Log) appendFailed(m segmentMark, err error) error {
 // new one go, unless a sync failed.
 func (l *Log) rollFailed(old *segment, err error) error {
 	if !isNoSpace(err) || isSyncError(err) {
-		l.fail(err)
-		return l.health.check()
+		return l.failErr(err)
 	}
 	// A final time index entry may have landed in part.
 	for _, x := range []*index{&old.offsetIndex.index, &old.timeIndex.index} {
 		if rerr := truncateIfLonger(x.f, x.entries()*x.entrySize); rerr != nil {
-			l.fail(fmt.Errorf("undoing a roll that ran out of space: %w (after %w)", rerr, err))
-			return l.health.check()
+			return l.failErr(fmt.Errorf("undoing a roll that ran out of space: %w (after %w)", rerr, err))
 		}
 	}
 	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {

@@ -253,7 +253,7 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 	}
 	next := int64(-1)
 	for i, base := range bases {
-		seg, err := openSegmentFiles(l.fs, l.dir, base, &l.opts, false)
+		seg, err := openSegmentHandles(l.fs, l.health.handles, l.dir, base, &l.opts, false)
 		if err != nil {
 			return err
 		}
@@ -304,7 +304,7 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		next = seg.nextOffset
 	}
 	if len(l.segments) == 0 {
-		seg, err := createSegment(l.fs, l.dir, max(logStartOffset, 0), &l.opts)
+		seg, err := createSegment(l.fs, l.health.handles, l.dir, max(logStartOffset, 0), &l.opts)
 		if err != nil {
 			return err
 		}
@@ -436,6 +436,12 @@ func (s *segment) checkIndexes(logSize int64) error {
 // the next valid batch.
 func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, last, listed bool, recoveryPoint int64) error {
 	tornTailPossible := last && !listed
+	// A scan rewrites the indexes and syncs them: its files stay open
+	// until it is done.
+	if err := s.pinAll(); err != nil {
+		return err
+	}
+	defer s.unpinAll()
 	size, err := s.log.Size()
 	if err != nil {
 		return err

@@ -182,6 +182,15 @@ func (l *Log) scrub(ctx context.Context, th *scrubThrottle, cfg ScrubConfig, st 
 // when the pass began.
 func (l *Log) scrubSegment(ctx context.Context, th *scrubThrottle, cfg ScrubConfig, st *ScrubStats, t scrubTarget) error {
 	s := t.seg
+	// Pinned for the scan, so no read in it meets a shortage of
+	// descriptors (which would look like a read error).
+	if _, err := s.pinRead(); err != nil {
+		if errors.Is(err, errHandleDropped) {
+			return nil // deleted since the pass began
+		}
+		return l.readFailed(err)
+	}
+	defer s.unpinRead()
 	buf := make([]byte, 0, 64<<10)
 	// Batch starts and last offsets, to check the offset index against.
 	var positions, lasts []int64
@@ -339,24 +348,20 @@ func (l *Log) rebuildIndexes(s *segment, size int64) (bool, error) {
 	saved := l.damage
 	var st RecoveryStats
 	if err := l.recoverSegment(s, &st, false, true, 0); err != nil {
-		l.fail(err)
-		return false, l.health.check()
+		return false, l.failErr(err)
 	}
 	if len(l.damage) != len(saved) {
 		// The rebuild's own read found damage the scan missed: keep it,
 		// listed on disk.
 		if err := writeDamagedSegments(l.fs, l.dir, l.damage); err != nil {
-			l.fail(err)
-			return false, l.health.check()
+			return false, l.failErr(err)
 		}
 	}
 	if err := s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp, true); err != nil {
-		l.fail(err)
-		return false, l.health.check()
+		return false, l.failErr(err)
 	}
 	if err := s.flush(true); err != nil {
-		l.fail(err)
-		return false, l.health.check()
+		return false, l.failErr(err)
 	}
 	return true, nil
 }
