@@ -478,3 +478,27 @@ func (h *handle) Close() error {
 func (h *handle) Name() string { return h.name }
 
 var _ vfs.File = (*handle)(nil)
+
+// openFilesReserve is what the derived budget leaves for descriptors that
+// are not segment files: the metadata log, peer and listener sockets, the
+// HTTP server, checkpoints and producer snapshots being written, the log
+// cleaner's output segment.
+const openFilesReserve = 64
+
+// DefaultOpenFilesMax derives log.open.files.max from the process's
+// open-file limit (RLIMIT_NOFILE, whose soft limit Go raises to the hard
+// one at start on Linux): the limit, less headroom for client connections
+// (maxConnections, at most a quarter of the limit), less openFilesReserve;
+// at least openFilesMin. An unlimited or unreadable limit gives 0: no budget.
+func DefaultOpenFilesMax(maxConnections int) int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == ^uint64(0) {
+		return 0
+	}
+	return openFilesBudget(int64(min(rl.Cur, 1<<31-1)), int64(maxConnections))
+}
+
+func openFilesBudget(nofile, maxConnections int64) int {
+	headroom := min(max(maxConnections, 0), nofile/4)
+	return int(max(nofile-headroom-openFilesReserve, openFilesMin))
+}
