@@ -94,7 +94,7 @@ type HandleStats struct {
 
 // openFilesMin is the smallest budget: a log in use pins up to three files
 // (and an append that rolls, six), so less cannot serve one partition.
-const openFilesMin = 16
+const openFilesMin = 8
 
 // NewHandleCache returns a cache that keeps at most budget segment and
 // index files open. logger receives the rate-limited line that reports
