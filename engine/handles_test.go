@@ -202,7 +202,11 @@ func TestHandleCacheTinyBudget(t *testing.T) {
 	if err := m.Failed(); err != nil {
 		t.Fatalf("log dir failed: %v", err)
 	}
-	if n := maxSeen.Load(); n > budget {
+	// A scan of /proc/self/fd is not atomic: a descriptor number closed
+	// and reused for another segment file during one scan counts twice,
+	// so the scan may exceed the budget by a little (without a budget it
+	// sees every partition's three files and more).
+	if n := maxSeen.Load(); n > budget+2 {
 		t.Fatalf("the kernel saw %d segment files open at once, budget %d", n, budget)
 	}
 	st := m.HandleStats()
