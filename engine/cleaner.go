@@ -671,8 +671,40 @@ func (c *cleaner) swap(g []cleanSeg, base, next int64) error {
 			return abort()
 		}
 	}
+	// The new segment's files are opened now, by their .cleaned names (a
+	// descriptor follows its file through the renames), and stay pinned
+	// until it is checked: past the commit point no open can fail for want
+	// of a descriptor, where failing would leave the log half swapped.
+	var hs [3]*handle
+	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		cleaned := segmentFileName(l.dir, base, suffix+cleanedSuffix)
+		h, err := adoptHandlePinned(l.health.handles, segmentFileName(l.dir, base, suffix),
+			func(string) (vfs.File, error) { return l.fs.OpenReadWrite(cleaned) }, l.fs.OpenReadWrite)
+		if err != nil {
+			for _, g := range hs[:i] {
+				g.release()
+				g.drop()
+			}
+			if isTooManyOpenFiles(err) {
+				return abort()
+			}
+			// As writeError, under the lock it takes: the log is untouched.
+			removeCleanedFiles(l.fs, l.dir, base)
+			if isNoSpace(err) {
+				l.health.space.afterNoSpace(err)
+				return errCleaningAborted
+			}
+			l.fail(err)
+			return l.health.check()
+		}
+		hs[i] = h
+	}
+	seg := newSegment(hs, base, &c.plan.opts)
+	defer seg.unpinAll()
 	failed := func(err error) error {
-		return l.failErr(fmt.Errorf("engine: log cleaner swapping in segment %d: %w", base, err))
+		// Past the commit point: always the directory, whatever the error.
+		l.fail(fmt.Errorf("engine: log cleaner swapping in segment %d: %w", base, err))
+		return l.health.check()
 	}
 	// 1. Commit: the .log.swap, durable.
 	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
@@ -698,10 +730,6 @@ func (c *cleaner) swap(g []cleanSeg, base, next int64) error {
 		return failed(err)
 	}
 	// 3. The new segment, read back and checked as recovery would.
-	seg, err := openSegmentHandles(l.fs, l.health.handles, l.dir, base, &c.plan.opts, false)
-	if err != nil {
-		return failed(err)
-	}
 	if err := seg.loadClean(&c.plan.opts, next); err != nil {
 		seg.closeFiles()
 		return failed(err)

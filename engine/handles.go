@@ -106,7 +106,11 @@ func NewHandleCache(budget int, logger *slog.Logger) (*HandleCache, error) {
 	c := &HandleCache{budget: int64(budget), logger: logger, logInterval: 10 * time.Second}
 	maxCost := int64(budget - budget/8)
 	cache, err := ristretto.NewCache(&ristretto.Config[uint64, *cacheEntry]{
-		NumCounters:        max(10*maxCost, 1000),
+		// Ten counters per item, as ristretto advises, but capped: with
+		// a budget near a million (a high hard limit) the admission
+		// sketch would take tens of MiB, and what ristretto tracks
+		// beyond the files really in use buys nothing.
+		NumCounters:        min(max(10*maxCost, 1000), 1<<16),
 		MaxCost:            maxCost,
 		BufferItems:        64,
 		IgnoreInternalCost: true,
@@ -185,10 +189,10 @@ func (c *HandleCache) makeRoom(want int64) {
 		return int64(len(victims)) >= want
 	})
 	for _, e := range victims {
-		c.cache.Del(e.key)
 		if e.h.uncache(e) {
 			c.evictions.Add(1)
 		}
+		c.cache.Del(e.key)
 	}
 }
 
@@ -274,9 +278,20 @@ func newHandle(c *HandleCache, name string, reopen func(string) (vfs.File, error
 	return &handle{c: c, name: name, reopen: reopen}
 }
 
-// adopt makes a just-created file the handle's descriptor (Create truncates,
-// so a created file cannot come from reopen), inside the budget.
+// adoptHandle makes a just-created file the handle's descriptor (Create
+// truncates, so a created file cannot come from reopen), inside the budget.
 func adoptHandle(c *HandleCache, name string, create, reopen func(string) (vfs.File, error)) (*handle, error) {
+	h, err := adoptHandlePinned(c, name, create, reopen)
+	if err != nil {
+		return nil, err
+	}
+	h.release()
+	return h, nil
+}
+
+// adoptHandlePinned is adoptHandle that returns the handle pinned, so its
+// descriptor stays the one open came back with until release.
+func adoptHandlePinned(c *HandleCache, name string, create, reopen func(string) (vfs.File, error)) (*handle, error) {
 	h := newHandle(c, name, reopen)
 	f, err := c.openFile(name, create)
 	if err != nil {
@@ -288,7 +303,6 @@ func adoptHandle(c *HandleCache, name string, create, reopen func(string) (vfs.F
 	h.pins.Add(1)
 	h.cacheLocked()
 	h.mu.Unlock()
-	h.release()
 	return h, nil
 }
 

@@ -119,6 +119,9 @@ type Log struct {
 	// append could leave new bytes below a stale recovery point, which
 	// recovery would take for media damage instead of a torn tail.
 	afterTruncate func() error
+	// truncateCheckpointPending: a truncation's checkpoint failed for a
+	// shortage of descriptors; appends wait for it (under mu).
+	truncateCheckpointPending bool
 }
 
 // leaderFence is the leadership a leader append must match.
@@ -287,6 +290,11 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	if err := l.damagedLocked(); err != nil {
 		return AppendInfo{}, err
 	}
+	if l.truncateCheckpointPending {
+		if err := l.checkpointAfterTruncateLocked(); err != nil {
+			return AppendInfo{}, err
+		}
+	}
 	if f := l.fence; assignOffsets && f.set && (!f.leading || f.epoch != leaderEpoch) {
 		return AppendInfo{}, fmt.Errorf("%w: %s: append at leader epoch %d, replica leads=%v at epoch %d", ErrFencedLeaderEpoch, l.tp, leaderEpoch, f.leading, f.epoch)
 	}
@@ -413,6 +421,12 @@ func (l *Log) maybeRoll(size, maxTimestamp, lastOffset, now int64) (*segment, er
 // The old segment's data is durable when it returns.
 func (l *Log) roll() (*segment, error) {
 	old := l.active()
+	// Pinned first, so a shortage of descriptors stops the roll before it
+	// changes anything in the old segment.
+	if err := old.pinAll(); err != nil {
+		return nil, l.failErr(err)
+	}
+	defer old.unpinAll()
 	if err := old.onBecomeInactive(); err != nil {
 		return nil, l.rollFailed(old, err)
 	}

@@ -141,6 +141,15 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 	return l, stats, nil
 }
 
+// loadedClean reads loadClean's answer: a shortage of descriptors is an
+// error to return, not an index to rebuild.
+func loadedClean(err error) (bool, error) {
+	if err != nil && isTooManyOpenFiles(err) {
+		return false, err
+	}
+	return err == nil, nil
+}
+
 func (l *Log) closeAll() {
 	for _, s := range l.segments {
 		s.closeFiles()
@@ -276,13 +285,16 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		if !present || forced {
 			clean = false
 		} else if i < firstUnflushed {
-			clean = seg.loadClean(&l.opts, -1) == nil
+			clean, err = loadedClean(seg.loadClean(&l.opts, -1))
 		} else if i == firstUnflushed && recoveryPoint >= base {
 			// With recoveryPoint == base (an empty active segment, as a
 			// clean stop leaves an idle partition) loadClean passes only
 			// if the segment and its indexes are empty; anything in it
 			// fails the end check and is scanned.
-			clean = seg.loadClean(&l.opts, recoveryPoint) == nil
+			clean, err = loadedClean(seg.loadClean(&l.opts, recoveryPoint))
+		}
+		if err != nil {
+			return err
 		}
 		if !clean {
 			stats.SegmentsScanned++

@@ -87,8 +87,14 @@ func (l *Log) checkpointAfterTruncateLocked() error {
 		return nil
 	}
 	if err := l.afterTruncate(); err != nil {
+		if isTooManyOpenFiles(err) {
+			// The truncation stands; the log takes no append until the
+			// lowered recovery point is durable (appendLocked retries).
+			l.truncateCheckpointPending = true
+		}
 		return l.failErr(err)
 	}
+	l.truncateCheckpointPending = false
 	return nil
 }
 
