@@ -525,6 +525,13 @@ func (l *Log) syncActive() (int64, error) {
 	l.mu.Lock()
 	l.unflushedMessages = 0
 	l.lastFlushMs = l.nowMs()
+	if seg == l.active() && l.logEndOffset == leo && !seg.indexesDirty {
+		// Everything written to the segment is synced (index entries
+		// wait for releaseIdle, which fsyncs them): its files may go
+		// back to the cache, so partitions written once in a while do
+		// not keep descriptors pinned.
+		seg.unpinDirty()
+	}
 	l.mu.Unlock()
 	return leo, nil
 }
