@@ -154,14 +154,26 @@ level = "warn"
 		}
 	}
 
+	began := time.Now()
+	phase := func(name string) {
+		t.Logf("%s: %s", name, time.Since(began).Round(time.Millisecond))
+		began = time.Now()
+	}
+	phase("start and create")
 	produce(0)
+	phase("produce to every partition")
 	consume(1)
+	phase("consume every partition")
 	stop(cmd, done)
+	phase("SIGTERM")
 
 	// A restart loads 400 partitions under the same limit.
 	cmd, done = start()
+	phase("restart")
 	produce(1)
+	phase("produce to every partition")
 	consume(2)
+	phase("consume every partition")
 	stop(cmd, done)
 
 	if n := peak.Load(); n > budget {

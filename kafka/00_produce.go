@@ -111,6 +111,17 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 				continue
 			}
 			info, wait, err := part.AppendAsLeaderTimeout(p.Records, r.Acks, ackTimeout(r.TimeoutMillis))
+			if errors.Is(err, engine.ErrTooManyOpenFiles) && len(waits) > 0 {
+				// This request's own earlier appends hold descriptors
+				// until their fdatasyncs: run those waits now (their
+				// answers are kept) so the files go back to the cache,
+				// and try once more. The refused append wrote nothing.
+				for k, w := range waits {
+					werr := w()
+					waits[k] = func() error { return werr }
+				}
+				info, wait, err = part.AppendAsLeaderTimeout(p.Records, r.Acks, ackTimeout(r.TimeoutMillis))
+			}
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 				rp.ErrorMessage = kafkaMessage(err)
