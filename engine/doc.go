@@ -86,10 +86,12 @@
 // RLIMIT_NOFILE). An eviction drops only the cache's reference, so a
 // descriptor closes at its last release, never under a read or a sendfile
 // (a ReadResult pins its file until Release). The active segment is pinned
-// by its log from its first write until everything written is synced and
-// the log has been idle for a while (Manager.FlushDirty), so no descriptor
-// with unsynced writes is ever closed; an append's hot path is then one
-// atomic pin and unpin per file operation, no cache lookup. A deleted
+// by its log from its first write until an fdatasync covers everything
+// written (the group commit unpins it), or, when index entries were added,
+// until the log has been idle for a while and its indexes are fsynced
+// (Manager.FlushDirty), so no descriptor with unsynced writes is ever
+// closed; an append's hot path is then one atomic pin and unpin per file
+// operation, no cache lookup. A deleted
 // segment's handles are dropped: never opened again, closed at the last
 // release. An idle partition holds no descriptor once the cache evicts its
 // files.

@@ -63,7 +63,9 @@ type segment struct {
 	// indexes' since their last fsync). A file is never closed with such
 	// writes: a later sync through a new descriptor need not report an
 	// error the kernel met writing them back. Owned by the log lock;
-	// cleared by a roll (which syncs everything) and by releaseIdle.
+	// cleared by a roll (which syncs everything), by a group-commit sync
+	// that covers every write when no index entry waits for an fsync
+	// (syncActive), and by releaseIdle.
 	dirty bool
 	// indexesDirty: index entries were written since the indexes' last
 	// fsync. Owned by the log lock.
