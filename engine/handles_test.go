@@ -126,6 +126,7 @@ func TestHandleCacheTinyBudget(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			rng := rand.New(rand.NewSource(seed + 1000 + int64(p)))
 			client, server := loopbackPair(t)
 			defer client.Close()
 			defer server.Close()
