@@ -146,6 +146,13 @@ func (c *HandleCache) Stats() HandleStats {
 		Evictions: c.evictions.Load(), Shortages: c.shortages.Load()}
 }
 
+// closeIdle closes every file that only the cache keeps open.
+func (c *HandleCache) closeIdle() {
+	if c != nil {
+		c.makeRoom(c.budget, true)
+	}
+}
+
 // Close drops every cached reference (pinned files close at their last
 // release) and stops the cache's goroutines.
 func (c *HandleCache) Close() {
@@ -169,16 +176,17 @@ func (c *HandleCache) reserve() bool {
 			return false
 		}
 		tries++
-		c.makeRoom(1 + c.budget/64)
+		c.makeRoom(1+c.budget/64, false)
 	}
 }
 
 // makeRoom closes up to want idle handles: first by letting the cache
-// apply its pending sets (which evicts what is over its cost), then by
-// dropping cached handles that no operation pins.
-func (c *HandleCache) makeRoom(want int64) {
+// apply its pending sets (which evicts what is over its cost), then, if
+// the budget is still full or force is set (the kernel refused an open
+// within the budget), by dropping cached handles that no operation pins.
+func (c *HandleCache) makeRoom(want int64, force bool) {
 	c.cache.Wait()
-	if c.open.Load() < c.budget {
+	if !force && c.open.Load() < c.budget {
 		return
 	}
 	var victims []*cacheEntry
@@ -213,7 +221,7 @@ func (c *HandleCache) openFile(name string, open func(string) (vfs.File, error))
 	}
 	f, err := open(name)
 	if err != nil && isTooManyOpenFiles(err) {
-		c.makeRoom(1 + c.budget/64)
+		c.makeRoom(1+c.budget/64, true)
 		f, err = open(name)
 	}
 	if err != nil {

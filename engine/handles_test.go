@@ -354,3 +354,39 @@ func TestOpenFilesBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelEMFILEClosesIdleFiles: one EMFILE from the kernel within the
+// budget (descriptors taken outside it) closes idle cached files and the
+// open is tried again, so the operation succeeds.
+func TestKernelEMFILEClosesIdleFiles(t *testing.T) {
+	ffs := vfs.NewFaultFS(vfs.NewMem())
+	m, err := OpenManager(ffs, "/data", ManagerConfig{ClusterID: "c", NodeID: 1, Defaults: testOptions(nil), OpenFilesMax: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var logs []*Log
+	for i := 0; i < 4; i++ {
+		l, err := m.GetOrCreateLog(TopicPartition{Topic: "t", Partition: int32(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(makeBatch(t, batch.CompressionNone, 1, 1, 100, 1000), 0); err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, l)
+	}
+	if err := m.ReleaseIdleHandles(0); err != nil {
+		t.Fatal(err)
+	}
+	evictAll(m, logs[0])
+	before := m.HandleStats()
+	ffs.Inject(vfs.Fault{Op: vfs.OpOpen, Path: func(n string) bool { return strings.Contains(n, "/t-0/") }, Err: syscall.EMFILE, Count: 1})
+	if _, err := logs[0].Append(makeBatch(t, batch.CompressionNone, 2, 1, 100, 1000), 0); err != nil {
+		t.Fatalf("append after one EMFILE: %v", err)
+	}
+	after := m.HandleStats()
+	if after.Evictions <= before.Evictions || after.Shortages != before.Shortages {
+		t.Fatalf("EMFILE closed no idle file or counted a shortage: before %+v after %+v", before, after)
+	}
+}

@@ -197,7 +197,15 @@ func (m *Manager) open() error {
 		if !ok {
 			rp = 0
 		}
-		l, stats, err := Open(m.fs, path, tp, m.optionsFor(tp.Topic), OpenOptions{RecoveryPoint: rp, LogStartOffset: lsos[tp], health: m.health})
+		oo := OpenOptions{RecoveryPoint: rp, LogStartOffset: lsos[tp], health: m.health}
+		l, stats, err := Open(m.fs, path, tp, m.optionsFor(tp.Topic), oo)
+		if err != nil && isTooManyOpenFiles(err) {
+			// Descriptors the budget counted on are taken (a limit below
+			// log.open.files.max): close every idle file and try once
+			// more; recovery is idempotent.
+			m.health.handles.closeIdle()
+			l, stats, err = Open(m.fs, path, tp, m.optionsFor(tp.Topic), oo)
+		}
 		if err != nil {
 			return fmt.Errorf("engine: recovering %s: %w", tp, err)
 		}
