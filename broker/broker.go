@@ -176,6 +176,7 @@ func (b *Broker) openLogs(w *wiring) (err error) {
 		FreeSpaceFloor: freeSpaceFloor(cfg),
 		OnDiskSpace:    b.onDiskSpace,
 		MetadataLogDir: metadataDirName,
+		OpenFilesMax:   openFilesMax(cfg),
 		ReadClusterID: func(path string) (string, error) {
 			return cluster.ReadClusterID(o.FS, path)
 		},
@@ -184,6 +185,15 @@ func (b *Broker) openLogs(w *wiring) (err error) {
 		JoinCluster: len(cfg.Voters) > 1 && cfg.ClusterID == "",
 	})
 	return err
+}
+
+// openFilesMax is log.open.files.max, derived from the open-file limit
+// when it is 0.
+func openFilesMax(cfg *config.Config) int {
+	if cfg.LogOpenFilesMax > 0 {
+		return int(cfg.LogOpenFilesMax)
+	}
+	return engine.DefaultOpenFilesMax(int(cfg.MaxConnections))
 }
 
 // openController opens the metadata log, alone or as a member of the

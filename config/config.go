@@ -62,6 +62,7 @@ type Config struct {
 	LogCleanerBackoffMs                int64  `config:"log.cleaner.backoff.ms"`
 	LogCleanerDedupeBufferSize         int64  `config:"log.cleaner.dedupe.buffer.size"`
 	LogDirFailureTimeoutMs             int64  `config:"log.dir.failure.timeout.ms"`
+	LogOpenFilesMax                    int32  `config:"log.open.files.max"` // 0: derived from RLIMIT_NOFILE
 	MaxDecompressedBatchBytes          int32  `config:"max.decompressed.batch.bytes"`
 	MaxDecompressedInflightBytes       int64  `config:"max.decompressed.inflight.bytes"`
 

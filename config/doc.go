@@ -97,6 +97,7 @@
 //
 // wren's own settings (Entry.Wren): memory.soft.limit.bytes, cluster.id,
 // controller.heartbeat.interval.ms, controller.lease.ms, log.flush.policy,
+// log.open.files.max,
 // log.scrubber.enable, log.scrubber.io.max.bytes.per.second,
 // log.scrubber.interval.ms, log.dir.min.free.bytes, log.dir.min.free.percent,
 // max.decompressed.batch.bytes, max.decompressed.inflight.bytes, http.listen,

@@ -343,7 +343,7 @@ func (c *cleaner) changedUnder() bool {
 // readError wraps a read failure, or reports an abort when the log
 // changed under the pass.
 func (c *cleaner) readError(s *segment, err error) error {
-	if c.changedUnder() {
+	if c.changedUnder() || errors.Is(err, errHandleDropped) || isTooManyOpenFiles(err) {
 		return errCleaningAborted
 	}
 	return fmt.Errorf("engine: log cleaner reading %s: %w", s.log.Name(), err)
@@ -528,6 +528,11 @@ func (c *cleaner) writeError(err error) error {
 	if c.changedUnder() {
 		return errCleaningAborted
 	}
+	if isTooManyOpenFiles(err) {
+		// Not a disk error: the log is untouched and the pass is tried
+		// again later.
+		return errCleaningAborted
+	}
 	if isNoSpace(err) {
 		// Only the pass's own .cleaned files, removed by the caller, saw
 		// the error, a failed sync included: the log is untouched. The
@@ -666,7 +671,38 @@ func (c *cleaner) swap(g []cleanSeg, base, next int64) error {
 			return abort()
 		}
 	}
+	// The new segment's files are opened now, by their .cleaned names (a
+	// descriptor follows its file through the renames), and stay pinned
+	// until it is checked: past the commit point no open can fail for want
+	// of a descriptor, where failing would leave the log half swapped.
+	var hs [3]*handle
+	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		cleaned := segmentFileName(l.dir, base, suffix+cleanedSuffix)
+		h, err := adoptHandlePinned(l.health.handles, segmentFileName(l.dir, base, suffix),
+			func(string) (vfs.File, error) { return l.fs.OpenReadWrite(cleaned) }, l.fs.OpenReadWrite)
+		if err != nil {
+			for _, g := range hs[:i] {
+				g.release()
+				g.drop()
+			}
+			if isTooManyOpenFiles(err) {
+				return abort()
+			}
+			// As writeError, under the lock it takes: the log is untouched.
+			removeCleanedFiles(l.fs, l.dir, base)
+			if isNoSpace(err) {
+				l.health.space.afterNoSpace(err)
+				return errCleaningAborted
+			}
+			l.fail(err)
+			return l.health.check()
+		}
+		hs[i] = h
+	}
+	seg := newSegment(hs, base, &c.plan.opts)
+	defer seg.unpinAll()
 	failed := func(err error) error {
+		// Past the commit point: always the directory, whatever the error.
 		l.fail(fmt.Errorf("engine: log cleaner swapping in segment %d: %w", base, err))
 		return l.health.check()
 	}
@@ -694,10 +730,6 @@ func (c *cleaner) swap(g []cleanSeg, base, next int64) error {
 		return failed(err)
 	}
 	// 3. The new segment, read back and checked as recovery would.
-	seg, err := openSegmentFiles(l.fs, l.dir, base, &c.plan.opts, false)
-	if err != nil {
-		return failed(err)
-	}
 	if err := seg.loadClean(&c.plan.opts, next); err != nil {
 		seg.closeFiles()
 		return failed(err)
@@ -739,36 +771,20 @@ func removeCleanedFiles(fsys vfs.FS, dir string, base int64) {
 // createCleanedSegment creates the .cleaned files of a new segment. Its
 // indexes are not preallocated: it is written once and never appended to.
 func createCleanedSegment(fsys vfs.FS, dir string, base int64, opts *Options) (*segment, error) {
-	var files [3]vfs.File
+	// Outside the open-file budget: a pass writes one segment at a time,
+	// three descriptors of the fixed reserve (log.open.files.max's doc).
+	var hs [3]*handle
 	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		f, err := fsys.Create(segmentFileName(dir, base, suffix+cleanedSuffix))
+		h, err := adoptHandle(nil, segmentFileName(dir, base, suffix+cleanedSuffix), fsys.Create, fsys.OpenReadWrite)
 		if err != nil {
-			for _, g := range files[:i] {
-				g.Close()
+			for _, g := range hs[:i] {
+				g.drop()
 			}
 			return nil, err
 		}
-		files[i] = f
+		hs[i] = h
 	}
-	s := &segment{
-		baseOffset: base,
-		log:        files[0],
-		offsetIndex: &offsetIndex{
-			index:      index{f: files[1], entrySize: offsetIndexEntrySize, maxEntries: opts.SegmentIndexBytes / offsetIndexEntrySize},
-			baseOffset: base, lastOffset: base,
-		},
-		timeIndex: &timeIndex{
-			index:      index{f: files[2], entrySize: timeIndexEntrySize, maxEntries: opts.SegmentIndexBytes / timeIndexEntrySize},
-			baseOffset: base, lastTimestamp: noTimestamp, lastOffset: base,
-		},
-		nextOffset:            base,
-		maxTimestamp:          noTimestamp,
-		offsetOfMaxTimestamp:  base,
-		rollingBasedTimestamp: noTimestamp,
-		createdMs:             opts.nowMs(),
-	}
-	s.refs.Store(1)
-	return s, nil
+	return newSegment(hs, base, opts), nil
 }
 
 // cleanedWriter appends batches to a .cleaned segment through a buffer,

@@ -375,16 +375,20 @@ func truncateIfLonger(f vfs.File, size int64) error {
 }
 
 // appendFailed handles an error of an append's write: ENOSPC or EDQUOT
-// from a write is undone and fails only this append; anything else (and
-// any failed sync) fails the directory.
+// from a write, or a shortage of descriptors (a leader epoch checkpoint
+// that could not be created), is undone and fails only this append;
+// anything else (and any failed sync) fails the directory.
 func (l *Log) appendFailed(m segmentMark, err error) error {
-	if !isNoSpace(err) || isSyncError(err) {
+	if !(isNoSpace(err) || isTooManyOpenFiles(err)) || isSyncError(err) {
 		l.fail(err)
 		return l.health.check()
 	}
 	if rerr := m.restore(); rerr != nil {
-		l.fail(fmt.Errorf("undoing a write that ran out of space: %w (after %w)", rerr, err))
+		l.fail(fmt.Errorf("undoing a write that failed: %w (after %w)", rerr, err))
 		return l.health.check()
+	}
+	if isTooManyOpenFiles(err) {
+		return l.failErr(err)
 	}
 	return l.noSpace(err)
 }
@@ -393,19 +397,22 @@ func (l *Log) appendFailed(m segmentMark, err error) error {
 // (its indexes trimmed, which appends extend again) and the files of the
 // new one go, unless a sync failed.
 func (l *Log) rollFailed(old *segment, err error) error {
-	if !isNoSpace(err) || isSyncError(err) {
+	if !(isNoSpace(err) || isTooManyOpenFiles(err)) || isSyncError(err) {
 		l.fail(err)
 		return l.health.check()
 	}
 	// A final time index entry may have landed in part.
 	for _, x := range []*index{&old.offsetIndex.index, &old.timeIndex.index} {
 		if rerr := truncateIfLonger(x.f, x.entries()*x.entrySize); rerr != nil {
-			l.fail(fmt.Errorf("undoing a roll that ran out of space: %w (after %w)", rerr, err))
+			l.fail(fmt.Errorf("undoing a roll that failed: %w (after %w)", rerr, err))
 			return l.health.check()
 		}
 	}
 	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		l.fs.Remove(segmentFileName(l.dir, l.logEndOffset, suffix))
+	}
+	if isTooManyOpenFiles(err) {
+		return l.failErr(err)
 	}
 	return l.noSpace(err)
 }
@@ -571,7 +578,7 @@ func (m *Manager) recoverNoSpace(s DiskSpace) {
 	for _, l := range m.Logs() {
 		r, err := l.recoverAfterNoSpace(waitErr)
 		if err != nil {
-			if !isNoSpace(err) {
+			if !isNoSpace(err) && !isTooManyOpenFiles(err) {
 				m.health.recoverable.Store(false)
 			}
 			m.health.space.tell(DiskSpaceEvent{Kind: DiskSpaceRecoveryFailed, Space: s,
@@ -596,6 +603,14 @@ func (m *Manager) recoverNoSpace(s DiskSpace) {
 // meanwhile recovery would only scan more. Any other error fails the
 // directory.
 func (m *Manager) checkpointFailed(err error) error {
+	if isTooManyOpenFiles(err) {
+		// As a full disk: the old file is whole (or renamed over and
+		// synced with the next one); the next interval tries again.
+		if !errors.Is(err, ErrTooManyOpenFiles) {
+			err = fmt.Errorf("%w: %s: %w", ErrTooManyOpenFiles, m.dir, err)
+		}
+		return err
+	}
 	if isNoSpace(err) {
 		m.health.space.afterNoSpace(err)
 		return fmt.Errorf("%w: %s: %w", ErrNoSpace, m.dir, err)

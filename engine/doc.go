@@ -39,7 +39,8 @@
 // FlushInterval it returns after the write and syncs by flush.messages and
 // flush.ms, Kafka's page-cache behaviour.
 //
-// A failed fdatasync, and any write error but a full disk, fails the whole
+// A failed fdatasync, and any write error but a full disk or a shortage of
+// descriptors (ErrTooManyOpenFiles, below), fails the whole
 // log directory: nothing in it is acknowledged again and the error is never
 // retried, because after a failed fdatasync the kernel may have dropped the
 // dirty pages.
@@ -71,7 +72,38 @@
 // position by binary search in the offset index, then scans batch headers
 // forward at most one index interval. It returns a file range that SendFile
 // moves to a socket with sendfile(2). Readers hold a reference on the
-// segment, so retention can delete it under them.
+// segment and pin its files, so retention can delete it under them.
+//
+// # Open files
+//
+// A segment's files are not held open for the life of the process
+// (10,000 partitions would take 30,000 descriptors). Each is a handle
+// (handles.go) that opens on first use and again after it was closed.
+// Operations pin a handle for their duration (an atomic reference count);
+// the HandleCache, ristretto v2 with a cost of one per descriptor, holds a
+// reference on idle handles within the budget log.open.files.max
+// (ManagerConfig.OpenFilesMax; DefaultOpenFilesMax derives it from
+// RLIMIT_NOFILE). An eviction drops only the cache's reference, so a
+// descriptor closes at its last release, never under a read or a sendfile
+// (a ReadResult pins its file until Release). The active segment is pinned
+// by its log from its first write until an fdatasync covers everything
+// written (the group commit unpins it), or, when index entries were added,
+// until the log has been idle for a while and its indexes are fsynced
+// (Manager.FlushDirty), so no descriptor with unsynced writes is ever
+// closed; an append's hot path is then one atomic pin and unpin per file
+// operation, no cache lookup. A deleted
+// segment's handles are dropped: never opened again, closed at the last
+// release. An idle partition holds no descriptor once the cache evicts its
+// files.
+//
+// The budget is kept by a count of open descriptors: an open that would
+// pass it first closes idle cached handles; if everything is pinned, or
+// the kernel says EMFILE or ENFILE, the operation fails with
+// ErrTooManyOpenFiles (retriable, naming the file, logged at most every
+// 10 s). It never fails the log directory: operations that change several
+// files pin them all before changing anything. One exception: a
+// truncation that removed every segment and then cannot create the new
+// one still fails the directory, as a log without segments cannot go on.
 //
 // # Recovery
 //

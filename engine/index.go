@@ -25,7 +25,7 @@ const (
 // concurrently: an entry is written before n is raised, so a reader that
 // loads n sees only complete entries.
 type index struct {
-	f          vfs.File
+	f          *handle
 	entrySize  int64
 	maxEntries int64
 	// n counts the entries in the file.

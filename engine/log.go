@@ -28,6 +28,9 @@ type dirHealth struct {
 	// space samples the directory's free space; nil for a log opened
 	// outside a Manager.
 	space *diskSpace
+	// handles keeps the directory's segment files within its open-file
+	// budget; nil (no budget) for a log opened outside a Manager.
+	handles *HandleCache
 }
 
 // SyncObserver is told about one group-commit fdatasync: how long it took,
@@ -116,6 +119,9 @@ type Log struct {
 	// append could leave new bytes below a stale recovery point, which
 	// recovery would take for media damage instead of a torn tail.
 	afterTruncate func() error
+	// truncateCheckpointPending: a truncation's checkpoint failed for a
+	// shortage of descriptors; appends wait for it (under mu).
+	truncateCheckpointPending bool
 }
 
 // leaderFence is the leadership a leader append must match.
@@ -284,6 +290,11 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	if err := l.damagedLocked(); err != nil {
 		return AppendInfo{}, err
 	}
+	if l.truncateCheckpointPending {
+		if err := l.checkpointAfterTruncateLocked(); err != nil {
+			return AppendInfo{}, err
+		}
+	}
 	if f := l.fence; assignOffsets && f.set && (!f.leading || f.epoch != leaderEpoch) {
 		return AppendInfo{}, fmt.Errorf("%w: %s: append at leader epoch %d, replica leads=%v at epoch %d", ErrFencedLeaderEpoch, l.tp, leaderEpoch, f.leading, f.epoch)
 	}
@@ -345,6 +356,11 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	// The files stay open until a sync covers this write; a shortage of
+	// descriptors fails the append here, before anything is written.
+	if err := seg.pinDirty(now); err != nil {
+		return AppendInfo{}, l.failErr(err)
+	}
 	// A write that runs out of space is undone back to the mark.
 	mark := markSegment(seg)
 	pos := seg.size.Load()
@@ -405,23 +421,30 @@ func (l *Log) maybeRoll(size, maxTimestamp, lastOffset, now int64) (*segment, er
 // The old segment's data is durable when it returns.
 func (l *Log) roll() (*segment, error) {
 	old := l.active()
+	// Pinned first, so a shortage of descriptors stops the roll before it
+	// changes anything in the old segment.
+	if err := old.pinAll(); err != nil {
+		return nil, l.failErr(err)
+	}
+	defer old.unpinAll()
 	if err := old.onBecomeInactive(); err != nil {
 		return nil, l.rollFailed(old, err)
 	}
 	if err := l.writeProducerSnapshot(); err != nil {
 		return nil, l.rollFailed(old, err)
 	}
-	seg, err := createSegment(l.fs, l.dir, l.logEndOffset, &l.opts)
+	seg, err := createSegment(l.fs, l.health.handles, l.dir, l.logEndOffset, &l.opts)
 	if err != nil {
 		return nil, l.rollFailed(old, err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		seg.closeFiles()
-		l.fail(err)
-		return nil, l.health.check()
+		return nil, l.failErr(err)
 	}
 	l.segments = append(l.segments, seg)
 	l.commit.Advance(l.logEndOffset)
+	// Everything the old segment holds is synced: its files may close.
+	old.unpinDirty()
 	return seg, nil
 }
 
@@ -446,6 +469,22 @@ func (l *Log) fail(err error) {
 	l.commit.Fail(l.health.check())
 }
 
+// failErr fails the log directory for err and returns the directory's
+// error, unless err is a shortage of file descriptors: that fails only the
+// operation (ErrTooManyOpenFiles, retriable), which made no change yet
+// (operations that change several files pin them all first), and the
+// directory stays healthy.
+func (l *Log) failErr(err error) error {
+	if isTooManyOpenFiles(err) {
+		if !errors.Is(err, ErrTooManyOpenFiles) {
+			err = fmt.Errorf("%w: %s: %w", ErrTooManyOpenFiles, l.tp, err)
+		}
+		return err
+	}
+	l.fail(err)
+	return l.health.check()
+}
+
 // syncActive is the group committer's sync: fdatasync the active segment,
 // covering the log end offset read before it started. A roll between the
 // read and the sync already synced the older segment itself.
@@ -456,6 +495,12 @@ func (l *Log) syncActive() (int64, error) {
 		return 0, ErrClosed
 	}
 	seg, leo := l.active(), l.logEndOffset
+	if !seg.dirty {
+		// Nothing written since the files were last synced (a dirty pin
+		// lasts until then): no descriptor to open for a sync.
+		l.mu.Unlock()
+		return leo, nil
+	}
 	seg.acquire()
 	// Every append registers its waiter under mu right after writing, so
 	// the waiters now are the appends this sync covers.
@@ -471,12 +516,22 @@ func (l *Log) syncActive() (int64, error) {
 		l.health.onSync(time.Since(start), appends, err)
 	}
 	if err != nil {
+		if isTooManyOpenFiles(err) {
+			return 0, err
+		}
 		l.fail(err)
 		return 0, err
 	}
 	l.mu.Lock()
 	l.unflushedMessages = 0
 	l.lastFlushMs = l.nowMs()
+	if seg == l.active() && l.logEndOffset == leo && !seg.indexesDirty {
+		// Everything written to the segment is synced (index entries
+		// wait for releaseIdle, which fsyncs them): its files may go
+		// back to the cache, so partitions written once in a while do
+		// not keep descriptors pinned.
+		seg.unpinDirty()
+	}
 	l.mu.Unlock()
 	return leo, nil
 }
@@ -494,6 +549,34 @@ func (l *Log) Flush() error {
 	leo := l.logEndOffset
 	l.mu.Unlock()
 	return l.waitDurable(leo)
+}
+
+// releaseIdle lets the active segment's files close (into the handle
+// cache, which may evict them) once the log has written nothing for idleMs
+// and everything it wrote is durable: the indexes are fsynced first if
+// they took entries since their last sync. An idle partition then holds no
+// descriptor pinned.
+func (l *Log) releaseIdle(now, idleMs int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || len(l.segments) == 0 {
+		return nil
+	}
+	seg := l.active()
+	if !seg.dirty || now-seg.lastWriteMs < idleMs || l.commit.Durable() < l.logEndOffset || l.health.check() != nil {
+		return nil
+	}
+	if seg.indexesDirty {
+		if err := seg.offsetIndex.f.Sync(); err != nil {
+			return l.failErr(err)
+		}
+		if err := seg.timeIndex.f.Sync(); err != nil {
+			return l.failErr(err)
+		}
+		seg.indexesDirty = false
+	}
+	seg.unpinDirty()
+	return nil
 }
 
 // flushIfDue is flush.ms under FlushInterval.
@@ -624,8 +707,7 @@ func (l *Log) AssignLeaderEpoch(epoch int32) error {
 		return nil
 	}
 	if err := l.epochs.flush(); err != nil {
-		l.fail(err)
-		return l.health.check()
+		return l.failErr(err)
 	}
 	return nil
 }

@@ -65,6 +65,10 @@ type ManagerConfig struct {
 	// ReadClusterID, if set, reads the cluster id recorded in the metadata
 	// log at path, for the error that reports a missing meta.properties.
 	ReadClusterID func(path string) (string, error)
+	// OpenFilesMax is log.open.files.max: how many segment and index files
+	// the directory keeps open at most (HandleCache). Zero means no budget:
+	// every file stays open while its segment lives.
+	OpenFilesMax int
 	// JoinCluster is set on a node that learns the cluster id from its
 	// cluster (a voter of a metadata quorum without cluster.id in its
 	// config): a new directory's meta.properties has no cluster id until
@@ -129,11 +133,20 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 		logs:   map[TopicPartition]*Log{},
 	}
 	m.health.space = m.newDiskSpace()
+	if cfg.OpenFilesMax > 0 {
+		hc, err := NewHandleCache(cfg.OpenFilesMax, cfg.Logger)
+		if err != nil {
+			lock.Close()
+			return nil, err
+		}
+		m.health.handles = hc
+	}
 	if err := m.open(); err != nil {
 		for _, l := range m.logs {
 			l.Close()
 		}
 		lock.Close()
+		m.health.handles.Close()
 		// A directory this user may read but not write passes the lock
 		// when .lock already exists; say so, not just "permission denied".
 		err, _ = classifyDirError(dir, err)
@@ -184,7 +197,15 @@ func (m *Manager) open() error {
 		if !ok {
 			rp = 0
 		}
-		l, stats, err := Open(m.fs, path, tp, m.optionsFor(tp.Topic), OpenOptions{RecoveryPoint: rp, LogStartOffset: lsos[tp], health: m.health})
+		oo := OpenOptions{RecoveryPoint: rp, LogStartOffset: lsos[tp], health: m.health}
+		l, stats, err := Open(m.fs, path, tp, m.optionsFor(tp.Topic), oo)
+		if err != nil && isTooManyOpenFiles(err) {
+			// Descriptors the budget counted on are taken (a limit below
+			// log.open.files.max): close every idle file and try once
+			// more; recovery is idempotent.
+			m.health.handles.closeIdle()
+			l, stats, err = Open(m.fs, path, tp, m.optionsFor(tp.Topic), oo)
+		}
 		if err != nil {
 			return fmt.Errorf("engine: recovering %s: %w", tp, err)
 		}
@@ -497,7 +518,8 @@ func (m *Manager) RunRetention(highWatermark func(*Log) int64) (int, error) {
 	return total, errors.Join(errs...)
 }
 
-// FlushDirty applies flush.ms to logs under FlushInterval.
+// FlushDirty applies flush.ms to logs under FlushInterval, and lets the
+// files of logs idle for dirtyPinIdle close (ReleaseIdleHandles).
 func (m *Manager) FlushDirty() error {
 	var errs []error
 	for _, l := range m.Logs() {
@@ -505,8 +527,31 @@ func (m *Manager) FlushDirty() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, m.ReleaseIdleHandles(dirtyPinIdle))
 	return errors.Join(errs...)
 }
+
+// dirtyPinIdle is how long a log keeps its active segment's files pinned
+// after its last write, once the write is durable: long enough that a
+// partition written every few seconds never reopens its files, short
+// enough that partitions written once in a while do not hold descriptors.
+const dirtyPinIdle = 5 * time.Second
+
+// ReleaseIdleHandles unpins the active segment files of every log that
+// wrote nothing for idle and has everything durable (their index files
+// fsynced first if they took entries), so the handle cache may close them.
+func (m *Manager) ReleaseIdleHandles(idle time.Duration) error {
+	var errs []error
+	for _, l := range m.Logs() {
+		if err := l.releaseIdle(l.nowMs(), idle.Milliseconds()); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// HandleStats returns the open-file budget's figures (zero without one).
+func (m *Manager) HandleStats() HandleStats { return m.health.handles.Stats() }
 
 // Close closes every log, writes the checkpoints and releases the lock.
 // When all of that succeeded it leaves the clean-shutdown marker, which
@@ -530,5 +575,6 @@ func (m *Manager) Close() error {
 		errs = append(errs, m.writeCleanShutdownMarker())
 	}
 	errs = append(errs, m.lock.Close())
+	m.health.handles.Close()
 	return errors.Join(errs...)
 }

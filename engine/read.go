@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -17,7 +18,9 @@ type FileSlice struct {
 }
 
 // ReadResult is the answer to a Read. Its slice stays readable, even if
-// retention deletes the segment meanwhile, until Release.
+// retention deletes the segment meanwhile, until Release: the result pins
+// the segment's file (its descriptor stays open for the sendfile or copy)
+// and holds a reference on the segment.
 type ReadResult struct {
 	// Slice holds whole batches from one segment, except that the last
 	// batch may be cut at maxBytes, as Kafka does; clients drop a partial
@@ -31,6 +34,7 @@ type ReadResult struct {
 // Release lets the segment's files close. Safe to call twice.
 func (r *ReadResult) Release() {
 	if r.seg != nil {
+		r.seg.unpinRead()
 		r.seg.release()
 		r.seg = nil
 	}
@@ -118,17 +122,46 @@ func (l *Log) read(offset, maxBytes, maxOffset int64, minOneMessage, whole bool)
 		s.acquire()
 		cands = append(cands, c)
 	}
+	// The first segment's files are pinned while it is surely in the log,
+	// so a deletion from here on cannot take them; later ones are pinned
+	// when the read gets to them (rarely: a gap after compaction), and one
+	// deleted by then ends the read there.
+	first, err := cands[0].seg.pinRead()
 	l.mu.Unlock()
+	if err != nil {
+		for _, c := range cands {
+			c.seg.release()
+		}
+		return nil, l.readFailed(err)
+	}
 
 	var result *ReadResult
-	var err error
-	for _, c := range cands {
-		if result != nil || err != nil || c.seg.baseOffset >= maxOffset {
+	stop := false
+	for k, c := range cands {
+		f := first
+		if k > 0 && !(result != nil || err != nil || stop || c.seg.baseOffset >= maxOffset) {
+			var perr error
+			if f, perr = c.seg.pinRead(); perr != nil {
+				c.seg.release()
+				if errors.Is(perr, errHandleDropped) {
+					stop = true
+				} else {
+					err = l.readFailed(perr)
+				}
+				continue
+			}
+		} else if k > 0 {
 			c.seg.release()
 			continue
 		}
-		result, err = readSegment(c.seg, c.end, c.next, offset, maxBytes, maxOffset, minOneMessage, whole, c.skips)
+		if result != nil || err != nil || c.seg.baseOffset >= maxOffset {
+			c.seg.unpinRead()
+			c.seg.release()
+			continue
+		}
+		result, err = readSegment(c.seg, f, c.end, c.next, offset, maxBytes, maxOffset, minOneMessage, whole, c.skips)
 		if result == nil {
+			c.seg.unpinRead()
 			c.seg.release()
 		}
 	}
@@ -148,7 +181,7 @@ func (l *Log) read(offset, maxBytes, maxOffset int64, minOneMessage, whole bool)
 
 // readSegment reads from one segment; nil when no batch in it qualifies.
 // On success the result owns the caller's reference to seg.
-func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, minOneMessage, whole bool, skips [][2]int64) (*ReadResult, error) {
+func readSegment(seg *segment, f vfs.File, end, next, offset, maxBytes, maxOffset int64, minOneMessage, whole bool, skips [][2]int64) (*ReadResult, error) {
 	start, ok, err := seg.lookupPositionSkipping(offset, end, skips)
 	if err != nil || !ok {
 		return nil, err
@@ -195,10 +228,19 @@ func readSegment(seg *segment, end, next, offset, maxBytes, maxOffset int64, min
 		return nil, nil
 	}
 	return &ReadResult{
-		Slice:       FileSlice{File: seg.log, Position: start.Position, Size: size},
+		Slice:       FileSlice{File: f, Position: start.Position, Size: size},
 		FirstOffset: start.BaseOffset,
 		seg:         seg,
 	}, nil
+}
+
+// readFailed names the partition in a read's shortage of descriptors
+// (ErrTooManyOpenFiles, retriable); other read errors pass as they are.
+func (l *Log) readFailed(err error) error {
+	if isTooManyOpenFiles(err) && !errors.Is(err, ErrTooManyOpenFiles) {
+		return fmt.Errorf("%w: %s: %w", ErrTooManyOpenFiles, l.tp, err)
+	}
+	return err
 }
 
 // ReadBatches is ReadWhole followed by a copy: for tests and tools.
@@ -267,8 +309,14 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, leaderEpoch
 		e := epochAt(off)
 		best.acquire()
 		end := best.size.Load()
+		_, perr := best.pinRead()
 		l.mu.Unlock()
+		if perr != nil {
+			best.release()
+			return 0, 0, 0, false, l.readFailed(perr)
+		}
 		defer best.release()
+		defer best.unpinRead()
 		// offsetOfMaxTimestamp is the batch's last offset; Kafka answers
 		// with the record that has the timestamp.
 		o, t, ok, err := best.findRecordByTimestamp(ts, off, end, lso)
@@ -305,12 +353,18 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, leaderEpoch
 	}()
 	for i, s := range cands {
 		to, err := s.timeIndex.lookup(ts)
+		if errors.Is(err, errHandleDropped) {
+			continue // deleted since: its offsets are gone
+		}
 		if err != nil {
-			return 0, 0, 0, false, err
+			return 0, 0, 0, false, l.readFailed(err)
 		}
 		o, t, ok, err := s.findRecordByTimestamp(ts, to.Offset, ends[i], lso)
+		if errors.Is(err, errHandleDropped) {
+			continue
+		}
 		if err != nil {
-			return 0, 0, 0, false, err
+			return 0, 0, 0, false, l.readFailed(err)
 		}
 		if ok {
 			l.mu.Lock()

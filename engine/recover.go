@@ -141,6 +141,15 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 	return l, stats, nil
 }
 
+// loadedClean reads loadClean's answer: a shortage of descriptors is an
+// error to return, not an index to rebuild.
+func loadedClean(err error) (bool, error) {
+	if err != nil && isTooManyOpenFiles(err) {
+		return false, err
+	}
+	return err == nil, nil
+}
+
 func (l *Log) closeAll() {
 	for _, s := range l.segments {
 		s.closeFiles()
@@ -253,7 +262,7 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 	}
 	next := int64(-1)
 	for i, base := range bases {
-		seg, err := openSegmentFiles(l.fs, l.dir, base, &l.opts, false)
+		seg, err := openSegmentHandles(l.fs, l.health.handles, l.dir, base, &l.opts, false)
 		if err != nil {
 			return err
 		}
@@ -276,13 +285,16 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		if !present || forced {
 			clean = false
 		} else if i < firstUnflushed {
-			clean = seg.loadClean(&l.opts, -1) == nil
+			clean, err = loadedClean(seg.loadClean(&l.opts, -1))
 		} else if i == firstUnflushed && recoveryPoint >= base {
 			// With recoveryPoint == base (an empty active segment, as a
 			// clean stop leaves an idle partition) loadClean passes only
 			// if the segment and its indexes are empty; anything in it
 			// fails the end check and is scanned.
-			clean = seg.loadClean(&l.opts, recoveryPoint) == nil
+			clean, err = loadedClean(seg.loadClean(&l.opts, recoveryPoint))
+		}
+		if err != nil {
+			return err
 		}
 		if !clean {
 			stats.SegmentsScanned++
@@ -304,7 +316,7 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		next = seg.nextOffset
 	}
 	if len(l.segments) == 0 {
-		seg, err := createSegment(l.fs, l.dir, max(logStartOffset, 0), &l.opts)
+		seg, err := createSegment(l.fs, l.health.handles, l.dir, max(logStartOffset, 0), &l.opts)
 		if err != nil {
 			return err
 		}
@@ -436,6 +448,12 @@ func (s *segment) checkIndexes(logSize int64) error {
 // the next valid batch.
 func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, last, listed bool, recoveryPoint int64) error {
 	tornTailPossible := last && !listed
+	// A scan rewrites the indexes and syncs them: its files stay open
+	// until it is done.
+	if err := s.pinAll(); err != nil {
+		return err
+	}
+	defer s.unpinAll()
 	size, err := s.log.Size()
 	if err != nil {
 		return err

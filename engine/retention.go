@@ -35,8 +35,7 @@ func (l *Log) TruncateTo(offset int64) error {
 			return nil
 		}
 		if err := l.epochs.flush(); err != nil {
-			l.fail(err)
-			return l.health.check()
+			return l.failErr(err)
 		}
 		return nil
 	}
@@ -45,36 +44,36 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	// Drop whole segments at or above offset.
 	i := l.segmentFor(offset)
+	// The segment cut becomes the active one: pinned (opened) before
+	// anything changes, so a shortage of descriptors changes nothing.
+	if err := l.segments[i].pinDirty(l.nowMs()); err != nil {
+		return l.failErr(err)
+	}
 	// Later segments go first, durably, so a crash cannot bring them back
 	// beside a truncated segment as if nothing had been removed.
 	if i+1 < len(l.segments) {
 		for _, s := range l.segments[i+1:] {
 			if err := s.removeFiles(l.fs, l.dir); err != nil {
-				l.fail(err)
-				return l.health.check()
+				return l.failErr(err)
 			}
 			s.release()
 		}
 		l.segments = l.segments[:i+1]
 		if err := l.fs.SyncDir(l.dir); err != nil {
-			l.fail(err)
-			return l.health.check()
+			return l.failErr(err)
 		}
 	}
 	seg := l.active()
 	if err := l.truncateSegment(seg, offset); err != nil {
-		l.fail(err)
-		return l.health.check()
+		return l.failErr(err)
 	}
 	l.logEndOffset = seg.nextOffset
 	if err := l.loadProducerState(); err != nil {
-		l.fail(err)
-		return l.health.check()
+		return l.failErr(err)
 	}
 	if l.epochs.truncateFromEnd(l.logEndOffset) {
 		if err := l.epochs.flush(); err != nil {
-			l.fail(err)
-			return l.health.check()
+			return l.failErr(err)
 		}
 	}
 	l.commit.Reset(l.logEndOffset)
@@ -88,9 +87,14 @@ func (l *Log) checkpointAfterTruncateLocked() error {
 		return nil
 	}
 	if err := l.afterTruncate(); err != nil {
-		l.fail(err)
-		return l.health.check()
+		if isTooManyOpenFiles(err) {
+			// The truncation stands; the log takes no append until the
+			// lowered recovery point is durable (appendLocked retries).
+			l.truncateCheckpointPending = true
+		}
+		return l.failErr(err)
 	}
+	l.truncateCheckpointPending = false
 	return nil
 }
 
@@ -205,37 +209,35 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	// exists, so a crash never leaves old data beside the new start.
 	for _, s := range l.segments {
 		if err := s.removeFiles(l.fs, l.dir); err != nil {
-			l.fail(err)
-			return l.health.check()
+			return l.failErr(err)
 		}
 		s.release()
 	}
 	l.segments = nil
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		l.fail(err)
-		return l.health.check()
+		return l.failErr(err)
 	}
-	seg, err := createSegment(l.fs, l.dir, offset, &l.opts)
+	seg, err := createSegment(l.fs, l.health.handles, l.dir, offset, &l.opts)
 	if err != nil {
+		// The old segments are gone: a log with none cannot go on, so
+		// even a shortage of descriptors fails the directory here (the
+		// budget makes room by closing idle files before it refuses).
 		l.fail(err)
 		return l.health.check()
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		seg.closeFiles()
-		l.fail(err)
-		return l.health.check()
+		return l.failErr(err)
 	}
 	l.segments = []*segment{seg}
 	l.setLogStartOffsetLocked(offset)
 	l.logEndOffset = offset
 	if err := l.loadProducerState(); err != nil {
-		l.fail(err)
-		return l.health.check()
+		return l.failErr(err)
 	}
 	l.epochs.entries = nil
 	if err := l.epochs.flush(); err != nil {
-		l.fail(err)
-		return l.health.check()
+		return l.failErr(err)
 	}
 	l.commit.Reset(offset)
 	return l.checkpointAfterTruncateLocked()
@@ -265,8 +267,7 @@ func (l *Log) AdvanceLogStartOffset(offset int64) error {
 	l.producers.OnLogStartOffsetIncremented(offset)
 	if l.epochs.truncateFromStart(offset) {
 		if err := l.epochs.flush(); err != nil {
-			l.fail(err)
-			return l.health.check()
+			return l.failErr(err)
 		}
 	}
 	_, err := l.deleteSegmentsLocked(func(s, next *segment) bool {
@@ -356,8 +357,7 @@ func (l *Log) deleteSegmentsLocked(shouldDelete func(s, next *segment) bool, upp
 		l.producers.OnLogStartOffsetIncremented(first)
 		if l.epochs.truncateFromStart(first) {
 			if err := l.epochs.flush(); err != nil {
-				l.fail(err)
-				return 0, l.health.check()
+				return 0, l.failErr(err)
 			}
 		}
 	}
@@ -369,12 +369,10 @@ func (l *Log) deleteSegmentsLocked(shouldDelete func(s, next *segment) bool, upp
 		s.release()
 	}
 	if err := errors.Join(errs...); err != nil {
-		l.fail(err)
-		return n, l.health.check()
+		return n, l.failErr(err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		l.fail(err)
-		return n, l.health.check()
+		return n, l.failErr(err)
 	}
 	return n, nil
 }

@@ -120,7 +120,9 @@ func (m *Manager) Scrub(ctx context.Context, cfg ScrubConfig) (ScrubStats, error
 			if ctx.Err() != nil {
 				return st, ctx.Err()
 			}
-			if !errors.Is(err, ErrClosed) {
+			// A shortage of descriptors skips the partition this pass
+			// (counted, and logged by the handle cache).
+			if !errors.Is(err, ErrClosed) && !errors.Is(err, ErrTooManyOpenFiles) {
 				errs = append(errs, fmt.Errorf("%s: %w", l.tp, err))
 			}
 		}
@@ -182,6 +184,15 @@ func (l *Log) scrub(ctx context.Context, th *scrubThrottle, cfg ScrubConfig, st 
 // when the pass began.
 func (l *Log) scrubSegment(ctx context.Context, th *scrubThrottle, cfg ScrubConfig, st *ScrubStats, t scrubTarget) error {
 	s := t.seg
+	// Pinned for the scan, so no read in it meets a shortage of
+	// descriptors (which would look like a read error).
+	if _, err := s.pinRead(); err != nil {
+		if errors.Is(err, errHandleDropped) {
+			return nil // deleted since the pass began
+		}
+		return l.readFailed(err)
+	}
+	defer s.unpinRead()
 	buf := make([]byte, 0, 64<<10)
 	// Batch starts and last offsets, to check the offset index against.
 	var positions, lasts []int64
@@ -339,24 +350,20 @@ func (l *Log) rebuildIndexes(s *segment, size int64) (bool, error) {
 	saved := l.damage
 	var st RecoveryStats
 	if err := l.recoverSegment(s, &st, false, true, 0); err != nil {
-		l.fail(err)
-		return false, l.health.check()
+		return false, l.failErr(err)
 	}
 	if len(l.damage) != len(saved) {
 		// The rebuild's own read found damage the scan missed: keep it,
 		// listed on disk.
 		if err := writeDamagedSegments(l.fs, l.dir, l.damage); err != nil {
-			l.fail(err)
-			return false, l.health.check()
+			return false, l.failErr(err)
 		}
 	}
 	if err := s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp, true); err != nil {
-		l.fail(err)
-		return false, l.health.check()
+		return false, l.failErr(err)
 	}
 	if err := s.flush(true); err != nil {
-		l.fail(err)
-		return false, l.health.check()
+		return false, l.failErr(err)
 	}
 	return true, nil
 }

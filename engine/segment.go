@@ -32,8 +32,10 @@ func segmentFileName(dir string, baseOffset int64, suffix string) string {
 // Invariant: every batch in the file has BaseOffset >= baseOffset, offsets
 // strictly increase, and size is the end of the last complete batch.
 type segment struct {
-	baseOffset  int64
-	log         vfs.File
+	baseOffset int64
+	// log and the indexes' files are handles: open only while the
+	// HandleCache keeps them or an operation pins them (handles.go).
+	log         *handle
 	offsetIndex *offsetIndex
 	timeIndex   *timeIndex
 
@@ -56,41 +58,65 @@ type segment struct {
 	createdMs             int64
 	bytesSinceIndexEntry  int64
 
-	// refs counts the log's own reference plus readers in flight; the files
-	// close when it reaches zero, so a segment deleted by retention while a
-	// sendfile reads it stays readable until the read ends.
+	// dirty: the log pins all three handles because they hold writes that
+	// no sync has covered yet (the log's since its last fdatasync, the
+	// indexes' since their last fsync). A file is never closed with such
+	// writes: a later sync through a new descriptor need not report an
+	// error the kernel met writing them back. Owned by the log lock;
+	// cleared by a roll (which syncs everything), by a group-commit sync
+	// that covers every write when no index entry waits for an fsync
+	// (syncActive), and by releaseIdle.
+	dirty bool
+	// indexesDirty: index entries were written since the indexes' last
+	// fsync. Owned by the log lock.
+	indexesDirty bool
+	// lastWriteMs is when the log last wrote to the segment.
+	lastWriteMs int64
+
+	// refs counts the log's own reference plus readers in flight; the
+	// handles are dropped when it reaches zero. A reader pins the handles
+	// it reads (pinRead) while the segment is still in the log, so a
+	// segment deleted by retention while a sendfile reads it stays readable
+	// until the read ends.
 	refs atomic.Int32
 }
 
+// openSegmentFiles makes the segment's handles; the files open on their
+// first use. With create, the files are created (truncated) now.
 func openSegmentFiles(fsys vfs.FS, dir string, baseOffset int64, opts *Options, create bool) (*segment, error) {
-	open := fsys.OpenReadWrite
-	if create {
-		open = fsys.Create
+	return openSegmentHandles(fsys, nil, dir, baseOffset, opts, create)
+}
+
+func openSegmentHandles(fsys vfs.FS, hc *HandleCache, dir string, baseOffset int64, opts *Options, create bool) (*segment, error) {
+	var hs [3]*handle
+	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		name := segmentFileName(dir, baseOffset, suffix)
+		if !create {
+			hs[i] = newHandle(hc, name, fsys.OpenReadWrite)
+			continue
+		}
+		h, err := adoptHandle(hc, name, fsys.Create, fsys.OpenReadWrite)
+		if err != nil {
+			for _, g := range hs[:i] {
+				g.drop()
+			}
+			return nil, err
+		}
+		hs[i] = h
 	}
-	logf, err := open(segmentFileName(dir, baseOffset, logSuffix))
-	if err != nil {
-		return nil, err
-	}
-	idxf, err := open(segmentFileName(dir, baseOffset, indexSuffix))
-	if err != nil {
-		logf.Close()
-		return nil, err
-	}
-	tidxf, err := open(segmentFileName(dir, baseOffset, timeIndexSuffix))
-	if err != nil {
-		logf.Close()
-		idxf.Close()
-		return nil, err
-	}
+	return newSegment(hs, baseOffset, opts), nil
+}
+
+func newSegment(hs [3]*handle, baseOffset int64, opts *Options) *segment {
 	s := &segment{
 		baseOffset: baseOffset,
-		log:        logf,
+		log:        hs[0],
 		offsetIndex: &offsetIndex{
-			index:      index{f: idxf, entrySize: offsetIndexEntrySize, maxEntries: opts.SegmentIndexBytes / offsetIndexEntrySize},
+			index:      index{f: hs[1], entrySize: offsetIndexEntrySize, maxEntries: opts.SegmentIndexBytes / offsetIndexEntrySize},
 			baseOffset: baseOffset, lastOffset: baseOffset,
 		},
 		timeIndex: &timeIndex{
-			index:      index{f: tidxf, entrySize: timeIndexEntrySize, maxEntries: opts.SegmentIndexBytes / timeIndexEntrySize},
+			index:      index{f: hs[2], entrySize: timeIndexEntrySize, maxEntries: opts.SegmentIndexBytes / timeIndexEntrySize},
 			baseOffset: baseOffset, lastTimestamp: noTimestamp, lastOffset: baseOffset,
 		},
 		nextOffset:            baseOffset,
@@ -100,7 +126,7 @@ func openSegmentFiles(fsys vfs.FS, dir string, baseOffset int64, opts *Options, 
 		createdMs:             opts.nowMs(),
 	}
 	s.refs.Store(1)
-	return s, nil
+	return s
 }
 
 // createSegment makes a new empty segment. Its index files start empty
@@ -110,8 +136,8 @@ func openSegmentFiles(fsys vfs.FS, dir string, baseOffset int64, opts *Options, 
 // index files are sparse, which reserves nothing either). The price is
 // that an index append can meet ENOSPC mid-segment; it fails the append
 // like a log write does.
-func createSegment(fsys vfs.FS, dir string, baseOffset int64, opts *Options) (*segment, error) {
-	s, err := openSegmentFiles(fsys, dir, baseOffset, opts, true)
+func createSegment(fsys vfs.FS, hc *HandleCache, dir string, baseOffset int64, opts *Options) (*segment, error) {
+	s, err := openSegmentHandles(fsys, hc, dir, baseOffset, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -134,13 +160,88 @@ func (s *segment) release() {
 	}
 }
 
+// closeFiles drops the segment's handles: each file closes at its last
+// release, at once if nothing pins it.
 func (s *segment) closeFiles() error {
-	return errors.Join(s.log.Close(), s.offsetIndex.f.Close(), s.timeIndex.f.Close())
+	s.unpinDirty()
+	for _, h := range s.handles() {
+		h.drop()
+	}
+	return nil
+}
+
+func (s *segment) handles() [3]*handle {
+	return [3]*handle{s.log, s.offsetIndex.f, s.timeIndex.f}
+}
+
+// pinAll pins the three handles, opening what is closed; on error nothing
+// stays pinned. Operations that change several files pin them all first,
+// so a shortage of descriptors fails them before any change.
+func (s *segment) pinAll() error {
+	hs := s.handles()
+	for i, h := range hs {
+		if _, err := h.acquire(); err != nil {
+			for _, g := range hs[:i] {
+				g.release()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *segment) unpinAll() {
+	for _, h := range s.handles() {
+		h.release()
+	}
+}
+
+// pinRead pins what a read uses: the log and its offset index.
+func (s *segment) pinRead() (vfs.File, error) {
+	f, err := s.log.acquire()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.offsetIndex.f.acquire(); err != nil {
+		s.log.release()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (s *segment) unpinRead() {
+	s.offsetIndex.f.release()
+	s.log.release()
+}
+
+// pinDirty keeps the files open until the writes about to be made are
+// synced (segment.dirty). Called under the log lock before a write.
+func (s *segment) pinDirty(nowMs int64) error {
+	if !s.dirty {
+		if err := s.pinAll(); err != nil {
+			return err
+		}
+		s.dirty = true
+	}
+	s.lastWriteMs = nowMs
+	return nil
+}
+
+// unpinDirty lets the files close once everything written is synced.
+func (s *segment) unpinDirty() {
+	if s.dirty {
+		s.dirty = false
+		s.unpinAll()
+	}
 }
 
 // removeFiles deletes the segment's files (and its producer snapshot, if
 // any). Open handles stay readable until released.
 func (s *segment) removeFiles(fsys vfs.FS, dir string) error {
+	// Never opened again: a reopen would recreate the file.
+	for _, h := range s.handles() {
+		h.drop()
+	}
 	var errs []error
 	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, snapshotSuffix} {
 		if err := fsys.Remove(segmentFileName(dir, s.baseOffset, suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -174,6 +275,7 @@ func (s *segment) indexBatches(hs []batch.Header, pos int64, opts *Options) erro
 			s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, last
 		}
 		if s.bytesSinceIndexEntry > opts.IndexIntervalBytes {
+			s.indexesDirty = true
 			if err := s.offsetIndex.append(last, pos); err != nil {
 				return err
 			}
@@ -220,6 +322,7 @@ func (s *segment) flush(indexes bool) error {
 		if err := s.timeIndex.f.Sync(); err != nil {
 			return err
 		}
+		s.indexesDirty = false
 	}
 	return s.log.SyncData()
 }

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -44,7 +45,11 @@ import (
 //   log.dir.min.free.percent) answers KAFKA_STORAGE_ERROR, which clients
 //   retry, with a message naming the directory and the figures; so does an
 //   append that met ENOSPC (undone, nothing acknowledged). Writes resume by
-//   themselves once space is back. Kafka answers a full disk with the same
+//   themselves once space is back. An append that finds no file
+//   descriptor (EMFILE, or log.open.files.max all in use) answers
+//   KAFKA_STORAGE_ERROR at once, without the hand-over wait: the log dir is
+//   healthy, keeps its leaderships, and the retry succeeds once a
+//   descriptor is free. Kafka answers a full disk with the same
 //   code (its log dir goes offline); Redpanda's BROKER_NOT_AVAILABLE is
 //   fatal to the Java producer.
 //
@@ -68,6 +73,8 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 		topLevel = kerr.InvalidRequiredAcks.Code
 	}
 	var waits []func() error
+	// transient: partitions refused for a shortage of descriptors (no hand-over).
+	var transient map[engine.TopicPartition]bool
 	var errs []*kmsg.ProduceResponseTopicPartition
 	replicas := s.node().Partitions
 	for _, t := range r.Topics {
@@ -104,9 +111,29 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 				continue
 			}
 			info, wait, err := part.AppendAsLeaderTimeout(p.Records, r.Acks, ackTimeout(r.TimeoutMillis))
+			if errors.Is(err, engine.ErrTooManyOpenFiles) && len(waits) > 0 {
+				// This request's own earlier appends hold descriptors
+				// until their fdatasyncs: run those waits now (their
+				// answers are kept) so the files go back to the cache,
+				// and try once more. The refused append wrote nothing.
+				for k, w := range waits {
+					werr := w()
+					waits[k] = func() error { return werr }
+				}
+				info, wait, err = part.AppendAsLeaderTimeout(p.Records, r.Acks, ackTimeout(r.TimeoutMillis))
+			}
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 				rp.ErrorMessage = kafkaMessage(err)
+				if errors.Is(err, engine.ErrTooManyOpenFiles) {
+					// A passing shortage of descriptors: the log dir is
+					// healthy and keeps its leaderships, so the client
+					// is told at once to retry.
+					if transient == nil {
+						transient = map[engine.TopicPartition]bool{}
+					}
+					transient[engine.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = true
+				}
 				// KIP-360: a producer told UNKNOWN_PRODUCER_ID compares this
 				// with its last acknowledged offset to decide how to recover.
 				rp.LogStartOffset = part.LogStartOffset()
@@ -133,7 +160,7 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 			if p.ErrorCode == 0 && p.BaseOffset >= 0 {
 				errs = append(errs, p)
 			}
-			if p.ErrorCode == kerr.KafkaStorageError.Code && r.Acks != 0 {
+			if p.ErrorCode == kerr.KafkaStorageError.Code && r.Acks != 0 && !transient[engine.TopicPartition{Topic: resp.Topics[i].Topic, Partition: p.Partition}] {
 				if part := s.mayHandOver(resp.Topics[i].Topic, p.Partition); part != nil {
 					handing = append(handing, handOver{rp: p, part: part})
 				}

@@ -27,6 +27,10 @@ import (
 // * MaxBytes bounds the response and PartitionMaxBytes each partition; the
 //   first partition with data gets at least one whole batch (KIP-74).
 // * Partitions without data carry an empty, non-null record set.
+// * A partition that finds no file descriptor (EMFILE, or log.open.files.max
+//   all held) is left empty without an error when the response already
+//   carries records (read again by the next fetch); alone, it answers
+//   KAFKA_STORAGE_ERROR, which clients retry. The log dir stays healthy.
 // * CurrentLeaderEpoch (v9+) is checked: FENCED_LEADER_EPOCH when older,
 //   UNKNOWN_LEADER_EPOCH when newer.
 // * IsolationLevel read_committed reads to the last stable offset, which
@@ -179,6 +183,10 @@ func (plan *fetchPlan) read(r *kmsg.FetchRequest) ([]splice.FetchTopic, int64, f
 				switch {
 				case errors.Is(err, engine.ErrOffsetOutOfRange):
 					fp.ErrorCode = kerr.OffsetOutOfRange.Code
+				case errors.Is(err, engine.ErrTooManyOpenFiles) && total > 0:
+					// The partitions read so far hold the descriptors:
+					// this one is left empty, without an error, and the
+					// client's next fetch reads it (no retry backoff).
 				case err != nil:
 					fp.ErrorCode = errorCode(err)
 				default:

@@ -23,7 +23,8 @@ func errorCode(err error) int16 {
 	}
 	switch {
 	case errors.Is(err, engine.ErrLogDirFailed), errors.Is(err, engine.ErrPartitionDamaged),
-		errors.Is(err, engine.ErrLogDirFull), errors.Is(err, engine.ErrNoSpace):
+		errors.Is(err, engine.ErrLogDirFull), errors.Is(err, engine.ErrNoSpace),
+		errors.Is(err, engine.ErrTooManyOpenFiles):
 		return kerr.KafkaStorageError.Code
 	case errors.Is(err, engine.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code

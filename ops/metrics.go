@@ -416,6 +416,18 @@ func writeLogDir(w io.Writer, logs *engine.Manager) {
 		writeFamily(w, "wren_storage_free_space_floor_bytes", "gauge", "the log dir's free-space floor (log.dir.min.free.bytes and .percent, the smaller)")
 		fmt.Fprintf(w, "wren_storage_free_space_floor_bytes{log_dir=%s} %d\n", dir, sp.FloorBytes)
 	}
+	if hs := logs.HandleStats(); hs.Budget > 0 {
+		writeFamily(w, "wren_storage_open_files", "gauge", "segment and index files open now (descriptors held by the handle cache and by operations in flight)")
+		fmt.Fprintf(w, "wren_storage_open_files{log_dir=%s} %d\n", dir, hs.Open)
+		writeFamily(w, "wren_storage_open_files_budget", "gauge", "log.open.files.max: the most segment and index files kept open")
+		fmt.Fprintf(w, "wren_storage_open_files_budget{log_dir=%s} %d\n", dir, hs.Budget)
+		writeFamily(w, "wren_storage_open_file_evictions_total", "counter", "idle segment and index files closed to stay within the budget")
+		fmt.Fprintf(w, "wren_storage_open_file_evictions_total{log_dir=%s} %d\n", dir, hs.Evictions)
+		writeFamily(w, "wren_storage_open_file_reopens_total", "counter", "segment and index files opened again after being closed")
+		fmt.Fprintf(w, "wren_storage_open_file_reopens_total{log_dir=%s} %d\n", dir, hs.Reopens)
+		writeFamily(w, "wren_storage_open_file_shortages_total", "counter", "operations refused for want of a file descriptor (EMFILE, ENFILE, or the budget all in use); retriable")
+		fmt.Fprintf(w, "wren_storage_open_file_shortages_total{log_dir=%s} %d\n", dir, hs.Shortages)
+	}
 	writeFamily(w, "wren_kafka_producer_ids_tracked", "gauge", "idempotent producers' states kept, summed over partitions")
 	fmt.Fprintf(w, "wren_kafka_producer_ids_tracked %d\n", producers)
 	var st unix.Statfs_t
