@@ -70,6 +70,11 @@ type ManagerConfig struct {
 	// config): a new directory's meta.properties has no cluster id until
 	// SetClusterID records it.
 	JoinCluster bool
+	// OnLogLoaded, if set, is told about each partition whose load was
+	// deferred for lack of file descriptors once it is loaded at last
+	// (GetOrCreateLog returned ErrLogLoading for it until then). It runs
+	// on the retrying goroutine.
+	OnLogLoaded func(TopicPartition)
 }
 
 // Manager owns one data directory (Kafka's log.dirs entry): its lock,
@@ -102,6 +107,15 @@ type Manager struct {
 	// called yet, so Close must not leave the marker.
 	hadCleanShutdown bool
 	uncleanPending   atomic.Bool
+
+	// deferred are the partitions on disk whose load ran out of file
+	// descriptors, retried in the background (load.go); guarded by mu.
+	// Invariant: no partition is in both logs and deferred.
+	deferred   map[TopicPartition]loadJob
+	loadReport LoadReport // guarded by mu
+	// retryStop and retryDone stop and await the deferred loads' retries;
+	// nil when nothing was deferred.
+	retryStop, retryDone chan struct{}
 }
 
 // OpenManager locks dir, checks or writes meta.properties, and opens and
@@ -125,20 +139,23 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{
 		fs: fsys, dir: dir, cfg: cfg, lock: lock,
-		health: &dirHealth{onFail: cfg.OnDirFailure, onSync: cfg.OnSync},
-		logs:   map[TopicPartition]*Log{},
+		health:   &dirHealth{onFail: cfg.OnDirFailure, onSync: cfg.OnSync},
+		logs:     map[TopicPartition]*Log{},
+		deferred: map[TopicPartition]loadJob{},
 	}
 	m.health.space = m.newDiskSpace()
 	if err := m.open(); err != nil {
 		for _, l := range m.logs {
 			l.Close()
 		}
+		m.stopDeferredLoads()
 		lock.Close()
 		// A directory this user may read but not write passes the lock
 		// when .lock already exists; say so, not just "permission denied".
 		err, _ = classifyDirError(dir, err)
 		return nil, err
 	}
+	m.startDeferredLoads()
 	return m, nil
 }
 
@@ -164,6 +181,7 @@ func (m *Manager) open() error {
 	if err != nil {
 		return err
 	}
+	var jobs []loadJob
 	for _, name := range names {
 		path := m.dir + "/" + name
 		st, err := m.fs.Stat(path)
@@ -180,17 +198,13 @@ func (m *Manager) open() error {
 		if err != nil {
 			continue
 		}
-		rp, ok := rps[tp]
-		if !ok {
-			rp = 0
-		}
-		l, stats, err := Open(m.fs, path, tp, m.optionsFor(tp.Topic), OpenOptions{RecoveryPoint: rp, LogStartOffset: lsos[tp], health: m.health})
-		if err != nil {
-			return fmt.Errorf("engine: recovering %s: %w", tp, err)
-		}
-		m.logRecovery(l, stats)
-		l.afterTruncate = m.Checkpoint
-		m.logs[tp] = l
+		// A partition missing from the checkpoint (created after the last
+		// one was written) is recovered from its start.
+		jobs = append(jobs, loadJob{tp: tp, path: path,
+			oo: OpenOptions{RecoveryPoint: rps[tp], LogStartOffset: lsos[tp], health: m.health}})
+	}
+	if err := m.loadPartitions(jobs); err != nil {
+		return err
 	}
 	return m.SyncDirAndCheckpoint()
 }
@@ -388,6 +402,11 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition) (*Log, error) {
 	if l, ok := m.logs[tp]; ok {
 		return l, nil
 	}
+	if _, ok := m.deferred[tp]; ok {
+		// Its data is on disk: opening it afresh here would lose its
+		// recovery point and log start offset.
+		return nil, fmt.Errorf("%w: %s (out of file descriptors at load; retried)", ErrLogLoading, tp)
+	}
 	if err := m.health.check(); err != nil {
 		return nil, err
 	}
@@ -418,13 +437,21 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 	m.mu.Lock()
 	l, ok := m.logs[tp]
 	delete(m.logs, tp)
+	job, wasDeferred := m.deferred[tp]
+	delete(m.deferred, tp)
 	m.mu.Unlock()
-	if !ok {
+	var dir string
+	switch {
+	case ok:
+		l.Close()
+		dir = l.dir
+	case wasDeferred:
+		dir = job.path
+	default:
 		return nil
 	}
-	l.Close()
 	doomed := fmt.Sprintf("%s/%s.%s%s", m.dir, tp, strings.ReplaceAll(newDirectoryID(), "-", "_"), deleteDirSuffix)
-	if err := m.fs.Rename(l.dir, doomed); err != nil {
+	if err := m.fs.Rename(dir, doomed); err != nil {
 		return err
 	}
 	if err := m.fs.SyncDir(m.dir); err != nil {
@@ -449,6 +476,14 @@ func (m *Manager) Checkpoint() error {
 		rps[l.tp] = l.RecoveryPoint()
 		lsos[l.tp] = l.logStartOffsetView.Load()
 	}
+	// A partition whose load is deferred keeps what the checkpoints said.
+	m.mu.Lock()
+	for tp, j := range m.deferred {
+		if _, loaded := rps[tp]; !loaded {
+			rps[tp], lsos[tp] = j.oo.RecoveryPoint, j.oo.LogStartOffset
+		}
+	}
+	m.mu.Unlock()
 	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+RecoveryPointCheckpointFile, rps); err != nil {
 		return m.checkpointFailed(err)
 	}
@@ -519,6 +554,7 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	m.mu.Unlock()
+	m.stopDeferredLoads()
 	var errs []error
 	for _, l := range m.Logs() {
 		errs = append(errs, l.Close())

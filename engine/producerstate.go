@@ -67,6 +67,10 @@ func (l *Log) loadProducerStateStats(stats *RecoveryStats) error {
 			continue
 		}
 		data, err := vfs.ReadFile(l.fs, name)
+		if isOutOfFiles(err) {
+			// Not a damaged snapshot: the load is retried (load.go).
+			return err
+		}
 		if err == nil {
 			st, err = producer.DecodeSnapshot(data, off, opts)
 		}

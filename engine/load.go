@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrLogLoading: the partition's log is on disk but not loaded yet (its
+// load ran out of file descriptors and is being retried). Retriable: the
+// partition is served once the load succeeds.
+var ErrLogLoading = errors.New("engine: partition log still loading")
+
+// LoadReport says what opening the data directory did.
+type LoadReport struct {
+	// Partitions is the number of partition logs loaded.
+	Partitions int
+	// Recovered lists the partitions whose recovery scanned a segment or
+	// changed something; after a clean stop it is empty.
+	Recovered []TopicPartition
+	// Deferred is the number of partitions whose load ran out of file
+	// descriptors and is retried in the background (Manager.Pending).
+	Deferred int
+	// Workers is how many partitions were loaded at once.
+	Workers int
+	// Duration is the time the partitions' load took.
+	Duration time.Duration
+}
+
+// loadWorkers bounds the partitions loaded at once: a load waits on the
+// disk (reads, and an fdatasync after a scan) far more than it computes, so
+// a few per core overlap those waits, and a bound keeps the descriptors
+// and scan buffers in use at once small.
+func loadWorkers() int { return min(8, 2*runtime.GOMAXPROCS(0)) }
+
+// loadJob is one partition directory to load.
+type loadJob struct {
+	tp   TopicPartition
+	path string
+	oo   OpenOptions
+}
+
+type loadResult struct {
+	log   *Log
+	stats *RecoveryStats
+	err   error
+}
+
+// isOutOfFiles reports whether err is the process (EMFILE) or the system
+// (ENFILE) running out of file descriptors: a shortage that passes, not a
+// fault of the partition.
+func isOutOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// loadLogs opens every job's log, up to workers at once. Results come
+// back in job order, whatever order the loads finished in.
+func (m *Manager) loadLogs(jobs []loadJob, workers int) []loadResult {
+	results := make([]loadResult, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				j := jobs[i]
+				l, stats, err := Open(m.fs, j.path, j.tp, m.optionsFor(j.tp.Topic), j.oo)
+				results[i] = loadResult{l, stats, err}
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results
+}
+
+// loadPartitions loads the partition logs found in the directory in
+// parallel. A load that runs out of file descriptors is deferred and
+// retried in the background (retryDeferred); any other error fails the
+// open, as it always did: the first in directory order is returned.
+func (m *Manager) loadPartitions(jobs []loadJob) error {
+	started := time.Now()
+	workers := loadWorkers()
+	results := m.loadLogs(jobs, workers)
+	var firstErr error
+	rep := LoadReport{Workers: workers}
+	for i, r := range results {
+		j := jobs[i]
+		switch {
+		case r.err == nil:
+			m.addLoaded(r.log, r.stats)
+			rep.Partitions++
+			if r.stats.Changed() || r.stats.SegmentsScanned > 0 {
+				rep.Recovered = append(rep.Recovered, j.tp)
+			}
+		case isOutOfFiles(r.err):
+			m.deferred[j.tp] = j
+		case firstErr == nil:
+			firstErr = fmt.Errorf("engine: recovering %s: %w", j.tp, r.err)
+		}
+	}
+	rep.Deferred = len(m.deferred)
+	rep.Duration = time.Since(started)
+	m.loadReport = rep
+	return firstErr
+}
+
+// addLoaded makes a loaded log the Manager's and tells the operator what
+// its recovery did.
+func (m *Manager) addLoaded(l *Log, stats *RecoveryStats) {
+	m.logRecovery(l, stats)
+	l.afterTruncate = m.Checkpoint
+	m.mu.Lock()
+	m.logs[l.tp] = l
+	m.mu.Unlock()
+}
+
+// LoadReport says what opening the directory did.
+func (m *Manager) LoadReport() LoadReport {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rep := m.loadReport
+	rep.Recovered = append([]TopicPartition(nil), rep.Recovered...)
+	return rep
+}
+
+// Pending lists the partitions on disk whose load is still being retried
+// (it ran out of file descriptors), sorted.
+func (m *Manager) Pending() []TopicPartition {
+	m.mu.Lock()
+	out := make([]TopicPartition, 0, len(m.deferred))
+	for tp := range m.deferred {
+		out = append(out, tp)
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
+
+// Backoff of the deferred loads' retries, and how often at most their
+// shortage is logged.
+const (
+	loadRetryMin      = 50 * time.Millisecond
+	loadRetryMax      = 5 * time.Second
+	loadRetryLogEvery = 30 * time.Second
+)
+
+// startDeferredLoads retries the deferred loads in the background until
+// each succeeds or the Manager closes.
+func (m *Manager) startDeferredLoads() {
+	if len(m.deferred) == 0 {
+		return
+	}
+	if lg := m.cfg.Logger; lg != nil {
+		lg.Warn("out of file descriptors while loading partitions; they are not served until their load succeeds, retried in the background",
+			"partitions", len(m.deferred), "loaded", len(m.logs))
+	}
+	m.retryStop = make(chan struct{})
+	m.retryDone = make(chan struct{})
+	go m.retryDeferred()
+}
+
+func (m *Manager) retryDeferred() {
+	defer close(m.retryDone)
+	lg := m.cfg.Logger
+	backoff := loadRetryMin
+	var lastLog time.Time
+	for {
+		t := time.NewTimer(backoff)
+		select {
+		case <-m.retryStop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		jobs := m.deferredJobs()
+		results := m.loadLogs(jobs, loadWorkers())
+		var loaded []TopicPartition
+		var lastErr error
+		failed := 0
+		for i, r := range results {
+			if r.err != nil {
+				failed++
+				lastErr = fmt.Errorf("%s: %w", jobs[i].tp, r.err)
+				continue
+			}
+			if m.adoptDeferred(jobs[i].tp, r.log, r.stats) {
+				loaded = append(loaded, jobs[i].tp)
+			}
+		}
+		if m.cfg.OnLogLoaded != nil {
+			for _, tp := range loaded {
+				m.cfg.OnLogLoaded(tp)
+			}
+		}
+		if failed == 0 {
+			if lg != nil {
+				lg.Info("deferred partitions loaded; every partition on disk is served", "partitions", len(loaded))
+			}
+			return
+		}
+		if len(loaded) > 0 {
+			backoff = loadRetryMin
+		} else {
+			backoff = min(2*backoff, loadRetryMax)
+		}
+		if lg != nil && time.Since(lastLog) >= loadRetryLogEvery {
+			lastLog = time.Now()
+			level, msg := slog.LevelWarn, "partitions still waiting for file descriptors to load; not served until then"
+			if !isOutOfFiles(lastErr) {
+				level, msg = slog.LevelError, "deferred partition load failed; retrying"
+			}
+			lg.Log(context.Background(), level, msg, "partitions", failed, "loaded_now", len(loaded), "last_error", lastErr.Error(), "next_try_in", backoff.String())
+		}
+	}
+}
+
+// adoptDeferred makes a log whose load was deferred the Manager's, unless
+// the Manager closed or the partition was deleted meanwhile.
+func (m *Manager) adoptDeferred(tp TopicPartition, l *Log, stats *RecoveryStats) bool {
+	m.mu.Lock()
+	_, still := m.deferred[tp]
+	if !still || m.closed {
+		m.mu.Unlock()
+		l.Close()
+		return false
+	}
+	delete(m.deferred, tp)
+	l.afterTruncate = m.Checkpoint
+	m.logs[tp] = l
+	m.mu.Unlock()
+	m.logRecovery(l, stats)
+	return true
+}
+
+// stopDeferredLoads stops the retries and waits for a pass in flight.
+func (m *Manager) stopDeferredLoads() {
+	if m.retryStop == nil {
+		return
+	}
+	close(m.retryStop)
+	<-m.retryDone
+}
+
+// deferredJobs is the deferred loads, in partition order.
+func (m *Manager) deferredJobs() []loadJob {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	jobs := make([]loadJob, 0, len(m.deferred))
+	for _, j := range m.deferred {
+		jobs = append(jobs, j)
+	}
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].tp.Less(jobs[b].tp) })
+	return jobs
+}

@@ -1,0 +1,316 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/internal/vfs"
+)
+
+// loadTestConfig is a data directory's config for the load tests.
+func loadTestConfig() ManagerConfig {
+	opts := testOptions(nil)
+	opts.SegmentBytes = 16 << 10
+	return ManagerConfig{NodeID: 1, ClusterID: "bG9hZC10ZXN0cwAAAAAAAA", Defaults: opts}
+}
+
+// inPartitionDir accepts the paths inside partition directories, not the
+// data directory's own files (checkpoints, marker, lock).
+func inPartitionDir(name string) bool {
+	rest, ok := strings.CutPrefix(name, "/data/")
+	return ok && strings.Contains(rest, "/")
+}
+
+// forbidPartitionWrites makes every write-like operation inside a
+// partition directory fail: a clean restart must not need one.
+func forbidPartitionWrites(ffs *vfs.FaultFS) (remove func()) {
+	return ffs.Inject(vfs.Fault{
+		Op: vfs.OpCreate | vfs.OpWrite | vfs.OpSync | vfs.OpSyncData | vfs.OpSyncDir |
+			vfs.OpRename | vfs.OpTruncate | vfs.OpRemove | vfs.OpPreallocate | vfs.OpMkdir,
+		Path: inPartitionDir,
+	})
+}
+
+// TestCleanRestartOfHalfCreatedPartition: a partition whose creation ran
+// out of file descriptors between its .log and its .index (what 10,000
+// partitions under a 20,000-file limit left) is an empty partition, and a
+// clean restart opens it as one: no scan, no index rebuild, no write or
+// sync in its directory. Before, every such partition was "recovered"
+// (two index syncs and a log sync each), thousands of them at every start.
+func TestCleanRestartOfHalfCreatedPartition(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaultFS(mem)
+	cfg := loadTestConfig()
+	m, err := OpenManager(ffs, "/data", cfg)
+	mustNotErr(t, err)
+	m.UncleanShutdownHandled()
+	for p := int32(0); p < 3; p++ {
+		_, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		mustNotErr(t, err)
+	}
+	remove := ffs.Inject(vfs.Fault{Op: vfs.OpCreate | vfs.OpOpen, Err: syscall.EMFILE,
+		Path: func(name string) bool {
+			return strings.HasPrefix(name, "/data/t-3/") && strings.HasSuffix(name, indexSuffix)
+		}})
+	if _, err := m.GetOrCreateLog(TopicPartition{"t", 3}); !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("creating t-3 out of descriptors: %v, want EMFILE", err)
+	}
+	remove()
+	if _, err := mem.Stat("/data/t-3/" + fmt.Sprintf("%020d%s", 0, logSuffix)); err != nil {
+		t.Fatalf("the cut-short creation left no .log, so the test tests nothing: %v", err)
+	}
+	mustNotErr(t, m.Close())
+
+	remove = forbidPartitionWrites(ffs)
+	m, err = OpenManager(ffs, "/data", cfg)
+	if err != nil {
+		t.Fatalf("clean restart wrote in a partition directory: %v", err)
+	}
+	remove()
+	defer m.Close()
+	if rep := m.LoadReport(); len(rep.Recovered) != 0 || rep.Partitions != 4 {
+		t.Fatalf("clean restart: %+v, want 4 partitions and none recovered", rep)
+	}
+	l := m.Log(TopicPartition{"t", 3})
+	if l == nil || l.LogEndOffset() != 0 {
+		t.Fatalf("t-3 after restart: %v", l)
+	}
+	// The partition works as any empty one does.
+	_, err = l.Append(makeBatch(t, batch.CompressionNone, 0, 2, 10, 1000), 0)
+	mustNotErr(t, err)
+	if got := readAll(t, l); len(got) == 0 {
+		t.Fatal("nothing read back from t-3")
+	}
+}
+
+// TestCleanRestartDoesNoWorkPerIdlePartition: after a clean stop, a
+// directory of idle partitions (never written, or written and stopped
+// at rest) reopens without a write, sync, truncation or rename in any
+// partition directory, and recovers none.
+func TestCleanRestartDoesNoWorkPerIdlePartition(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaultFS(mem)
+	cfg := loadTestConfig()
+	m, err := OpenManager(ffs, "/data", cfg)
+	mustNotErr(t, err)
+	m.UncleanShutdownHandled()
+	const n = 40
+	for p := int32(0); p < n; p++ {
+		l, err := m.GetOrCreateLog(TopicPartition{fmt.Sprintf("topic%d", p%4), p})
+		mustNotErr(t, err)
+		if p%10 == 0 {
+			for i := 0; i < 20; i++ {
+				_, err := l.Append(makeBatch(t, batch.CompressionNone, i, 3, 100, int64(1000+i)), 0)
+				mustNotErr(t, err)
+			}
+		}
+	}
+	mustNotErr(t, m.Close())
+	for range 2 {
+		remove := forbidPartitionWrites(ffs)
+		m, err = OpenManager(ffs, "/data", cfg)
+		if err != nil {
+			t.Fatalf("clean restart wrote in a partition directory: %v", err)
+		}
+		remove()
+		rep := m.LoadReport()
+		if rep.Partitions != n || len(rep.Recovered) != 0 || rep.Deferred != 0 {
+			t.Fatalf("clean restart: %+v, want %d partitions, none recovered or deferred", rep, n)
+		}
+		mustNotErr(t, m.Close())
+	}
+}
+
+// TestKillRecoversOnlyPartitionsWrittenSinceCheckpoint: after a crash,
+// recovery scans the partitions written since the recovery-point
+// checkpoint was last written (and those created with data since), and
+// no other.
+func TestKillRecoversOnlyPartitionsWrittenSinceCheckpoint(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := loadTestConfig()
+	m, err := OpenManager(mem, "/data", cfg)
+	mustNotErr(t, err)
+	m.UncleanShutdownHandled()
+	appendTo := func(l *Log, k int) {
+		t.Helper()
+		for i := 0; i < k; i++ {
+			_, err := l.Append(makeBatch(t, batch.CompressionNone, i, 3, 100, int64(1000+i)), 0)
+			mustNotErr(t, err)
+		}
+	}
+	logs := map[TopicPartition]*Log{}
+	for p := int32(0); p < 6; p++ {
+		tp := TopicPartition{"t", p}
+		l, err := m.GetOrCreateLog(tp)
+		mustNotErr(t, err)
+		logs[tp] = l
+		if p%2 == 0 {
+			appendTo(l, 150) // several segments
+		}
+	}
+	mustNotErr(t, m.Checkpoint()) // the periodic checkpoint
+	appendTo(logs[TopicPartition{"t", 2}], 3)
+	written, err := m.GetOrCreateLog(TopicPartition{"t", 6}) // created after the checkpoint, with data
+	mustNotErr(t, err)
+	appendTo(written, 2)
+	_, err = m.GetOrCreateLog(TopicPartition{"t", 7}) // created after it, empty
+	mustNotErr(t, err)
+	if segs := len(logs[TopicPartition{"t", 0}].segments); segs < 3 {
+		t.Fatalf("t-0 has %d segments; the test wants several", segs)
+	}
+
+	// The process dies: no Close. FlushAck synced every append, so a
+	// crash losing the unsynced bytes is what SIGKILL leaves.
+	mem = mem.Crash(vfs.CrashOptions{})
+	m, err = OpenManager(mem, "/data", cfg)
+	mustNotErr(t, err)
+	defer m.Close()
+	rep := m.LoadReport()
+	want := []TopicPartition{{"t", 2}, {"t", 6}}
+	if fmt.Sprint(rep.Recovered) != fmt.Sprint(want) || rep.Partitions != 8 {
+		t.Fatalf("after a crash recovered %v of %d partitions, want %v of 8", rep.Recovered, rep.Partitions, want)
+	}
+	if got := m.Log(TopicPartition{"t", 2}).LogEndOffset(); got != 153*3 {
+		t.Fatalf("t-2 ends at %d after recovery, want %d", got, 153*3)
+	}
+}
+
+// TestLoadOutOfFilesIsDeferred: a partition whose load runs out of file
+// descriptors does not fail the directory: everything else loads, the
+// partition answers ErrLogLoading (and is never opened afresh, which
+// would lose its recovery point and log start offset), the checkpoints
+// keep its entries, and a background retry loads it once descriptors are
+// back and says so.
+func TestLoadOutOfFilesIsDeferred(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := loadTestConfig()
+	m, err := OpenManager(mem, "/data", cfg)
+	mustNotErr(t, err)
+	m.UncleanShutdownHandled()
+	for p := int32(0); p < 5; p++ {
+		l, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		mustNotErr(t, err)
+		for i := 0; i < 5; i++ {
+			_, err := l.Append(makeBatch(t, batch.CompressionNone, i, 3, 100, int64(1000+i)), 0)
+			mustNotErr(t, err)
+		}
+	}
+	if _, err := m.DeleteRecords(TopicPartition{"t", 3}, 4); err != nil {
+		t.Fatal(err)
+	}
+	mustNotErr(t, m.Close())
+
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
+		ffs := vfs.NewFaultFS(mem)
+		ffs.Inject(vfs.Fault{Op: vfs.OpOpen | vfs.OpCreate, Err: errno, Count: 3,
+			Path: func(name string) bool { return strings.HasPrefix(name, "/data/t-3/") }})
+		loaded := make(chan TopicPartition, 1)
+		cfg := cfg
+		cfg.OnLogLoaded = func(tp TopicPartition) { loaded <- tp }
+		m, err := OpenManager(ffs, "/data", cfg)
+		if err != nil {
+			t.Fatalf("%v at load failed the directory: %v", errno, err)
+		}
+		tp := TopicPartition{"t", 3}
+		if rep := m.LoadReport(); rep.Partitions != 4 || rep.Deferred != 1 {
+			t.Fatalf("%v: load report %+v, want 4 loaded and 1 deferred", errno, rep)
+		}
+		select {
+		case got := <-loaded:
+			// The retry may win the race with the checks below; what
+			// follows still holds once it did.
+			if got != tp {
+				t.Fatalf("loaded %v, want %v", got, tp)
+			}
+			loaded <- got
+		default:
+			if _, err := m.GetOrCreateLog(tp); !errors.Is(err, ErrLogLoading) {
+				t.Fatalf("%v: GetOrCreateLog of a deferred partition: %v, want ErrLogLoading", errno, err)
+			}
+			mustNotErr(t, m.Checkpoint())
+			lsos, err := ReadOffsetCheckpoint(mem, "/data/"+LogStartOffsetCheckpointFile)
+			mustNotErr(t, err)
+			if lsos[tp] != 4 {
+				t.Fatalf("%v: the checkpoint while t-3 is deferred says log start %d, want 4", errno, lsos[tp])
+			}
+		}
+		select {
+		case got := <-loaded:
+			if got != tp {
+				t.Fatalf("loaded %v, want %v", got, tp)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%v: t-3 not loaded within 10 s of descriptors coming back; pending %v", errno, m.Pending())
+		}
+		l := m.Log(tp)
+		if l == nil || l.LogStartOffset() != 4 || l.LogEndOffset() != 15 || len(m.Pending()) != 0 {
+			t.Fatalf("%v: t-3 after the retry: %v, pending %v", errno, l, m.Pending())
+		}
+		mustNotErr(t, m.Close())
+	}
+}
+
+// TestParallelLoadIsDeterministic: loading with one worker or many gives
+// the same logs, and any error but running out of descriptors still
+// fails the open, naming the first bad partition in directory order.
+func TestParallelLoadIsDeterministic(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := loadTestConfig()
+	m, err := OpenManager(mem, "/data", cfg)
+	mustNotErr(t, err)
+	m.UncleanShutdownHandled()
+	for p := int32(0); p < 30; p++ {
+		l, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		mustNotErr(t, err)
+		for i := 0; i < int(p%5); i++ {
+			_, err := l.Append(makeBatch(t, batch.CompressionNone, i, 2, 50, int64(1000+i)), 0)
+			mustNotErr(t, err)
+		}
+	}
+	mustNotErr(t, m.Close())
+	mem = mem.Crash(vfs.CrashOptions{})
+
+	describe := func(m *Manager) string {
+		var b strings.Builder
+		for _, l := range m.Logs() {
+			fmt.Fprintf(&b, "%s:%d-%d ", l.tp, l.LogStartOffset(), l.LogEndOffset())
+		}
+		return b.String()
+	}
+	var jobs []loadJob
+	for p := int32(0); p < 30; p++ {
+		tp := TopicPartition{"t", p}
+		jobs = append(jobs, loadJob{tp: tp, path: "/data/" + tp.String(), oo: OpenOptions{}})
+	}
+	var want string
+	for _, workers := range []int{1, 3, 8} {
+		m := &Manager{fs: mem, dir: "/data", cfg: cfg, health: &dirHealth{}, logs: map[TopicPartition]*Log{}, deferred: map[TopicPartition]loadJob{}}
+		for i, r := range m.loadLogs(jobs, workers) {
+			mustNotErr(t, r.err)
+			if r.log.tp != jobs[i].tp {
+				t.Fatalf("%d workers: result %d is %v, want %v", workers, i, r.log.tp, jobs[i].tp)
+			}
+			m.logs[r.log.tp] = r.log
+		}
+		got := describe(m)
+		for _, l := range m.logs {
+			l.Close()
+		}
+		if want == "" {
+			want = got
+		} else if got != want {
+			t.Fatalf("%d workers loaded %s, one loaded %s", workers, got, want)
+		}
+	}
+
+	ffs := vfs.NewFaultFS(mem)
+	ffs.Inject(vfs.Fault{Op: vfs.OpList, Path: func(name string) bool { return name == "/data/t-13" || name == "/data/t-27" }})
+	if _, err := OpenManager(ffs, "/data", cfg); err == nil || !strings.Contains(err.Error(), "t-13") {
+		t.Fatalf("open with I/O errors listing t-13 and t-27: %v, want the error of t-13", err)
+	}
+}
