@@ -25,7 +25,8 @@ type LoadReport struct {
 	// changed something; after a clean stop it is empty.
 	Recovered []TopicPartition
 	// Deferred is the number of partitions whose load ran out of file
-	// descriptors and is retried in the background (Manager.Pending).
+	// descriptors and is retried in the background (Manager.Pending,
+	// ManagerConfig.OnLogsLoaded).
 	Deferred int
 	// Workers is how many partitions were loaded at once.
 	Workers int
@@ -198,10 +199,8 @@ func (m *Manager) retryDeferred() {
 				loaded = append(loaded, jobs[i].tp)
 			}
 		}
-		if m.cfg.OnLogLoaded != nil {
-			for _, tp := range loaded {
-				m.cfg.OnLogLoaded(tp)
-			}
+		if m.cfg.OnLogsLoaded != nil && len(loaded) > 0 {
+			m.cfg.OnLogsLoaded(loaded)
 		}
 		if failed == 0 {
 			if lg != nil {

@@ -211,7 +211,11 @@ func TestLoadOutOfFilesIsDeferred(t *testing.T) {
 			Path: func(name string) bool { return strings.HasPrefix(name, "/data/t-3/") }})
 		loaded := make(chan TopicPartition, 1)
 		cfg := cfg
-		cfg.OnLogLoaded = func(tp TopicPartition) { loaded <- tp }
+		cfg.OnLogsLoaded = func(tps []TopicPartition) {
+			for _, tp := range tps {
+				loaded <- tp
+			}
+		}
 		m, err := OpenManager(ffs, "/data", cfg)
 		if err != nil {
 			t.Fatalf("%v at load failed the directory: %v", errno, err)

@@ -70,11 +70,11 @@ type ManagerConfig struct {
 	// config): a new directory's meta.properties has no cluster id until
 	// SetClusterID records it.
 	JoinCluster bool
-	// OnLogLoaded, if set, is told about each partition whose load was
-	// deferred for lack of file descriptors once it is loaded at last
-	// (GetOrCreateLog returned ErrLogLoading for it until then). It runs
+	// OnLogsLoaded, if set, is told about the partitions whose load was
+	// deferred for lack of file descriptors once they are loaded at last
+	// (GetOrCreateLog returned ErrLogLoading for them until then). It runs
 	// on the retrying goroutine.
-	OnLogLoaded func(TopicPartition)
+	OnLogsLoaded func([]TopicPartition)
 }
 
 // Manager owns one data directory (Kafka's log.dirs entry): its lock,
