@@ -184,6 +184,7 @@ func (m *Manager) retryDeferred() {
 			return
 		case <-t.C:
 		}
+		m.retryMu.Lock()
 		jobs := m.deferredJobs()
 		results := m.loadLogs(jobs, loadWorkers())
 		var loaded []TopicPartition
@@ -199,6 +200,7 @@ func (m *Manager) retryDeferred() {
 				loaded = append(loaded, jobs[i].tp)
 			}
 		}
+		m.retryMu.Unlock()
 		if m.cfg.OnLogsLoaded != nil && len(loaded) > 0 {
 			m.cfg.OnLogsLoaded(loaded)
 		}

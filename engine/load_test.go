@@ -318,3 +318,40 @@ func TestParallelLoadIsDeterministic(t *testing.T) {
 		t.Fatalf("open with I/O errors listing t-13 and t-27: %v, want the error of t-13", err)
 	}
 }
+
+// TestDeleteDeferredPartition: a partition deleted while its load is
+// deferred is gone for good: its directory is removed, the checkpoints
+// forget it, and no retry brings it back.
+func TestDeleteDeferredPartition(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := loadTestConfig()
+	m, err := OpenManager(mem, "/data", cfg)
+	mustNotErr(t, err)
+	m.UncleanShutdownHandled()
+	for p := int32(0); p < 3; p++ {
+		_, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		mustNotErr(t, err)
+	}
+	mustNotErr(t, m.Close())
+
+	ffs := vfs.NewFaultFS(mem)
+	ffs.Inject(vfs.Fault{Op: vfs.OpOpen | vfs.OpCreate, Err: syscall.EMFILE,
+		Path: func(name string) bool { return strings.HasPrefix(name, "/data/t-1/") }})
+	m, err = OpenManager(ffs, "/data", cfg)
+	mustNotErr(t, err)
+	tp := TopicPartition{"t", 1}
+	if got := m.Pending(); len(got) != 1 || got[0] != tp {
+		t.Fatalf("pending %v, want [t-1]", got)
+	}
+	mustNotErr(t, m.DeleteLog(tp))
+	if _, err := mem.Stat("/data/t-1"); err == nil {
+		t.Fatal("t-1's directory is still there after DeleteLog")
+	}
+	mustNotErr(t, m.Checkpoint())
+	rps, err := ReadOffsetCheckpoint(mem, "/data/"+RecoveryPointCheckpointFile)
+	mustNotErr(t, err)
+	if _, ok := rps[tp]; ok || len(m.Pending()) != 0 {
+		t.Fatalf("after DeleteLog: checkpoint %v, pending %v", rps, m.Pending())
+	}
+	mustNotErr(t, m.Close())
+}

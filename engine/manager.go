@@ -114,8 +114,10 @@ type Manager struct {
 	deferred   map[TopicPartition]loadJob
 	loadReport LoadReport // guarded by mu
 	// retryStop and retryDone stop and await the deferred loads' retries;
-	// nil when nothing was deferred.
+	// nil when nothing was deferred. retryMu is held by a retry pass and
+	// by DeleteLog, so a deletion never renames a directory under a load.
 	retryStop, retryDone chan struct{}
+	retryMu              sync.Mutex
 }
 
 // OpenManager locks dir, checks or writes meta.properties, and opens and
@@ -434,6 +436,8 @@ func validTopicDirName(topic string) error {
 // DeleteLog closes and deletes a partition's log: the directory is renamed
 // to "<topic>-<partition>.<id>-delete" durably, then removed.
 func (m *Manager) DeleteLog(tp TopicPartition) error {
+	m.retryMu.Lock()
+	defer m.retryMu.Unlock()
 	m.mu.Lock()
 	l, ok := m.logs[tp]
 	delete(m.logs, tp)
