@@ -471,8 +471,10 @@ func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, last, listed bool
 	s.nextOffset, s.maxTimestamp, s.offsetOfMaxTimestamp = s.baseOffset, noTimestamp, s.baseOffset
 	s.rollingBasedTimestamp, s.bytesSinceIndexEntry = noTimestamp, 0
 
-	const chunk = 1 << 20
-	buf := make([]byte, 0, chunk)
+	// The buffer grows to the largest batch met (readBatchAt); starting
+	// small keeps a scan of an empty or nearly empty segment cheap, which
+	// matters with several partitions loading at once in a small cgroup.
+	var buf []byte
 	var pos int64
 	var torn error
 	for pos < size {
