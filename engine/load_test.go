@@ -355,3 +355,38 @@ func TestDeleteDeferredPartition(t *testing.T) {
 	}
 	mustNotErr(t, m.Close())
 }
+
+// TestCleanStopOfIdlePartitionRewritesNoSnapshot: stopping a partition
+// that was loaded and never written finds its producer snapshot already
+// on disk and writes no new one (a create, a write, two fsyncs and a
+// rename per idle partition at every stop, before).
+func TestCleanStopOfIdlePartitionRewritesNoSnapshot(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaultFS(mem)
+	cfg := loadTestConfig()
+	m, err := OpenManager(ffs, "/data", cfg)
+	mustNotErr(t, err)
+	m.UncleanShutdownHandled()
+	for p := int32(0); p < 4; p++ {
+		l, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		mustNotErr(t, err)
+		if p == 0 {
+			_, err := l.Append(makeBatch(t, batch.CompressionNone, 0, 3, 100, 1000), 0)
+			mustNotErr(t, err)
+		}
+	}
+	mustNotErr(t, m.Close())
+	m, err = OpenManager(ffs, "/data", cfg)
+	mustNotErr(t, err)
+	remove := ffs.Inject(vfs.Fault{Op: vfs.OpCreate | vfs.OpWrite | vfs.OpRename | vfs.OpSyncDir | vfs.OpRemove, Path: inPartitionDir})
+	if err := m.Close(); err != nil {
+		t.Fatalf("a clean stop of idle partitions wrote in their directories: %v", err)
+	}
+	remove()
+	m, err = OpenManager(ffs, "/data", cfg)
+	mustNotErr(t, err)
+	defer m.Close()
+	if rep := m.LoadReport(); rep.Partitions != 4 || len(rep.Recovered) != 0 {
+		t.Fatalf("after the stop: %+v", rep)
+	}
+}
