@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 	"sort"
@@ -92,7 +93,11 @@ func (m *Manager) loadLogs(jobs []loadJob, workers int) []loadResult {
 func (m *Manager) loadPartitions(jobs []loadJob) error {
 	started := time.Now()
 	workers := loadWorkers()
+	// A directory that cannot even spare the reserve loads all the same:
+	// the partitions then meet EMFILE and are deferred.
+	reserve, _ := m.takeFDReserve(loadFDReserve)
 	results := m.loadLogs(jobs, workers)
+	reserve.release()
 	var firstErr error
 	rep := LoadReport{Workers: workers}
 	for i, r := range results {
@@ -148,6 +153,38 @@ func (m *Manager) Pending() []TopicPartition {
 	return out
 }
 
+// loadFDReserve is how many file descriptors a load leaves to the rest of
+// the broker when descriptors run short (the metadata log, listeners,
+// connections): the load holds that many open while it runs and gives
+// them back when it is done, so partitions that meet EMFILE are deferred
+// instead of taking the last descriptors. A retry pass takes the reserve
+// again first, and skips while it cannot. With the open-file cache the
+// budget keeps loads away from the limit; this is the safety net.
+const loadFDReserve = 128
+
+// fdReserve is descriptors held open so that they can be given back.
+type fdReserve []io.Closer
+
+// takeFDReserve opens n handles on a file of the directory; it returns
+// what it got and whether that was all of them.
+func (m *Manager) takeFDReserve(n int) (fdReserve, bool) {
+	r := make(fdReserve, 0, n)
+	for range n {
+		f, err := m.fs.Open(m.dir + "/" + MetaPropertiesFile)
+		if err != nil {
+			return r, false
+		}
+		r = append(r, f)
+	}
+	return r, true
+}
+
+func (r fdReserve) release() {
+	for _, f := range r {
+		f.Close()
+	}
+}
+
 // Backoff of the deferred loads' retries, and how often at most their
 // shortage is logged.
 const (
@@ -185,8 +222,23 @@ func (m *Manager) retryDeferred() {
 		case <-t.C:
 		}
 		m.retryMu.Lock()
+		reserve, ok := m.takeFDReserve(loadFDReserve)
+		if !ok {
+			// Still short: loading now would take descriptors the rest of
+			// the broker needs.
+			reserve.release()
+			m.retryMu.Unlock()
+			backoff = min(2*backoff, loadRetryMax)
+			if lg != nil && time.Since(lastLog) >= loadRetryLogEvery {
+				lastLog = time.Now()
+				lg.Warn("partitions still waiting for file descriptors to load; not served until then",
+					"partitions", len(m.Pending()), "reserve_wanted", loadFDReserve, "reserve_got", len(reserve), "next_try_in", backoff.String())
+			}
+			continue
+		}
 		jobs := m.deferredJobs()
 		results := m.loadLogs(jobs, loadWorkers())
+		reserve.release()
 		var loaded []TopicPartition
 		var lastErr error
 		failed := 0

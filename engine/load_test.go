@@ -3,7 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -388,5 +392,139 @@ func TestCleanStopOfIdlePartitionRewritesNoSnapshot(t *testing.T) {
 	defer m.Close()
 	if rep := m.LoadReport(); rep.Partitions != 4 || len(rep.Recovered) != 0 {
 		t.Fatalf("after the stop: %+v", rep)
+	}
+}
+
+// fdLimitFS counts the files open through it and fails opens beyond its
+// limit with EMFILE, as a process under RLIMIT_NOFILE sees.
+type fdLimitFS struct {
+	vfs.FS
+	mu          sync.Mutex
+	open, limit int
+	// metaOpens counts opens of meta.properties (the reserve's handles).
+	metaOpens int
+}
+
+func (f *fdLimitFS) metaOpened() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.metaOpens
+}
+
+func (f *fdLimitFS) setLimit(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limit = n
+}
+
+func (f *fdLimitFS) free() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.limit - f.open
+}
+
+func (f *fdLimitFS) take(name string, open func(string) (vfs.File, error)) (vfs.File, error) {
+	f.mu.Lock()
+	if f.open >= f.limit {
+		f.mu.Unlock()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
+	}
+	f.open++
+	if strings.HasSuffix(name, "/"+MetaPropertiesFile) {
+		f.metaOpens++
+	}
+	f.mu.Unlock()
+	file, err := open(name)
+	if err != nil {
+		f.mu.Lock()
+		f.open--
+		f.mu.Unlock()
+		return nil, err
+	}
+	return &fdLimitFile{File: file, fs: f}, nil
+}
+
+func (f *fdLimitFS) Create(name string) (vfs.File, error) { return f.take(name, f.FS.Create) }
+func (f *fdLimitFS) Open(name string) (vfs.File, error)   { return f.take(name, f.FS.Open) }
+func (f *fdLimitFS) OpenReadWrite(name string) (vfs.File, error) {
+	return f.take(name, f.FS.OpenReadWrite)
+}
+
+type fdLimitFile struct {
+	vfs.File
+	fs     *fdLimitFS
+	closed atomic.Bool
+}
+
+func (f *fdLimitFile) Close() error {
+	if f.closed.CompareAndSwap(false, true) {
+		f.fs.mu.Lock()
+		f.fs.open--
+		f.fs.mu.Unlock()
+	}
+	return f.File.Close()
+}
+
+// TestLoadLeavesDescriptorsToTheBroker: a directory with more partitions
+// than the descriptor limit allows loads what fits and leaves at least
+// loadFDReserve descriptors free for the rest of the broker (the metadata
+// log, listeners, connections), instead of taking the last one, which
+// ended the broker at its next open. Retries keep that reserve too, and
+// load the rest once descriptors are back.
+func TestLoadLeavesDescriptorsToTheBroker(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := loadTestConfig()
+	m, err := OpenManager(mem, "/data", cfg)
+	mustNotErr(t, err)
+	m.UncleanShutdownHandled()
+	const n = 20
+	for p := int32(0); p < n; p++ {
+		_, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		mustNotErr(t, err)
+	}
+	mustNotErr(t, m.Close())
+
+	lfs := &fdLimitFS{FS: mem, limit: loadFDReserve + 3*8}
+	loaded := make(chan []TopicPartition, n)
+	cfg.OnLogsLoaded = func(tps []TopicPartition) { loaded <- tps }
+	m, err = OpenManager(lfs, "/data", cfg)
+	if err != nil {
+		t.Fatalf("open under a descriptor limit: %v", err)
+	}
+	defer m.Close()
+	rep := m.LoadReport()
+	if rep.Deferred == 0 || rep.Partitions+rep.Deferred != n {
+		t.Fatalf("load report %+v: want some of %d partitions deferred", rep, n)
+	}
+	if free := lfs.free(); free < loadFDReserve {
+		t.Fatalf("the load left %d descriptors free, want at least %d", free, loadFDReserve)
+	}
+	// A retry pass while still short keeps the reserve too: wait for one
+	// to take it (it holds the reserve while it loads), then for it to end.
+	opened := lfs.metaOpened()
+	for deadline := time.Now().Add(10 * time.Second); lfs.metaOpened() < opened+loadFDReserve; {
+		if time.Now().After(deadline) {
+			t.Fatal("no retry pass took the reserve within 10 s")
+		}
+		runtime.Gosched()
+	}
+	m.retryMu.Lock()
+	free := lfs.free()
+	m.retryMu.Unlock()
+	if free < loadFDReserve || len(m.Pending()) != rep.Deferred {
+		t.Fatalf("after a retry pass while short: %d descriptors free (want at least %d), %d pending (want %d)", free, loadFDReserve, len(m.Pending()), rep.Deferred)
+	}
+	lfs.setLimit(1 << 20)
+	got := len(m.Logs())
+	for got < n {
+		select {
+		case tps := <-loaded:
+			got += len(tps)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d partitions loaded 10 s after descriptors came back; pending %v", len(m.Logs()), n, m.Pending())
+		}
+	}
+	if len(m.Logs()) != n || len(m.Pending()) != 0 {
+		t.Fatalf("%d logs, pending %v", len(m.Logs()), m.Pending())
 	}
 }
