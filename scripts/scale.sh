@@ -23,6 +23,7 @@
 #                          needs root and /sys/fs/cgroup/memory); its peak usage is shown
 #   WREN_KAFKA=1           also measure Apache Kafka (fetched by scripts/kafka-fetch.sh, never
 #                          committed) at the same counts: creation, RSS, clean restart
+#   WREN_LOG_LEVEL         the broker's logging.level (default warn); its log is serve.log
 #   WREN_KEEP=1            keep the data directories
 # Needs: go (unless WREN_BIN is set), python3; java 17+ for WREN_KAFKA.
 set -euo pipefail
@@ -155,8 +156,10 @@ log.dirs = ["$data"]
 listeners = ["PLAINTEXT://127.0.0.1:$port", "CONTROLLER://127.0.0.1:$cport"]
 [cluster]
 controller.quorum.voters = ["1@127.0.0.1:$cport"]
+[http]
+listen = "127.0.0.1:$(free_port)"
 [logging]
-level = "warn"
+level = "${WREN_LOG_LEVEL:-warn}"
 TOML
 	want=0
 	start_timed "$wren" serve --config "$work/wren-$n.toml"
