@@ -114,7 +114,8 @@
 // .log whose index files are missing, what a segment creation cut short
 // leaves, loads as the empty segment it is. A load that runs out of file
 // descriptors (EMFILE, ENFILE) defers that partition instead of failing
-// the directory: GetOrCreateLog answers ErrLogLoading for it, the
+// the directory, and so does a creation that runs out of them:
+// GetOrCreateLog answers ErrLogLoading for it, the
 // checkpoints keep its entries, and a background retry with backoff loads
 // it and reports it (ManagerConfig.OnLogsLoaded). Any other load error
 // fails the open, as it always did. Idle segments still hold their three

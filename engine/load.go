@@ -13,9 +13,10 @@ import (
 	"time"
 )
 
-// ErrLogLoading: the partition's log is on disk but not loaded yet (its
-// load ran out of file descriptors and is being retried). Retriable: the
-// partition is served once the load succeeds.
+// ErrLogLoading: the partition's log is not loaded yet: its load or its
+// creation ran out of file descriptors and is being retried in the
+// background. Retriable: the partition is served once that succeeds
+// (ManagerConfig.OnLogsLoaded).
 var ErrLogLoading = errors.New("engine: partition log still loading")
 
 // LoadReport says what opening the data directory did.
@@ -111,6 +112,7 @@ func (m *Manager) loadPartitions(jobs []loadJob) error {
 			}
 		case isOutOfFiles(r.err):
 			m.deferred[j.tp] = j
+			m.noteOutOfFiles("loading partitions", j.tp, r.err)
 		case firstErr == nil:
 			firstErr = fmt.Errorf("engine: recovering %s: %w", j.tp, r.err)
 		}
@@ -193,23 +195,36 @@ const (
 	loadRetryLogEvery = 30 * time.Second
 )
 
-// startDeferredLoads retries the deferred loads in the background until
-// each succeeds or the Manager closes.
-func (m *Manager) startDeferredLoads() {
-	if len(m.deferred) == 0 {
+// startDeferredLoadsLocked retries the deferred loads in the background
+// until each succeeds or the Manager closes; it starts the retrying
+// goroutine unless it runs already. Called with mu held.
+func (m *Manager) startDeferredLoadsLocked() {
+	if m.retryRunning || len(m.deferred) == 0 || m.closed {
 		return
 	}
-	if lg := m.cfg.Logger; lg != nil {
-		lg.Warn("out of file descriptors while loading partitions; they are not served until their load succeeds, retried in the background",
-			"partitions", len(m.deferred), "loaded", len(m.logs))
-	}
-	m.retryStop = make(chan struct{})
-	m.retryDone = make(chan struct{})
+	m.retryRunning = true
+	m.retryWG.Add(1)
 	go m.retryDeferred()
 }
 
+// noteOutOfFiles logs that partitions ran out of file descriptors, at
+// most once per loadRetryLogEvery whatever the number of partitions.
+func (m *Manager) noteOutOfFiles(what string, tp TopicPartition, err error) {
+	lg := m.cfg.Logger
+	if lg == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := m.lastOutOfFilesLog.Load()
+	if now-last < int64(loadRetryLogEvery) || !m.lastOutOfFilesLog.CompareAndSwap(last, now) {
+		return
+	}
+	lg.Warn("out of file descriptors "+what+"; the partition is not served until a background retry loads it (further ones are not logged for "+loadRetryLogEvery.String()+")",
+		"partition", tp.String(), "err", err.Error())
+}
+
 func (m *Manager) retryDeferred() {
-	defer close(m.retryDone)
+	defer m.retryWG.Done()
 	lg := m.cfg.Logger
 	backoff := loadRetryMin
 	var lastLog time.Time
@@ -257,10 +272,19 @@ func (m *Manager) retryDeferred() {
 			m.cfg.OnLogsLoaded(loaded)
 		}
 		if failed == 0 {
-			if lg != nil {
-				lg.Info("deferred partitions loaded; every partition on disk is served", "partitions", len(loaded))
+			m.mu.Lock()
+			done := len(m.deferred) == 0
+			if done {
+				m.retryRunning = false
 			}
-			return
+			m.mu.Unlock()
+			if done {
+				if lg != nil {
+					lg.Info("deferred partitions loaded; every partition on disk is served", "partitions", len(loaded))
+				}
+				return
+			}
+			continue // deferred while this pass ran
 		}
 		if len(loaded) > 0 {
 			backoff = loadRetryMin
@@ -297,12 +321,10 @@ func (m *Manager) adoptDeferred(tp TopicPartition, l *Log, stats *RecoveryStats)
 }
 
 // stopDeferredLoads stops the retries and waits for a pass in flight.
+// Call it once, after m.closed is set (or when the open failed).
 func (m *Manager) stopDeferredLoads() {
-	if m.retryStop == nil {
-		return
-	}
 	close(m.retryStop)
-	<-m.retryDone
+	m.retryWG.Wait()
 }
 
 // deferredJobs is the deferred loads, in partition order.

@@ -61,14 +61,15 @@ func TestCleanRestartOfHalfCreatedPartition(t *testing.T) {
 		Path: func(name string) bool {
 			return strings.HasPrefix(name, "/data/t-3/") && strings.HasSuffix(name, indexSuffix)
 		}})
-	if _, err := m.GetOrCreateLog(TopicPartition{"t", 3}); !errors.Is(err, syscall.EMFILE) {
-		t.Fatalf("creating t-3 out of descriptors: %v, want EMFILE", err)
+	if _, err := m.GetOrCreateLog(TopicPartition{"t", 3}); !errors.Is(err, syscall.EMFILE) || !errors.Is(err, ErrLogLoading) {
+		t.Fatalf("creating t-3 out of descriptors: %v, want EMFILE and ErrLogLoading", err)
 	}
-	remove()
 	if _, err := mem.Stat("/data/t-3/" + fmt.Sprintf("%020d%s", 0, logSuffix)); err != nil {
 		t.Fatalf("the cut-short creation left no .log, so the test tests nothing: %v", err)
 	}
+	// Still short when the broker stops: the retries never completed it.
 	mustNotErr(t, m.Close())
+	remove()
 
 	remove = forbidPartitionWrites(ffs)
 	m, err = OpenManager(ffs, "/data", cfg)
@@ -527,4 +528,42 @@ func TestLoadLeavesDescriptorsToTheBroker(t *testing.T) {
 	if len(m.Logs()) != n || len(m.Pending()) != 0 {
 		t.Fatalf("%d logs, pending %v", len(m.Logs()), m.Pending())
 	}
+}
+
+// TestCreateOutOfFilesIsDeferred: creating a partition that runs out of
+// file descriptors fails that creation with a retriable error, and a
+// background retry creates it once descriptors are back and says so.
+func TestCreateOutOfFilesIsDeferred(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaultFS(mem)
+	cfg := loadTestConfig()
+	loaded := make(chan []TopicPartition, 4)
+	cfg.OnLogsLoaded = func(tps []TopicPartition) { loaded <- tps }
+	m, err := OpenManager(ffs, "/data", cfg)
+	mustNotErr(t, err)
+	defer m.Close()
+	tp := TopicPartition{"t", 0}
+	remove := ffs.Inject(vfs.Fault{Op: vfs.OpCreate | vfs.OpOpen, Err: syscall.ENFILE,
+		Path: func(name string) bool {
+			return strings.HasPrefix(name, "/data/t-0/") && strings.HasSuffix(name, timeIndexSuffix)
+		}})
+	if _, err := m.GetOrCreateLog(tp); !errors.Is(err, ErrLogLoading) || !errors.Is(err, syscall.ENFILE) {
+		t.Fatalf("creating out of descriptors: %v, want ErrLogLoading and ENFILE", err)
+	}
+	if _, err := m.GetOrCreateLog(tp); !errors.Is(err, ErrLogLoading) {
+		t.Fatalf("asking again while it is deferred: %v, want ErrLogLoading", err)
+	}
+	remove()
+	select {
+	case tps := <-loaded:
+		if len(tps) != 1 || tps[0] != tp {
+			t.Fatalf("loaded %v, want [t-0]", tps)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("t-0 not created within 10 s of descriptors coming back; pending %v", m.Pending())
+	}
+	l, err := m.GetOrCreateLog(tp)
+	mustNotErr(t, err)
+	_, err = l.Append(makeBatch(t, batch.CompressionNone, 0, 2, 10, 1000), 0)
+	mustNotErr(t, err)
 }

@@ -113,11 +113,15 @@ type Manager struct {
 	// Invariant: no partition is in both logs and deferred.
 	deferred   map[TopicPartition]loadJob
 	loadReport LoadReport // guarded by mu
-	// retryStop and retryDone stop and await the deferred loads' retries;
-	// nil when nothing was deferred. retryMu is held by a retry pass and
-	// by DeleteLog, so a deletion never renames a directory under a load.
-	retryStop, retryDone chan struct{}
-	retryMu              sync.Mutex
+	// retryStop stops the deferred loads' retries and retryWG awaits
+	// them; retryRunning (guarded by mu) says the retrying goroutine runs.
+	// retryMu is held by a retry pass and by DeleteLog, so a deletion
+	// never renames a directory under a load.
+	retryStop         chan struct{}
+	retryWG           sync.WaitGroup
+	retryRunning      bool
+	retryMu           sync.Mutex
+	lastOutOfFilesLog atomic.Int64 // unix ns
 }
 
 // OpenManager locks dir, checks or writes meta.properties, and opens and
@@ -141,9 +145,10 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{
 		fs: fsys, dir: dir, cfg: cfg, lock: lock,
-		health:   &dirHealth{onFail: cfg.OnDirFailure, onSync: cfg.OnSync},
-		logs:     map[TopicPartition]*Log{},
-		deferred: map[TopicPartition]loadJob{},
+		health:    &dirHealth{onFail: cfg.OnDirFailure, onSync: cfg.OnSync},
+		logs:      map[TopicPartition]*Log{},
+		deferred:  map[TopicPartition]loadJob{},
+		retryStop: make(chan struct{}),
 	}
 	m.health.space = m.newDiskSpace()
 	if err := m.open(); err != nil {
@@ -157,7 +162,9 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 		err, _ = classifyDirError(dir, err)
 		return nil, err
 	}
-	m.startDeferredLoads()
+	m.mu.Lock()
+	m.startDeferredLoadsLocked()
+	m.mu.Unlock()
 	return m, nil
 }
 
@@ -415,7 +422,18 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition) (*Log, error) {
 	if err := validTopicDirName(tp.Topic); err != nil {
 		return nil, err
 	}
-	l, _, err := Open(m.fs, m.dir+"/"+tp.String(), tp, m.optionsFor(tp.Topic), OpenOptions{health: m.health})
+	path := m.dir + "/" + tp.String()
+	l, _, err := Open(m.fs, path, tp, m.optionsFor(tp.Topic), OpenOptions{health: m.health})
+	if isOutOfFiles(err) {
+		// Not the partition's fault: it is created by a background retry
+		// once descriptors free up, and served from then on
+		// (OnLogsLoaded). What the failed attempt left on disk is an
+		// empty segment that loads as one.
+		m.deferred[tp] = loadJob{tp: tp, path: path, oo: OpenOptions{health: m.health}}
+		m.startDeferredLoadsLocked()
+		m.noteOutOfFiles("creating a partition", tp, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrLogLoading, tp, err)
+	}
 	if err != nil {
 		return nil, err
 	}
