@@ -70,8 +70,9 @@ type ManagerConfig struct {
 	// config): a new directory's meta.properties has no cluster id until
 	// SetClusterID records it.
 	JoinCluster bool
-	// OnLogsLoaded, if set, is told about the partitions whose load was
-	// deferred for lack of file descriptors once they are loaded at last
+	// OnLogsLoaded, if set, is told about the partitions whose load or
+	// creation was deferred for lack of file descriptors once they are
+	// loaded at last
 	// (GetOrCreateLog returned ErrLogLoading for them until then). It runs
 	// on the retrying goroutine.
 	OnLogsLoaded func([]TopicPartition)
@@ -108,7 +109,7 @@ type Manager struct {
 	hadCleanShutdown bool
 	uncleanPending   atomic.Bool
 
-	// deferred are the partitions on disk whose load ran out of file
+	// deferred are the partitions whose load or creation ran out of file
 	// descriptors, retried in the background (load.go); guarded by mu.
 	// Invariant: no partition is in both logs and deferred.
 	deferred   map[TopicPartition]loadJob
@@ -414,7 +415,7 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition) (*Log, error) {
 	if _, ok := m.deferred[tp]; ok {
 		// Its data is on disk: opening it afresh here would lose its
 		// recovery point and log start offset.
-		return nil, fmt.Errorf("%w: %s (out of file descriptors at load; retried)", ErrLogLoading, tp)
+		return nil, fmt.Errorf("%w: %s (out of file descriptors; retried in the background)", ErrLogLoading, tp)
 	}
 	if err := m.health.check(); err != nil {
 		return nil, err
