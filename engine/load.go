@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -62,19 +63,34 @@ func isOutOfFiles(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
+// errLoadNotTried is the result of a load not tried because an earlier
+// one ran out of file descriptors; it counts as out of them.
+var errLoadNotTried = fmt.Errorf("engine: load not tried after the process ran out of file descriptors: %w", syscall.EMFILE)
+
 // loadLogs opens every job's log, up to workers at once. Results come
-// back in job order, whatever order the loads finished in.
+// back in job order, whatever order the loads finished in. After the
+// first load that runs out of file descriptors the rest are not tried:
+// each would fail the same way, and while they ran the rest of the broker
+// would find no descriptor free.
 func (m *Manager) loadLogs(jobs []loadJob, workers int) []loadResult {
 	results := make([]loadResult, len(jobs))
 	next := make(chan int)
+	var short atomic.Bool
 	var wg sync.WaitGroup
 	for range min(workers, len(jobs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if short.Load() {
+					results[i] = loadResult{err: errLoadNotTried}
+					continue
+				}
 				j := jobs[i]
 				l, stats, err := Open(m.fs, j.path, j.tp, m.optionsFor(j.tp.Topic), j.oo)
+				if isOutOfFiles(err) {
+					short.Store(true)
+				}
 				results[i] = loadResult{l, stats, err}
 			}
 		}()

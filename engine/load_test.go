@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,7 +215,7 @@ func TestLoadOutOfFilesIsDeferred(t *testing.T) {
 		ffs := vfs.NewFaultFS(mem)
 		ffs.Inject(vfs.Fault{Op: vfs.OpOpen | vfs.OpCreate, Err: errno, Count: 3,
 			Path: func(name string) bool { return strings.HasPrefix(name, "/data/t-3/") }})
-		loaded := make(chan TopicPartition, 1)
+		loaded := make(chan TopicPartition, 5)
 		cfg := cfg
 		cfg.OnLogsLoaded = func(tps []TopicPartition) {
 			for _, tp := range tps {
@@ -226,35 +227,33 @@ func TestLoadOutOfFilesIsDeferred(t *testing.T) {
 			t.Fatalf("%v at load failed the directory: %v", errno, err)
 		}
 		tp := TopicPartition{"t", 3}
-		if rep := m.LoadReport(); rep.Partitions != 4 || rep.Deferred != 1 {
-			t.Fatalf("%v: load report %+v, want 4 loaded and 1 deferred", errno, rep)
+		// Loads after the first that ran short are not tried: t-4 may
+		// be deferred with t-3.
+		if rep := m.LoadReport(); rep.Deferred < 1 || rep.Partitions+rep.Deferred != 5 {
+			t.Fatalf("%v: load report %+v, want 5 partitions, t-3 deferred", errno, rep)
 		}
-		select {
-		case got := <-loaded:
-			// The retry may win the race with the checks below; what
-			// follows still holds once it did.
-			if got != tp {
-				t.Fatalf("loaded %v, want %v", got, tp)
-			}
-			loaded <- got
-		default:
-			if _, err := m.GetOrCreateLog(tp); !errors.Is(err, ErrLogLoading) {
-				t.Fatalf("%v: GetOrCreateLog of a deferred partition: %v, want ErrLogLoading", errno, err)
-			}
-			mustNotErr(t, m.Checkpoint())
-			lsos, err := ReadOffsetCheckpoint(mem, "/data/"+LogStartOffsetCheckpointFile)
-			mustNotErr(t, err)
-			if lsos[tp] != 4 {
-				t.Fatalf("%v: the checkpoint while t-3 is deferred says log start %d, want 4", errno, lsos[tp])
-			}
+		m.retryMu.Lock() // no retry pass adopts t-3 during the checks
+		if !slices.Contains(m.Pending(), tp) {
+			m.retryMu.Unlock()
+			t.Fatalf("%v: pending %v, want t-3 among them", errno, m.Pending())
 		}
-		select {
-		case got := <-loaded:
-			if got != tp {
-				t.Fatalf("loaded %v, want %v", got, tp)
+		if _, err := m.GetOrCreateLog(tp); !errors.Is(err, ErrLogLoading) {
+			t.Fatalf("%v: GetOrCreateLog of a deferred partition: %v, want ErrLogLoading", errno, err)
+		}
+		mustNotErr(t, m.Checkpoint())
+		m.retryMu.Unlock()
+		lsos, err := ReadOffsetCheckpoint(mem, "/data/"+LogStartOffsetCheckpointFile)
+		mustNotErr(t, err)
+		if lsos[tp] != 4 {
+			t.Fatalf("%v: the checkpoint while t-3 is deferred says log start %d, want 4", errno, lsos[tp])
+		}
+		for got := false; !got; {
+			select {
+			case l := <-loaded:
+				got = l == tp
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%v: t-3 not loaded within 10 s of descriptors coming back; pending %v", errno, m.Pending())
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%v: t-3 not loaded within 10 s of descriptors coming back; pending %v", errno, m.Pending())
 		}
 		l := m.Log(tp)
 		if l == nil || l.LogStartOffset() != 4 || l.LogEndOffset() != 15 || len(m.Pending()) != 0 {
@@ -345,9 +344,11 @@ func TestDeleteDeferredPartition(t *testing.T) {
 	m, err = OpenManager(ffs, "/data", cfg)
 	mustNotErr(t, err)
 	tp := TopicPartition{"t", 1}
-	if got := m.Pending(); len(got) != 1 || got[0] != tp {
-		t.Fatalf("pending %v, want [t-1]", got)
+	m.retryMu.Lock() // no retry pass runs during the checks
+	if got := m.Pending(); !slices.Contains(got, tp) {
+		t.Fatalf("pending %v, want t-1 among them", got)
 	}
+	m.retryMu.Unlock()
 	mustNotErr(t, m.DeleteLog(tp))
 	if _, err := mem.Stat("/data/t-1"); err == nil {
 		t.Fatal("t-1's directory is still there after DeleteLog")
@@ -355,7 +356,7 @@ func TestDeleteDeferredPartition(t *testing.T) {
 	mustNotErr(t, m.Checkpoint())
 	rps, err := ReadOffsetCheckpoint(mem, "/data/"+RecoveryPointCheckpointFile)
 	mustNotErr(t, err)
-	if _, ok := rps[tp]; ok || len(m.Pending()) != 0 {
+	if _, ok := rps[tp]; ok || slices.Contains(m.Pending(), tp) {
 		t.Fatalf("after DeleteLog: checkpoint %v, pending %v", rps, m.Pending())
 	}
 	mustNotErr(t, m.Close())
