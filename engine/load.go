@@ -206,21 +206,25 @@ func (r fdReserve) release() {
 // Backoff of the deferred loads' retries, and how often at most their
 // shortage is logged.
 const (
-	loadRetryMin      = 50 * time.Millisecond
-	loadRetryMax      = 5 * time.Second
-	loadRetryLogEvery = 30 * time.Second
+	// loadRetryAfterOpen is the first retry of loads deferred when the
+	// directory opened: after the rest of the broker started, which the
+	// reserve taken by a retry pass would otherwise race for descriptors.
+	loadRetryAfterOpen = time.Second
+	loadRetryMin       = 50 * time.Millisecond
+	loadRetryMax       = 5 * time.Second
+	loadRetryLogEvery  = 30 * time.Second
 )
 
 // startDeferredLoadsLocked retries the deferred loads in the background
 // until each succeeds or the Manager closes; it starts the retrying
 // goroutine unless it runs already. Called with mu held.
-func (m *Manager) startDeferredLoadsLocked() {
+func (m *Manager) startDeferredLoadsLocked(first time.Duration) {
 	if m.retryRunning || len(m.deferred) == 0 || m.closed {
 		return
 	}
 	m.retryRunning = true
 	m.retryWG.Add(1)
-	go m.retryDeferred()
+	go m.retryDeferred(first)
 }
 
 // noteOutOfFiles logs that partitions ran out of file descriptors, at
@@ -239,10 +243,10 @@ func (m *Manager) noteOutOfFiles(what string, tp TopicPartition, err error) {
 		"partition", tp.String(), "err", err.Error())
 }
 
-func (m *Manager) retryDeferred() {
+func (m *Manager) retryDeferred(first time.Duration) {
 	defer m.retryWG.Done()
 	lg := m.cfg.Logger
-	backoff := loadRetryMin
+	backoff := first
 	var lastLog time.Time
 	for {
 		t := time.NewTimer(backoff)

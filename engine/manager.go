@@ -164,7 +164,7 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 		return nil, err
 	}
 	m.mu.Lock()
-	m.startDeferredLoadsLocked()
+	m.startDeferredLoadsLocked(loadRetryAfterOpen)
 	m.mu.Unlock()
 	return m, nil
 }
@@ -431,7 +431,7 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition) (*Log, error) {
 		// (OnLogsLoaded). What the failed attempt left on disk is an
 		// empty segment that loads as one.
 		m.deferred[tp] = loadJob{tp: tp, path: path, oo: OpenOptions{health: m.health}}
-		m.startDeferredLoadsLocked()
+		m.startDeferredLoadsLocked(loadRetryMin)
 		m.noteOutOfFiles("creating a partition", tp, err)
 		return nil, fmt.Errorf("%w: %s: %w", ErrLogLoading, tp, err)
 	}
