@@ -183,7 +183,20 @@ func (b *Broker) openLogs(w *wiring) (err error) {
 		// A voter of a quorum learns the cluster id from the first
 		// controller (recordClusterID).
 		JoinCluster: len(cfg.Voters) > 1 && cfg.ClusterID == "",
+		// Partitions whose load ran out of file descriptors are served
+		// once a retry loaded them; until the replicas exist, their first
+		// image finds them.
+		OnLogsLoaded: func(tps []engine.TopicPartition) {
+			if r := w.replRef.Load(); r != nil {
+				r.LogsLoaded(tps)
+			}
+		},
 	})
+	if err == nil {
+		rep := b.logs.LoadReport()
+		o.Logger.Info("log dir loaded", "dir", dir, "partitions", rep.Partitions, "recovered", len(rep.Recovered),
+			"deferred", rep.Deferred, "workers", rep.Workers, "took", rep.Duration.Round(time.Millisecond).String())
+	}
 	return err
 }
 
@@ -275,8 +288,11 @@ func (b *Broker) replicasComponent(w *wiring) component {
 			})
 			if w.quorum != nil {
 				b.replicas.SetReplication(replicationConfig(cfg, w.quorum.Transport.(*quorum.TCPTransport), b.controller))
-				w.replRef.Store(b.replicas)
 			}
+			// Before the first image: a deferred log loaded from here on
+			// reaches the replicas (LogsLoaded), one loaded before is
+			// found by that image.
+			w.replRef.Store(b.replicas)
 			// On a quorum the replicas follow the image only once it is
 			// current (serveWhenCaughtUp).
 			if w.quorum == nil {

@@ -27,6 +27,16 @@
 //     partition. Nothing else opens a file in it before the lock is held,
 //     and it closes only after everything that writes to it has stopped,
 //     so its clean close (checkpoints, trimmed indexes) is the last word.
+//     Partitions load in parallel; one whose load runs out of file
+//     descriptors is left out and served once a background retry loaded
+//     it (replication.Manager.LogsLoaded). The whole load stays before
+//     the listener: which partitions this node leads is known only from
+//     the metadata image, whose log lives in this directory under its
+//     lock, and after a clean stop the load does no per-partition work
+//     beyond opening files. A replica left out is not hosted, so it
+//     neither serves nor fetches; its leader waits for it as for any
+//     slow follower until the ISR check drops it, and nothing is
+//     acknowledged on its account.
 //  3. controller listener (quorum only): binds the CONTROLLER listener and
 //     its transport, which must exist before the controller, whose driver
 //     talks to its peers at once. Peers' messages that arrive before the

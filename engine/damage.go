@@ -134,20 +134,26 @@ func writeDamagedSegments(fsys vfs.FS, dir string, ds []Damage) error {
 // readDamagedSegments returns the segment base offsets listed in
 // DamagedSegmentsFile; a missing file lists none. A file that cannot be
 // read or parsed says all: scanning every segment is the safe answer.
-func readDamagedSegments(fsys vfs.FS, dir string) (listed map[int64]bool, all bool) {
+//
+// err is set only when the process ran out of file descriptors reading it:
+// that says nothing about the segments, and the caller may retry later.
+func readDamagedSegments(fsys vfs.FS, dir string) (listed map[int64]bool, all bool, err error) {
 	rows, err := readCheckpoint(fsys, dir+"/"+DamagedSegmentsFile, 2)
+	if isOutOfFiles(err) {
+		return nil, true, err
+	}
 	if err != nil {
-		return nil, true
+		return nil, true, nil
 	}
 	listed = map[int64]bool{}
 	for _, r := range rows {
 		b, err := strconv.ParseInt(r[0], 10, 64)
 		if err != nil {
-			return nil, true
+			return nil, true, nil
 		}
 		listed[b] = true
 	}
-	return listed, false
+	return listed, false, nil
 }
 
 // clearDamagedSegments removes the listing once recovery found every

@@ -137,6 +137,23 @@
 // back when the replica leads again. On an SD card each avoided sync is a
 // disk cache flush, times every partition, at every start.
 //
+// The Manager loads its partitions with a bounded pool of workers
+// (min(8, 2*GOMAXPROCS): a load mostly waits on the disk), taking results
+// in directory order, so the logs and the first error are those a serial
+// load gives. After a clean stop no partition is scanned; after a crash
+// only those written since the recovery-point checkpoint was last written
+// (periodically, log.flush.offset.checkpoint.interval.ms) are. An empty
+// .log whose index files are missing, what a segment creation cut short
+// leaves, loads as the empty segment it is. A load that runs out of file
+// descriptors (EMFILE, ENFILE) defers that partition instead of failing
+// the directory, and so does a creation that runs out of them:
+// GetOrCreateLog answers ErrLogLoading for it, the
+// checkpoints keep its entries, and a background retry with backoff loads
+// it and reports it (ManagerConfig.OnLogsLoaded). Any other load error
+// fails the open, as it always did. Idle segments still hold their three
+// files open from load on; opening them on first use instead belongs with
+// the open-file cache (segment.go, index.go).
+//
 // All file access goes through internal/vfs, so tests crash the engine at
 // any write and lose exactly what was not synced.
 package engine

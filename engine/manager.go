@@ -74,6 +74,12 @@ type ManagerConfig struct {
 	// config): a new directory's meta.properties has no cluster id until
 	// SetClusterID records it.
 	JoinCluster bool
+	// OnLogsLoaded, if set, is told about the partitions whose load or
+	// creation was deferred for lack of file descriptors once they are
+	// loaded at last
+	// (GetOrCreateLog returned ErrLogLoading for them until then). It runs
+	// on the retrying goroutine.
+	OnLogsLoaded func([]TopicPartition)
 }
 
 // Manager owns one data directory (Kafka's log.dirs entry): its lock,
@@ -106,6 +112,21 @@ type Manager struct {
 	// called yet, so Close must not leave the marker.
 	hadCleanShutdown bool
 	uncleanPending   atomic.Bool
+
+	// deferred are the partitions whose load or creation ran out of file
+	// descriptors, retried in the background (load.go); guarded by mu.
+	// Invariant: no partition is in both logs and deferred.
+	deferred   map[TopicPartition]loadJob
+	loadReport LoadReport // guarded by mu
+	// retryStop stops the deferred loads' retries and retryWG awaits
+	// them; retryRunning (guarded by mu) says the retrying goroutine runs.
+	// retryMu is held by a retry pass and by DeleteLog, so a deletion
+	// never renames a directory under a load.
+	retryStop         chan struct{}
+	retryWG           sync.WaitGroup
+	retryRunning      bool
+	retryMu           sync.Mutex
+	lastOutOfFilesLog atomic.Int64 // unix ns
 }
 
 // OpenManager locks dir, checks or writes meta.properties, and opens and
@@ -129,8 +150,10 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{
 		fs: fsys, dir: dir, cfg: cfg, lock: lock,
-		health: &dirHealth{onFail: cfg.OnDirFailure, onSync: cfg.OnSync},
-		logs:   map[TopicPartition]*Log{},
+		health:    &dirHealth{onFail: cfg.OnDirFailure, onSync: cfg.OnSync},
+		logs:      map[TopicPartition]*Log{},
+		deferred:  map[TopicPartition]loadJob{},
+		retryStop: make(chan struct{}),
 	}
 	m.health.space = m.newDiskSpace()
 	if cfg.OpenFilesMax > 0 {
@@ -145,6 +168,7 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 		for _, l := range m.logs {
 			l.Close()
 		}
+		m.stopDeferredLoads()
 		lock.Close()
 		m.health.handles.Close()
 		// A directory this user may read but not write passes the lock
@@ -152,6 +176,9 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 		err, _ = classifyDirError(dir, err)
 		return nil, err
 	}
+	m.mu.Lock()
+	m.startDeferredLoadsLocked(loadRetryAfterOpen)
+	m.mu.Unlock()
 	return m, nil
 }
 
@@ -177,6 +204,7 @@ func (m *Manager) open() error {
 	if err != nil {
 		return err
 	}
+	var jobs []loadJob
 	for _, name := range names {
 		path := m.dir + "/" + name
 		st, err := m.fs.Stat(path)
@@ -193,25 +221,13 @@ func (m *Manager) open() error {
 		if err != nil {
 			continue
 		}
-		rp, ok := rps[tp]
-		if !ok {
-			rp = 0
-		}
-		oo := OpenOptions{RecoveryPoint: rp, LogStartOffset: lsos[tp], health: m.health}
-		l, stats, err := Open(m.fs, path, tp, m.optionsFor(tp.Topic), oo)
-		if err != nil && isTooManyOpenFiles(err) {
-			// Descriptors the budget counted on are taken (a limit below
-			// log.open.files.max): close every idle file and try once
-			// more; recovery is idempotent.
-			m.health.handles.closeIdle()
-			l, stats, err = Open(m.fs, path, tp, m.optionsFor(tp.Topic), oo)
-		}
-		if err != nil {
-			return fmt.Errorf("engine: recovering %s: %w", tp, err)
-		}
-		m.logRecovery(l, stats)
-		l.afterTruncate = m.Checkpoint
-		m.logs[tp] = l
+		// A partition missing from the checkpoint (created after the last
+		// one was written) is recovered from its start.
+		jobs = append(jobs, loadJob{tp: tp, path: path,
+			oo: OpenOptions{RecoveryPoint: rps[tp], LogStartOffset: lsos[tp], health: m.health}})
+	}
+	if err := m.loadPartitions(jobs); err != nil {
+		return err
 	}
 	return m.SyncDirAndCheckpoint()
 }
@@ -409,13 +425,29 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition) (*Log, error) {
 	if l, ok := m.logs[tp]; ok {
 		return l, nil
 	}
+	if _, ok := m.deferred[tp]; ok {
+		// Its data is on disk: opening it afresh here would lose its
+		// recovery point and log start offset.
+		return nil, fmt.Errorf("%w: %s (out of file descriptors; retried in the background)", ErrLogLoading, tp)
+	}
 	if err := m.health.check(); err != nil {
 		return nil, err
 	}
 	if err := validTopicDirName(tp.Topic); err != nil {
 		return nil, err
 	}
-	l, _, err := Open(m.fs, m.dir+"/"+tp.String(), tp, m.optionsFor(tp.Topic), OpenOptions{health: m.health})
+	path := m.dir + "/" + tp.String()
+	l, _, err := Open(m.fs, path, tp, m.optionsFor(tp.Topic), OpenOptions{health: m.health})
+	if isOutOfFiles(err) {
+		// Not the partition's fault: it is created by a background retry
+		// once descriptors free up, and served from then on
+		// (OnLogsLoaded). What the failed attempt left on disk is an
+		// empty segment that loads as one.
+		m.deferred[tp] = loadJob{tp: tp, path: path, oo: OpenOptions{health: m.health}}
+		m.startDeferredLoadsLocked(loadRetryMin)
+		m.noteOutOfFiles("creating a partition", tp, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrLogLoading, tp, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -436,16 +468,26 @@ func validTopicDirName(topic string) error {
 // DeleteLog closes and deletes a partition's log: the directory is renamed
 // to "<topic>-<partition>.<id>-delete" durably, then removed.
 func (m *Manager) DeleteLog(tp TopicPartition) error {
+	m.retryMu.Lock()
+	defer m.retryMu.Unlock()
 	m.mu.Lock()
 	l, ok := m.logs[tp]
 	delete(m.logs, tp)
+	job, wasDeferred := m.deferred[tp]
+	delete(m.deferred, tp)
 	m.mu.Unlock()
-	if !ok {
+	var dir string
+	switch {
+	case ok:
+		l.Close()
+		dir = l.dir
+	case wasDeferred:
+		dir = job.path
+	default:
 		return nil
 	}
-	l.Close()
 	doomed := fmt.Sprintf("%s/%s.%s%s", m.dir, tp, strings.ReplaceAll(newDirectoryID(), "-", "_"), deleteDirSuffix)
-	if err := m.fs.Rename(l.dir, doomed); err != nil {
+	if err := m.fs.Rename(dir, doomed); err != nil {
 		return err
 	}
 	if err := m.fs.SyncDir(m.dir); err != nil {
@@ -470,6 +512,14 @@ func (m *Manager) Checkpoint() error {
 		rps[l.tp] = l.RecoveryPoint()
 		lsos[l.tp] = l.logStartOffsetView.Load()
 	}
+	// A partition whose load is deferred keeps what the checkpoints said.
+	m.mu.Lock()
+	for tp, j := range m.deferred {
+		if _, loaded := rps[tp]; !loaded {
+			rps[tp], lsos[tp] = j.oo.RecoveryPoint, j.oo.LogStartOffset
+		}
+	}
+	m.mu.Unlock()
 	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+RecoveryPointCheckpointFile, rps); err != nil {
 		return m.checkpointFailed(err)
 	}
@@ -564,6 +614,7 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	m.mu.Unlock()
+	m.stopDeferredLoads()
 	var errs []error
 	for _, l := range m.Logs() {
 		errs = append(errs, l.Close())

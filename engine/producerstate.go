@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -67,6 +68,10 @@ func (l *Log) loadProducerStateStats(stats *RecoveryStats) error {
 			continue
 		}
 		data, err := vfs.ReadFile(l.fs, name)
+		if isOutOfFiles(err) {
+			// Not a damaged snapshot: the load is retried (load.go).
+			return err
+		}
 		if err == nil {
 			st, err = producer.DecodeSnapshot(data, off, opts)
 		}
@@ -144,7 +149,16 @@ func (l *Log) writeProducerSnapshot() error {
 		l.producers.OnLogStartOffsetIncremented(l.logEndOffset)
 	}
 	off := l.producers.MapEndOffset()
-	if err := vfs.WriteFileAtomic(l.fs, segmentFileName(l.dir, off, snapshotSuffix), l.producers.AppendSnapshot(nil)); err != nil {
+	name := segmentFileName(l.dir, off, snapshotSuffix)
+	data := l.producers.AppendSnapshot(nil)
+	if old, err := vfs.ReadFile(l.fs, name); err == nil && bytes.Equal(old, data) {
+		// An idle partition's clean close finds the snapshot it loaded:
+		// rewriting it would cost two fsyncs and a rename per partition
+		// at every stop. Were the file not durable yet, a crash would
+		// only mean a longer replay.
+		return nil
+	}
+	if err := vfs.WriteFileAtomic(l.fs, name, data); err != nil {
 		return err
 	}
 	offsets, err := snapshotOffsets(l.fs, l.dir)

@@ -79,6 +79,10 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 	l := &Log{fs: fsys, dir: dir, tp: tp, opts: opts, clock: opts.Now, health: health}
 	stats := &RecoveryStats{ProducerSnapshotOffset: -1}
 	epochs, err := loadEpochCache(fsys, dir)
+	if isOutOfFiles(err) {
+		// Not a damaged file: the load is retried (load.go).
+		return nil, nil, err
+	}
 	if err != nil {
 		// The epoch cache can be rebuilt from the batches' stamped epochs.
 		epochs = &epochCache{fs: fsys, path: dir + "/" + LeaderEpochCheckpointFile}
@@ -252,7 +256,10 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 
 	// Segments where damage was seen before are scanned whatever the
 	// recovery point says, and damage in them is never a torn tail.
-	listed, listedAll := readDamagedSegments(l.fs, l.dir)
+	listed, listedAll, err := readDamagedSegments(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
 	// The first segment to scan is the one holding the recovery point.
 	firstUnflushed := 0
 	for i, b := range bases {
@@ -281,6 +288,18 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		present := slices.Contains(names, fmt.Sprintf("%020d%s", base, indexSuffix)) &&
 			slices.Contains(names, fmt.Sprintf("%020d%s", base, timeIndexSuffix))
 		forced := listedAll || listed[base]
+		if !present && !forced {
+			// An empty .log without its index files is what a segment
+			// creation cut short leaves (out of file descriptors between
+			// its files, say): there is nothing to index, and opening it
+			// made the missing files, empty. The clean-load checks below
+			// decide as for any empty segment, without a scan and its
+			// syncs, which thousands of such partitions paid at every
+			// start.
+			if size, err := seg.log.Size(); err == nil && size == 0 {
+				present = true
+			}
+		}
 		clean := false
 		if !present || forced {
 			clean = false
@@ -470,8 +489,10 @@ func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, last, listed bool
 	s.nextOffset, s.maxTimestamp, s.offsetOfMaxTimestamp = s.baseOffset, noTimestamp, s.baseOffset
 	s.rollingBasedTimestamp, s.bytesSinceIndexEntry = noTimestamp, 0
 
-	const chunk = 1 << 20
-	buf := make([]byte, 0, chunk)
+	// The buffer grows to the largest batch met (readBatchAt); starting
+	// small keeps a scan of an empty or nearly empty segment cheap, which
+	// matters with several partitions loading at once in a small cgroup.
+	var buf []byte
 	var pos int64
 	var torn error
 	for pos < size {

@@ -172,7 +172,7 @@ func CheckPartition(fsys vfs.FS, dir string, tp TopicPartition) (PartitionReport
 	}
 	slices.Sort(bases)
 	recoveryPoint, hasRecoveryPoint := readRecoveryPoint(fsys, parentDir(dir), tp)
-	listed, listedAll := readDamagedSegments(fsys, dir)
+	listed, listedAll, _ := readDamagedSegments(fsys, dir)
 	hasListing := listedAll || len(listed) > 0
 
 	c := partitionChecker{fsys: fsys, dir: dir, tp: tp, report: &r, recoveryPoint: recoveryPoint, hasRecoveryPoint: hasRecoveryPoint}

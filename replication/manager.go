@@ -35,6 +35,8 @@ type Manager struct {
 	hooks    *partitionHooks
 	repl     ReplicationConfig
 	fetchers *fetcherManager
+	// image is the last image applied (LogsLoaded applies it again).
+	image *cluster.Image
 	// checkpointed are the high watermarks of replication-offset-checkpoint
 	// read at start, for the partitions opened from them.
 	checkpointed map[engine.TopicPartition]int64
@@ -145,9 +147,34 @@ func (m *Manager) SetLeaderDefaults(cfg cluster.LeaderConfig) {
 func (m *Manager) ApplyImage(old, im *cluster.Image) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.image = im
+	m.applyImageLocked(old, im, nil)
+}
+
+// LogsLoaded applies the last image again to partitions whose logs were
+// not loaded when it came (engine.ErrLogLoading: their load ran out of
+// file descriptors and was retried), so they are served from now on.
+// The image is the newest one applied, under the same lock, so this never
+// takes a partition back to an older state.
+func (m *Manager) LogsLoaded(tps []engine.TopicPartition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.image == nil {
+		return // the first image will find them loaded
+	}
+	only := make(map[engine.TopicPartition]bool, len(tps))
+	for _, tp := range tps {
+		only[tp] = true
+	}
+	m.applyImageLocked(m.image, m.image, only)
+}
+
+// applyImageLocked is ApplyImage; with only set, it touches no partition
+// but those.
+func (m *Manager) applyImageLocked(old, im *cluster.Image, only map[engine.TopicPartition]bool) {
 	// Removed topics, or a name now used by a new topic id.
 	for name, id := range m.topicIDs {
-		if t := im.Topic(name); t == nil || t.ID != id {
+		if t := im.Topic(name); only == nil && (t == nil || t.ID != id) {
 			m.removeTopicLocked(name)
 		}
 	}
@@ -158,6 +185,9 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 		leaderThrottled, followerThrottled := m.throttledReplicas(name, t.Configs)
 		for _, pi := range t.Partitions {
 			tp := engine.TopicPartition{Topic: name, Partition: pi.Partition}
+			if only != nil && !only[tp] {
+				continue
+			}
 			if !contains(pi.Replicas, m.nodeID) {
 				if m.partitions[tp] != nil {
 					// Reassigned away: the replica is no longer this
@@ -170,6 +200,9 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 			p := m.partitions[tp]
 			if p == nil {
 				l, err := m.logs.GetOrCreateLog(tp)
+				if errors.Is(err, engine.ErrLogLoading) {
+					continue // the engine logs the shortage; LogsLoaded applies this
+				}
 				if err != nil {
 					m.logger.Error("cannot open partition log", "partition", tp.String(), "err", err)
 					continue
@@ -210,7 +243,7 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 			}
 		}
 	}
-	if old == nil {
+	if old == nil && only == nil {
 		// Logs on disk that the metadata does not know: keep them, unserved.
 		for _, l := range m.logs.Logs() {
 			if m.partitions[l.TopicPartition()] == nil {

@@ -1,7 +1,10 @@
 package replication
 
 import (
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/engine"
@@ -62,5 +65,70 @@ func TestApplyImageDeposedLeaderKeepsHighWatermark(t *testing.T) {
 	}
 	if hw := p.HighWatermark(); hw != 1 {
 		t.Fatalf("the deposed leader's high watermark moved to %d by the new leader's ISR, want 1", hw)
+	}
+}
+
+// A partition whose log was still loading when the image came (its load
+// ran out of file descriptors) is served once the engine says it loaded:
+// the last image applied is applied to it, and to nothing else.
+func TestLogsLoadedServesDeferredPartition(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := engine.ManagerConfig{ClusterID: "c", NodeID: 1, Defaults: engine.DefaultOptions()}
+	logs, err := engine.OpenManager(mem, "/data", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		if _, err := logs.GetOrCreateLog(engine.TopicPartition{Topic: "t", Partition: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := logs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// t-1's first load runs out of descriptors; the retry succeeds.
+	ffs := vfs.NewFaultFS(mem)
+	ffs.Inject(vfs.Fault{Op: vfs.OpOpen | vfs.OpCreate, Err: syscall.EMFILE, Count: 1,
+		Path: func(name string) bool { return strings.HasPrefix(name, "/data/t-1/") }})
+	loaded := make(chan []engine.TopicPartition, 1)
+	cfg.OnLogsLoaded = func(tps []engine.TopicPartition) { loaded <- tps }
+	logs, err = engine.OpenManager(ffs, "/data", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	m := NewManager(1, logs, func(*cluster.Image, string, map[string]string) engine.Options { return engine.DefaultOptions() }, nil)
+	id := cluster.NewUUID()
+	recs := []cluster.Record{{Kind: cluster.KindTopic, Topic: &cluster.TopicRecord{Name: "t", ID: id}}}
+	for p := int32(0); p < 2; p++ {
+		recs = append(recs, cluster.Record{Kind: cluster.KindPartition, Partition: &cluster.PartitionRecord{TopicID: id, Partition: p,
+			Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3}})
+	}
+	im, err := cluster.ImageOf(recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ApplyImage(nil, im)
+	tp1 := engine.TopicPartition{Topic: "t", Partition: 1}
+	var tps []engine.TopicPartition
+	select {
+	case tps = <-loaded:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("t-1 not loaded within 10 s; pending %v", logs.Pending())
+	}
+	if len(tps) != 1 || tps[0] != tp1 {
+		t.Fatalf("loaded %v, want [t-1]", tps)
+	}
+	// The retry may have loaded t-1 before the image came, in which case
+	// the image found it; either way it is served after LogsLoaded.
+	m.LogsLoaded(tps)
+	for p := int32(0); p < 2; p++ {
+		part := m.Partition(engine.TopicPartition{Topic: "t", Partition: p})
+		if part == nil {
+			t.Fatalf("t-%d not served after its log loaded", p)
+		}
+		if lead, epoch := part.Leader(); !lead || epoch != 3 {
+			t.Fatalf("t-%d: leads=%v at epoch %d, want the leader at epoch 3", p, lead, epoch)
+		}
 	}
 }

@@ -1,0 +1,366 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// ErrLogLoading: the partition's log is not loaded yet: its load or its
+// creation ran out of file descriptors and is being retried in the
+// background. Retriable: the partition is served once that succeeds
+// (ManagerConfig.OnLogsLoaded).
+var ErrLogLoading = errors.New("engine: partition log still loading")
+
+// LoadReport says what opening the data directory did.
+type LoadReport struct {
+	// Partitions is the number of partition logs loaded.
+	Partitions int
+	// Recovered lists the partitions whose recovery scanned a segment or
+	// changed something; after a clean stop it is empty.
+	Recovered []TopicPartition
+	// Deferred is the number of partitions whose load ran out of file
+	// descriptors and is retried in the background (Manager.Pending,
+	// ManagerConfig.OnLogsLoaded).
+	Deferred int
+	// Workers is how many partitions were loaded at once.
+	Workers int
+	// Duration is the time the partitions' load took.
+	Duration time.Duration
+}
+
+// loadWorkers bounds the partitions loaded at once: a load waits on the
+// disk (reads, and an fdatasync after a scan) far more than it computes, so
+// a few per core overlap those waits, and a bound keeps the descriptors
+// and scan buffers in use at once small.
+func loadWorkers() int { return min(8, 2*runtime.GOMAXPROCS(0)) }
+
+// loadJob is one partition directory to load.
+type loadJob struct {
+	tp   TopicPartition
+	path string
+	oo   OpenOptions
+}
+
+type loadResult struct {
+	log   *Log
+	stats *RecoveryStats
+	err   error
+}
+
+// isOutOfFiles reports whether err is the process (EMFILE) or the system
+// (ENFILE) running out of file descriptors: a shortage that passes, not a
+// fault of the partition.
+func isOutOfFiles(err error) bool { return isTooManyOpenFiles(err) }
+
+// errLoadNotTried is the result of a load not tried because an earlier
+// one ran out of file descriptors; it counts as out of them.
+var errLoadNotTried = fmt.Errorf("engine: load not tried after the process ran out of file descriptors: %w", syscall.EMFILE)
+
+// loadLogs opens every job's log, up to workers at once. Results come
+// back in job order, whatever order the loads finished in. After the
+// first load that runs out of file descriptors the rest are not tried:
+// each would fail the same way, and while they ran the rest of the broker
+// would find no descriptor free.
+func (m *Manager) loadLogs(jobs []loadJob, workers int) []loadResult {
+	results := make([]loadResult, len(jobs))
+	next := make(chan int)
+	var short atomic.Bool
+	var wg sync.WaitGroup
+	for range min(workers, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if short.Load() {
+					results[i] = loadResult{err: errLoadNotTried}
+					continue
+				}
+				j := jobs[i]
+				l, stats, err := Open(m.fs, j.path, j.tp, m.optionsFor(j.tp.Topic), j.oo)
+				if isOutOfFiles(err) {
+					// Descriptors the budget counted on may be held by idle
+					// cached files (or the limit is below
+					// log.open.files.max): close the idle ones and try once
+					// more; recovery is idempotent.
+					m.health.handles.closeIdle()
+					l, stats, err = Open(m.fs, j.path, j.tp, m.optionsFor(j.tp.Topic), j.oo)
+				}
+				if isOutOfFiles(err) {
+					short.Store(true)
+				}
+				results[i] = loadResult{l, stats, err}
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results
+}
+
+// loadPartitions loads the partition logs found in the directory in
+// parallel. A load that runs out of file descriptors is deferred and
+// retried in the background (retryDeferred); any other error fails the
+// open, as it always did: the first in directory order is returned.
+func (m *Manager) loadPartitions(jobs []loadJob) error {
+	started := time.Now()
+	workers := loadWorkers()
+	// A directory that cannot even spare the reserve loads all the same:
+	// the partitions then meet EMFILE and are deferred.
+	reserve, _ := m.takeFDReserve(loadFDReserve)
+	results := m.loadLogs(jobs, workers)
+	reserve.release()
+	var firstErr error
+	rep := LoadReport{Workers: workers}
+	for i, r := range results {
+		j := jobs[i]
+		switch {
+		case r.err == nil:
+			m.addLoaded(r.log, r.stats)
+			rep.Partitions++
+			if r.stats.Changed() || r.stats.SegmentsScanned > 0 {
+				rep.Recovered = append(rep.Recovered, j.tp)
+			}
+		case isOutOfFiles(r.err):
+			m.deferred[j.tp] = j
+			m.noteOutOfFiles("loading partitions", j.tp, r.err)
+		case firstErr == nil:
+			firstErr = fmt.Errorf("engine: recovering %s: %w", j.tp, r.err)
+		}
+	}
+	rep.Deferred = len(m.deferred)
+	rep.Duration = time.Since(started)
+	m.loadReport = rep
+	return firstErr
+}
+
+// addLoaded makes a loaded log the Manager's and tells the operator what
+// its recovery did.
+func (m *Manager) addLoaded(l *Log, stats *RecoveryStats) {
+	m.logRecovery(l, stats)
+	l.afterTruncate = m.Checkpoint
+	m.mu.Lock()
+	m.logs[l.tp] = l
+	m.mu.Unlock()
+}
+
+// LoadReport says what opening the directory did.
+func (m *Manager) LoadReport() LoadReport {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rep := m.loadReport
+	rep.Recovered = append([]TopicPartition(nil), rep.Recovered...)
+	return rep
+}
+
+// Pending lists the partitions on disk whose load is still being retried
+// (it ran out of file descriptors), sorted.
+func (m *Manager) Pending() []TopicPartition {
+	m.mu.Lock()
+	out := make([]TopicPartition, 0, len(m.deferred))
+	for tp := range m.deferred {
+		out = append(out, tp)
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
+
+// loadFDReserve is how many file descriptors a load leaves to the rest of
+// the broker when descriptors run short (the metadata log, listeners,
+// connections): the load holds that many open while it runs and gives
+// them back when it is done, so partitions that meet EMFILE are deferred
+// instead of taking the last descriptors. A retry pass takes the reserve
+// again first, and skips while it cannot. With the open-file cache the
+// budget keeps loads away from the limit; this is the safety net.
+const loadFDReserve = 128
+
+// fdReserve is descriptors held open so that they can be given back.
+type fdReserve []io.Closer
+
+// takeFDReserve opens n handles on a file of the directory; it returns
+// what it got and whether that was all of them.
+func (m *Manager) takeFDReserve(n int) (fdReserve, bool) {
+	r := make(fdReserve, 0, n)
+	for range n {
+		f, err := m.fs.Open(m.dir + "/" + MetaPropertiesFile)
+		if err != nil {
+			return r, false
+		}
+		r = append(r, f)
+	}
+	return r, true
+}
+
+func (r fdReserve) release() {
+	for _, f := range r {
+		f.Close()
+	}
+}
+
+// Backoff of the deferred loads' retries, and how often at most their
+// shortage is logged.
+const (
+	// loadRetryAfterOpen is the first retry of loads deferred when the
+	// directory opened: after the rest of the broker started, which the
+	// reserve taken by a retry pass would otherwise race for descriptors.
+	loadRetryAfterOpen = time.Second
+	loadRetryMin       = 50 * time.Millisecond
+	loadRetryMax       = 5 * time.Second
+	loadRetryLogEvery  = 30 * time.Second
+)
+
+// startDeferredLoadsLocked retries the deferred loads in the background
+// until each succeeds or the Manager closes; it starts the retrying
+// goroutine unless it runs already. Called with mu held.
+func (m *Manager) startDeferredLoadsLocked(first time.Duration) {
+	if m.retryRunning || len(m.deferred) == 0 || m.closed {
+		return
+	}
+	m.retryRunning = true
+	m.retryWG.Add(1)
+	go m.retryDeferred(first)
+}
+
+// noteOutOfFiles logs that partitions ran out of file descriptors, at
+// most once per loadRetryLogEvery whatever the number of partitions.
+func (m *Manager) noteOutOfFiles(what string, tp TopicPartition, err error) {
+	lg := m.cfg.Logger
+	if lg == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := m.lastOutOfFilesLog.Load()
+	if now-last < int64(loadRetryLogEvery) || !m.lastOutOfFilesLog.CompareAndSwap(last, now) {
+		return
+	}
+	lg.Warn("out of file descriptors "+what+"; the partition is not served until a background retry loads it (further ones are not logged for "+loadRetryLogEvery.String()+")",
+		"partition", tp.String(), "err", err.Error())
+}
+
+func (m *Manager) retryDeferred(first time.Duration) {
+	defer m.retryWG.Done()
+	lg := m.cfg.Logger
+	backoff := first
+	var lastLog time.Time
+	for {
+		t := time.NewTimer(backoff)
+		select {
+		case <-m.retryStop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		m.retryMu.Lock()
+		reserve, ok := m.takeFDReserve(loadFDReserve)
+		if !ok {
+			// Still short: loading now would take descriptors the rest of
+			// the broker needs.
+			reserve.release()
+			m.retryMu.Unlock()
+			backoff = min(2*backoff, loadRetryMax)
+			if lg != nil && time.Since(lastLog) >= loadRetryLogEvery {
+				lastLog = time.Now()
+				lg.Warn("partitions still waiting for file descriptors to load; not served until then",
+					"partitions", len(m.Pending()), "reserve_wanted", loadFDReserve, "reserve_got", len(reserve), "next_try_in", backoff.String())
+			}
+			continue
+		}
+		jobs := m.deferredJobs()
+		results := m.loadLogs(jobs, loadWorkers())
+		reserve.release()
+		var loaded []TopicPartition
+		var lastErr error
+		failed := 0
+		for i, r := range results {
+			if r.err != nil {
+				failed++
+				lastErr = fmt.Errorf("%s: %w", jobs[i].tp, r.err)
+				continue
+			}
+			if m.adoptDeferred(jobs[i].tp, r.log, r.stats) {
+				loaded = append(loaded, jobs[i].tp)
+			}
+		}
+		m.retryMu.Unlock()
+		if m.cfg.OnLogsLoaded != nil && len(loaded) > 0 {
+			m.cfg.OnLogsLoaded(loaded)
+		}
+		if failed == 0 {
+			m.mu.Lock()
+			done := len(m.deferred) == 0
+			if done {
+				m.retryRunning = false
+			}
+			m.mu.Unlock()
+			if done {
+				if lg != nil {
+					lg.Info("deferred partitions loaded; every partition on disk is served", "partitions", len(loaded))
+				}
+				return
+			}
+			continue // deferred while this pass ran
+		}
+		if len(loaded) > 0 {
+			backoff = loadRetryMin
+		} else {
+			backoff = min(2*backoff, loadRetryMax)
+		}
+		if lg != nil && time.Since(lastLog) >= loadRetryLogEvery {
+			lastLog = time.Now()
+			level, msg := slog.LevelWarn, "partitions still waiting for file descriptors to load; not served until then"
+			if !isOutOfFiles(lastErr) {
+				level, msg = slog.LevelError, "deferred partition load failed; retrying"
+			}
+			lg.Log(context.Background(), level, msg, "partitions", failed, "loaded_now", len(loaded), "last_error", lastErr.Error(), "next_try_in", backoff.String())
+		}
+	}
+}
+
+// adoptDeferred makes a log whose load was deferred the Manager's, unless
+// the Manager closed or the partition was deleted meanwhile.
+func (m *Manager) adoptDeferred(tp TopicPartition, l *Log, stats *RecoveryStats) bool {
+	m.mu.Lock()
+	_, still := m.deferred[tp]
+	if !still || m.closed {
+		m.mu.Unlock()
+		l.Close()
+		return false
+	}
+	delete(m.deferred, tp)
+	l.afterTruncate = m.Checkpoint
+	m.logs[tp] = l
+	m.mu.Unlock()
+	m.logRecovery(l, stats)
+	return true
+}
+
+// stopDeferredLoads stops the retries and waits for a pass in flight.
+// Call it once, after m.closed is set (or when the open failed).
+func (m *Manager) stopDeferredLoads() {
+	close(m.retryStop)
+	m.retryWG.Wait()
+}
+
+// deferredJobs is the deferred loads, in partition order.
+func (m *Manager) deferredJobs() []loadJob {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	jobs := make([]loadJob, 0, len(m.deferred))
+	for _, j := range m.deferred {
+		jobs = append(jobs, j)
+	}
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].tp.Less(jobs[b].tp) })
+	return jobs
+}
