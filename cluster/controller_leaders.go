@@ -262,12 +262,9 @@ func (c *Controller) electionsAllowedBy(recs []Record) ([]PartitionChange, error
 	if !touched {
 		return nil, nil
 	}
-	next := c.Image()
-	for _, r := range recs {
-		var err error
-		if next, err = next.apply(next.Offset, r); err != nil {
-			return nil, err
-		}
+	next, err := applyRecords(c.Image(), c.Image().Offset, recs)
+	if err != nil {
+		return nil, err
 	}
 	return LeaderlessElections(next, c.leaderConfig()), nil
 }

@@ -197,10 +197,8 @@ func (c *Controller) applyEntries(ents []metalog.Entry) {
 		if err != nil {
 			panic(fmt.Sprintf("cluster: committed metadata entry %d/%d does not decode: %v", e.Epoch, e.Index, err))
 		}
-		for _, r := range recs {
-			if im, err = im.apply(uint64(e.Index), r); err != nil {
-				panic(fmt.Sprintf("cluster: committed metadata entry %d/%d does not apply: %v", e.Epoch, e.Index, err))
-			}
+		if im, err = applyRecords(im, uint64(e.Index), recs); err != nil {
+			panic(fmt.Sprintf("cluster: committed metadata entry %d/%d does not apply: %v", e.Epoch, e.Index, err))
 		}
 	}
 	if im == old {

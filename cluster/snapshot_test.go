@@ -61,7 +61,9 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 	}
 	// A new field of Image must be added to imageSnapshot: a snapshot that
 	// drops it would lose state on every node that restores one.
-	if n := reflect.TypeOf(Image{}).NumField(); n != 8 {
+	// (batch only lives while one entry is applied: no image it is on is
+	// ever published.)
+	if n := reflect.TypeOf(Image{}).NumField() - 1; n != 8 {
 		t.Fatalf("Image has %d fields, imageSnapshot was written for 8: add the new ones to snapshot.go, then update this number", n)
 	}
 }
