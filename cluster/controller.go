@@ -85,6 +85,9 @@ type Controller struct {
 	done   chan struct{}
 	wg     sync.WaitGroup
 
+	// alterISRs are the ISR changes waiting for the loop (AlterISR).
+	alterISRs alterISRQueue
+
 	// subscribers run on the loop goroutine after each published image.
 	subMu       sync.Mutex
 	subscribers []func(old, new *Image)

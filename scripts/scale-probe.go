@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -117,30 +118,54 @@ func main() {
 	}
 }
 
+// create sends the topics in requests of batch; a topic answered with a
+// retriable error (NOT_CONTROLLER while an election is under way, a
+// timeout) is asked again, and TOPIC_ALREADY_EXISTS then counts as made.
 func create(ctx context.Context, cl *kgo.Client, topics, partitions, rf, batch int) {
 	start := time.Now()
-	requests := 0
-	for first := 0; first < topics; first += batch {
+	requests, retried := 0, 0
+	var todo []string
+	for i := range topics {
+		todo = append(todo, fmt.Sprintf("scale-%d", i))
+	}
+	asked := map[string]bool{}
+	for len(todo) > 0 {
+		if time.Since(start) > 10*time.Minute {
+			fail(fmt.Errorf("CreateTopics: %d topics not created after 10 minutes", len(todo)))
+		}
+		n := min(batch, len(todo))
 		req := kmsg.NewPtrCreateTopicsRequest()
 		req.TimeoutMillis = 120000
-		for i := first; i < min(topics, first+batch); i++ {
+		for _, name := range todo[:n] {
 			t := kmsg.NewCreateTopicsRequestTopic()
-			t.Topic = fmt.Sprintf("scale-%d", i)
+			t.Topic = name
 			t.NumPartitions, t.ReplicationFactor = int32(partitions), int16(rf)
 			req.Topics = append(req.Topics, t)
 		}
+		todo = todo[n:]
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
 			fail(fmt.Errorf("CreateTopics: %w", err))
 		}
+		requests++
 		for _, t := range resp.Topics {
-			if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			err := kerr.ErrorForCode(t.ErrorCode)
+			switch {
+			case err == nil:
+			case errors.Is(err, kerr.TopicAlreadyExists) && asked[t.Topic]:
+			case kerr.IsRetriable(err) || errors.Is(err, kerr.NotController) || errors.Is(err, kerr.RequestTimedOut):
+				retried++
+				asked[t.Topic] = true
+				todo = append(todo, t.Topic)
+			default:
 				fail(fmt.Errorf("CreateTopics %s: %w", t.Topic, err))
 			}
 		}
-		requests++
+		if retried > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
-	fmt.Printf("create_ms=%.0f topics=%d partitions=%d requests=%d\n", ms(time.Since(start)), topics, topics*partitions, requests)
+	fmt.Printf("create_ms=%.0f topics=%d partitions=%d requests=%d retried_topics=%d\n", ms(time.Since(start)), topics, topics*partitions, requests, retried)
 }
 
 func metadataOnce(ctx context.Context, cl *kgo.Client) (*kmsg.MetadataResponse, error) {
