@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -41,6 +43,11 @@ type Manager struct {
 	// leaderThrottle and followerThrottle are the replication throttle's
 	// rates (throttle.go).
 	leaderThrottle, followerThrottle *Throttle
+	// applyAll makes the next ApplyImage go over every topic, not only
+	// the ones its image changed (settings it applies changed);
+	// applyAgain are topics whose last pass failed somewhere.
+	applyAll   bool
+	applyAgain map[string]bool
 }
 
 // ReplicationConfig connects the Manager to its peers: follower fetching,
@@ -68,6 +75,7 @@ func (m *Manager) SetReplication(cfg ReplicationConfig) {
 		cfg.LagTimeMaxMs = 30000
 	}
 	m.repl = cfg
+	m.applyAll = true
 	m.hooks.now = cfg.Now
 	if cfg.AlterISR != nil {
 		m.hooks.alterISR = m.sendAlterISR
@@ -135,6 +143,7 @@ func (m *Manager) SetLeaderDefaults(cfg cluster.LeaderConfig) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.leaderDefaults = cfg
+	m.applyAll = true
 }
 
 // ApplyImage brings the hosted partitions in line with a new metadata
@@ -142,9 +151,19 @@ func (m *Manager) SetLeaderDefaults(cfg cluster.LeaderConfig) {
 // this node, are deleted; new partitions get logs, leaders
 // take their epochs, changed configs reach the logs. It runs on the
 // controller's loop, in image order.
+//
+// Only the topics that differ from old's are gone over (images share the
+// topics a change did not touch), and those whose last pass failed: one
+// ISR change must not cost a pass over ten thousand partitions on every
+// node. Every topic is gone over for the first image, when the dynamic
+// broker configs under the topics' own change, and after the settings
+// ApplyImage uses changed.
 func (m *Manager) ApplyImage(old, im *cluster.Image) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	all := old == nil || m.applyAll || !sameBrokerConfigs(old, im, m.nodeID)
+	again := m.applyAgain
+	m.applyAll, m.applyAgain = false, map[string]bool{}
 	// Removed topics, or a name now used by a new topic id.
 	for name, id := range m.topicIDs {
 		if t := im.Topic(name); t == nil || t.ID != id {
@@ -153,6 +172,9 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 	}
 	for _, name := range im.TopicNames() {
 		t := im.Topic(name)
+		if !all && !again[name] && old.Topic(name) == t {
+			continue
+		}
 		m.topicIDs[name] = t.ID
 		opts := m.topicOptions(im, name, t.Configs)
 		leaderThrottled, followerThrottled := m.throttledReplicas(name, t.Configs)
@@ -172,6 +194,7 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 				l, err := m.logs.GetOrCreateLog(tp)
 				if err != nil {
 					m.logger.Error("cannot open partition log", "partition", tp.String(), "err", err)
+					m.applyAgain[name] = true
 					continue
 				}
 				p = newPartition(tp, l, m.hooks, m.checkpointed[tp])
@@ -184,6 +207,7 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 			p.throttled.follower.Store(followerThrottled.Has(pi.Partition))
 			if err := p.log.UpdateOptions(opts); err != nil {
 				m.logger.Error("invalid topic config for log", "partition", tp.String(), "err", err)
+				m.applyAgain[name] = true
 			}
 			// A replica that stops leading does so before it takes the
 			// image's ISR: that ISR is the new leader's, and counted
@@ -207,6 +231,7 @@ func (m *Manager) ApplyImage(old, im *cluster.Image) {
 				// image; the image catches up when its epoch does.
 			case err != nil:
 				m.logger.Error("cannot record the leader epoch", "partition", tp.String(), "err", err)
+				m.applyAgain[name] = true
 			}
 		}
 	}
@@ -398,4 +423,12 @@ func (m *Manager) checkpointHighWatermarks() {
 		hws[p.tp] = p.HighWatermark()
 	}
 	m.logIfErr("high watermark checkpoint", m.logs.WriteHighWatermarks(hws))
+}
+
+// sameBrokerConfigs reports whether the dynamic broker configs under the
+// topics' own (this node's and the cluster-wide defaults) are the same in
+// both images.
+func sameBrokerConfigs(old, im *cluster.Image, nodeID int32) bool {
+	id := strconv.Itoa(int(nodeID))
+	return maps.Equal(old.BrokerConfigs(""), im.BrokerConfigs("")) && maps.Equal(old.BrokerConfigs(id), im.BrokerConfigs(id))
 }
