@@ -88,6 +88,7 @@ wait_ready() { # node timeout_s
 	done
 }
 
+log_partitions() { curl -fsS "http://127.0.0.1:$(http_port "$1")/metrics" 2>/dev/null | awk '/^wren_storage_log_partitions/ {print $2}'; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 isr_changes() { cat "$CLUSTER_DIR"/node*.log | grep -c 'ISR change committed' || true; }
@@ -102,6 +103,21 @@ for n in 1 2 3; do wait_ready "$n" 60; done
 # 1. Creation.
 out=$("$probe" -b "$boot" create "$topics" "$per_topic" 3 "$batch")
 say "create: $out (batches of $batch topics)"
+# Metadata shows every ISR full from the start (new partitions' ISR is all their replicas): the
+# creation is done when every node has opened every partition's log.
+total=$("$probe" -b "$boot" metadata | sed 's/.* partitions=//')
+start=$(now_ns)
+for n in 1 2 3; do
+	deadline=$((SECONDS + 900))
+	until [[ "$(log_partitions "$n")" == "$total" ]]; do
+		if ((SECONDS > deadline)); then
+			say "node $n holds $(log_partitions "$n") of $total partition logs after 900 s"
+			exit 1
+		fi
+		sleep 0.2
+	done
+done
+say "every node holds all $total partition logs $(elapsed_ms "$start") ms after CreateTopics returned"
 out=$("$probe" -b "$boot" wait-isr 3 600)
 say "after creation: $out"
 
