@@ -105,17 +105,17 @@ out=$("$probe" -b "$boot" create "$topics" "$per_topic" 3 "$batch")
 say "create: $out (batches of $batch topics)"
 # Metadata shows every ISR full from the start (new partitions' ISR is all their replicas): the
 # creation is done when every node has opened every partition's log.
-total=$("$probe" -b "$boot" metadata | sed 's/.* partitions=//')
 start=$(now_ns)
-for n in 1 2 3; do
-	deadline=$((SECONDS + 900))
-	until [[ "$(log_partitions "$n")" == "$total" ]]; do
-		if ((SECONDS > deadline)); then
-			say "node $n holds $(log_partitions "$n") of $total partition logs after 900 s"
-			exit 1
-		fi
-		sleep 0.2
-	done
+deadline=$((SECONDS + 900))
+while :; do
+	total=$("$probe" -b "$boot" metadata | sed 's/.* partitions=//')
+	held=$(for n in 1 2 3; do log_partitions "$n"; done | sort -u)
+	[[ "$held" == "$total" ]] && ((total >= partitions)) && break
+	if ((SECONDS > deadline)); then
+		say "the nodes hold $(echo $held) partition logs of $total after 900 s"
+		exit 1
+	fi
+	sleep 1
 done
 say "every node holds all $total partition logs $(elapsed_ms "$start") ms after CreateTopics returned"
 out=$("$probe" -b "$boot" wait-isr 3 600)
