@@ -47,7 +47,7 @@ type QuorumConfig struct {
 	// broker fenced, a batch of created topics) holds megabytes, and a
 	// restart replays everything after the last snapshot.
 	SnapshotBytes int64
-	Logger          *slog.Logger
+	Logger        *slog.Logger
 	// CleanShutdown says whether this node's data directory was shut
 	// down cleanly last time (engine.Manager.HadCleanShutdown). Its
 	// heartbeats carry it with a new incarnation id, so the controller
