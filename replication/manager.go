@@ -377,7 +377,7 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 			m.logIfErr("retention", err)
 		case <-flush.C:
 			m.logIfErr("flush", m.logs.FlushDirty())
-			for _, p := range m.Partitions() {
+			for _, p := range m.partitionsUnordered() {
 				p.maybeAdvanceHighWatermark()
 			}
 		case <-checkpoint.C:
