@@ -164,7 +164,16 @@ func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets []
 						fr.th.held++
 					}
 				}
-				if ft.err == 0 && !held {
+				// The response's budget is spent: no records, the
+				// follower asks again next round. Only the first
+				// partition with records may go over it, by one batch
+				// (KIP-74, as Kafka's minOneMessage): ReadWhole always
+				// returns a first batch, so a fetch naming thousands of
+				// partitions would otherwise carry one batch of each,
+				// far past replica.fetch.response.max.bytes and the
+				// peer frame limit, and never get through.
+				spent := fr.size > 0 && limit == 0
+				if ft.err == 0 && !held && !spent {
 					r, err := l.ReadWhole(ft.part.FetchOffset, limit, ft.p.readLimitForFollower())
 					if err != nil {
 						rp.ErrorCode = errorCodeFor(err)
