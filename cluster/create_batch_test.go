@@ -173,3 +173,37 @@ func TestApplyRecordsMatchesApply(t *testing.T) {
 		im = batch
 	}
 }
+
+// One DeleteTopics of many topics commits one entry; an unknown name, or
+// a name asked twice, fails alone.
+func TestDeleteTopicsCommitsOneEntry(t *testing.T) {
+	c := open(t, vfs.NewMem())
+	defer c.Close()
+	ctx := context.Background()
+	var topics []CreateTopic
+	var names []string
+	for i := range 50 {
+		topics = append(topics, CreateTopic{Name: fmt.Sprintf("d%d", i), NumPartitions: 2, ReplicationFactor: 1})
+		names = append(names, fmt.Sprintf("d%d", i))
+	}
+	if _, err := c.CreateTopics(ctx, topics, false); err != nil {
+		t.Fatal(err)
+	}
+	start := c.Image().Offset
+	names = append(names, "nope", "d3")
+	res, err := c.DeleteTopics(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if wantErr := i >= 50; (r.Err != nil) != wantErr || wantErr && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+			t.Errorf("delete %q: %v", r.Name, r.Err)
+		}
+	}
+	if n := len(walEntries(t, c, start)); n != 1 {
+		t.Fatalf("50 topics deleted in %d entries, want 1", n)
+	}
+	if n := len(c.Image().TopicNames()); n != 0 {
+		t.Fatalf("%d topics left", n)
+	}
+}

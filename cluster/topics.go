@@ -268,19 +268,40 @@ func (c *Controller) assignReplicas(im *Image, t CreateTopic) ([][]int32, error)
 // (each partition is a directory and three files).
 const maxPartitionsPerRequest = 10000
 
-// DeleteTopics deletes topics by name.
+// DeleteTopics deletes topics by name, all in one metadata-log entry (a
+// removal record is a few dozen bytes); a name asked twice is unknown the
+// second time, as it would be one by one.
 func (c *Controller) DeleteTopics(ctx context.Context, names []string) ([]TopicResult, error) {
 	results := make([]TopicResult, len(names))
 	err := c.change(ctx, func() {
+		im := c.Image()
+		var recs []Record
+		var removed []int
 		for i, name := range names {
 			results[i] = TopicResult{Name: name}
-			t := c.Image().Topic(name)
+			t := im.Topic(name)
 			if t == nil {
 				results[i].Err = fmt.Errorf("%w: topic %q", kerr.UnknownTopicOrPartition, name)
 				continue
 			}
+			rec := Record{Kind: KindRemoveTopic, RemoveTopic: &RemoveTopicRecord{ID: t.ID}}
+			next, err := applyRecords(im, im.Offset, []Record{rec})
+			if err != nil {
+				results[i].Err = fmt.Errorf("%w: topic %q: %w", kerr.UnknownServerError, name, err)
+				continue
+			}
+			im = next
 			results[i].ID = t.ID
-			results[i].Err = c.commit([]Record{{Kind: KindRemoveTopic, RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
+			recs = append(recs, rec)
+			removed = append(removed, i)
+		}
+		if len(recs) == 0 {
+			return
+		}
+		if err := c.commit(recs); err != nil {
+			for _, i := range removed {
+				results[i].Err = err
+			}
 		}
 	})
 	return perTopic(results, names, err)
