@@ -129,6 +129,7 @@ func create(ctx context.Context, cl *kgo.Client, topics, partitions, rf, batch i
 		todo = append(todo, fmt.Sprintf("scale-%d", i))
 	}
 	asked := map[string]bool{}
+	why := map[string]int{}
 	for len(todo) > 0 {
 		if time.Since(start) > 10*time.Minute {
 			fail(fmt.Errorf("CreateTopics: %d topics not created after 10 minutes", len(todo)))
@@ -155,6 +156,7 @@ func create(ctx context.Context, cl *kgo.Client, topics, partitions, rf, batch i
 			case errors.Is(err, kerr.TopicAlreadyExists) && asked[t.Topic]:
 			case kerr.IsRetriable(err) || errors.Is(err, kerr.NotController) || errors.Is(err, kerr.RequestTimedOut):
 				retried++
+				why[err.Error()]++
 				asked[t.Topic] = true
 				todo = append(todo, t.Topic)
 			default:
@@ -165,7 +167,11 @@ func create(ctx context.Context, cl *kgo.Client, topics, partitions, rf, batch i
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	fmt.Printf("create_ms=%.0f topics=%d partitions=%d requests=%d retried_topics=%d\n", ms(time.Since(start)), topics, topics*partitions, requests, retried)
+	fmt.Printf("create_ms=%.0f topics=%d partitions=%d requests=%d retried_topics=%d", ms(time.Since(start)), topics, topics*partitions, requests, retried)
+	for err, n := range why {
+		fmt.Printf(" (%d: %s)", n, strings.SplitN(err, ":", 2)[0])
+	}
+	fmt.Println()
 }
 
 func metadataOnce(ctx context.Context, cl *kgo.Client) (*kmsg.MetadataResponse, error) {
