@@ -42,6 +42,12 @@ func replicationConfig(cfg *config.Config, tr *quorum.TCPTransport, c *cluster.C
 // cluster inside the first log dir, beside the one-voter log.
 const quorumDirName = "__cluster_quorum"
 
+// quorumFetchBytes bounds the entries of one metadata fetch answer: a
+// quarter of a peer frame, so an answer of large entries (a CreateTopics
+// of many topics commits about 1 MiB per entry) is never dropped as over
+// the frame limit.
+const quorumFetchBytes = quorum.DefaultMaxFrameBytes / 4
+
 // quorumTick is the election's tick. The controller.* settings are
 // divided by it, so they are honoured to within one tick.
 const quorumTick = 50 * time.Millisecond
@@ -154,6 +160,7 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 			FetchWaitTicks:        fetchWait,
 			FetchTimeoutTicks:     max(fetchWait+1, ticks(cfg.QuorumRequestTimeoutMs)),
 			MaxFetchEntries:       256,
+			MaxFetchBytes:         quorumFetchBytes,
 			MaxUncommittedEntries: 1024,
 		},
 		BrokerHeartbeatInterval: time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,

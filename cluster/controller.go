@@ -85,6 +85,9 @@ type Controller struct {
 	done   chan struct{}
 	wg     sync.WaitGroup
 
+	// alterISRs are the ISR changes waiting for the loop (AlterISR).
+	alterISRs alterISRQueue
+
 	// subscribers run on the loop goroutine after each published image.
 	subMu       sync.Mutex
 	subscribers []func(old, new *Image)
@@ -120,12 +123,8 @@ func OpenController(fsys vfs.FS, dir string, cfg ControllerConfig) (*Controller,
 		if err != nil {
 			return fmt.Errorf("metadata log entry %d: %w", index, err)
 		}
-		for _, r := range recs {
-			if im, err = im.apply(index, r); err != nil {
-				return err
-			}
-		}
-		return nil
+		im, err = applyRecords(im, index, recs)
+		return err
 	})
 	if err != nil {
 		l.Close()
@@ -245,13 +244,11 @@ func (c *Controller) commit(recs []Record) error {
 		return fmt.Errorf("%w: metadata log: %w", kerr.KafkaStorageError, err)
 	}
 	old := c.image.Load()
-	im := old
-	for _, r := range recs {
-		if im, err = im.apply(index, r); err != nil {
-			// The change was validated against this image: a mismatch is a
-			// controller bug, and the log now holds it.
-			panic(fmt.Sprintf("cluster: committed metadata entry %d does not apply: %v", index, err))
-		}
+	im, err := applyRecords(old, index, recs)
+	if err != nil {
+		// The change was validated against this image: a mismatch is a
+		// controller bug, and the log now holds it.
+		panic(fmt.Sprintf("cluster: committed metadata entry %d does not apply: %v", index, err))
 	}
 	c.image.Store(im)
 	c.subMu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -180,34 +181,136 @@ func (c *Controller) ElectLeaders(ctx context.Context, el Election, partitions [
 
 // AlterISR applies an ISR change a partition's leader asks for (Kafka's
 // AlterPartition) and returns the partition's new state.
+//
+// The changes that arrive while the controller's loop is busy wait in a
+// queue, and the next turn of the loop commits them all as one entry (or
+// a few of about createEntryBytes), each checked against the image as the
+// ones before it leave it: after a node restarts and catches up, its
+// leaders ask to add it to thousands of ISRs at once, and one quorum round
+// trip per partition would take minutes.
 func (c *Controller) AlterISR(ctx context.Context, topicID UUID, partition, leader, leaderEpoch, partitionEpoch int32, isr []int32) (PartitionImage, error) {
-	var out PartitionImage
-	var res error
-	err := c.change(ctx, func() {
-		im := c.Image()
-		t := im.TopicByID(topicID)
-		if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
-			res = fmt.Errorf("%w: topic %s partition %d", kerr.UnknownTopicOrPartition, topicID, partition)
-			return
+	req := &alterISRRequest{topicID: topicID, partition: partition, leader: leader, leaderEpoch: leaderEpoch,
+		partitionEpoch: partitionEpoch, isr: isr, done: make(chan alterISRResult, 1)}
+	c.alterISRs.add(req)
+	if err := c.change(ctx, c.alterISRBatch); err != nil && c.alterISRs.remove(req) {
+		return PartitionImage{}, err
+	}
+	// A turn of the loop took the request (this one or an earlier one);
+	// it answers once its entry is committed or refused.
+	select {
+	case r := <-req.done:
+		return r.after, r.err
+	case <-ctx.Done():
+		return PartitionImage{}, fmt.Errorf("%w: %w", kerr.RequestTimedOut, ctx.Err())
+	}
+}
+
+// alterISRQueue holds the ISR changes waiting for the controller's loop.
+type alterISRQueue struct {
+	mu      sync.Mutex
+	pending []*alterISRRequest
+}
+
+type alterISRRequest struct {
+	topicID                                        UUID
+	partition, leader, leaderEpoch, partitionEpoch int32
+	isr                                            []int32
+	done                                           chan alterISRResult // buffered: answered once
+}
+
+type alterISRResult struct {
+	after PartitionImage
+	err   error
+}
+
+func (q *alterISRQueue) add(r *alterISRRequest) {
+	q.mu.Lock()
+	q.pending = append(q.pending, r)
+	q.mu.Unlock()
+}
+
+// remove takes r out of the queue; false if a turn of the loop took it.
+func (q *alterISRQueue) remove(r *alterISRRequest) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, p := range q.pending {
+		if p == r {
+			q.pending = append(q.pending[:i], q.pending[i+1:]...)
+			return true
 		}
-		ch, err := AlterISR(t.Partitions[partition], leader, leaderEpoch, partitionEpoch, isr, im.ElectionContext(t, partition, c.leaderConfig(), nil))
-		if err != nil {
-			res = err
-			return
+	}
+	return false
+}
+
+func (q *alterISRQueue) take() []*alterISRRequest {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.pending
+	q.pending = nil
+	return out
+}
+
+// alterISRBatch, on the loop, decides and commits every queued ISR
+// change.
+func (c *Controller) alterISRBatch() {
+	reqs := c.alterISRs.take()
+	im := c.Image()
+	type group struct {
+		reqs  []*alterISRRequest
+		after []PartitionImage
+		recs  []Record
+		bytes int
+	}
+	var groups []*group
+	for _, r := range reqs {
+		ch, err := c.alterISRChange(im, r)
+		if err == nil && ch.Changed() {
+			recs := ch.Records()
+			var next *Image
+			if next, err = applyRecords(im, im.Offset, recs); err == nil {
+				var size int
+				if size, err = recordsBytes(recs); err == nil {
+					im = next
+					if n := len(groups); n == 0 || groups[n-1].bytes+size > createEntryBytes {
+						groups = append(groups, &group{})
+					}
+					g := groups[len(groups)-1]
+					g.reqs, g.after, g.recs, g.bytes = append(g.reqs, r), append(g.after, ch.After), append(g.recs, recs...), g.bytes+size
+					continue
+				}
+			}
 		}
-		ch.TopicID, ch.Topic = t.ID, t.Name
-		// The ISR change that brings the last new replica in completes a
-		// reassignment in the same entry.
-		if done, ok := MaybeCompleteReassignment(ch.After, im.ElectionContext(t, partition, c.leaderConfig(), nil)); ok {
-			done.Before, done.TopicID, done.Topic = ch.Before, t.ID, t.Name
-			ch = done
+		r.done <- alterISRResult{after: ch.After, err: err}
+	}
+	var failed error
+	for _, g := range groups {
+		if failed == nil {
+			failed = c.commit(g.recs)
 		}
-		out = ch.After
-		if ch.Changed() {
-			res = c.commit(ch.Records())
+		for i, r := range g.reqs {
+			r.done <- alterISRResult{after: g.after[i], err: failed}
 		}
-	})
-	return out, errors.Join(err, res)
+	}
+}
+
+// alterISRChange is the change r asks for, checked against im.
+func (c *Controller) alterISRChange(im *Image, r *alterISRRequest) (PartitionChange, error) {
+	t := im.TopicByID(r.topicID)
+	if t == nil || r.partition < 0 || int(r.partition) >= len(t.Partitions) {
+		return PartitionChange{}, fmt.Errorf("%w: topic %s partition %d", kerr.UnknownTopicOrPartition, r.topicID, r.partition)
+	}
+	ch, err := AlterISR(t.Partitions[r.partition], r.leader, r.leaderEpoch, r.partitionEpoch, r.isr, im.ElectionContext(t, r.partition, c.leaderConfig(), nil))
+	if err != nil {
+		return PartitionChange{}, err
+	}
+	ch.TopicID, ch.Topic = t.ID, t.Name
+	// The ISR change that brings the last new replica in completes a
+	// reassignment in the same entry.
+	if done, ok := MaybeCompleteReassignment(ch.After, im.ElectionContext(t, r.partition, c.leaderConfig(), nil)); ok {
+		done.Before, done.TopicID, done.Topic = ch.Before, t.ID, t.Name
+		ch = done
+	}
+	return ch, nil
 }
 
 // checkActing is NOT_CONTROLLER on a node that is not the acting
@@ -262,12 +365,9 @@ func (c *Controller) electionsAllowedBy(recs []Record) ([]PartitionChange, error
 	if !touched {
 		return nil, nil
 	}
-	next := c.Image()
-	for _, r := range recs {
-		var err error
-		if next, err = next.apply(next.Offset, r); err != nil {
-			return nil, err
-		}
+	next, err := applyRecords(c.Image(), c.Image().Offset, recs)
+	if err != nil {
+		return nil, err
 	}
 	return LeaderlessElections(next, c.leaderConfig()), nil
 }

@@ -11,6 +11,14 @@
 // Invariant: the published Image is exactly the replay of the metadata log
 // up to Image.Offset; replaying the log at start rebuilds it.
 //
+// Batches: the topics of one CreateTopics, and the ISR changes (AlterISR)
+// queued while the loop is busy, are each checked against the image the
+// ones before them leave and committed together, in entries of about 1 MiB
+// (a topic's records never split), so thousands of partitions cost a few
+// quorum round trips. An entry's records apply copying each map and topic
+// once (applyRecords), and a node snapshots its log every 4,096 entries or
+// 8 MiB of them, whichever comes first.
+//
 // Brokers register in the metadata log (BrokerRegistrationRecord; the
 // controller registers its own node at start) and are fenced and unfenced
 // by BrokerFenceRecord. Only registered, unfenced brokers get new replicas

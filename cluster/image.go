@@ -26,6 +26,41 @@ type Image struct {
 	brokers map[int32]*BrokerImage
 	// ledger is the data-loss ledger, oldest first.
 	ledger []DataLossEntry
+	// batch is set only while applyRecords applies one entry's records:
+	// what this entry already copied, so it copies each only once. Nil
+	// on every image anyone else sees.
+	batch *applyBatch
+}
+
+// applyBatch is what the images made while applying one entry's records
+// own: they are never published, so the next record of the entry may
+// change what an earlier one copied in place, and applying an entry of n
+// partition records costs O(n + topics), not O(n * topics).
+type applyBatch struct {
+	// topicMaps: topics and byID are this entry's copies.
+	topicMaps bool
+	// topics made or copied by this entry, Partitions included.
+	topics map[*TopicImage]bool
+}
+
+// applyRecords applies recs, one entry of the metadata log at offset, and
+// returns the new image; im is left as it was.
+func applyRecords(im *Image, offset uint64, recs []Record) (*Image, error) {
+	if len(recs) == 0 {
+		return im, nil
+	}
+	b := &applyBatch{topics: map[*TopicImage]bool{}}
+	next := *im
+	next.batch = b
+	cur := &next
+	for _, r := range recs {
+		var err error
+		if cur, err = cur.apply(offset, r); err != nil {
+			return nil, err
+		}
+	}
+	cur.batch = nil
+	return cur, nil
 }
 
 // TopicImage is one topic.
@@ -114,17 +149,26 @@ func (im *Image) apply(offset uint64, r Record) (*Image, error) {
 			return nil, fmt.Errorf("cluster: metadata record %d creates topic %q that exists", offset, r.Topic.Name)
 		}
 		t := &TopicImage{Name: r.Topic.Name, ID: r.Topic.ID, Configs: map[string]string{}}
-		next.topics = maps.Clone(im.topics)
-		next.byID = maps.Clone(im.byID)
+		next.ownTopicMaps(im)
 		next.topics[t.Name], next.byID[t.ID] = t, t
+		if next.batch != nil {
+			next.batch.topics[t] = true
+		}
 	case KindPartition:
 		p := r.Partition
 		old := im.byID[p.TopicID]
 		if old == nil {
 			return nil, fmt.Errorf("cluster: metadata record %d: partition of unknown topic %s", offset, p.TopicID)
 		}
-		t := *old
-		t.Partitions = slices.Clone(old.Partitions)
+		t := old
+		if next.batch == nil || !next.batch.topics[old] {
+			cp := *old
+			cp.Partitions = slices.Clone(old.Partitions)
+			t = &cp
+			if next.batch != nil {
+				next.batch.topics[t] = true
+			}
+		}
 		pi := PartitionImage{Partition: p.Partition, Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR, LastKnownELR: p.LastKnownELR,
 			Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 			AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas}
@@ -136,14 +180,13 @@ func (im *Image) apply(offset uint64, r Record) (*Image, error) {
 		default:
 			return nil, fmt.Errorf("cluster: metadata record %d: partition %d of %s leaves a gap", offset, p.Partition, t.Name)
 		}
-		next.replaceTopic(im, &t)
+		next.replaceTopic(im, t)
 	case KindRemoveTopic:
 		old := im.byID[r.RemoveTopic.ID]
 		if old == nil {
 			return nil, fmt.Errorf("cluster: metadata record %d removes unknown topic %s", offset, r.RemoveTopic.ID)
 		}
-		next.topics = maps.Clone(im.topics)
-		next.byID = maps.Clone(im.byID)
+		next.ownTopicMaps(im)
 		delete(next.topics, old.Name)
 		delete(next.byID, old.ID)
 	case KindConfig:
@@ -187,9 +230,21 @@ func (im *Image) apply(offset uint64, r Record) (*Image, error) {
 }
 
 func (next *Image) replaceTopic(im *Image, t *TopicImage) {
+	next.ownTopicMaps(im)
+	next.topics[t.Name], next.byID[t.ID] = t, t
+}
+
+// ownTopicMaps gives next its own topics and byID maps, copies of im's,
+// unless the entry being applied already made them.
+func (next *Image) ownTopicMaps(im *Image) {
+	if next.batch != nil && next.batch.topicMaps {
+		return
+	}
 	next.topics = maps.Clone(im.topics)
 	next.byID = maps.Clone(im.byID)
-	next.topics[t.Name], next.byID[t.ID] = t, t
+	if next.batch != nil {
+		next.batch.topicMaps = true
+	}
 }
 
 func setConfig(old map[string]string, c *ConfigRecord) map[string]string {

@@ -16,3 +16,10 @@ func ImageOf(records ...Record) (*Image, error) {
 	}
 	return im, nil
 }
+
+// With is the image after one more metadata-log entry holding records;
+// im is left as it was. The new image shares with im every topic the
+// records do not touch, as a node's next image does.
+func (im *Image) With(records ...Record) (*Image, error) {
+	return applyRecords(im, im.Offset+1, records)
+}

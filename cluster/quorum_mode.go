@@ -41,7 +41,13 @@ type QuorumConfig struct {
 	// SnapshotEntries is how many applied entries make a node compact its
 	// log into a snapshot (snapshot.go); 0 means defaultSnapshotEntries.
 	SnapshotEntries int
-	Logger          *slog.Logger
+	// SnapshotBytes is how many bytes of applied entries make a node
+	// compact its log, whatever their count; 0 means
+	// defaultSnapshotBytes. At ten thousand partitions one entry (a
+	// broker fenced, a batch of created topics) holds megabytes, and a
+	// restart replays everything after the last snapshot.
+	SnapshotBytes int64
+	Logger        *slog.Logger
 	// CleanShutdown says whether this node's data directory was shut
 	// down cleanly last time (engine.Manager.HadCleanShutdown). Its
 	// heartbeats carry it with a new incarnation id, so the controller
@@ -97,6 +103,9 @@ type quorumState struct {
 	registeredOnce sync.Once
 	// applied is closed (and replaced) each time an image is published.
 	applied chan struct{}
+	// appliedBytes counts the data of the entries applied (snapshot.go
+	// compacts by it too).
+	appliedBytes atomic.Int64
 
 	forwardHandler atomic.Pointer[ForwardHandler]
 	elections      electionCounters
@@ -193,14 +202,13 @@ func (c *Controller) applyEntries(ents []metalog.Entry) {
 		if e.Type != metalog.EntryRecords {
 			continue
 		}
+		c.q.appliedBytes.Add(int64(len(e.Data)))
 		recs, err := decodeEntry(e.Data)
 		if err != nil {
 			panic(fmt.Sprintf("cluster: committed metadata entry %d/%d does not decode: %v", e.Epoch, e.Index, err))
 		}
-		for _, r := range recs {
-			if im, err = im.apply(uint64(e.Index), r); err != nil {
-				panic(fmt.Sprintf("cluster: committed metadata entry %d/%d does not apply: %v", e.Epoch, e.Index, err))
-			}
+		if im, err = applyRecords(im, uint64(e.Index), recs); err != nil {
+			panic(fmt.Sprintf("cluster: committed metadata entry %d/%d does not apply: %v", e.Epoch, e.Index, err))
 		}
 	}
 	if im == old {

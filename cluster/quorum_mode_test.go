@@ -25,8 +25,10 @@ type quorumNode struct {
 	c   *Controller
 	tr  *quorum.TCPTransport
 	app func(election.NodeID, []byte)
-	// snapshotEntries is QuorumConfig.SnapshotEntries.
+	// snapshotEntries and snapshotBytes are QuorumConfig.SnapshotEntries
+	// and SnapshotBytes.
 	snapshotEntries int
+	snapshotBytes   int64
 	// sessionTimeout is BrokerSessionTimeout (0: 2 s), cleanShutdown
 	// QuorumConfig.CleanShutdown of the next start.
 	sessionTimeout time.Duration
@@ -91,7 +93,7 @@ func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]str
 				ElectionTicks: 400, ElectionJitterTicks: 40, Seed: uint64(n.id)}, FetchWaitTicks: 5, FetchTimeoutTicks: 10,
 				MaxFetchEntries: 64, MaxUncommittedEntries: 64},
 			Tick: 5 * time.Millisecond, BrokerHeartbeatInterval: 20 * time.Millisecond, BrokerSessionTimeout: session,
-			SnapshotEntries: n.snapshotEntries, Logger: logger, CleanShutdown: n.cleanShutdown},
+			SnapshotEntries: n.snapshotEntries, SnapshotBytes: n.snapshotBytes, Logger: logger, CleanShutdown: n.cleanShutdown},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -117,12 +117,17 @@ func (c *Controller) restoreSnapshot(data []byte) error {
 // at most that many entries.
 const defaultSnapshotEntries = 4096
 
+// defaultSnapshotBytes is QuorumConfig.SnapshotBytes when not set: a
+// restart replays at most about this much log (Kafka's
+// metadata.log.max.record.bytes.between.snapshots is 20 MB).
+const defaultSnapshotBytes = 8 << 20
+
 // snapshotCheckInterval is how often a node looks whether its log grew
 // enough for a snapshot.
 const snapshotCheckInterval = 200 * time.Millisecond
 
-// compactLoop snapshots this node's log whenever SnapshotEntries entries
-// were applied since the last snapshot.
+// compactLoop snapshots this node's log whenever SnapshotEntries entries,
+// or SnapshotBytes bytes of entries, were applied since the last snapshot.
 func (c *Controller) compactLoop() {
 	q := c.q
 	defer q.wg.Done()
@@ -130,6 +135,14 @@ func (c *Controller) compactLoop() {
 	if every <= 0 {
 		every = defaultSnapshotEntries
 	}
+	everyBytes := q.cfg.SnapshotBytes
+	if everyBytes <= 0 {
+		everyBytes = defaultSnapshotBytes
+	}
+	// The bytes a restart replays start with what the stored log holds
+	// after its snapshot, which this count starts without: the first
+	// snapshot of a process may come up to everyBytes late.
+	var snapshotAt int64
 	t := time.NewTicker(snapshotCheckInterval)
 	defer t.Stop()
 	for {
@@ -138,13 +151,19 @@ func (c *Controller) compactLoop() {
 			return
 		case <-t.C:
 		}
+		minEntries := every
+		applied := q.appliedBytes.Load()
+		if applied-snapshotAt >= everyBytes {
+			minEntries = 1
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-		index, err := q.driver.Compact(ctx, every, func() ([]byte, error) { return encodeImage(c.image.Load()) })
+		index, err := q.driver.Compact(ctx, minEntries, func() ([]byte, error) { return encodeImage(c.image.Load()) })
 		cancel()
 		switch {
 		case err != nil:
 			q.log.Warn("metadata quorum: snapshot failed", "err", err)
 		case index > 0:
+			snapshotAt = applied
 			q.log.Info("metadata quorum: log compacted into a snapshot", "index", index)
 		}
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -62,14 +63,86 @@ type TopicResult struct {
 
 // CreateTopics creates topics; each succeeds or fails on its own. With
 // validateOnly nothing is written.
+//
+// Each topic is validated against the image as the topics before it in
+// the request leave it (a name asked twice exists the second time, and
+// placement balances over the partitions placed before), and the records
+// of the valid ones are committed together: one metadata-log entry per
+// group of topics up to createEntryBytes, so a request of many topics
+// costs a few quorum round trips, not one per topic. A topic's records are
+// never split across entries, so the image never shows a topic without
+// its partitions. A group that fails to commit fails its topics and the
+// ones after it; the groups before it stay created.
 func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, validateOnly bool) ([]TopicResult, error) {
 	results := make([]TopicResult, len(topics))
 	err := c.change(ctx, func() {
+		im := c.Image()
+		var groups []topicGroup
 		for i, t := range topics {
-			results[i] = c.createTopic(t, validateOnly)
+			res, recs := c.createTopicRecords(im, t, validateOnly)
+			results[i] = res
+			if res.Err != nil || validateOnly {
+				continue
+			}
+			next, err := applyRecords(im, im.Offset, recs)
+			if err != nil {
+				// The records were validated against im: a mismatch is a
+				// controller bug, refused before anything is written.
+				results[i].Err = fmt.Errorf("%w: topic %q: %w", kerr.UnknownServerError, t.Name, err)
+				continue
+			}
+			im = next
+			size, err := recordsBytes(recs)
+			if err != nil {
+				results[i].Err = err
+				continue
+			}
+			if n := len(groups); n == 0 || groups[n-1].bytes+size > createEntryBytes {
+				groups = append(groups, topicGroup{})
+			}
+			g := &groups[len(groups)-1]
+			g.topics = append(g.topics, i)
+			g.recs = append(g.recs, recs...)
+			g.bytes += size
+		}
+		var failed error
+		for _, g := range groups {
+			if failed == nil {
+				failed = c.commit(g.recs)
+			}
+			for _, i := range g.topics {
+				if failed != nil {
+					results[i].Err = failed
+					results[i].ID = UUID{}
+				}
+			}
 		}
 	})
 	return perTopic(results, topicNames(topics), err)
+}
+
+// createEntryBytes is the size a metadata-log entry of created topics
+// grows to before the next topic starts another entry; one topic alone
+// may exceed it (maxPartitionsPerRequest partitions are about 2 MB of
+// records). Every entry stays well under the peer connections' frame
+// limit (quorum.DefaultMaxFrameBytes), and the metadata log's fetch
+// answers are bounded in bytes too (metalog.Config.MaxFetchBytes).
+const createEntryBytes = 1 << 20
+
+// topicGroup is topics of one CreateTopics committed as one entry.
+type topicGroup struct {
+	topics []int // indexes into the request
+	recs   []Record
+	bytes  int
+}
+
+// recordsBytes is the encoded size of recs in a metadata-log entry.
+func recordsBytes(recs []Record) (int, error) {
+	b, err := json.Marshal(recs)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: metadata records: %w", err)
+	}
+	return len(b), nil
 }
 
 func topicNames(topics []CreateTopic) []string {
@@ -92,39 +165,39 @@ func perTopic(results []TopicResult, names []string, err error) ([]TopicResult, 
 	return results, nil
 }
 
-func (c *Controller) createTopic(t CreateTopic, validateOnly bool) TopicResult {
+// createTopicRecords validates t against im and returns its result (the
+// id set) and the records that create it; none with an error or
+// validateOnly.
+func (c *Controller) createTopicRecords(im *Image, t CreateTopic, validateOnly bool) (TopicResult, []Record) {
 	res := TopicResult{Name: t.Name}
-	im := c.Image()
 	if err := ValidateTopicName(t.Name); err != nil {
 		res.Err = err
-		return res
+		return res, nil
 	}
 	if im.Topic(t.Name) != nil {
 		res.Err = fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, t.Name)
-		return res
+		return res, nil
 	}
-	for _, other := range im.TopicNames() {
-		if other != t.Name && strings.ReplaceAll(other, ".", "_") == strings.ReplaceAll(t.Name, ".", "_") {
-			res.Err = fmt.Errorf("%w: topic %q collides with existing topic %q ('.' and '_' collide in metric names)", kerr.InvalidTopicException, t.Name, other)
-			return res
-		}
+	if other, ok := im.collidingTopic(t.Name); ok {
+		res.Err = fmt.Errorf("%w: topic %q collides with existing topic %q ('.' and '_' collide in metric names)", kerr.InvalidTopicException, t.Name, other)
+		return res, nil
 	}
-	assignment, err := c.assignReplicas(t)
+	assignment, err := c.assignReplicas(im, t)
 	if err != nil {
 		res.Err = err
-		return res
+		return res, nil
 	}
 	for k, v := range t.Configs {
 		if c.cfg.ValidateTopicConfig != nil {
 			if err := c.cfg.ValidateTopicConfig(k, v); err != nil {
 				res.Err = fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
-				return res
+				return res, nil
 			}
 		}
 	}
 	res.NumPartitions, res.ReplicationFactor = int32(len(assignment)), int16(len(assignment[0]))
 	if validateOnly {
-		return res
+		return res, nil
 	}
 	id := NewUUID()
 	recs := []Record{{Kind: KindTopic, Topic: &TopicRecord{Name: t.Name, ID: id}}}
@@ -143,18 +216,29 @@ func (c *Controller) createTopic(t CreateTopic, validateOnly bool) TopicResult {
 			TopicID: id, Partition: int32(p), Replicas: replicas, ISR: initialISR(replicas), Leader: replicas[0],
 		}})
 	}
-	if err := c.commit(recs); err != nil {
-		res.Err = err
-		return res
-	}
 	res.ID = id
-	return res
+	return res, recs
+}
+
+// collidingTopic returns an existing topic whose name differs from name
+// only in '.' against '_'. Only a name holding one of them can collide,
+// so most names cost no scan of the topics.
+func (im *Image) collidingTopic(name string) (string, bool) {
+	if !strings.ContainsAny(name, "._") {
+		return "", false
+	}
+	norm := strings.ReplaceAll(name, ".", "_")
+	for other := range im.topics {
+		if other != name && strings.ContainsAny(other, "._") && strings.ReplaceAll(other, ".", "_") == norm {
+			return other, true
+		}
+	}
+	return "", false
 }
 
 // assignReplicas returns the topic's replica assignment: the manual one,
 // validated, or one placed over the registered brokers (placement.go).
-func (c *Controller) assignReplicas(t CreateTopic) ([][]int32, error) {
-	im := c.Image()
+func (c *Controller) assignReplicas(im *Image, t CreateTopic) ([][]int32, error) {
 	if len(t.Assignment) > 0 {
 		if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
 			return nil, fmt.Errorf("%w: both a replica assignment and a partition count or replication factor were given", kerr.InvalidRequest)
@@ -184,19 +268,40 @@ func (c *Controller) assignReplicas(t CreateTopic) ([][]int32, error) {
 // (each partition is a directory and three files).
 const maxPartitionsPerRequest = 10000
 
-// DeleteTopics deletes topics by name.
+// DeleteTopics deletes topics by name, all in one metadata-log entry (a
+// removal record is a few dozen bytes); a name asked twice is unknown the
+// second time, as it would be one by one.
 func (c *Controller) DeleteTopics(ctx context.Context, names []string) ([]TopicResult, error) {
 	results := make([]TopicResult, len(names))
 	err := c.change(ctx, func() {
+		im := c.Image()
+		var recs []Record
+		var removed []int
 		for i, name := range names {
 			results[i] = TopicResult{Name: name}
-			t := c.Image().Topic(name)
+			t := im.Topic(name)
 			if t == nil {
 				results[i].Err = fmt.Errorf("%w: topic %q", kerr.UnknownTopicOrPartition, name)
 				continue
 			}
+			rec := Record{Kind: KindRemoveTopic, RemoveTopic: &RemoveTopicRecord{ID: t.ID}}
+			next, err := applyRecords(im, im.Offset, []Record{rec})
+			if err != nil {
+				results[i].Err = fmt.Errorf("%w: topic %q: %w", kerr.UnknownServerError, name, err)
+				continue
+			}
+			im = next
 			results[i].ID = t.ID
-			results[i].Err = c.commit([]Record{{Kind: KindRemoveTopic, RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
+			recs = append(recs, rec)
+			removed = append(removed, i)
+		}
+		if len(recs) == 0 {
+			return
+		}
+		if err := c.commit(recs); err != nil {
+			for _, i := range removed {
+				results[i].Err = err
+			}
 		}
 	})
 	return perTopic(results, names, err)

@@ -442,7 +442,9 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 		return fmt.Errorf("replication: Fetch refused: %w", kerr.ErrorForCode(resp.ErrorCode))
 	}
 	// Partitions append (and fdatasync, under flush policy ack)
-	// concurrently: one round costs about one fdatasync.
+	// concurrently: one round costs about one fdatasync. One with no
+	// records is done here: an idle round of thousands of partitions
+	// then starts no goroutine per partition.
 	var wg sync.WaitGroup
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
@@ -451,6 +453,11 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 				continue
 			}
 			fm.recordFollower(fl, len(rp.RecordBatches))
+			if len(rp.RecordBatches) == 0 {
+				fm.handlePartition(fl, rp)
+				fm.noteCaughtUp(fl, rp)
+				continue
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

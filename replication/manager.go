@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -43,6 +45,11 @@ type Manager struct {
 	// leaderThrottle and followerThrottle are the replication throttle's
 	// rates (throttle.go).
 	leaderThrottle, followerThrottle *Throttle
+	// applyAll makes the next ApplyImage go over every topic, not only
+	// the ones its image changed (settings it applies changed);
+	// applyAgain are topics whose last pass failed somewhere.
+	applyAll   bool
+	applyAgain map[string]bool
 }
 
 // ReplicationConfig connects the Manager to its peers: follower fetching,
@@ -70,6 +77,7 @@ func (m *Manager) SetReplication(cfg ReplicationConfig) {
 		cfg.LagTimeMaxMs = 30000
 	}
 	m.repl = cfg
+	m.applyAll = true
 	m.hooks.now = cfg.Now
 	if cfg.AlterISR != nil {
 		m.hooks.alterISR = m.sendAlterISR
@@ -119,6 +127,17 @@ func (m *Manager) Partition(tp engine.TopicPartition) *Partition {
 	return m.partitions[tp]
 }
 
+// partitionsUnordered lists the hosted partitions in no order.
+func (m *Manager) partitionsUnordered() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Partition, 0, len(m.partitions))
+	for _, p := range m.partitions {
+		out = append(out, p)
+	}
+	return out
+}
+
 // Partitions lists the hosted partitions, sorted.
 func (m *Manager) Partitions() []*Partition {
 	m.mu.RLock()
@@ -137,6 +156,7 @@ func (m *Manager) SetLeaderDefaults(cfg cluster.LeaderConfig) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.leaderDefaults = cfg
+	m.applyAll = true
 }
 
 // ApplyImage brings the hosted partitions in line with a new metadata
@@ -144,6 +164,13 @@ func (m *Manager) SetLeaderDefaults(cfg cluster.LeaderConfig) {
 // this node, are deleted; new partitions get logs, leaders
 // take their epochs, changed configs reach the logs. It runs on the
 // controller's loop, in image order.
+//
+// Only the topics that differ from old's are gone over (images share the
+// topics a change did not touch), and those whose last pass failed: one
+// ISR change must not cost a pass over ten thousand partitions on every
+// node. Every topic is gone over for the first image, when the dynamic
+// broker configs under the topics' own change, and after the settings
+// ApplyImage uses changed.
 func (m *Manager) ApplyImage(old, im *cluster.Image) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -172,6 +199,13 @@ func (m *Manager) LogsLoaded(tps []engine.TopicPartition) {
 // applyImageLocked is ApplyImage; with only set, it touches no partition
 // but those.
 func (m *Manager) applyImageLocked(old, im *cluster.Image, only map[engine.TopicPartition]bool) {
+	// LogsLoaded (only set) goes over its partitions whatever changed, and
+	// leaves the passes owed to later images as they are.
+	all := only != nil || old == nil || m.applyAll || !sameBrokerConfigs(old, im, m.nodeID)
+	again := m.applyAgain
+	if only == nil {
+		m.applyAll, m.applyAgain = false, map[string]bool{}
+	}
 	// Removed topics, or a name now used by a new topic id.
 	for name, id := range m.topicIDs {
 		if t := im.Topic(name); only == nil && (t == nil || t.ID != id) {
@@ -180,6 +214,9 @@ func (m *Manager) applyImageLocked(old, im *cluster.Image, only map[engine.Topic
 	}
 	for _, name := range im.TopicNames() {
 		t := im.Topic(name)
+		if !all && !again[name] && old.Topic(name) == t {
+			continue
+		}
 		m.topicIDs[name] = t.ID
 		opts := m.topicOptions(im, name, t.Configs)
 		leaderThrottled, followerThrottled := m.throttledReplicas(name, t.Configs)
@@ -205,6 +242,7 @@ func (m *Manager) applyImageLocked(old, im *cluster.Image, only map[engine.Topic
 				}
 				if err != nil {
 					m.logger.Error("cannot open partition log", "partition", tp.String(), "err", err)
+					m.applyAgain[name] = true
 					continue
 				}
 				p = newPartition(tp, l, m.hooks, m.checkpointed[tp])
@@ -217,6 +255,7 @@ func (m *Manager) applyImageLocked(old, im *cluster.Image, only map[engine.Topic
 			p.throttled.follower.Store(followerThrottled.Has(pi.Partition))
 			if err := p.log.UpdateOptions(opts); err != nil {
 				m.logger.Error("invalid topic config for log", "partition", tp.String(), "err", err)
+				m.applyAgain[name] = true
 			}
 			// A replica that stops leading does so before it takes the
 			// image's ISR: that ISR is the new leader's, and counted
@@ -240,6 +279,7 @@ func (m *Manager) applyImageLocked(old, im *cluster.Image, only map[engine.Topic
 				// image; the image catches up when its epoch does.
 			case err != nil:
 				m.logger.Error("cannot record the leader epoch", "partition", tp.String(), "err", err)
+				m.applyAgain[name] = true
 			}
 		}
 	}
@@ -362,7 +402,10 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 		case <-ctx.Done():
 			return
 		case <-isrCheck.C:
-			for _, p := range m.Partitions() {
+			// Every replica.lag.time.max.ms/4 (at most 500 ms), over
+			// every partition: in no order, as sorting thousands of
+			// partitions each time cost more than the check.
+			for _, p := range m.partitionsUnordered() {
 				p.tick()
 			}
 		case <-retention.C:
@@ -371,7 +414,7 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 			m.logIfErr("retention", err)
 		case <-flush.C:
 			m.logIfErr("flush", m.logs.FlushDirty())
-			for _, p := range m.Partitions() {
+			for _, p := range m.partitionsUnordered() {
 				p.maybeAdvanceHighWatermark()
 			}
 		case <-checkpoint.C:
@@ -431,4 +474,12 @@ func (m *Manager) checkpointHighWatermarks() {
 		hws[p.tp] = p.HighWatermark()
 	}
 	m.logIfErr("high watermark checkpoint", m.logs.WriteHighWatermarks(hws))
+}
+
+// sameBrokerConfigs reports whether the dynamic broker configs under the
+// topics' own (this node's and the cluster-wide defaults) are the same in
+// both images.
+func sameBrokerConfigs(old, im *cluster.Image, nodeID int32) bool {
+	id := strconv.Itoa(int(nodeID))
+	return maps.Equal(old.BrokerConfigs(""), im.BrokerConfigs("")) && maps.Equal(old.BrokerConfigs(id), im.BrokerConfigs(id))
 }

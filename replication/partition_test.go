@@ -2,6 +2,7 @@ package replication
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -373,5 +374,60 @@ func TestRestartedLeaderHighWatermarkBelowEpochStart(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A replica fetch naming many partitions, each holding a batch, stays
+// within the response's MaxBytes but for the first batch: once the budget
+// is spent the other partitions answer without records, and the follower
+// asks again next round.
+func TestReplicaFetchStaysWithinResponseBytes(t *testing.T) {
+	const partitions = 50
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes = 1000
+	var targets []replicaFetchTarget
+	var batchBytes int
+	t1 := kmsg.NewFetchRequestTopic()
+	t1.Topic = "t"
+	for i := range int32(partitions) {
+		tp := engine.TopicPartition{Topic: "t", Partition: i}
+		opts := engine.DefaultOptions()
+		opts.FlushPolicy = engine.FlushInterval
+		l, _, err := engine.Open(vfs.NewMem(), fmt.Sprintf("/d/t-%d", i), tp, opts, engine.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newPartition(tp, l, nil, 0)
+		p.setMetadata(0, []int32{-1, 2}, []int32{-1, 2}, 1, 1000)
+		if err := p.becomeLeader(1); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := p.AppendAsLeaderTimeout(oneRecord(t), 1, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = i
+		rp.PartitionMaxBytes = 1 << 20
+		t1.Partitions = append(t1.Partitions, rp)
+		targets = append(targets, replicaFetchTarget{p: p, part: rp, err: p.followerFetch(2, 0, 1)})
+	}
+	req.Topics = []kmsg.FetchRequestTopic{t1}
+	fr := (&Manager{}).readForFollower(2, req, [][]replicaFetchTarget{targets})
+	defer fr.release()
+	resp := decodeFetch(t, splice.EncodeFetchResponse(ReplicaFetchVersion, 0, 0, 0, fr.topics))
+	total, with := 0, 0
+	for _, rp := range resp.Topics[0].Partitions {
+		if rp.ErrorCode != 0 {
+			t.Fatalf("partition %d: error %d", rp.Partition, rp.ErrorCode)
+		}
+		if n := len(rp.RecordBatches); n > 0 {
+			total += n
+			with++
+			batchBytes = n
+		}
+	}
+	if with == 0 || with == partitions || total > int(req.MaxBytes)+batchBytes {
+		t.Fatalf("%d of %d partitions answered with records, %d bytes in all; want some but not all, at most MaxBytes %d plus one batch of %d",
+			with, partitions, total, req.MaxBytes, batchBytes)
 	}
 }

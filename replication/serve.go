@@ -2,6 +2,7 @@ package replication
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"time"
 
@@ -163,7 +164,16 @@ func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets []
 						fr.th.held++
 					}
 				}
-				if ft.err == 0 && !held {
+				// The response's budget is spent: no records, the
+				// follower asks again next round. Only the first
+				// partition with records may go over it, by one batch
+				// (KIP-74, as Kafka's minOneMessage): ReadWhole always
+				// returns a first batch, so a fetch naming thousands of
+				// partitions would otherwise carry one batch of each,
+				// far past replica.fetch.response.max.bytes and the
+				// peer frame limit, and never get through.
+				spent := fr.size > 0 && limit == 0
+				if ft.err == 0 && !held && !spent {
 					r, err := l.ReadWhole(ft.part.FetchOffset, limit, ft.p.readLimitForFollower())
 					if err != nil {
 						rp.ErrorCode = errorCodeFor(err)
@@ -203,6 +213,12 @@ func errorCodeFor(err error) int16 {
 	return kerr.KafkaStorageError.Code
 }
 
+// waitAnyUntil waits until one of chans is closed (true) or the deadline
+// passes (false). A follower's fetch names every partition it follows
+// there, thousands on a large node, and waits like this every
+// replica.fetch.wait.max.ms while idle: one goroutine per chunk of
+// waitChunk channels, each in one select over its chunk, keeps that wait
+// from costing a goroutine per partition.
 func waitAnyUntil(chans []<-chan struct{}, deadline time.Time) bool {
 	d := time.Until(deadline)
 	if d <= 0 {
@@ -213,15 +229,19 @@ func waitAnyUntil(chans []<-chan struct{}, deadline time.Time) bool {
 	cases := make(chan struct{}, 1)
 	stop := make(chan struct{})
 	defer close(stop)
-	for _, ch := range chans {
+	for first := 0; first < len(chans); first += waitChunk {
+		chunk := chans[first:min(len(chans), first+waitChunk)]
 		go func() {
-			select {
-			case <-ch:
+			sel := make([]reflect.SelectCase, 0, len(chunk)+1)
+			sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stop)})
+			for _, ch := range chunk {
+				sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+			}
+			if i, _, _ := reflect.Select(sel); i > 0 {
 				select {
 				case cases <- struct{}{}:
 				default:
 				}
-			case <-stop:
 			}
 		}()
 	}
@@ -232,6 +252,10 @@ func waitAnyUntil(chans []<-chan struct{}, deadline time.Time) bool {
 		return false
 	}
 }
+
+// waitChunk is how many channels one goroutine of waitAnyUntil selects
+// over (reflect.Select takes at most 65536 cases).
+const waitChunk = 1024
 
 func (m *Manager) serveOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)

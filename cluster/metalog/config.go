@@ -19,6 +19,12 @@ type Config struct {
 	FetchTimeoutTicks int
 	// MaxFetchEntries bounds the entries in one fetch answer.
 	MaxFetchEntries int
+	// MaxFetchBytes bounds the entries' data in one fetch answer; the
+	// first entry goes whatever its size, so a follower always makes
+	// progress. 0 means no bound but MaxFetchEntries. It keeps an answer
+	// of many large entries (a CreateTopics of many topics) within the
+	// transport's frame limit.
+	MaxFetchBytes int
 	// MaxUncommittedEntries bounds how far the controller's log may run
 	// ahead of its commit index; Propose refuses beyond it.
 	MaxUncommittedEntries int

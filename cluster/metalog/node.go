@@ -408,7 +408,7 @@ func (n *Node) answerFetch(m Message, mayPark bool) {
 		}
 		to := min(last, m.LastIndex+int64(n.cfg.MaxFetchEntries))
 		resp.PrevIndex, resp.PrevEpoch = m.LastIndex, m.LastEpoch
-		resp.Entries = n.log.slice(m.LastIndex, to)
+		resp.Entries = boundBytes(n.log.slice(m.LastIndex, to), n.cfg.MaxFetchBytes)
 		resp.Commit = n.commit
 		n.send(resp)
 		return
@@ -699,4 +699,20 @@ func (n *Node) Entries(from int64) []Entry {
 		return nil
 	}
 	return n.log.slice(from, n.log.lastIndex())
+}
+
+// boundBytes keeps the first entries of ents whose data add up to at most
+// limit bytes, and always the first (0: no limit).
+func boundBytes(ents []Entry, limit int) []Entry {
+	if limit <= 0 {
+		return ents
+	}
+	size := 0
+	for i, e := range ents {
+		size += len(e.Data)
+		if i > 0 && size > limit {
+			return ents[:i]
+		}
+	}
+	return ents
 }
