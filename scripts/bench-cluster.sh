@@ -19,7 +19,17 @@
 #
 # Usage: scripts/bench-cluster.sh [NUM_RECORDS]   (default 1500000: 1.4 GiB a run, on every replica)
 #
+# Fixed-rate mode (WREN_BENCH_RATE=records/s): what a producer at its own steady rate feels, the
+# latency tail rather than the throughput at saturation. Both clients aim at that rate
+# (--throughput), linger defaults to 1 ms, NUM_RECORDS defaults to WREN_BENCH_SECONDS of the
+# rate, the systems default to "wren-3 kafka-3 kafka-3-fsync", and the summary gives per system
+# and client the median and spread (min..max) over the rounds of the achieved rate and of the
+# p50, p99, p99.9 and max latencies, side by side. A run that fell short of the rate says so:
+# its latencies then include the queue of records it could not send in time.
+#
 # Environment:
+#   WREN_BENCH_RATE         records/s for the fixed-rate mode (default: unlimited, the throughput mode)
+#   WREN_BENCH_SECONDS      seconds a fixed-rate run lasts when NUM_RECORDS is not given (default 30)
 #   WREN_BENCH_ROUNDS       rounds over all systems (default 2)
 #   WREN_BENCH_SYSTEMS      which systems, space-separated (default "wren-1 wren-3 kafka-3 kafka-3-fsync")
 #   WREN_BENCH_CLIENTS      which clients (default "wren-perf kafka-perf")
@@ -41,13 +51,25 @@
 set -euo pipefail
 shopt -s inherit_errexit
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-n="${1:-1500000}"
+rate="${WREN_BENCH_RATE:--1}"
+if ! [[ "$rate" =~ ^(-1|[1-9][0-9]*)$ ]]; then
+	echo "bench: WREN_BENCH_RATE=$rate is not a whole number of records/s" >&2
+	exit 2
+fi
+if ((rate > 0)); then
+	seconds="${WREN_BENCH_SECONDS:-30}"
+	n="${1:-$((rate * seconds))}"
+	systems="${WREN_BENCH_SYSTEMS:-wren-3 kafka-3 kafka-3-fsync}"
+	linger_ms="${WREN_BENCH_LINGER_MS:-1}"
+else
+	n="${1:-1500000}"
+	systems="${WREN_BENCH_SYSTEMS:-wren-1 wren-3 kafka-3 kafka-3-fsync}"
+	linger_ms="${WREN_BENCH_LINGER_MS:-10}"
+fi
 rounds="${WREN_BENCH_ROUNDS:-2}"
-systems="${WREN_BENCH_SYSTEMS:-wren-1 wren-3 kafka-3 kafka-3-fsync}"
 clients="${WREN_BENCH_CLIENTS:-wren-perf kafka-perf}"
 partitions="${WREN_BENCH_PARTITIONS:-6}"
 batch_bytes="${WREN_BENCH_BATCH_BYTES:-1000012}"
-linger_ms="${WREN_BENCH_LINGER_MS:-10}"
 record_bytes=1024
 export WREN_KAFKA_HEAP_OPTS="${WREN_KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
 export WREN_KAFKA_STOP_TIMEOUT="${WREN_KAFKA_STOP_TIMEOUT:-20}"
@@ -234,13 +256,13 @@ produce() { # client bootstrap topic
 	case "$1" in
 	wren-perf)
 		"$wren" perf produce -b "$2" --topic "$3" --num-records "$n" \
-			--record-size "$record_bytes" --throughput -1 --acks all --reporting-interval 1h \
+			--record-size "$record_bytes" --throughput "$rate" --acks all --reporting-interval 1h \
 			--producer-props "batch.size=$batch_bytes,linger.ms=$linger_ms" >"$work/client.out" 2>"$work/client.err" &
 		;;
 	kafka-perf)
 		java -Xmx512m -cp "$kafka_home/libs/*" -Dlog4j2.configurationFile="$kafka_home/config/log4j2.yaml" \
 			org.apache.kafka.tools.ProducerPerformance --topic "$3" --num-records "$n" \
-			--record-size "$record_bytes" --throughput -1 \
+			--record-size "$record_bytes" --throughput "$rate" \
 			--producer-props bootstrap.servers="$2" acks=all enable.idempotence=true \
 			batch.size="$batch_bytes" linger.ms="$linger_ms" >"$work/client.out" 2>"$work/client.err" &
 		;;
@@ -280,7 +302,7 @@ run_system() { # system round
 		# P50 ms 50th, P95 ms 95th, P99 ms 99th, P999 ms 99.9th."
 		awk -v sys="$sys" -v client="$client" -v round="$round" '{
 			gsub(/[(),]/, "")
-			printf "%-14s %-11s %5s %12.0f %8.2f %8s %8s %8s\n", sys, client, round, $4, $6, $16, $22, $25
+			printf "%-14s %-11s %5s %12.0f %8.2f %8s %8s %8s %8s\n", sys, client, round, $4, $6, $16, $22, $25, $12
 		}' <<<"$line" | tee -a "$results"
 	done
 	case "$sys" in
@@ -290,19 +312,51 @@ run_system() { # system round
 }
 
 echo "== $n records of $record_bytes B, acks=all, one producer, $partitions partitions;" \
+	"$( ((rate > 0)) && echo "at a fixed rate of $rate records/s;" || echo "as fast as it goes;")" \
 	"batch $batch_bytes B, linger $linger_ms ms; $rounds rounds, systems interleaved"
 echo "== wren $("$wren" version 2>/dev/null | head -1)${kafka_version:+; Apache Kafka $kafka_version (KRaft, 3 combined nodes, heap ${WREN_KAFKA_HEAP_OPTS})}"
 echo "== wren fdatasyncs on every ISR member before acking (log.flush.policy=ack);" \
 	"kafka-3 is Kafka's default (no fsync per append, page cache);" \
 	"kafka-3-fsync sets log.flush.interval.messages=1 (fsync every append)"
 echo "== $(nproc) cores${node_cpu:+, each broker node capped at $node_cpu cores}; load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
-printf '%-14s %-11s %5s %12s %8s %8s %8s %8s\n' system client round records/s MB/s p50_ms p99_ms p999_ms
+printf '%-14s %-11s %5s %12s %8s %8s %8s %8s %8s\n' system client round records/s MB/s p50_ms p99_ms p999_ms max_ms
 for ((round = 1; round <= rounds; round++)); do
 	for sys in $systems; do
 		run_system "$sys" "$round"
 	done
 done
 echo "== load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+
+if ((rate > 0)); then
+	# The latency tail side by side: per system and client, the median of the rounds and their
+	# spread. Columns of $results: 4 records/s, 6 p50, 7 p99, 8 p99.9, 9 max.
+	echo
+	echo "== latency at $rate records/s, per system and client over $rounds rounds: median [min..max] (ms)"
+	printf '%-14s %-11s %-20s %-16s %-18s %-18s %-18s\n' system client records/s p50 p99 p99.9 max
+	awk -v rate="$rate" '
+		function stat(k, c,   n, i, j, t, v) {
+			n = cnt[k]
+			for (i = 1; i <= n; i++) v[i] = val[k, c, i]
+			for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
+			return sprintf("%g [%g..%g]", (n % 2) ? v[(n+1)/2] : (v[n/2] + v[n/2+1]) / 2, v[1], v[n])
+		}
+		{
+			k = $1 " " $2
+			if (!(k in cnt)) order[++nk] = k
+			i = ++cnt[k]
+			val[k, 4, i] = $4; val[k, 6, i] = $6; val[k, 7, i] = $7; val[k, 8, i] = $8; val[k, 9, i] = $9
+			if ($4 < 0.98 * rate) short[k]++
+		}
+		END {
+			for (i = 1; i <= nk; i++) {
+				k = order[i]; split(k, f, " ")
+				printf "%-14s %-11s %-20s %-16s %-18s %-18s %-18s%s\n", f[1], f[2], stat(k, 4), stat(k, 6), stat(k, 7), stat(k, 8), stat(k, 9),
+					(k in short) ? sprintf("  (%d of %d runs below the rate)", short[k], cnt[k]) : ""
+			}
+		}' "$results"
+	echo "== goal for wren-3: p99 < 20 ms and p99.9 < 50 ms at 10000 records/s, fsync before every ack"
+	exit 0
+fi
 
 echo
 echo "== per system and client over $rounds rounds: mean (min..max)"
