@@ -17,9 +17,10 @@ import (
 //
 // Behavior:
 // * Appends run on the connection's reader, in request order, so
-//   pipelined requests land in the order they were sent; the response
-//   waits on the writer for the fdatasync (flush policy ack), so
-//   pipelined requests share one.
+//   pipelined requests land in the order they were sent; each append's
+//   fdatasync (flush policy ack) starts at once and is shared by the
+//   appends that arrive meanwhile (group commit), and the response waits
+//   for it on the writer.
 // * acks=0 gets no response; acks=1 answers once the leader's append is
 //   durable under flush policy ack; acks=-1 once the high watermark passes
 //   the batch (every ISR member holds it, durably under flush policy ack),
