@@ -201,3 +201,33 @@ func TestAcksAllAnsweredByFollowerFetch(t *testing.T) {
 		t.Fatalf("high watermark %d after the follower's fetch at 1, want 1", hw)
 	}
 }
+
+// TestWaitAnyUntil: a follower's long poll over any number of partitions
+// wakes when any one of them appends (the last, the first, one in the
+// middle), and ends unwoken at its deadline when none does; one select
+// for a few partitions, a goroutine each for many.
+func TestWaitAnyUntil(t *testing.T) {
+	for _, n := range []int{1, 2, 6, maxSelectWake, maxSelectWake + 1, 200} {
+		for _, which := range []int{0, n / 2, n - 1} {
+			chans := make([]chan struct{}, n)
+			ro := make([]<-chan struct{}, n)
+			for i := range chans {
+				chans[i] = make(chan struct{})
+				ro[i] = chans[i]
+			}
+			woke := make(chan bool, 1)
+			go func() { woke <- waitAnyUntil(ro, time.Now().Add(time.Hour)) }()
+			close(chans[which])
+			if !within(t, woke, "return from waitAnyUntil") {
+				t.Fatalf("%d channels, %d closed: not woken", n, which)
+			}
+		}
+		ro := make([]<-chan struct{}, n)
+		for i := range ro {
+			ro[i] = make(chan struct{})
+		}
+		if waitAnyUntil(ro, time.Now().Add(time.Millisecond)) {
+			t.Fatalf("%d channels, none closed: woken before the deadline", n)
+		}
+	}
+}

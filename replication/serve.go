@@ -2,6 +2,7 @@ package replication
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"time"
 
@@ -26,6 +27,10 @@ const (
 	ReplicaFetchVersion                int16 = 11
 	ReplicaOffsetForLeaderEpochVersion int16 = 3
 )
+
+// maxSelectWake is the most partitions a follower's long poll waits on
+// in one select (waitAnyUntil).
+const maxSelectWake = 64
 
 // maxReplicaFetchWait bounds a follower's long poll whatever it asks.
 const maxReplicaFetchWait = 5 * time.Second
@@ -203,6 +208,12 @@ func errorCodeFor(err error) int16 {
 	return kerr.KafkaStorageError.Code
 }
 
+// waitAnyUntil waits until one of chans is closed (true) or deadline
+// passes (false). Up to maxSelectWake channels are waited on in one select,
+// so a leader's append wakes the follower's fetch directly: a goroutine in
+// between adds a second wake-up, and on a busy host each costs a
+// scheduling delay on the way to every acks=all answer. Beyond that, a
+// goroutine per channel does it.
 func waitAnyUntil(chans []<-chan struct{}, deadline time.Time) bool {
 	d := time.Until(deadline)
 	if d <= 0 {
@@ -210,6 +221,23 @@ func waitAnyUntil(chans []<-chan struct{}, deadline time.Time) bool {
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
+	switch n := len(chans); {
+	case n == 1:
+		select {
+		case <-chans[0]:
+			return true
+		case <-t.C:
+			return false
+		}
+	case n <= maxSelectWake:
+		sel := make([]reflect.SelectCase, 0, n+1)
+		sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)})
+		for _, ch := range chans {
+			sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		chosen, _, _ := reflect.Select(sel)
+		return chosen != 0
+	}
 	cases := make(chan struct{}, 1)
 	stop := make(chan struct{})
 	defer close(stop)
