@@ -67,6 +67,11 @@ type partitionHooks struct {
 	// outcome through done: err nil when the controller took it, with
 	// the partition epoch after it.
 	alterISR func(tp engine.TopicPartition, topicID cluster.UUID, ch ISRChange, done func(partitionEpoch int32, err error))
+	// startDurable runs an append's wait for durability
+	// (AppendAsLeaderTimeout) away from the appender; nil: a goroutine.
+	// The simulator runs it at a simulated time instead, as it runs the
+	// rest of a node.
+	startDurable func(wait func())
 }
 
 func defaultHooks() *partitionHooks {
@@ -371,7 +376,11 @@ func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout ti
 	// before it replicates, and followers are woken the moment it is
 	// durable (waitDurable).
 	durable := make(chan error, 1)
-	go p.waitDurable(info, wait, durable)
+	if start := p.hooks.startDurable; start != nil {
+		start(func() { p.waitDurable(info, wait, durable) })
+	} else {
+		go p.waitDurable(info, wait, durable)
+	}
 	return info, func() error {
 		if err := <-durable; err != nil {
 			return err
