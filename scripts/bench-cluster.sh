@@ -186,6 +186,7 @@ start_wren() { # count
 	local count=$1 dir="$work/wren" voters="" i
 	boot=""
 	local -a cport pport
+	hports=()
 	mkdir -p "$dir"
 	for ((i = 1; i <= count; i++)); do
 		cport[i]=$(free_port)
@@ -200,7 +201,8 @@ start_wren() { # count
 		for ((i = 1; i <= count; i++)); do
 			printf '\n[node.%d.broker]\nlog.dirs = ["%s"]\n' "$i" "$dir/data$i"
 			printf 'listeners = ["PLAINTEXT://127.0.0.1:%s", "CONTROLLER://127.0.0.1:%s"]\n' "${cport[i]}" "${pport[i]}"
-			printf '[node.%d.http]\nlisten = "127.0.0.1:%s"\n' "$i" "$(free_port)"
+			hports[i]=$(free_port)
+			printf '[node.%d.http]\nlisten = "127.0.0.1:%s"\n' "$i" "${hports[i]}"
 		done
 	} >"$dir/cluster.toml"
 	for ((i = 1; i <= count; i++)); do
@@ -209,6 +211,35 @@ start_wren() { # count
 		cap_cpu "wren-$i" "$!"
 	done
 	wait_brokers "$boot" "$count" >&2
+}
+
+# runtime_figures prints, in the fixed-rate mode, each wren node's Go runtime figures since it
+# started (its /metrics): how long goroutines waited runnable before they ran (the scheduler's
+# share of the latency tail), the GC's stop-the-world pauses, and CPU. Bucket bounds, so "<=".
+hports=()
+runtime_figures() { # label
+	((rate > 0)) || return 0
+	local i
+	for i in "${!hports[@]}"; do
+		curl -s --max-time 5 "http://127.0.0.1:${hports[i]}/metrics" | awk -v label="$1" -v node="$i" '
+			function q(name, f,   k, le) {
+				for (k = 1; k <= nb[name]; k++) if (cnt[name, k] >= f * tot[name]) return le_[name, k] * 1000
+				return -1
+			}
+			/^go_sched_latencies_seconds_bucket|^go_gc_pauses_seconds_bucket/ {
+				split($1, a, "_bucket"); name = a[1]
+				le = $1; sub(/.*le="/, "", le); sub(/".*/, "", le)
+				if (le == "+Inf") { tot[name] = $2; next }
+				k = ++nb[name]; le_[name, k] = le; cnt[name, k] = $2
+			}
+			/^go_gc_cpu_seconds_total / { gc = $2 }
+			/^process_cpu_seconds_total / { cpu = $2 }
+			END {
+				printf "   %s node %s: runnable before running p99 <= %.2g ms, p99.9 <= %.2g ms; GC pauses %d, p99 <= %.2g ms; CPU %.1f s (GC %.1f s)\n", label, node,
+					q("go_sched_latencies_seconds", 0.99), q("go_sched_latencies_seconds", 0.999),
+					tot["go_gc_pauses_seconds"], q("go_gc_pauses_seconds", 0.99), cpu, gc
+			}' || true
+	done
 }
 
 stop_wren() {
@@ -304,6 +335,7 @@ run_system() { # system round
 			gsub(/[(),]/, "")
 			printf "%-14s %-11s %5s %12.0f %8.2f %8s %8s %8s %8s\n", sys, client, round, $4, $6, $16, $22, $25, $12
 		}' <<<"$line" | tee -a "$results"
+		if [[ "$sys" == wren-* ]]; then runtime_figures "after $client:"; fi
 	done
 	case "$sys" in
 	wren-*) stop_wren ;;
