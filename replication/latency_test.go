@@ -1,6 +1,9 @@
 package replication
 
 import (
+	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -228,6 +231,111 @@ func TestWaitAnyUntil(t *testing.T) {
 		}
 		if waitAnyUntil(ro, time.Now().Add(time.Millisecond)) {
 			t.Fatalf("%d channels, none closed: woken before the deadline", n)
+		}
+	}
+}
+
+// recordsOnce is a leader that answers a follower's first Fetch of all
+// of its partitions (all of them) with one record for each
+// partition in withRecords and nothing for the others, and hands every
+// later Fetch to the test, holding it until the fetcher closes the
+// connection. A Fetch of fewer partitions (the fetcher started before the
+// test followed them all) gets nothing.
+type recordsOnce struct {
+	records     []byte
+	withRecords map[int32]bool
+	all         int
+	served      bool
+	later       chan *kmsg.FetchRequest
+	closed      chan struct{}
+}
+
+func (c *recordsOnce) RoundTrip(key, version int16, body []byte, _ time.Time) ([]byte, error) {
+	if key != 1 {
+		return nil, fmt.Errorf("recordsOnce: api key %d", key)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(version)
+	if err := req.ReadFrom(body); err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, rt := range req.Topics {
+		n += len(rt.Partitions)
+	}
+	full := n == c.all
+	if full && c.served {
+		c.later <- req
+		<-c.closed
+		return nil, errors.New("recordsOnce: closed")
+	}
+	c.served = c.served || full
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition, p.HighWatermark = rp.Partition, 0
+			if full && c.withRecords[rp.Partition] {
+				p.RecordBatches = c.records
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp.AppendTo(nil), nil
+}
+
+func (c *recordsOnce) Close() error {
+	select {
+	case <-c.closed:
+	default:
+		close(c.closed)
+	}
+	return nil
+}
+
+// TestFollowerFetchesAgainOnceAppended: a follower whose fetch brought
+// records appends them, durably, and fetches again at once from its new
+// log end: that fetch is what moves the leader's high watermark and
+// answers acks=all. No pause comes between (the fetcher's backoff is an
+// hour here), whichever partitions brought records.
+func TestFollowerFetchesAgainOnceAppended(t *testing.T) {
+	conn := &recordsOnce{records: oneRecord(t), withRecords: map[int32]bool{0: true, 2: true}, all: 3,
+		later: make(chan *kmsg.FetchRequest, 1), closed: make(chan struct{})}
+	fm := newFetcherManager(2, FetchConfig{
+		Dial:      func(int32) (LeaderConn, error) { return conn, nil },
+		WaitMaxMs: 500,
+		Backoff:   time.Hour,
+	}, slog.New(slog.DiscardHandler))
+	defer fm.stopAll()
+	logs := map[int32]*engine.Log{}
+	for i := range int32(3) {
+		tp := engine.TopicPartition{Topic: "t", Partition: i}
+		l, _, err := engine.Open(vfs.NewMem(), fmt.Sprintf("/d/t-%d", i), tp, engine.DefaultOptions(), engine.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		p := newPartition(tp, l, nil, 0)
+		if err := p.becomeLeaderOrFollower(false, 1); err != nil {
+			t.Fatal(err)
+		}
+		logs[i] = l
+		fm.follow(tp, p, 1, 1)
+	}
+	req := within(t, conn.later, "second fetch")
+	for _, rp := range req.Topics[0].Partitions {
+		want := int64(0)
+		if conn.withRecords[rp.Partition] {
+			want = 1
+		}
+		if rp.FetchOffset != want {
+			t.Errorf("partition %d: second fetch from offset %d, want %d", rp.Partition, rp.FetchOffset, want)
+		}
+		if d := logs[rp.Partition].DurableOffset(); d != want {
+			t.Errorf("partition %d: durable offset %d when the next fetch went out, want %d", rp.Partition, d, want)
 		}
 	}
 }
