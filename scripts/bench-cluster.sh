@@ -213,9 +213,11 @@ start_wren() { # count
 	wait_brokers "$boot" "$count" >&2
 }
 
-# runtime_figures prints, in the fixed-rate mode, each wren node's Go runtime figures since it
-# started (its /metrics): how long goroutines waited runnable before they ran (the scheduler's
-# share of the latency tail), the GC's stop-the-world pauses, and CPU. Bucket bounds, so "<=".
+# runtime_figures prints, in the fixed-rate mode, each wren node's figures since it started (its
+# /metrics): how long a Produce took from reading it to writing its answer (the broker's share of
+# the client's latency; the rest is the client and the wire), its fdatasyncs, how long goroutines
+# waited runnable before they ran (the Go scheduler's share), the GC's stop-the-world pauses, and
+# CPU. Bucket bounds, so "<=".
 hports=()
 runtime_figures() { # label
 	((rate > 0)) || return 0
@@ -226,7 +228,7 @@ runtime_figures() { # label
 				for (k = 1; k <= nb[name]; k++) if (cnt[name, k] >= f * tot[name]) return le_[name, k] * 1000
 				return -1
 			}
-			/^go_sched_latencies_seconds_bucket|^go_gc_pauses_seconds_bucket/ {
+			/^go_sched_latencies_seconds_bucket|^go_gc_pauses_seconds_bucket|^wren_kafka_request_latency_seconds_bucket\{request="Produce"|^wren_storage_fdatasync_latency_seconds_bucket/ {
 				split($1, a, "_bucket"); name = a[1]
 				le = $1; sub(/.*le="/, "", le); sub(/".*/, "", le)
 				if (le == "+Inf") { tot[name] = $2; next }
@@ -235,7 +237,9 @@ runtime_figures() { # label
 			/^go_gc_cpu_seconds_total / { gc = $2 }
 			/^process_cpu_seconds_total / { cpu = $2 }
 			END {
-				printf "   %s node %s: runnable before running p99 <= %.2g ms, p99.9 <= %.2g ms; GC pauses %d, p99 <= %.2g ms; CPU %.1f s (GC %.1f s)\n", label, node,
+				p = "wren_kafka_request_latency_seconds"; f = "wren_storage_fdatasync_latency_seconds"
+				printf "   %s node %s: Produce read to answer p99 <= %.3g ms, p99.9 <= %.3g ms (%d requests); fdatasync p99 <= %.3g ms; runnable before running p99 <= %.2g ms, p99.9 <= %.2g ms; GC pauses %d, p99 <= %.2g ms; CPU %.1f s (GC %.1f s)\n", label, node,
+					q(p, 0.99), q(p, 0.999), tot[p], q(f, 0.99),
 					q("go_sched_latencies_seconds", 0.99), q("go_sched_latencies_seconds", 0.999),
 					tot["go_gc_pauses_seconds"], q("go_gc_pauses_seconds", 0.99), cpu, gc
 			}' || true
