@@ -32,7 +32,8 @@ func TestHighWatermarkFollowsFlushPolicy(t *testing.T) {
 	for _, policy := range []engine.FlushPolicy{engine.FlushAck, engine.FlushInterval} {
 		opts := engine.DefaultOptions()
 		opts.FlushPolicy = policy
-		l, _, err := engine.Open(vfs.NewMem(), "/d/t-0", engine.TopicPartition{Topic: "t"}, opts, engine.OpenOptions{})
+		fs := newSyncGateFS()
+		l, _, err := engine.Open(fs, "/d/t-0", engine.TopicPartition{Topic: "t"}, opts, engine.OpenOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,6 +45,10 @@ func TestHighWatermarkFollowsFlushPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		changed := p.HighWatermarkChanged()
+		if policy == engine.FlushAck {
+			// The append's fdatasync starts at once: hold it.
+			fs.hold(t)
+		}
 		info, wait, err := p.AppendAsLeader(oneRecord(t), -1)
 		if err != nil {
 			t.Fatal(err)
@@ -51,8 +56,12 @@ func TestHighWatermarkFollowsFlushPolicy(t *testing.T) {
 		if info.FirstOffset != 0 {
 			t.Fatalf("first offset %d", info.FirstOffset)
 		}
-		if policy == engine.FlushAck && p.HighWatermark() != 0 {
-			t.Fatalf("ack: high watermark %d before the fdatasync", p.HighWatermark())
+		if policy == engine.FlushAck {
+			within(t, fs.entered, "fdatasync of the append")
+			if hw := p.HighWatermark(); hw != 0 {
+				t.Fatalf("ack: high watermark %d before the fdatasync", hw)
+			}
+			fs.release()
 		}
 		if err := wait(); err != nil {
 			t.Fatal(err)
