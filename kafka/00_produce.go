@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,9 +17,10 @@ import (
 //
 // Behavior:
 // * Appends run on the connection's reader, in request order, so
-//   pipelined requests land in the order they were sent; the response
-//   waits on the writer for the fdatasync (flush policy ack), so
-//   pipelined requests share one.
+//   pipelined requests land in the order they were sent; each append's
+//   fdatasync (flush policy ack) starts at once and is shared by the
+//   appends that arrive meanwhile (group commit), and the response waits
+//   for it on the writer.
 // * acks=0 gets no response; acks=1 answers once the leader's append is
 //   durable under flush policy ack; acks=-1 once the high watermark passes
 //   the batch (every ISR member holds it, durably under flush policy ack),
@@ -170,23 +170,15 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 	handOverWait := min(maxHandOverWait, ackTimeout(r.TimeoutMillis))
 	acks := r.Acks
 	return func(ctx context.Context) (Response, error) {
-		// Every wait runs, acks=0 included: the log holds a waiter for each
-		// append until it is collected. Partitions sync concurrently, so a
-		// request to six partitions costs about one fdatasync, not six in a
-		// row.
+		// Every wait runs, acks=0 included. What a wait stands for started
+		// at the append (each partition's fdatasync, its followers'
+		// fetches: Replica.AppendAsLeaderTimeout), so the partitions sync
+		// and replicate concurrently and waiting for them in turn costs the
+		// slowest, not the sum; a goroutine per partition would only add a
+		// wake-up to every answer.
 		results := make([]error, len(waits))
-		if len(waits) == 1 {
-			results[0] = waits[0]()
-		} else {
-			var wg sync.WaitGroup
-			for i, wait := range waits {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					results[i] = wait()
-				}()
-			}
-			wg.Wait()
+		for i, wait := range waits {
+			results[i] = wait()
 		}
 		for i, err := range results {
 			if err != nil {

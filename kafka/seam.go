@@ -72,7 +72,10 @@ type Replica interface {
 	// watermark next moves.
 	HighWatermarkChanged() <-chan struct{}
 	// AppendAsLeaderTimeout appends a batch as leader and returns the
-	// wait for its acknowledgement under acks (at most timeout).
+	// wait for its acknowledgement under acks (at most timeout). What the
+	// acknowledgement needs (the fdatasync, the followers' copies) starts
+	// at the append, not at the wait: the handler waits for a request's
+	// partitions one after another.
 	AppendAsLeaderTimeout(records []byte, acks int16, timeout time.Duration) (engine.AppendInfo, func() error, error)
 	// ReadForConsumer reads from offset below the high watermark and
 	// returns the read, the high watermark and the log start offset.

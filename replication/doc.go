@@ -31,7 +31,11 @@
 // watermark. Under flush policy ack a leader serves followers only what
 // it made durable (readLimitForFollower): a leader that restarts before
 // the controller fences it leads again at the same leader epoch, and no
-// follower may hold records of that epoch it lost. See
+// follower may hold records of that epoch it lost. So a leader starts
+// each append's fdatasync when it writes it, not when the produce's answer
+// waits for it, and wakes its followers' long polls when it returns
+// (Partition.waitDurable); a follower fetches again as soon as it
+// appended, and that fetch answers the acks=all appends it covers. See
 // docs/ARCHITECTURE.md.
 //
 // sim_test.go is a seeded, deterministic simulator of this package's data

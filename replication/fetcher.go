@@ -441,11 +441,14 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 	if resp.ErrorCode != 0 {
 		return fmt.Errorf("replication: Fetch refused: %w", kerr.ErrorForCode(resp.ErrorCode))
 	}
-	// Partitions append (and fdatasync, under flush policy ack)
-	// concurrently: one round costs about one fdatasync. One with no
-	// records is done here: an idle round of thousands of partitions
-	// then starts no goroutine per partition.
+	// Partitions with records append (and fdatasync, under flush policy
+	// ack) concurrently: one round costs about one fdatasync. One of them
+	// appends on this goroutine, as do those without records, once the
+	// others started: a goroutine for it would only add a wake-up before
+	// the next fetch, the one that moves the leader's high watermark.
 	var wg sync.WaitGroup
+	var here []func()
+	withRecords := false
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
 			fl := byTP[engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]
@@ -453,18 +456,27 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 				continue
 			}
 			fm.recordFollower(fl, len(rp.RecordBatches))
-			if len(rp.RecordBatches) == 0 {
+			handle := func() {
 				fm.handlePartition(fl, rp)
 				fm.noteCaughtUp(fl, rp)
-				continue
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				fm.handlePartition(fl, rp)
-				fm.noteCaughtUp(fl, rp)
-			}()
+			switch {
+			case len(rp.RecordBatches) == 0:
+				here = append(here, handle)
+			case !withRecords:
+				withRecords = true
+				here = append(here, handle)
+			default:
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					handle()
+				}()
+			}
 		}
+	}
+	for _, handle := range here {
+		handle()
 	}
 	wg.Wait()
 	return nil

@@ -67,6 +67,11 @@ type partitionHooks struct {
 	// outcome through done: err nil when the controller took it, with
 	// the partition epoch after it.
 	alterISR func(tp engine.TopicPartition, topicID cluster.UUID, ch ISRChange, done func(partitionEpoch int32, err error))
+	// startDurable runs an append's wait for durability
+	// (AppendAsLeaderTimeout) away from the appender; nil: a goroutine.
+	// The simulator runs it at a simulated time instead, as it runs the
+	// rest of a node.
+	startDurable func(wait func())
 }
 
 func defaultHooks() *partitionHooks {
@@ -352,20 +357,34 @@ func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout ti
 	if err != nil {
 		return engine.AppendInfo{}, nil, err
 	}
-	if !info.Duplicate {
+	ack := p.log.Options().FlushPolicy == engine.FlushAck
+	if !info.Duplicate && !ack {
+		// Under interval followers may read it now. Under ack they read
+		// only what is durable (readLimitForFollower): waking them before
+		// the fdatasync would only have them read nothing and wait again.
 		p.notifyAppended()
 		p.maybeAdvanceHighWatermark()
 	}
+	// The fdatasync starts now, not when the caller waits. The wire layer
+	// waits on a connection's writer in request order, so a pipelined
+	// request's wait starts only once the request before it was answered,
+	// and acks=all answers only after the followers fetched, appended
+	// and fetched again: a sync started by the wait put one leader
+	// fdatasync, and one round of replication, in series behind every
+	// request ahead of it on the connection, and its followers slept in
+	// their long poll meanwhile. Started here, it runs while the request
+	// before it replicates, and followers are woken the moment it is
+	// durable (waitDurable).
+	durable := make(chan error, 1)
+	if start := p.hooks.startDurable; start != nil {
+		start(func() { p.waitDurable(info, wait, durable) })
+	} else {
+		go p.waitDurable(info, wait, durable)
+	}
 	return info, func() error {
-		if err := wait(); err != nil {
+		if err := <-durable; err != nil {
 			return err
 		}
-		if !info.Duplicate {
-			// Followers read only what is durable (readLimitForFollower):
-			// wake them again now that this append is.
-			p.notifyAppended()
-		}
-		p.maybeAdvanceHighWatermark()
 		if acks != -1 {
 			return nil
 		}
@@ -373,6 +392,19 @@ func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout ti
 		// like a new one: the original may not be committed yet.
 		return p.waitHighWatermark(info.LastOffset+1, timeout)
 	}, nil
+}
+
+// waitDurable waits for an append to be as durable as the flush policy
+// promises, then wakes the followers' fetches (they read only what is
+// durable under flush policy ack) and lets the high watermark count it,
+// and sends the outcome to done.
+func (p *Partition) waitDurable(info engine.AppendInfo, wait func() error, done chan<- error) {
+	err := wait()
+	if err == nil && !info.Duplicate {
+		p.notifyAppended()
+	}
+	p.maybeAdvanceHighWatermark()
+	done <- err
 }
 
 // waitHighWatermark waits until the high watermark reaches offset.

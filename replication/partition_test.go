@@ -33,7 +33,8 @@ func TestHighWatermarkFollowsFlushPolicy(t *testing.T) {
 	for _, policy := range []engine.FlushPolicy{engine.FlushAck, engine.FlushInterval} {
 		opts := engine.DefaultOptions()
 		opts.FlushPolicy = policy
-		l, _, err := engine.Open(vfs.NewMem(), "/d/t-0", engine.TopicPartition{Topic: "t"}, opts, engine.OpenOptions{})
+		fs := newSyncGateFS()
+		l, _, err := engine.Open(fs, "/d/t-0", engine.TopicPartition{Topic: "t"}, opts, engine.OpenOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,6 +46,10 @@ func TestHighWatermarkFollowsFlushPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		changed := p.HighWatermarkChanged()
+		if policy == engine.FlushAck {
+			// The append's fdatasync starts at once: hold it.
+			fs.hold(t)
+		}
 		info, wait, err := p.AppendAsLeader(oneRecord(t), -1)
 		if err != nil {
 			t.Fatal(err)
@@ -52,8 +57,12 @@ func TestHighWatermarkFollowsFlushPolicy(t *testing.T) {
 		if info.FirstOffset != 0 {
 			t.Fatalf("first offset %d", info.FirstOffset)
 		}
-		if policy == engine.FlushAck && p.HighWatermark() != 0 {
-			t.Fatalf("ack: high watermark %d before the fdatasync", p.HighWatermark())
+		if policy == engine.FlushAck {
+			within(t, fs.entered, "fdatasync of the append")
+			if hw := p.HighWatermark(); hw != 0 {
+				t.Fatalf("ack: high watermark %d before the fdatasync", hw)
+			}
+			fs.release()
 		}
 		if err := wait(); err != nil {
 			t.Fatal(err)
@@ -237,7 +246,8 @@ func TestFollowerFetchReadsOnlyDurable(t *testing.T) {
 	for _, policy := range []engine.FlushPolicy{engine.FlushAck, engine.FlushInterval} {
 		opts := engine.DefaultOptions()
 		opts.FlushPolicy = policy
-		l, _, err := engine.Open(vfs.NewMem(), "/d/t-0", engine.TopicPartition{Topic: "t"}, opts, engine.OpenOptions{})
+		fs := newSyncGateFS()
+		l, _, err := engine.Open(fs, "/d/t-0", engine.TopicPartition{Topic: "t"}, opts, engine.OpenOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,26 +271,34 @@ func TestFollowerFetchReadsOnlyDurable(t *testing.T) {
 			return len(resp.Topics[0].Partitions[0].RecordBatches)
 		}
 		appended, _ := p.appendedOrHighWatermarkChanged()
+		if policy == engine.FlushAck {
+			// The append's fdatasync starts at once: hold it.
+			fs.hold(t)
+		}
 		_, wait, err := p.AppendAsLeaderTimeout(oneRecord(t), 1, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		<-appended
-		n := fetch()
-		if policy == engine.FlushAck && n != 0 {
-			t.Fatalf("ack: a follower read %d bytes before the leader's fdatasync", n)
+		if policy == engine.FlushAck {
+			within(t, fs.entered, "fdatasync of the append")
+			if n := fetch(); n != 0 {
+				t.Fatalf("ack: a follower read %d bytes before the leader's fdatasync", n)
+			}
+			select {
+			case <-appended:
+				t.Fatal("ack: followers woken before the append was durable, when they can read nothing of it")
+			default:
+			}
+			fs.release()
+			within(t, appended, "wake of waiting followers when the append became durable")
+		} else {
+			within(t, appended, "wake of waiting followers at the append")
+			if n := fetch(); n == 0 {
+				t.Fatal("interval: a follower read nothing of a written append")
+			}
 		}
-		if policy == engine.FlushInterval && n == 0 {
-			t.Fatal("interval: a follower read nothing of a written append")
-		}
-		appended, _ = p.appendedOrHighWatermarkChanged()
 		if err := wait(); err != nil {
 			t.Fatal(err)
-		}
-		select {
-		case <-appended:
-		default:
-			t.Fatalf("%v: waiting followers not woken when the append became durable", policy)
 		}
 		if n := fetch(); n == 0 {
 			t.Fatalf("%v: a follower read nothing after the fdatasync", policy)

@@ -28,6 +28,10 @@ const (
 	ReplicaOffsetForLeaderEpochVersion int16 = 3
 )
 
+// maxSelectWake is the most partitions a follower's long poll waits on
+// in one select (waitAnyUntil).
+const maxSelectWake = 64
+
 // maxReplicaFetchWait bounds a follower's long poll whatever it asks.
 const maxReplicaFetchWait = 5 * time.Second
 
@@ -214,11 +218,14 @@ func errorCodeFor(err error) int16 {
 }
 
 // waitAnyUntil waits until one of chans is closed (true) or the deadline
-// passes (false). A follower's fetch names every partition it follows
-// there, thousands on a large node, and waits like this every
-// replica.fetch.wait.max.ms while idle: one goroutine per chunk of
-// waitChunk channels, each in one select over its chunk, keeps that wait
-// from costing a goroutine per partition.
+// passes (false). Up to maxSelectWake channels are waited on in one
+// select, so a leader's append wakes the follower's fetch directly: a
+// goroutine in between adds a second wake-up, and on a busy host each
+// costs a scheduling delay on the way to every acks=all answer. Beyond
+// that (a follower's fetch names every partition it follows, thousands on
+// a large node, and waits like this every replica.fetch.wait.max.ms while
+// idle), one goroutine per chunk of waitChunk channels, each in one select
+// over its chunk, keeps the wait from costing a goroutine per partition.
 func waitAnyUntil(chans []<-chan struct{}, deadline time.Time) bool {
 	d := time.Until(deadline)
 	if d <= 0 {
@@ -226,6 +233,23 @@ func waitAnyUntil(chans []<-chan struct{}, deadline time.Time) bool {
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
+	switch n := len(chans); {
+	case n == 1:
+		select {
+		case <-chans[0]:
+			return true
+		case <-t.C:
+			return false
+		}
+	case n <= maxSelectWake:
+		sel := make([]reflect.SelectCase, 0, n+1)
+		sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)})
+		for _, ch := range chans {
+			sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		chosen, _, _ := reflect.Select(sel)
+		return chosen != 0
+	}
 	cases := make(chan struct{}, 1)
 	stop := make(chan struct{})
 	defer close(stop)

@@ -188,6 +188,9 @@ type simNode struct {
 	// pendingFollowerSync is, under bugCountUnsyncedFollower, the
 	// follower append written but not yet synced.
 	pendingFollowerSync *simMsg
+	// durable is the durability wait the last leader append started
+	// (partitionHooks.startDurable), taken by serveProduce.
+	durable func()
 }
 
 type simAlter struct {
@@ -198,10 +201,14 @@ type simAlter struct {
 }
 
 type simSync struct {
-	at   int64
-	wait func() error
-	info engine.AppendInfo
-	req  *simMsg
+	at int64
+	// durable is the append's wait for its fdatasync, which the
+	// Partition starts at once (partitionHooks.startDurable) and the
+	// simulator runs at; wait is then the rest of the acknowledgement.
+	durable func()
+	wait    func() error
+	info    engine.AppendInfo
+	req     *simMsg
 }
 
 type simWaiter struct {
@@ -344,7 +351,7 @@ func (s *replSim) start(n *simNode) error {
 		s.reqID++
 		n.alters = append(n.alters, simAlter{reqID: s.reqID, deadline: s.now + simAlterISRMs, pe: ch.PartitionEpoch, done: done})
 		s.request(n, &simMsg{kind: msgAlterISR, to: simController, reqID: s.reqID, alter: ch})
-	}}
+	}, startDurable: func(wait func()) { n.durable = wait }}
 	n.logs, n.p = logs, newPartition(simTP, l, hooks, hws[simTP])
 	n.up, n.inc = true, n.inc+1
 	n.appliedPE, n.leader, n.epoch, n.truncated, n.inflight = -1, -1, -1, false, 0
@@ -975,6 +982,7 @@ func (s *replSim) nodeStep(n *simNode) error {
 			keep = append(keep, sy)
 			continue
 		}
+		sy.durable()
 		err := sy.wait()
 		switch {
 		case err == nil:
@@ -1071,13 +1079,17 @@ func simWaitHighWatermark(p *Partition, offset int64) (uint64, chan error) {
 // does; the fdatasync (and with it the acknowledgement) comes a few ms
 // later, so a crash can fall between the write and the sync.
 func (s *replSim) serveProduce(n *simNode, m *simMsg) {
+	n.durable = nil
 	info, wait, err := n.p.AppendAsLeaderTimeout(slices.Clone(m.records), -1, 0)
 	if err != nil {
 		s.reply(m, &simMsg{kind: msgProduceResp, code: simErrorCode(err)})
 		return
 	}
+	if n.durable == nil {
+		panic("simulator: an append started no wait for its durability")
+	}
 	s.logf("node %d appends producer %d seq at %d-%d dup=%v", n.id, m.producer, info.FirstOffset, info.LastOffset, info.Duplicate)
-	n.syncs = append(n.syncs, simSync{at: s.now + s.rng.Int64N(4), wait: wait, info: info, req: m})
+	n.syncs = append(n.syncs, simSync{at: s.now + s.rng.Int64N(4), durable: n.durable, wait: wait, info: info, req: m})
 }
 
 func (s *replSim) producerStep(i int, pr *simProducer, faults bool) {

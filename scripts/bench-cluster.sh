@@ -19,7 +19,17 @@
 #
 # Usage: scripts/bench-cluster.sh [NUM_RECORDS]   (default 1500000: 1.4 GiB a run, on every replica)
 #
+# Fixed-rate mode (WREN_BENCH_RATE=records/s): what a producer at its own steady rate feels, the
+# latency tail rather than the throughput at saturation. Both clients aim at that rate
+# (--throughput), linger defaults to 1 ms, NUM_RECORDS defaults to WREN_BENCH_SECONDS of the
+# rate, the systems default to "wren-3 kafka-3 kafka-3-fsync", and the summary gives per system
+# and client the median and spread (min..max) over the rounds of the achieved rate and of the
+# p50, p99, p99.9 and max latencies, side by side. A run that fell short of the rate says so:
+# its latencies then include the queue of records it could not send in time.
+#
 # Environment:
+#   WREN_BENCH_RATE         records/s for the fixed-rate mode (default: unlimited, the throughput mode)
+#   WREN_BENCH_SECONDS      seconds a fixed-rate run lasts when NUM_RECORDS is not given (default 30)
 #   WREN_BENCH_ROUNDS       rounds over all systems (default 2)
 #   WREN_BENCH_SYSTEMS      which systems, space-separated (default "wren-1 wren-3 kafka-3 kafka-3-fsync")
 #   WREN_BENCH_CLIENTS      which clients (default "wren-perf kafka-perf")
@@ -41,13 +51,25 @@
 set -euo pipefail
 shopt -s inherit_errexit
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-n="${1:-1500000}"
+rate="${WREN_BENCH_RATE:--1}"
+if ! [[ "$rate" =~ ^(-1|[1-9][0-9]*)$ ]]; then
+	echo "bench: WREN_BENCH_RATE=$rate is not a whole number of records/s" >&2
+	exit 2
+fi
+if ((rate > 0)); then
+	seconds="${WREN_BENCH_SECONDS:-30}"
+	n="${1:-$((rate * seconds))}"
+	systems="${WREN_BENCH_SYSTEMS:-wren-3 kafka-3 kafka-3-fsync}"
+	linger_ms="${WREN_BENCH_LINGER_MS:-1}"
+else
+	n="${1:-1500000}"
+	systems="${WREN_BENCH_SYSTEMS:-wren-1 wren-3 kafka-3 kafka-3-fsync}"
+	linger_ms="${WREN_BENCH_LINGER_MS:-10}"
+fi
 rounds="${WREN_BENCH_ROUNDS:-2}"
-systems="${WREN_BENCH_SYSTEMS:-wren-1 wren-3 kafka-3 kafka-3-fsync}"
 clients="${WREN_BENCH_CLIENTS:-wren-perf kafka-perf}"
 partitions="${WREN_BENCH_PARTITIONS:-6}"
 batch_bytes="${WREN_BENCH_BATCH_BYTES:-1000012}"
-linger_ms="${WREN_BENCH_LINGER_MS:-10}"
 record_bytes=1024
 export WREN_KAFKA_HEAP_OPTS="${WREN_KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
 export WREN_KAFKA_STOP_TIMEOUT="${WREN_KAFKA_STOP_TIMEOUT:-20}"
@@ -164,6 +186,7 @@ start_wren() { # count
 	local count=$1 dir="$work/wren" voters="" i
 	boot=""
 	local -a cport pport
+	hports=()
 	mkdir -p "$dir"
 	for ((i = 1; i <= count; i++)); do
 		cport[i]=$(free_port)
@@ -178,7 +201,8 @@ start_wren() { # count
 		for ((i = 1; i <= count; i++)); do
 			printf '\n[node.%d.broker]\nlog.dirs = ["%s"]\n' "$i" "$dir/data$i"
 			printf 'listeners = ["PLAINTEXT://127.0.0.1:%s", "CONTROLLER://127.0.0.1:%s"]\n' "${cport[i]}" "${pport[i]}"
-			printf '[node.%d.http]\nlisten = "127.0.0.1:%s"\n' "$i" "$(free_port)"
+			hports[i]=$(free_port)
+			printf '[node.%d.http]\nlisten = "127.0.0.1:%s"\n' "$i" "${hports[i]}"
 		done
 	} >"$dir/cluster.toml"
 	for ((i = 1; i <= count; i++)); do
@@ -187,6 +211,39 @@ start_wren() { # count
 		cap_cpu "wren-$i" "$!"
 	done
 	wait_brokers "$boot" "$count" >&2
+}
+
+# runtime_figures prints, in the fixed-rate mode, each wren node's figures since it started (its
+# /metrics): how long a Produce took from reading it to writing its answer (the broker's share of
+# the client's latency; the rest is the client and the wire), its fdatasyncs, how long goroutines
+# waited runnable before they ran (the Go scheduler's share), the GC's stop-the-world pauses, and
+# CPU. Bucket bounds, so "<=".
+hports=()
+runtime_figures() { # label
+	((rate > 0)) || return 0
+	local i
+	for i in "${!hports[@]}"; do
+		curl -s --max-time 5 "http://127.0.0.1:${hports[i]}/metrics" | awk -v label="$1" -v node="$i" '
+			function q(name, f,   k, le) {
+				for (k = 1; k <= nb[name]; k++) if (cnt[name, k] >= f * tot[name]) return le_[name, k] * 1000
+				return -1
+			}
+			/^go_sched_latencies_seconds_bucket|^go_gc_pauses_seconds_bucket|^wren_kafka_request_latency_seconds_bucket\{request="Produce"|^wren_storage_fdatasync_latency_seconds_bucket/ {
+				split($1, a, "_bucket"); name = a[1]
+				le = $1; sub(/.*le="/, "", le); sub(/".*/, "", le)
+				if (le == "+Inf") { tot[name] = $2; next }
+				k = ++nb[name]; le_[name, k] = le; cnt[name, k] = $2
+			}
+			/^go_gc_cpu_seconds_total / { gc = $2 }
+			/^process_cpu_seconds_total / { cpu = $2 }
+			END {
+				p = "wren_kafka_request_latency_seconds"; f = "wren_storage_fdatasync_latency_seconds"
+				printf "   %s node %s: Produce read to answer p99 <= %.3g ms, p99.9 <= %.3g ms (%d requests); fdatasync p99 <= %.3g ms; runnable before running p99 <= %.2g ms, p99.9 <= %.2g ms; GC pauses %d, p99 <= %.2g ms; CPU %.1f s (GC %.1f s)\n", label, node,
+					q(p, 0.99), q(p, 0.999), tot[p], q(f, 0.99),
+					q("go_sched_latencies_seconds", 0.99), q("go_sched_latencies_seconds", 0.999),
+					tot["go_gc_pauses_seconds"], q("go_gc_pauses_seconds", 0.99), cpu, gc
+			}' || true
+	done
 }
 
 stop_wren() {
@@ -234,13 +291,13 @@ produce() { # client bootstrap topic
 	case "$1" in
 	wren-perf)
 		"$wren" perf produce -b "$2" --topic "$3" --num-records "$n" \
-			--record-size "$record_bytes" --throughput -1 --acks all --reporting-interval 1h \
+			--record-size "$record_bytes" --throughput "$rate" --acks all --reporting-interval 1h \
 			--producer-props "batch.size=$batch_bytes,linger.ms=$linger_ms" >"$work/client.out" 2>"$work/client.err" &
 		;;
 	kafka-perf)
 		java -Xmx512m -cp "$kafka_home/libs/*" -Dlog4j2.configurationFile="$kafka_home/config/log4j2.yaml" \
 			org.apache.kafka.tools.ProducerPerformance --topic "$3" --num-records "$n" \
-			--record-size "$record_bytes" --throughput -1 \
+			--record-size "$record_bytes" --throughput "$rate" \
 			--producer-props bootstrap.servers="$2" acks=all enable.idempotence=true \
 			batch.size="$batch_bytes" linger.ms="$linger_ms" >"$work/client.out" 2>"$work/client.err" &
 		;;
@@ -271,6 +328,13 @@ run_system() { # system round
 		topic="bench-$sys-$client-$round"
 		create_topic "$boot" "$topic" "$rf" "$minisr"
 		wait_ready "$boot" "$topic"
+		if ((rate > 0)); then
+			# A follower's fetcher takes a new partition into its fetches only once its
+			# long poll of the others returns (replica.fetch.wait.max.ms, 500 ms, in both
+			# systems): a run that starts at once measures that wait, up to twice, as a
+			# start-up stall of about a second. The fixed-rate mode measures the steady state.
+			sleep 1.5
+		fi
 		if ! line=$(produce "$client" "$boot" "$topic") || [[ "$line" != *"records sent"* ]]; then
 			say "$client against $sys failed: $line"
 			cat "$work/client.err" >&2
@@ -280,8 +344,9 @@ run_system() { # system round
 		# P50 ms 50th, P95 ms 95th, P99 ms 99th, P999 ms 99.9th."
 		awk -v sys="$sys" -v client="$client" -v round="$round" '{
 			gsub(/[(),]/, "")
-			printf "%-14s %-11s %5s %12.0f %8.2f %8s %8s %8s\n", sys, client, round, $4, $6, $16, $22, $25
+			printf "%-14s %-11s %5s %12.0f %8.2f %8s %8s %8s %8s\n", sys, client, round, $4, $6, $16, $22, $25, $12
 		}' <<<"$line" | tee -a "$results"
+		if [[ "$sys" == wren-* ]]; then runtime_figures "after $client:"; fi
 	done
 	case "$sys" in
 	wren-*) stop_wren ;;
@@ -290,19 +355,51 @@ run_system() { # system round
 }
 
 echo "== $n records of $record_bytes B, acks=all, one producer, $partitions partitions;" \
+	"$( ((rate > 0)) && echo "at a fixed rate of $rate records/s;" || echo "as fast as it goes;")" \
 	"batch $batch_bytes B, linger $linger_ms ms; $rounds rounds, systems interleaved"
 echo "== wren $("$wren" version 2>/dev/null | head -1)${kafka_version:+; Apache Kafka $kafka_version (KRaft, 3 combined nodes, heap ${WREN_KAFKA_HEAP_OPTS})}"
 echo "== wren fdatasyncs on every ISR member before acking (log.flush.policy=ack);" \
 	"kafka-3 is Kafka's default (no fsync per append, page cache);" \
 	"kafka-3-fsync sets log.flush.interval.messages=1 (fsync every append)"
 echo "== $(nproc) cores${node_cpu:+, each broker node capped at $node_cpu cores}; load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
-printf '%-14s %-11s %5s %12s %8s %8s %8s %8s\n' system client round records/s MB/s p50_ms p99_ms p999_ms
+printf '%-14s %-11s %5s %12s %8s %8s %8s %8s %8s\n' system client round records/s MB/s p50_ms p99_ms p999_ms max_ms
 for ((round = 1; round <= rounds; round++)); do
 	for sys in $systems; do
 		run_system "$sys" "$round"
 	done
 done
 echo "== load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+
+if ((rate > 0)); then
+	# The latency tail side by side: per system and client, the median of the rounds and their
+	# spread. Columns of $results: 4 records/s, 6 p50, 7 p99, 8 p99.9, 9 max.
+	echo
+	echo "== latency at $rate records/s, per system and client over $rounds rounds: median [min..max] (ms)"
+	printf '%-14s %-11s %-20s %-16s %-18s %-18s %-18s\n' system client records/s p50 p99 p99.9 max
+	awk -v rate="$rate" '
+		function stat(k, c,   n, i, j, t, v) {
+			n = cnt[k]
+			for (i = 1; i <= n; i++) v[i] = val[k, c, i]
+			for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
+			return sprintf("%g [%g..%g]", (n % 2) ? v[(n+1)/2] : (v[n/2] + v[n/2+1]) / 2, v[1], v[n])
+		}
+		{
+			k = $1 " " $2
+			if (!(k in cnt)) order[++nk] = k
+			i = ++cnt[k]
+			val[k, 4, i] = $4; val[k, 6, i] = $6; val[k, 7, i] = $7; val[k, 8, i] = $8; val[k, 9, i] = $9
+			if ($4 < 0.98 * rate) short[k]++
+		}
+		END {
+			for (i = 1; i <= nk; i++) {
+				k = order[i]; split(k, f, " ")
+				printf "%-14s %-11s %-20s %-16s %-18s %-18s %-18s%s\n", f[1], f[2], stat(k, 4), stat(k, 6), stat(k, 7), stat(k, 8), stat(k, 9),
+					(k in short) ? sprintf("  (%d of %d runs below the rate)", short[k], cnt[k]) : ""
+			}
+		}' "$results"
+	echo "== goal for wren-3: p99 < 20 ms and p99.9 < 50 ms at 10000 records/s, fsync before every ack"
+	exit 0
+fi
 
 echo
 echo "== per system and client over $rounds rounds: mean (min..max)"
