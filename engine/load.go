@@ -219,6 +219,9 @@ const (
 	loadRetryMin       = 50 * time.Millisecond
 	loadRetryMax       = 5 * time.Second
 	loadRetryLogEvery  = 30 * time.Second
+	// loadChunk is how many deferred partitions a pass loads before it
+	// reports them (OnLogsLoaded).
+	loadChunk = 256
 )
 
 // startDeferredLoadsLocked retries the deferred loads in the background
@@ -278,25 +281,32 @@ func (m *Manager) retryDeferred(first time.Duration) {
 			continue
 		}
 		jobs := m.deferredJobs()
-		results := m.loadLogs(jobs, loadWorkers())
-		reserve.release()
 		var loaded []TopicPartition
 		var lastErr error
 		failed := 0
-		for i, r := range results {
-			if r.err != nil {
-				failed++
-				lastErr = fmt.Errorf("%s: %w", jobs[i].tp, r.err)
-				continue
+		// In chunks, each reported as it is done, so the first partitions
+		// of a large creation are served while the rest are created.
+		for first := 0; first < len(jobs); first += loadChunk {
+			chunk := jobs[first:min(len(jobs), first+loadChunk)]
+			results := m.loadLogs(chunk, loadWorkers())
+			var now []TopicPartition
+			for i, r := range results {
+				if r.err != nil {
+					failed++
+					lastErr = fmt.Errorf("%s: %w", chunk[i].tp, r.err)
+					continue
+				}
+				if m.adoptDeferred(chunk[i].tp, r.log, r.stats) {
+					now = append(now, chunk[i].tp)
+				}
 			}
-			if m.adoptDeferred(jobs[i].tp, r.log, r.stats) {
-				loaded = append(loaded, jobs[i].tp)
+			loaded = append(loaded, now...)
+			if m.cfg.OnLogsLoaded != nil && len(now) > 0 {
+				m.cfg.OnLogsLoaded(now)
 			}
 		}
+		reserve.release()
 		m.retryMu.Unlock()
-		if m.cfg.OnLogsLoaded != nil && len(loaded) > 0 {
-			m.cfg.OnLogsLoaded(loaded)
-		}
 		if failed == 0 {
 			m.mu.Lock()
 			done := len(m.deferred) == 0

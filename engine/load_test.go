@@ -213,7 +213,9 @@ func TestLoadOutOfFilesIsDeferred(t *testing.T) {
 
 	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
 		ffs := vfs.NewFaultFS(mem)
-		ffs.Inject(vfs.Fault{Op: vfs.OpOpen | vfs.OpCreate, Err: errno, Count: 1,
+		// Two: the load tries once more at once after closing idle
+		// files, and that try runs short too.
+		ffs.Inject(vfs.Fault{Op: vfs.OpOpen | vfs.OpCreate, Err: errno, Count: 2,
 			Path: func(name string) bool { return strings.HasPrefix(name, "/data/t-3/") }})
 		loaded := make(chan TopicPartition, 5)
 		cfg := cfg

@@ -75,8 +75,8 @@ type ManagerConfig struct {
 	// SetClusterID records it.
 	JoinCluster bool
 	// OnLogsLoaded, if set, is told about the partitions whose load or
-	// creation was deferred for lack of file descriptors once they are
-	// loaded at last
+	// creation was deferred for lack of file descriptors, or that
+	// CreateLogsLater created in the background, once they are loaded
 	// (GetOrCreateLog returned ErrLogLoading for them until then). It runs
 	// on the retrying goroutine.
 	OnLogsLoaded func([]TopicPartition)
@@ -454,6 +454,43 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition) (*Log, error) {
 	l.afterTruncate = m.Checkpoint
 	m.logs[tp] = l
 	return l, nil
+}
+
+// CreateLogsLater creates the logs of tps that the Manager does not hold
+// yet in the background, up to loadWorkers at once, and reports them
+// through ManagerConfig.OnLogsLoaded in chunks as they are created; until
+// then GetOrCreateLog answers ErrLogLoading for them. A metadata image
+// that adds thousands of partitions is applied on the metadata quorum's
+// goroutine: creating each log there (a directory, three files and their
+// syncs, some milliseconds each) held the quorum up for tens of seconds,
+// long enough to lose the controller. It returns how many it queued.
+func (m *Manager) CreateLogsLater(tps []TopicPartition) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, ErrClosed
+	}
+	if err := m.health.check(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, tp := range tps {
+		if _, ok := m.logs[tp]; ok {
+			continue
+		}
+		if _, ok := m.deferred[tp]; ok {
+			continue
+		}
+		if validTopicDirName(tp.Topic) != nil {
+			continue // GetOrCreateLog says why
+		}
+		m.deferred[tp] = loadJob{tp: tp, path: m.dir + "/" + tp.String(), oo: OpenOptions{health: m.health}}
+		n++
+	}
+	if n > 0 {
+		m.startDeferredLoadsLocked(0)
+	}
+	return n, nil
 }
 
 // validTopicDirName refuses names that could escape the data directory.

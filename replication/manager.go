@@ -196,6 +196,39 @@ func (m *Manager) LogsLoaded(tps []engine.TopicPartition) {
 	m.applyImageLocked(m.image, m.image, only)
 }
 
+// createLaterMin is how many new replicas an image must bring for their
+// logs to be created in the background (engine.Manager.CreateLogsLater)
+// rather than one by one on the metadata quorum's goroutine, which runs
+// ApplyImage: a CreateTopics of thousands of partitions held the quorum
+// up for tens of seconds creating logs, and the controller was lost.
+// Below it the replicas are hosted before ApplyImage returns.
+const createLaterMin = 64
+
+// createManyLater hands the logs of the replicas new in im to the engine
+// to create in the background when there are at least createLaterMin of
+// them; LogsLoaded hosts them as they are created.
+func (m *Manager) createManyLater(old, im *cluster.Image, all bool, again map[string]bool) {
+	var tps []engine.TopicPartition
+	for _, name := range im.TopicNames() {
+		t := im.Topic(name)
+		if !all && !again[name] && old.Topic(name) == t {
+			continue
+		}
+		for _, pi := range t.Partitions {
+			tp := engine.TopicPartition{Topic: name, Partition: pi.Partition}
+			if m.partitions[tp] == nil && contains(pi.Replicas, m.nodeID) {
+				tps = append(tps, tp)
+			}
+		}
+	}
+	if len(tps) < createLaterMin {
+		return
+	}
+	if _, err := m.logs.CreateLogsLater(tps); err != nil {
+		m.logger.Warn("cannot create partition logs in the background; creating them now", "partitions", len(tps), "err", err)
+	}
+}
+
 // applyImageLocked is ApplyImage; with only set, it touches no partition
 // but those.
 func (m *Manager) applyImageLocked(old, im *cluster.Image, only map[engine.TopicPartition]bool) {
@@ -211,6 +244,9 @@ func (m *Manager) applyImageLocked(old, im *cluster.Image, only map[engine.Topic
 		if t := im.Topic(name); only == nil && (t == nil || t.ID != id) {
 			m.removeTopicLocked(name)
 		}
+	}
+	if only == nil {
+		m.createManyLater(old, im, all, again)
 	}
 	for _, name := range im.TopicNames() {
 		t := im.Topic(name)
@@ -238,7 +274,7 @@ func (m *Manager) applyImageLocked(old, im *cluster.Image, only map[engine.Topic
 			if p == nil {
 				l, err := m.logs.GetOrCreateLog(tp)
 				if errors.Is(err, engine.ErrLogLoading) {
-					continue // the engine logs the shortage; LogsLoaded applies this
+					continue // created or loaded in the background; LogsLoaded applies this
 				}
 				if err != nil {
 					m.logger.Error("cannot open partition log", "partition", tp.String(), "err", err)

@@ -86,9 +86,11 @@ func TestLogsLoadedServesDeferredPartition(t *testing.T) {
 	if err := logs.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// t-1's first load runs out of descriptors; the retry succeeds.
+	// t-1's first load, and the second try the load makes at once after
+	// closing idle files, run out of descriptors; the background retry
+	// succeeds.
 	ffs := vfs.NewFaultFS(mem)
-	ffs.Inject(vfs.Fault{Op: vfs.OpOpen | vfs.OpCreate, Err: syscall.EMFILE, Count: 1,
+	ffs.Inject(vfs.Fault{Op: vfs.OpOpen | vfs.OpCreate, Err: syscall.EMFILE, Count: 2,
 		Path: func(name string) bool { return strings.HasPrefix(name, "/data/t-1/") }})
 	loaded := make(chan []engine.TopicPartition, 1)
 	cfg.OnLogsLoaded = func(tps []engine.TopicPartition) { loaded <- tps }
@@ -129,6 +131,71 @@ func TestLogsLoadedServesDeferredPartition(t *testing.T) {
 		}
 		if lead, epoch := part.Leader(); !lead || epoch != 3 {
 			t.Fatalf("t-%d: leads=%v at epoch %d, want the leader at epoch 3", p, lead, epoch)
+		}
+	}
+}
+
+// An image that brings many new replicas has their logs created in the
+// background, not one by one on the caller's (the metadata quorum's)
+// goroutine: ApplyImage hosts none of them itself, and each is hosted,
+// leading at its epoch, once the engine reports it created. A small image
+// still hosts its replicas before ApplyImage returns.
+func TestManyNewReplicasCreatedInBackground(t *testing.T) {
+	mem := vfs.NewMem()
+	var m *Manager
+	loaded := make(chan []engine.TopicPartition, 64)
+	cfg := engine.ManagerConfig{ClusterID: "c", NodeID: 1, Defaults: engine.DefaultOptions(),
+		OnLogsLoaded: func(tps []engine.TopicPartition) { m.LogsLoaded(tps); loaded <- tps }}
+	logs, err := engine.OpenManager(mem, "/data", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	m = NewManager(1, logs, func(*cluster.Image, string, map[string]string) engine.Options { return engine.DefaultOptions() }, nil)
+	topic := func(name string, n int32) []cluster.Record {
+		id := cluster.NewUUID()
+		recs := []cluster.Record{{Kind: cluster.KindTopic, Topic: &cluster.TopicRecord{Name: name, ID: id}}}
+		for p := int32(0); p < n; p++ {
+			recs = append(recs, cluster.Record{Kind: cluster.KindPartition, Partition: &cluster.PartitionRecord{TopicID: id, Partition: p,
+				Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 2}})
+		}
+		return recs
+	}
+	small, err := cluster.ImageOf(topic("small", createLaterMin-1)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ApplyImage(nil, small)
+	for p := int32(0); p < createLaterMin-1; p++ {
+		if m.Partition(engine.TopicPartition{Topic: "small", Partition: p}) == nil {
+			t.Fatalf("small-%d not hosted when ApplyImage returned", p)
+		}
+	}
+	const n = 600 // more than one chunk of the engine's background loads
+	big, err := cluster.ImageOf(append(topic("small", createLaterMin-1), topic("big", n)...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ApplyImage(small, big)
+	got := map[engine.TopicPartition]bool{}
+	deadline := time.After(20 * time.Second)
+	for len(got) < n {
+		select {
+		case tps := <-loaded:
+			for _, tp := range tps {
+				got[tp] = true
+			}
+		case <-deadline:
+			t.Fatalf("%d of %d background logs reported within 20 s", len(got), n)
+		}
+	}
+	for p := int32(0); p < n; p++ {
+		part := m.Partition(engine.TopicPartition{Topic: "big", Partition: p})
+		if part == nil {
+			t.Fatalf("big-%d not hosted after its log was created", p)
+		}
+		if lead, epoch := part.Leader(); !lead || epoch != 2 {
+			t.Fatalf("big-%d: leads=%v at epoch %d, want the leader at epoch 2", p, lead, epoch)
 		}
 	}
 }
