@@ -18,6 +18,15 @@
 // (cluster.Controller.SubmitAlterISR), which count only once committed
 // and back in the image.
 //
+// Manager.ApplyImage runs on the metadata quorum's goroutine, so it must
+// not wait on the disk for long: when an image brings 64 or more new
+// replicas (a CreateTopics of thousands of partitions), their logs are
+// created in the background, several at once (engine.Manager.
+// CreateLogsLater), and each chunk is hosted as it is created
+// (Manager.LogsLoaded), as partitions whose load waited for file
+// descriptors are. Until then such a replica is not hosted: it neither
+// leads nor fetches, and clients get a retriable error for it.
+//
 // Followers fetch with Kafka's Fetch (replica id set) and
 // OffsetForLeaderEpoch on replica connections of the leader's CONTROLLER
 // listener, never the client listener (serve.go); one fetcher goroutine
