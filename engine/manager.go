@@ -464,7 +464,13 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition) (*Log, error) {
 // goroutine: creating each log there (a directory, three files and their
 // syncs, some milliseconds each) held the quorum up for tens of seconds,
 // long enough to lose the controller. It returns how many it queued.
+//
+// Without ManagerConfig.OnLogsLoaded nobody would hear of them: it queues
+// nothing and returns ErrNoLoadReports, and the caller creates them itself.
 func (m *Manager) CreateLogsLater(tps []TopicPartition) (int, error) {
+	if m.cfg.OnLogsLoaded == nil {
+		return 0, ErrNoLoadReports
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -492,6 +498,9 @@ func (m *Manager) CreateLogsLater(tps []TopicPartition) (int, error) {
 	}
 	return n, nil
 }
+
+// ErrNoLoadReports: CreateLogsLater on a Manager without OnLogsLoaded.
+var ErrNoLoadReports = errors.New("engine: no OnLogsLoaded to report logs created in the background")
 
 // validTopicDirName refuses names that could escape the data directory.
 // The wire layer applies Kafka's full topic name rules first.

@@ -224,7 +224,7 @@ func (m *Manager) createManyLater(old, im *cluster.Image, all bool, again map[st
 	if len(tps) < createLaterMin {
 		return
 	}
-	if _, err := m.logs.CreateLogsLater(tps); err != nil {
+	if _, err := m.logs.CreateLogsLater(tps); err != nil && !errors.Is(err, engine.ErrNoLoadReports) {
 		m.logger.Warn("cannot create partition logs in the background; creating them now", "partitions", len(tps), "err", err)
 	}
 }
