@@ -56,21 +56,9 @@ func TestFullDiskProcess(t *testing.T) {
 	}
 
 	bin := wrenBinary(t)
-	port, cport := freePort(t), freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	conf := filepath.Join(dir, "wren.toml")
 	// Small segments and indexes: index files are preallocated, and a
 	// tmpfs counts preallocated pages as used.
-	os.WriteFile(conf, []byte(fmt.Sprintf(`
-[broker]
-node.id = 1
-log.dirs = [%q]
-listeners = ["PLAINTEXT://%s", "CONTROLLER://127.0.0.1:%d"]
-[cluster]
-controller.quorum.voters = ["1@127.0.0.1:%d"]
-[http]
-listen = "127.0.0.1:0"
-[storage]
+	conf, addr := writeSingleNodeConfig(t, dir, filepath.Join(mnt, "data"), "", `[storage]
 log.flush.policy = "ack"
 log.segment.bytes = 1048576
 log.index.size.max.bytes = 65536
@@ -78,7 +66,7 @@ log.index.size.max.bytes = 65536
 offsets.topic.num.partitions = 1
 [logging]
 level = "info"
-`, filepath.Join(mnt, "data"), addr, cport, cport)), 0o644)
+`)
 	stderr := &lockedBuffer{}
 	cmd := exec.Command(bin, "serve", "--config", conf)
 	cmd.Stderr = stderr

@@ -124,3 +124,31 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// writeSingleNodeConfig writes dir/wren.toml for one wren process that is
+// its own metadata quorum, its data in data, its client and controller
+// listeners on fresh loopback ports and its HTTP endpoints on any free
+// one. brokerExtra is further lines of the [broker] table, extra further
+// tables (such as [storage] or [logging]). It returns the file's path and
+// the client address.
+func writeSingleNodeConfig(t *testing.T, dir, data, brokerExtra, extra string) (conf, addr string) {
+	t.Helper()
+	port, cport := freePort(t), freePort(t)
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	conf = filepath.Join(dir, "wren.toml")
+	text := fmt.Sprintf(`
+[broker]
+node.id = 1
+log.dirs = [%q]
+listeners = ["PLAINTEXT://%s", "CONTROLLER://127.0.0.1:%d"]
+%s
+[cluster]
+controller.quorum.voters = ["1@127.0.0.1:%d"]
+[http]
+listen = "127.0.0.1:0"
+%s`, data, addr, cport, brokerExtra, cport, extra)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return conf, addr
+}

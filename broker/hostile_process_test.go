@@ -76,24 +76,11 @@ func startHostileBroker(t *testing.T, extra string) *hostileBroker {
 		cgroup = newMemoryCgroup(t, 64<<20)
 	}
 	dir := t.TempDir()
-	port, cport := freePort(t), freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	conf := filepath.Join(dir, "wren.toml")
-	os.WriteFile(conf, []byte(fmt.Sprintf(`
-[broker]
-node.id = 1
-log.dirs = [%q]
-listeners = ["PLAINTEXT://%s", "CONTROLLER://127.0.0.1:%d"]
-%s
-[cluster]
-controller.quorum.voters = ["1@127.0.0.1:%d"]
-[http]
-listen = "127.0.0.1:0"
-[groups]
+	conf, addr := writeSingleNodeConfig(t, dir, filepath.Join(dir, "data"), extra, `[groups]
 offsets.topic.num.partitions = 1
 [logging]
 level = "info"
-`, filepath.Join(dir, "data"), addr, cport, extra, cport)), 0o644)
+`)
 	b := &hostileBroker{addr: addr, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	var cmd *exec.Cmd
 	if cgroup != "" {

@@ -28,23 +28,11 @@ func TestSIGKILLDuringIdempotentProduce(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := wrenBinary(t)
-	port, cport := freePort(t), freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	conf := filepath.Join(dir, "wren.toml")
-	os.WriteFile(conf, []byte(fmt.Sprintf(`
-[broker]
-node.id = 1
-log.dirs = [%q]
-listeners = ["PLAINTEXT://%s", "CONTROLLER://127.0.0.1:%d"]
-[cluster]
-controller.quorum.voters = ["1@127.0.0.1:%d"]
-[http]
-listen = "127.0.0.1:0"
-[storage]
+	conf, addr := writeSingleNodeConfig(t, dir, filepath.Join(dir, "data"), "", `[storage]
 log.flush.policy = "ack"
 [logging]
 level = "warn"
-`, filepath.Join(dir, "data"), addr, cport, cport)), 0o644)
+`)
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "serve", "--config", conf)
 		cmd.Stderr = os.Stderr

@@ -134,26 +134,11 @@ func runMemoryLoad(t *testing.T, cgroup string, load memoryLoad) memoryResult {
 	t.Helper()
 	dir := t.TempDir()
 	bin := wrenBinary(t)
-	port, cport := freePort(t), freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	conf := filepath.Join(dir, "wren.toml")
-	os.WriteFile(conf, []byte(fmt.Sprintf(`
-[broker]
-node.id = 1
-log.dirs = [%q]
-listeners = ["PLAINTEXT://%s", "CONTROLLER://127.0.0.1:%d"]
-%s
-[cluster]
-controller.quorum.voters = ["1@127.0.0.1:%d"]
-[storage]
-%s
-[http]
-listen = "127.0.0.1:0"
-[groups]
+	conf, addr := writeSingleNodeConfig(t, dir, filepath.Join(dir, "data"), load.brokerExtra, fmt.Sprintf("[storage]\n%s\n%s", load.storageExtra, `[groups]
 offsets.topic.num.partitions = 1
 [logging]
 level = "info"
-`, filepath.Join(dir, "data"), addr, cport, load.brokerExtra, cport, load.storageExtra)), 0o644)
+`))
 	stderr := &lockedBuffer{}
 	var cmd *exec.Cmd
 	if cgroup != "" {

@@ -36,21 +36,9 @@ func TestOpenFileLimitProcess(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	bin := wrenBinary(t)
-	port, cport := freePort(t), freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	conf := filepath.Join(dir, "wren.toml")
-	os.WriteFile(conf, []byte(fmt.Sprintf(`
-[broker]
-node.id = 1
-log.dirs = [%q]
-listeners = ["PLAINTEXT://%s", "CONTROLLER://127.0.0.1:%d"]
-[cluster]
-controller.quorum.voters = ["1@127.0.0.1:%d"]
-[http]
-listen = "127.0.0.1:0"
-[logging]
+	conf, addr := writeSingleNodeConfig(t, dir, data, "", `[logging]
 level = "warn"
-`, data, addr, cport, cport)), 0o644)
+`)
 
 	var peak atomic.Int64
 	start := func() (*exec.Cmd, chan struct{}) {

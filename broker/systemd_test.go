@@ -41,21 +41,9 @@ func TestSystemdNotify(t *testing.T) {
 		}
 	}()
 
-	port, cport := freePort(t), freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	conf := filepath.Join(dir, "wren.toml")
-	os.WriteFile(conf, []byte(fmt.Sprintf(`
-[broker]
-node.id = 1
-log.dirs = [%q]
-listeners = ["PLAINTEXT://%s", "CONTROLLER://127.0.0.1:%d"]
-[cluster]
-controller.quorum.voters = ["1@127.0.0.1:%d"]
-[http]
-listen = "127.0.0.1:0"
-[logging]
+	conf, addr := writeSingleNodeConfig(t, dir, filepath.Join(dir, "data"), "", `[logging]
 level = "warn"
-`, filepath.Join(dir, "data"), addr, cport, cport)), 0o644)
+`)
 	cmd := exec.Command(bin, "serve", "--config", conf)
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+name, "WATCHDOG_USEC=200000")
 	cmd.Stderr = os.Stderr
