@@ -287,6 +287,15 @@ func (m *Manager) retryDeferred(first time.Duration) {
 		// In chunks, each reported as it is done, so the first partitions
 		// of a large creation are served while the rest are created.
 		for first := 0; first < len(jobs); first += loadChunk {
+			select {
+			case <-m.retryStop:
+				// Closing: the rest stay deferred; a stop must not wait
+				// for thousands of creations.
+				reserve.release()
+				m.retryMu.Unlock()
+				return
+			default:
+			}
 			chunk := jobs[first:min(len(jobs), first+loadChunk)]
 			results := m.loadLogs(chunk, loadWorkers())
 			var now []TopicPartition
