@@ -18,7 +18,7 @@ import (
 
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/engine/batch"
-	"github.com/wren-broker/wren/ops"
+	"github.com/wren-broker/wren/internal/health"
 )
 
 // TestDamagedSegmentGoesOffline: a byte flipped in an old segment after a
@@ -103,7 +103,7 @@ func TestDamagedSegmentGoesOffline(t *testing.T) {
 	}
 	// And in every health answer, by the same rule: the cluster is
 	// unhealthy while the node still serves (ready).
-	checkDamageHealth(t, b2, ops.DamagedPartition{Node: 1, Partition: "d/0", Ranges: 1})
+	checkDamageHealth(t, b2, health.DamagedPartition{Node: 1, Partition: "d/0", Ranges: 1})
 	cl2, _ := newClient(t, b2)
 	fetch := func(offset int64) (int16, []kgo.Record) {
 		req := kmsg.NewPtrFetchRequest()
@@ -188,15 +188,15 @@ func TestDamagedSegmentGoesOffline(t *testing.T) {
 // checkDamageHealth checks that /v1/cluster/health, the wren_cluster_
 // metrics and `wren cluster health` list want as the one damaged replica
 // and call the cluster unhealthy for it, while /readyz stays 200.
-func checkDamageHealth(t *testing.T, b *Broker, want ops.DamagedPartition) {
+func checkDamageHealth(t *testing.T, b *Broker, want health.DamagedPartition) {
 	t.Helper()
 	code, body := httpGet(t, b, "/v1/cluster/health")
-	var h ops.ClusterHealth
+	var h health.ClusterHealth
 	if err := json.Unmarshal([]byte(body), &h); err != nil || code != http.StatusOK {
 		t.Fatalf("/v1/cluster/health: %d %s (%v)", code, body, err)
 	}
-	if h.Healthy || !reflect.DeepEqual(h.UnhealthyReasons, []string{ops.ReasonDamaged}) ||
-		!reflect.DeepEqual(h.DamagedPartitions, []ops.DamagedPartition{want}) {
+	if h.Healthy || !reflect.DeepEqual(h.UnhealthyReasons, []string{health.ReasonDamaged}) ||
+		!reflect.DeepEqual(h.DamagedPartitions, []health.DamagedPartition{want}) {
 		t.Fatalf("/v1/cluster/health with %+v damaged: %s", want, body)
 	}
 	if code, body := httpGet(t, b, "/readyz"); code != http.StatusOK {
@@ -207,7 +207,7 @@ func checkDamageHealth(t *testing.T, b *Broker, want ops.DamagedPartition) {
 		t.Fatalf("wren_cluster_damaged_partitions %v, wren_cluster_healthy %v", series["wren_cluster_damaged_partitions"], series["wren_cluster_healthy"])
 	}
 	code, out := clusterHealthCLI(t, b, "--format", "json")
-	var cli ops.ClusterHealth
+	var cli health.ClusterHealth
 	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &cli); err != nil || code != 1 ||
 		!reflect.DeepEqual(cli.DamagedPartitions, h.DamagedPartitions) || !reflect.DeepEqual(cli.UnhealthyReasons, h.UnhealthyReasons) {
 		t.Fatalf("wren cluster health with %+v damaged: exit %d (%v)\n%s", want, code, err, out)

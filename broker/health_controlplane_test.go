@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/wren-broker/wren/cluster"
-	"github.com/wren-broker/wren/ops"
+	"github.com/wren-broker/wren/internal/health"
 )
 
 // `wren cluster health` and /v1/cluster/health show what only the
@@ -50,7 +50,7 @@ func TestClusterHealthControlPlane(t *testing.T) {
 		t.Fatalf("lossy-0 after broker 3 came back: %+v", p)
 	}
 
-	check := func(where string, h ops.ClusterHealth, wantDown bool) {
+	check := func(where string, h health.ClusterHealth, wantDown bool) {
 		t.Helper()
 		if len(h.FencedNodes) != 1 || h.FencedNodes[0] != 2 {
 			t.Fatalf("%s: fenced nodes %v, want [2]", where, h.FencedNodes)
@@ -61,7 +61,7 @@ func TestClusterHealthControlPlane(t *testing.T) {
 		if e := h.DataLossLedger[0]; e.Topic != "lossy" || e.Partition != 0 || e.NewLeader != 3 || e.Reason == "" || e.MetadataOffset == 0 {
 			t.Fatalf("%s: ledger entry %+v", where, e)
 		}
-		if down := strings.Contains(strings.Join(h.UnhealthyReasons, ","), ops.ReasonNodesDown); down != wantDown {
+		if down := strings.Contains(strings.Join(h.UnhealthyReasons, ","), health.ReasonNodesDown); down != wantDown {
 			t.Fatalf("%s: unhealthy reasons %v", where, h.UnhealthyReasons)
 		}
 	}
@@ -69,7 +69,7 @@ func TestClusterHealthControlPlane(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("wren cluster health with broker 2 fenced: exit %d\n%s", code, out)
 	}
-	var h ops.ClusterHealth
+	var h health.ClusterHealth
 	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &h); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -91,7 +91,7 @@ func TestClusterHealthControlPlane(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("/v1/cluster/health: %d %s", code, body)
 	}
-	h = ops.ClusterHealth{}
+	h = health.ClusterHealth{}
 	if err := json.Unmarshal([]byte(body), &h); err != nil {
 		t.Fatal(err)
 	}

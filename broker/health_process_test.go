@@ -22,7 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wren-broker/wren/ops"
+	"github.com/wren-broker/wren/internal/health"
 )
 
 // healthClusterConfig keeps each node's tmpfs use small: index files are
@@ -66,7 +66,7 @@ func TestHealthAgreesProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	all := []int32{1, 2, 3}
-	healthy := func(h *ops.ClusterHealth) error {
+	healthy := func(h *health.ClusterHealth) error {
 		if !h.Healthy || !reflect.DeepEqual(h.Nodes, all) || len(h.DownNodes) != 0 {
 			return errors.New("want healthy with all nodes [1 2 3] and none down")
 		}
@@ -87,9 +87,9 @@ func TestHealthAgreesProcess(t *testing.T) {
 	victim := others[0]
 	fc.node(victim).kill()
 	start := time.Now()
-	ha.wait(ctx, fmt.Sprintf("node %d killed", victim), without(all, victim), 20*time.Second, func(h *ops.ClusterHealth) error {
+	ha.wait(ctx, fmt.Sprintf("node %d killed", victim), without(all, victim), 20*time.Second, func(h *health.ClusterHealth) error {
 		if h.Healthy || !reflect.DeepEqual(h.Nodes, all) || !reflect.DeepEqual(h.DownNodes, []int32{victim}) ||
-			!reflect.DeepEqual(h.UnhealthyReasons, []string{ops.ReasonNodesDown}) {
+			!reflect.DeepEqual(h.UnhealthyReasons, []string{health.ReasonNodesDown}) {
 			return fmt.Errorf("want unhealthy, all nodes [1 2 3], nodes_down [%d] and no other reason", victim)
 		}
 		return nil
@@ -115,9 +115,9 @@ func TestHealthAgreesProcess(t *testing.T) {
 			t.Fatalf("node %d's /v1/cluster/health just after controller %d stopped: %v", id, paused, err)
 		}
 	}
-	ha.wait(ctx, fmt.Sprintf("controller %d stopped", paused), without(all, paused), 30*time.Second, func(h *ops.ClusterHealth) error {
+	ha.wait(ctx, fmt.Sprintf("controller %d stopped", paused), without(all, paused), 30*time.Second, func(h *health.ClusterHealth) error {
 		if h.Healthy || !reflect.DeepEqual(h.Nodes, all) || !reflect.DeepEqual(h.DownNodes, []int32{paused}) ||
-			h.ControllerID < 0 || h.ControllerID == paused || !reflect.DeepEqual(h.UnhealthyReasons, []string{ops.ReasonNodesDown}) {
+			h.ControllerID < 0 || h.ControllerID == paused || !reflect.DeepEqual(h.UnhealthyReasons, []string{health.ReasonNodesDown}) {
 			return fmt.Errorf("want unhealthy, a new controller, nodes_down [%d] and no other reason", paused)
 		}
 		return nil
@@ -132,9 +132,9 @@ func TestHealthAgreesProcess(t *testing.T) {
 	full := others[len(others)-1]
 	ballast := fillBelowFloor(t, fc, full)
 	start = time.Now()
-	ha.wait(ctx, fmt.Sprintf("node %d below its floor", full), all, 20*time.Second, func(h *ops.ClusterHealth) error {
+	ha.wait(ctx, fmt.Sprintf("node %d below its floor", full), all, 20*time.Second, func(h *health.ClusterHealth) error {
 		if h.Healthy || len(h.DownNodes) != 0 || len(h.LogDirsBelowFloor) != 1 || h.LogDirsBelowFloor[0].Node != full ||
-			!reflect.DeepEqual(h.UnhealthyReasons, []string{ops.ReasonBelowFloor}) {
+			!reflect.DeepEqual(h.UnhealthyReasons, []string{health.ReasonBelowFloor}) {
 			return fmt.Errorf("want unhealthy, log_dirs_below_floor on node %d and no other reason", full)
 		}
 		return nil
@@ -161,7 +161,7 @@ type healthAgreement struct {
 // and no fault here leaves a running node unable to serve), and its
 // /v1/cluster/health and metrics within a second; the CLI must answer
 // within healthCLIBound every time.
-func (ha *healthAgreement) wait(ctx context.Context, what string, live []int32, timeout time.Duration, want func(*ops.ClusterHealth) error) ops.ClusterHealth {
+func (ha *healthAgreement) wait(ctx context.Context, what string, live []int32, timeout time.Duration, want func(*health.ClusterHealth) error) health.ClusterHealth {
 	t := ha.t
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -188,7 +188,7 @@ func (ha *healthAgreement) wait(ctx context.Context, what string, live []int32, 
 
 // check reads every surface once and says what does not agree, "" when
 // all do.
-func (ha *healthAgreement) check(ctx context.Context, live []int32, want func(*ops.ClusterHealth) error) (ops.ClusterHealth, string) {
+func (ha *healthAgreement) check(ctx context.Context, live []int32, want func(*health.ClusterHealth) error) (health.ClusterHealth, string) {
 	code, cli, took, out, err := ha.cli(ctx, live)
 	if err != nil {
 		return cli, fmt.Sprintf("wren cluster health: %v\n%s", err, out)
@@ -212,7 +212,7 @@ func (ha *healthAgreement) check(ctx context.Context, live []int32, want func(*o
 		if err != nil || status != http.StatusOK {
 			return cli, fmt.Sprintf("node %d /v1/cluster/health: %d %q %v", id, status, body, err)
 		}
-		var h ops.ClusterHealth
+		var h health.ClusterHealth
 		if err := json.Unmarshal([]byte(body), &h); err != nil {
 			return cli, fmt.Sprintf("node %d /v1/cluster/health: %v: %s", id, err, body)
 		}
@@ -252,7 +252,7 @@ func (ha *healthAgreement) check(ctx context.Context, live []int32, want func(*o
 // cli runs `wren cluster health` as a process, bootstrapping from the
 // nodes' client addresses, and returns its exit code, its answer and how
 // long it took.
-func (ha *healthAgreement) cli(ctx context.Context, nodes []int32) (code int, h ops.ClusterHealth, took time.Duration, out string, err error) {
+func (ha *healthAgreement) cli(ctx context.Context, nodes []int32) (code int, h health.ClusterHealth, took time.Duration, out string, err error) {
 	var addrs []string
 	for _, id := range nodes {
 		addrs = append(addrs, ha.fc.node(id).addr)

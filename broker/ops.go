@@ -14,6 +14,7 @@ import (
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/internal/buildinfo"
+	"github.com/wren-broker/wren/internal/health"
 	"github.com/wren-broker/wren/kafka"
 	"github.com/wren-broker/wren/ops"
 )
@@ -71,7 +72,7 @@ func (s *opsState) serving(b *Broker) {
 			return ops.RequestBudgetStats{Waiting: st.Waiting, OldestWait: st.OldestWait, Waited: st.Waited,
 				Preempted: st.Preempted, FrameDeadlines: st.FrameDeadlines, Evicted: st.Evicted}
 		},
-		Health:  func() ops.ClusterHealth { h, _ := s.health(); return h },
+		Health:  func() health.ClusterHealth { h, _ := s.health(); return h },
 		Quorum:  b.controller.QuorumStats,
 		Version: build.Version,
 		Commit:  build.Commit,
@@ -96,7 +97,7 @@ func (s *opsState) close() error {
 // ready is /readyz: nil once the log dirs are recovered, the metadata
 // caught up, this incarnation registered and the client listener
 // accepting, while this node can serve by the facts of its cluster health
-// (ops.ClusterHealth.NodeReady: a controller known, this node not fenced,
+// (health.ClusterHealth.NodeReady: a controller known, this node not fenced,
 // its log dir not failed). A peer down or a partition in trouble makes the
 // cluster unhealthy (/v1/cluster/health), not this node unready.
 func (s *opsState) ready() error {
@@ -121,14 +122,14 @@ func (s *opsState) ready() error {
 // metadata image, its own log dir, and the facts its peers last sent
 // about themselves (cluster.Controller.PeerNodeFacts). It asks no one, so
 // it answers at once whatever the controller or the peers do.
-func (s *opsState) health() (ops.ClusterHealth, bool) {
+func (s *opsState) health() (health.ClusterHealth, bool) {
 	b := s.broker.Load()
 	if b == nil {
-		return ops.ClusterHealth{}, false
+		return health.ClusterHealth{}, false
 	}
 	h := clusterHealthOf(b.controller, b.cfg.NodeID)
 	for id, body := range b.controller.PeerNodeFacts(time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond) {
-		var f ops.NodeFacts
+		var f health.NodeFacts
 		if json.Unmarshal(body, &f) == nil && f.Node == id {
 			h.AddNodeFacts(f)
 		}
@@ -141,8 +142,8 @@ func (s *opsState) health() (ops.ClusterHealth, bool) {
 // clusterHealthOf fills the facts the metadata image holds. On a quorum
 // the nodes are the voters and the registered brokers; one that is fenced
 // or never registered is down. With one voter, the voter is the cluster.
-func clusterHealthOf(c *cluster.Controller, self int32) ops.ClusterHealth {
-	h := ops.ClusterHealth{ControllerID: c.ControllerID(), ControlPlane: kafka.ControlPlaneFacts(c)}
+func clusterHealthOf(c *cluster.Controller, self int32) health.ClusterHealth {
+	h := health.ClusterHealth{ControllerID: c.ControllerID(), ControlPlane: kafka.ControlPlaneFacts(c)}
 	im := c.Image()
 	_, quorum := c.QuorumStats()
 	h.Nodes = append(h.Nodes, c.Voters()...)
@@ -157,10 +158,10 @@ func clusterHealthOf(c *cluster.Controller, self int32) ops.ClusterHealth {
 	for _, name := range im.TopicNames() {
 		for _, p := range im.Topic(name).Partitions {
 			if p.Leader < 0 {
-				h.LeaderlessPartitions = append(h.LeaderlessPartitions, ops.PartitionName(name, p.Partition))
+				h.LeaderlessPartitions = append(h.LeaderlessPartitions, health.PartitionName(name, p.Partition))
 			}
 			if p.UnderReplicated() {
-				h.UnderReplicatedPartitions = append(h.UnderReplicatedPartitions, ops.PartitionName(name, p.Partition))
+				h.UnderReplicatedPartitions = append(h.UnderReplicatedPartitions, health.PartitionName(name, p.Partition))
 			}
 		}
 	}
@@ -170,27 +171,27 @@ func clusterHealthOf(c *cluster.Controller, self int32) ops.ClusterHealth {
 // nodeFacts are this node's own: its log dir failed or below its
 // free-space floor, its replicas holding damaged data (found by
 // recovery, the scrubber or a read), and its request budget starved.
-func (b *Broker) nodeFacts() ops.NodeFacts {
-	f := ops.NodeFacts{Node: b.cfg.NodeID}
+func (b *Broker) nodeFacts() health.NodeFacts {
+	f := health.NodeFacts{Node: b.cfg.NodeID}
 	if st := b.server.BudgetStats(); st.Starved {
-		f.RequestBudgetStarved = &ops.StarvedNode{Node: b.cfg.NodeID, Waiting: st.Waiting, OldestWaitMs: st.OldestWait.Milliseconds()}
+		f.RequestBudgetStarved = &health.StarvedNode{Node: b.cfg.NodeID, Waiting: st.Waiting, OldestWaitMs: st.OldestWait.Milliseconds()}
 	}
 	if err := b.logs.Failed(); err != nil {
-		f.OfflineLogDirs = append(f.OfflineLogDirs, ops.OfflineLogDir(b.cfg.NodeID, b.logs.Dir(), err.Error()))
+		f.OfflineLogDirs = append(f.OfflineLogDirs, health.OfflineLogDir(b.cfg.NodeID, b.logs.Dir(), err.Error()))
 	}
 	if sp, ok := b.logs.DiskSpace(); ok && sp.BelowFloor {
-		f.LogDirsBelowFloor = append(f.LogDirsBelowFloor, ops.LogDirBelowFloor{Node: b.cfg.NodeID, Dir: sp.Dir, FreeBytes: sp.FreeBytes, FloorBytes: sp.FloorBytes})
+		f.LogDirsBelowFloor = append(f.LogDirsBelowFloor, health.LogDirBelowFloor{Node: b.cfg.NodeID, Dir: sp.Dir, FreeBytes: sp.FreeBytes, FloorBytes: sp.FloorBytes})
 	}
 	ranges := map[engine.TopicPartition]int{}
 	for _, d := range b.logs.Damaged() {
 		ranges[d.TopicPartition]++
 	}
 	for tp, n := range ranges {
-		f.DamagedPartitions = append(f.DamagedPartitions, ops.DamagedPartition{Node: b.cfg.NodeID, Partition: ops.PartitionName(tp.Topic, tp.Partition), Ranges: n})
+		f.DamagedPartitions = append(f.DamagedPartitions, health.DamagedPartition{Node: b.cfg.NodeID, Partition: health.PartitionName(tp.Topic, tp.Partition), Ranges: n})
 	}
-	slices.SortFunc(f.DamagedPartitions, func(a, b ops.DamagedPartition) int { return strings.Compare(a.Partition, b.Partition) })
-	if len(f.DamagedPartitions) > ops.MaxDamagedListed {
-		f.DamagedPartitions = f.DamagedPartitions[:ops.MaxDamagedListed]
+	slices.SortFunc(f.DamagedPartitions, func(a, b health.DamagedPartition) int { return strings.Compare(a.Partition, b.Partition) })
+	if len(f.DamagedPartitions) > health.MaxDamagedListed {
+		f.DamagedPartitions = f.DamagedPartitions[:health.MaxDamagedListed]
 	}
 	return f
 }

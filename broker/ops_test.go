@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/wren-broker/wren/cli"
+	"github.com/wren-broker/wren/internal/health"
 	"github.com/wren-broker/wren/internal/vfs"
-	"github.com/wren-broker/wren/ops"
 )
 
 // httpGet fetches path from the broker's HTTP server: status and body.
@@ -101,7 +101,7 @@ func clusterHealthCLI(t *testing.T, b *Broker, args ...string) (int, string) {
 // what the load did; that /livez, /readyz, /v1/cluster/health and
 // `wren cluster health` say healthy; and, once an fdatasync of the log dir
 // fails, that /readyz answers 503 with the reason and `wren cluster
-// health` exits 1, both from ops.ClusterHealth.Evaluate.
+// health` exits 1, both from health.ClusterHealth.Evaluate.
 func TestOpsEndpoints(t *testing.T) {
 	fs := vfs.NewFaultFS(vfs.NewOS())
 	dir := t.TempDir()
@@ -120,7 +120,7 @@ func TestOpsEndpoints(t *testing.T) {
 		t.Fatalf("/readyz: %d %s", code, body)
 	}
 	code, body := httpGet(t, b, "/v1/cluster/health")
-	var h ops.ClusterHealth
+	var h health.ClusterHealth
 	if err := json.Unmarshal([]byte(body), &h); code != http.StatusOK || err != nil {
 		t.Fatalf("/v1/cluster/health: %d %v %s", code, err, body)
 	}
@@ -221,17 +221,17 @@ func TestOpsEndpoints(t *testing.T) {
 		t.Fatal("a produce with a failing fdatasync was acknowledged")
 	}
 	code, body = httpGet(t, b, "/readyz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, ops.ReasonOfflineLogDirs) {
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, health.ReasonOfflineLogDirs) {
 		t.Fatalf("/readyz with a failed log dir: %d %s", code, body)
 	}
 	if err := b.Ready(); err == nil || !strings.Contains(body, err.Error()) {
 		t.Fatalf("Ready() = %v, /readyz said %q", err, body)
 	}
-	if code, out := clusterHealthCLI(t, b); code != 1 || !strings.Contains(out, ops.ReasonOfflineLogDirs) {
+	if code, out := clusterHealthCLI(t, b); code != 1 || !strings.Contains(out, health.ReasonOfflineLogDirs) {
 		t.Fatalf("wren cluster health with a failed log dir: exit %d\n%s", code, out)
 	}
 	code, body = httpGet(t, b, "/v1/cluster/health")
-	h = ops.ClusterHealth{}
+	h = health.ClusterHealth{}
 	if err := json.Unmarshal([]byte(body), &h); err != nil || code != http.StatusOK || h.Healthy || len(h.OfflineLogDirs) != 1 {
 		t.Fatalf("/v1/cluster/health with a failed log dir: %d %s", code, body)
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wren-broker/wren/internal/health"
 	"github.com/wren-broker/wren/kafka"
-	"github.com/wren-broker/wren/ops"
 )
 
 // healthWatchInterval is how often `cluster health -w` looks again.
@@ -38,7 +38,7 @@ func clusterHealthCommand(env Env) *ucli.Command {
 		Name: "health",
 		Usage: "report the cluster's health (rpk cluster health); exit status 1 when unhealthy. " +
 			"Every broker answers with what its /v1/cluster/health says; the command adds the brokers it could not reach " +
-			"and judges the facts by the same rules (ops.ClusterHealth.Evaluate)",
+			"and judges the facts by the same rules (health.ClusterHealth.Evaluate)",
 		Flags: clientFlags(timeoutFlag(),
 			&ucli.DurationFlag{Name: "request-timeout", Value: defaultHealthRequestTimeout,
 				Usage: "bound on each request to one broker; a broker that does not answer within it is unreachable (down)"},
@@ -99,16 +99,16 @@ func clusterHealthCommand(env Env) *ucli.Command {
 type brokerAnswer struct {
 	id int32
 	// health is its /v1/cluster/health from DescribeCluster's wren tag;
-	// full is false when the tag held only ops.ControlPlane (a wren
+	// full is false when the tag held only health.ControlPlane (a wren
 	// broker still starting) or was absent (not wren).
-	health ops.ClusterHealth
+	health health.ClusterHealth
 	full   bool
 	tagged bool
 	err    error
 }
 
 // clusterHealth gathers the facts and judges them with
-// ops.ClusterHealth.Evaluate. It never waits on one broker longer than
+// health.ClusterHealth.Evaluate. It never waits on one broker longer than
 // perRequest: Metadata goes to every bootstrap broker at once and the
 // first answer counts; then every broker Metadata lists is asked, at once,
 // for its own judgement (DescribeCluster's wren tag). The freshest of
@@ -116,13 +116,13 @@ type brokerAnswer struct {
 // broker that answered supplies its own log dir and damage facts, and a
 // broker that did not answer is unreachable, so down. It fails only when
 // no bootstrap broker answers Metadata.
-func clusterHealth(ctx context.Context, cl *kgo.Client, perRequest time.Duration) (ops.ClusterHealth, error) {
+func clusterHealth(ctx context.Context, cl *kgo.Client, perRequest time.Duration) (health.ClusterHealth, error) {
 	md, err := firstMetadata(ctx, cl, perRequest)
 	if err != nil {
-		return ops.ClusterHealth{}, err
+		return health.ClusterHealth{}, err
 	}
 	if len(md.Brokers) > maxHealthBrokers {
-		return ops.ClusterHealth{}, fmt.Errorf("metadata lists %d brokers, more than the %d this command asks", len(md.Brokers), maxHealthBrokers)
+		return health.ClusterHealth{}, fmt.Errorf("metadata lists %d brokers, more than the %d this command asks", len(md.Brokers), maxHealthBrokers)
 	}
 	answers := make([]brokerAnswer, len(md.Brokers))
 	var wg sync.WaitGroup
@@ -161,7 +161,7 @@ func clusterHealth(ctx context.Context, cl *kgo.Client, perRequest time.Duration
 // facts, and every broker that answered supplies the facts about its own
 // log dir and replicas. ok is false when no answer held a judgement. The
 // brokers that did not answer are the caller's to add.
-func fromAnswers(answers []brokerAnswer) (h ops.ClusterHealth, ok bool) {
+func fromAnswers(answers []brokerAnswer) (h health.ClusterHealth, ok bool) {
 	var base *brokerAnswer
 	for i := range answers {
 		a := &answers[i]
@@ -176,7 +176,7 @@ func fromAnswers(answers []brokerAnswer) (h ops.ClusterHealth, ok bool) {
 	if base == nil {
 		return h, false
 	}
-	var own []ops.NodeFacts
+	var own []health.NodeFacts
 	for _, a := range answers {
 		if a.err == nil && a.full {
 			own = append(own, factsOf(a.health, a.id))
@@ -275,10 +275,10 @@ func askBroker(ctx context.Context, b kmsg.MetadataResponseBroker, perRequest ti
 
 // factsOf are the facts h holds about node id's own log dir and replicas:
 // a broker's word on itself is fresher than what its peers last heard.
-func factsOf(h ops.ClusterHealth, id int32) ops.NodeFacts {
-	f := ops.NodeFacts{Node: id}
-	probe := ops.ClusterHealth{}
-	probe.AddNodeFacts(ops.NodeFacts{Node: id, OfflineLogDirs: h.OfflineLogDirs})
+func factsOf(h health.ClusterHealth, id int32) health.NodeFacts {
+	f := health.NodeFacts{Node: id}
+	probe := health.ClusterHealth{}
+	probe.AddNodeFacts(health.NodeFacts{Node: id, OfflineLogDirs: h.OfflineLogDirs})
 	f.OfflineLogDirs = probe.OfflineLogDirs
 	for _, d := range h.DamagedPartitions {
 		if d.Node == id {
@@ -300,10 +300,10 @@ func factsOf(h ops.ClusterHealth, id int32) ops.NodeFacts {
 
 // healthFromMetadata judges a cluster of brokers that are not wren (or
 // not yet serving their judgement) from Metadata and DescribeLogDirs.
-func healthFromMetadata(ctx context.Context, cl *kgo.Client, md *kmsg.MetadataResponse, perRequest time.Duration) ops.ClusterHealth {
+func healthFromMetadata(ctx context.Context, cl *kgo.Client, md *kmsg.MetadataResponse, perRequest time.Duration) health.ClusterHealth {
 	ctx, cancel := context.WithTimeout(ctx, perRequest)
 	defer cancel()
-	h := ops.ClusterHealth{ControllerID: md.ControllerID}
+	h := health.ClusterHealth{ControllerID: md.ControllerID}
 	for _, b := range md.Brokers {
 		h.Nodes = append(h.Nodes, b.NodeID)
 	}
@@ -316,10 +316,10 @@ func healthFromMetadata(ctx context.Context, cl *kgo.Client, md *kmsg.MetadataRe
 		}
 		for _, p := range t.Partitions {
 			if p.Leader < 0 {
-				h.LeaderlessPartitions = append(h.LeaderlessPartitions, ops.PartitionName(*t.Topic, p.Partition))
+				h.LeaderlessPartitions = append(h.LeaderlessPartitions, health.PartitionName(*t.Topic, p.Partition))
 			}
 			if len(p.ISR) < len(p.Replicas)-len(ongoing[topicPartition{*t.Topic, p.Partition}].adding) {
-				h.UnderReplicatedPartitions = append(h.UnderReplicatedPartitions, ops.PartitionName(*t.Topic, p.Partition))
+				h.UnderReplicatedPartitions = append(h.UnderReplicatedPartitions, health.PartitionName(*t.Topic, p.Partition))
 			}
 		}
 	}
@@ -330,7 +330,7 @@ func healthFromMetadata(ctx context.Context, cl *kgo.Client, md *kmsg.MetadataRe
 		}
 		for _, d := range shard.Resp.(*kmsg.DescribeLogDirsResponse).Dirs {
 			if err := kerr.ErrorForCode(d.ErrorCode); err != nil {
-				h.OfflineLogDirs = append(h.OfflineLogDirs, ops.OfflineLogDir(shard.Meta.NodeID, d.Dir, err.Error()))
+				h.OfflineLogDirs = append(h.OfflineLogDirs, health.OfflineLogDir(shard.Meta.NodeID, d.Dir, err.Error()))
 			}
 		}
 	}
@@ -338,7 +338,7 @@ func healthFromMetadata(ctx context.Context, cl *kgo.Client, md *kmsg.MetadataRe
 }
 
 // printHealth prints rpk cluster health's layout.
-func printHealth(w io.Writer, h ops.ClusterHealth) {
+func printHealth(w io.Writer, h health.ClusterHealth) {
 	fmt.Fprintf(w, "CLUSTER HEALTH OVERVIEW\n=======================\n")
 	fmt.Fprintf(w, "%-36s%v\n", "Healthy:", h.Healthy)
 	fmt.Fprintf(w, "%-36s%v\n", "Unhealthy reasons:", h.UnhealthyReasons)

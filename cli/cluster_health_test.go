@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wren-broker/wren/ops"
+	"github.com/wren-broker/wren/internal/health"
 )
 
 // hangingBroker accepts connections and never answers: a stopped
@@ -76,7 +76,7 @@ func TestClusterHealthBoundedBootstrap(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("cluster health with a live broker took %s", took)
 	}
-	var h ops.ClusterHealth
+	var h health.ClusterHealth
 	if err := json.Unmarshal([]byte(res.stdout), &h); err != nil || !h.Healthy || !reflect.DeepEqual(h.Nodes, []int32{1}) {
 		t.Fatalf("cluster health json (%v): %s", err, res.stdout)
 	}
@@ -104,7 +104,7 @@ func TestClusterHealthUnreachableBroker(t *testing.T) {
 	start := time.Now()
 	res := run(t, "", "cluster", "health", "--format", "json", "-b", strings.Join(c.ListenAddrs(), ","), "--request-timeout", "500ms")
 	took := time.Since(start)
-	var h ops.ClusterHealth
+	var h health.ClusterHealth
 	if err := json.Unmarshal([]byte(res.stdout), &h); err != nil {
 		t.Fatalf("cluster health json (%v): exit %d\n%s%s", err, res.code, res.stdout, res.stderr)
 	}
@@ -120,16 +120,16 @@ func TestClusterHealthUnreachableBroker(t *testing.T) {
 // fromAnswers takes the cluster's facts from the freshest judgement and
 // each broker's own facts from its own answer.
 func TestClusterHealthFromAnswers(t *testing.T) {
-	judged := func(offset uint64, controller int32, down []int32, dirs []ops.LogDirBelowFloor) ops.ClusterHealth {
-		h := ops.ClusterHealth{ControllerID: controller, Nodes: []int32{1, 2, 3}, DownNodes: down, LogDirsBelowFloor: dirs,
-			ControlPlane: ops.ControlPlane{MetadataOffset: offset}}
+	judged := func(offset uint64, controller int32, down []int32, dirs []health.LogDirBelowFloor) health.ClusterHealth {
+		h := health.ClusterHealth{ControllerID: controller, Nodes: []int32{1, 2, 3}, DownNodes: down, LogDirsBelowFloor: dirs,
+			ControlPlane: health.ControlPlane{MetadataOffset: offset}}
 		h.Evaluate()
 		return h
 	}
 	answers := []brokerAnswer{
 		// Node 1's image is behind, and it has not heard node 2 fill up.
 		{id: 1, full: true, health: judged(10, 3, nil, nil)},
-		{id: 2, full: true, health: judged(12, 2, []int32{3}, []ops.LogDirBelowFloor{{Node: 2, Dir: "/d", FreeBytes: 5, FloorBytes: 9}})},
+		{id: 2, full: true, health: judged(12, 2, []int32{3}, []health.LogDirBelowFloor{{Node: 2, Dir: "/d", FreeBytes: 5, FloorBytes: 9}})},
 		{id: 3, err: net.ErrClosed},
 	}
 	h, ok := fromAnswers(answers)

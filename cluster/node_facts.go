@@ -15,7 +15,7 @@ import (
 // and keeps the latest it heard from each, so that any node can answer
 // for the whole cluster (/v1/cluster/health) from what it holds, without
 // asking anyone while it answers. The body is opaque here: the broker
-// fills and reads it (ops.NodeFacts).
+// fills and reads it (health.NodeFacts).
 
 // appNodeFacts is the app message kind that carries a node's facts.
 const appNodeFacts = "node_facts"

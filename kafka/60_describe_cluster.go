@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wren-broker/wren/ops"
+	"github.com/wren-broker/wren/internal/health"
 )
 
 // DescribeCluster: v0-1
@@ -25,13 +25,13 @@ import (
 //
 // * wren's own: a request carrying the tagged field controlPlaneTag gets,
 //   in the same tag of the response, this node's judgement of the
-//   cluster's health with the facts behind it (ops.ClusterHealth as JSON,
+//   cluster's health with the facts behind it (health.ClusterHealth as JSON,
 //   what /v1/cluster/health answers: nodes down and fenced, the control
 //   plane's facts that no Kafka API carries such as the controller's
 //   epoch and the data-loss ledger, and what each node reported about
 //   its own log dir and damaged replicas), for `wren cluster health`.
 //   Before this node knows (while it starts) the tag holds only
-//   ops.ControlPlane. Kafka clients send no such tag and ignore the ones
+//   health.ControlPlane. Kafka clients send no such tag and ignore the ones
 //   they do not know.
 //
 // Not implemented:
@@ -47,22 +47,22 @@ const (
 )
 
 // ControlPlaneTag is the tagged field of DescribeCluster in which wren
-// answers with ops.ControlPlane when the request carries it (any value).
+// answers with health.ControlPlane when the request carries it (any value).
 // Far above the tags Kafka assigns (from 0 up). Part of the wire format.
 const ControlPlaneTag uint32 = 0x7772656e // "wren"
 
 // ControlPlaneFacts are the control plane's facts from c's committed
 // image, for DescribeCluster's tag and /v1/cluster/health.
-func ControlPlaneFacts(c Metadata) ops.ControlPlane {
+func ControlPlaneFacts(c Metadata) health.ControlPlane {
 	im := c.Image()
-	f := ops.ControlPlane{ControllerEpoch: c.ControllerEpoch(), MetadataOffset: im.Offset}
+	f := health.ControlPlane{ControllerEpoch: c.ControllerEpoch(), MetadataOffset: im.Offset}
 	for _, b := range im.Brokers() {
 		if b.Fenced {
 			f.FencedNodes = append(f.FencedNodes, b.ID)
 		}
 	}
 	for _, e := range im.DataLossLedger() {
-		f.DataLossLedger = append(f.DataLossLedger, ops.DataLoss{MetadataOffset: e.Offset, Topic: e.Topic, Partition: e.Partition,
+		f.DataLossLedger = append(f.DataLossLedger, health.DataLoss{MetadataOffset: e.Offset, Topic: e.Topic, Partition: e.Partition,
 			LeaderEpoch: e.LeaderEpoch, PreviousLeader: e.PreviousLeader, NewLeader: e.NewLeader, PreviousISR: e.PreviousISR,
 			Reason: e.Reason, FromOffset: e.FromOffset, ToOffset: e.ToOffset})
 	}

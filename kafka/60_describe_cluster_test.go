@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
-	"github.com/wren-broker/wren/ops"
+	"github.com/wren-broker/wren/internal/health"
 )
 
 func describeClusterRequest(version int16, endpointType int8) *kmsg.DescribeClusterRequest {
@@ -94,7 +94,7 @@ func TestDescribeClusterControlPlaneTag(t *testing.T) {
 			raw = v
 		}
 	})
-	var facts ops.ControlPlane
+	var facts health.ControlPlane
 	if err := json.Unmarshal(raw, &facts); err != nil {
 		t.Fatalf("the tag %q does not decode: %v", raw, err)
 	}

@@ -2,7 +2,7 @@ package kafka
 
 import (
 	"github.com/wren-broker/wren/config"
-	"github.com/wren-broker/wren/ops"
+	"github.com/wren-broker/wren/internal/health"
 )
 
 // Node is the broker state the handlers act on, through the narrow
@@ -33,7 +33,7 @@ type Node struct {
 	// (evaluated), false until it knows: DescribeCluster's wren tag
 	// carries it, so `wren cluster health` sees this node's facts.
 	// Without it the tag carries ControlPlaneFacts alone.
-	Health func() (ops.ClusterHealth, bool)
+	Health func() (health.ClusterHealth, bool)
 }
 
 // node returns the handlers' view of the broker.

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wren-broker/wren/internal/health"
 )
 
 func parse(s string) (request, error) {
@@ -129,8 +131,8 @@ func startServer(t *testing.T, cfg ServerConfig) *Server {
 		cfg.Ready = func() error { return nil }
 	}
 	if cfg.Health == nil {
-		cfg.Health = func() (ClusterHealth, bool) {
-			h := ClusterHealth{ControllerID: 1, Nodes: []int32{1}}
+		cfg.Health = func() (health.ClusterHealth, bool) {
+			h := health.ClusterHealth{ControllerID: 1, Nodes: []int32{1}}
 			h.Evaluate()
 			return h, true
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups"
 	"github.com/wren-broker/wren/groups/coordinator"
+	"github.com/wren-broker/wren/internal/health"
 	"github.com/wren-broker/wren/replication"
 )
 
@@ -103,7 +104,7 @@ type Sources struct {
 	// budget and connection slots.
 	RequestBudget func() RequestBudgetStats
 	// Health is the cluster as this node sees it.
-	Health func() ClusterHealth
+	Health func() health.ClusterHealth
 	// Quorum is this node's part in the metadata quorum (false on a
 	// single voter).
 	Quorum func() (cluster.QuorumStats, bool)
@@ -298,9 +299,9 @@ func writeRequestBudget(w io.Writer, st RequestBudgetStats) {
 }
 
 // writeClusterHealth writes the wren_cluster_ gauges from the same
-// ClusterHealth that /v1/cluster/health answers with, after Evaluate: the
+// health.ClusterHealth that /v1/cluster/health answers with, after Evaluate: the
 // counts of its lists and its verdict.
-func writeClusterHealth(w io.Writer, h ClusterHealth) {
+func writeClusterHealth(w io.Writer, h health.ClusterHealth) {
 	healthy := 0
 	if h.Healthy {
 		healthy = 1

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wren-broker/wren/internal/health"
 )
 
 // exposition is /metrics parsed: each family's type and its samples,
@@ -189,11 +191,11 @@ func TestMetricsExposition(t *testing.T) {
 		RequestBudget: func() RequestBudgetStats {
 			return RequestBudgetStats{Waiting: 3, OldestWait: 1500 * time.Millisecond, Waited: 40, Preempted: 5, FrameDeadlines: 6, Evicted: 7}
 		},
-		Health: func() ClusterHealth {
-			h := ClusterHealth{ControllerID: 3, Nodes: []int32{1, 2, 3}, DownNodes: []int32{2},
-				DamagedPartitions: []DamagedPartition{{Node: 1, Partition: "t/0"}, {Node: 3, Partition: "t/0"}},
-				LogDirsBelowFloor: []LogDirBelowFloor{{Node: 3, Dir: "/d"}}, ControlPlane: ControlPlane{FencedNodes: []int32{1}},
-				StarvedNodes: []StarvedNode{{Node: 2, Waiting: 3}}}
+		Health: func() health.ClusterHealth {
+			h := health.ClusterHealth{ControllerID: 3, Nodes: []int32{1, 2, 3}, DownNodes: []int32{2},
+				DamagedPartitions: []health.DamagedPartition{{Node: 1, Partition: "t/0"}, {Node: 3, Partition: "t/0"}},
+				LogDirsBelowFloor: []health.LogDirBelowFloor{{Node: 3, Dir: "/d"}}, ControlPlane: health.ControlPlane{FencedNodes: []int32{1}},
+				StarvedNodes: []health.StarvedNode{{Node: 2, Waiting: 3}}}
 			h.Evaluate()
 			return h
 		},
@@ -329,5 +331,36 @@ func TestParseExpositionRejects(t *testing.T) {
 		if _, err := parseExposition(bad); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
+	}
+}
+
+func TestQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"topic.a-b_c": `"topic.a-b_c"`,
+		`g"1`:         `"g\"1"`,
+		`a\b`:         `"a\\b"`,
+		"x\ny":        `"x\ny"`,
+		"grüße":       `"grüße"`,
+	} {
+		if got := quote(in); got != want {
+			t.Errorf("quote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestTopicSeriesBounded: topics past maxTopicSeries share one series.
+func TestTopicSeriesBounded(t *testing.T) {
+	m := NewMetrics()
+	for i := range maxTopicSeries + 10 {
+		m.Produced(fmt.Sprintf("t%d", i), 1, 1)
+	}
+	var b strings.Builder
+	m.WritePrometheus(&b)
+	n := strings.Count(b.String(), "wren_kafka_records_produced_total{")
+	if n != maxTopicSeries+1 {
+		t.Fatalf("%d topic series, want %d and one %s", n, maxTopicSeries+1, otherTopic)
+	}
+	if !strings.Contains(b.String(), `wren_kafka_records_produced_total{topic="_other"} 10`) {
+		t.Fatalf("the 10 topics past the limit are not counted under %s", otherTopic)
 	}
 }

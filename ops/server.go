@@ -11,6 +11,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/wren-broker/wren/internal/health"
 )
 
 // Timeouts and limits of the HTTP server: it is for scrapers and probes on
@@ -39,7 +41,7 @@ type ServerConfig struct {
 	Ready func() error
 	// Health is the cluster as this node sees it, for /v1/cluster/health;
 	// it returns false while the node cannot tell yet (starting).
-	Health func() (ClusterHealth, bool)
+	Health func() (health.ClusterHealth, bool)
 	Logger *slog.Logger
 }
 

@@ -1,7 +1,6 @@
-package ops
+package health
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -45,37 +44,6 @@ func TestEvaluate(t *testing.T) {
 				t.Fatalf("nodes not sorted: %v", h.Nodes)
 			}
 		})
-	}
-}
-
-func TestQuote(t *testing.T) {
-	for in, want := range map[string]string{
-		"topic.a-b_c": `"topic.a-b_c"`,
-		`g"1`:         `"g\"1"`,
-		`a\b`:         `"a\\b"`,
-		"x\ny":        `"x\ny"`,
-		"grüße":       `"grüße"`,
-	} {
-		if got := quote(in); got != want {
-			t.Errorf("quote(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
-// TestTopicSeriesBounded: topics past maxTopicSeries share one series.
-func TestTopicSeriesBounded(t *testing.T) {
-	m := NewMetrics()
-	for i := range maxTopicSeries + 10 {
-		m.Produced(fmt.Sprintf("t%d", i), 1, 1)
-	}
-	var b strings.Builder
-	m.WritePrometheus(&b)
-	n := strings.Count(b.String(), "wren_kafka_records_produced_total{")
-	if n != maxTopicSeries+1 {
-		t.Fatalf("%d topic series, want %d and one %s", n, maxTopicSeries+1, otherTopic)
-	}
-	if !strings.Contains(b.String(), `wren_kafka_records_produced_total{topic="_other"} 10`) {
-		t.Fatalf("the 10 topics past the limit are not counted under %s", otherTopic)
 	}
 }
 
