@@ -232,7 +232,8 @@ func check(g Graph, r Rule) []string {
 //   - a symbol of a package in forbidden (net/http: about 1.5 MiB).
 //
 // Each is reported with the chain of symbols that made the linker keep
-// it, from the program's entry.
+// it, from the program's entry. Functions' auxiliary data symbols are
+// left out (see aux).
 func LinkBreaks(dump string, forbidden []string) []string {
 	parent := make(map[string]string) // symbol -> the symbol it was first kept for
 	var out []string
@@ -243,6 +244,9 @@ func LinkBreaks(dump string, forbidden []string) []string {
 			continue
 		}
 		fromSym, toSym := symbol(from), symbol(to)
+		if aux(fromSym) || aux(toSym) {
+			continue
+		}
 		if _, seen := parent[toSym]; !seen && toSym != fromSym {
 			parent[toSym] = fromSym
 		}
@@ -270,6 +274,21 @@ func LinkBreaks(dump string, forbidden []string) []string {
 		out = append(out, fmt.Sprintf("the binary %s:\n\t%s", why, strings.Join(chain, "\n\t-> ")))
 	}
 	return out
+}
+
+// aux reports whether sym is read-only data the compiler may mark as
+// content-addressable: a function's auxiliary data (argument and stack
+// maps, defer and wrapper info) or a package's static temporaries. The
+// linker stores equal contents once, under the name of whichever symbol it
+// met first, so such a symbol can carry the name of a package whose code
+// is not linked at all (net/http..stmp_328 kept for net's dialer).
+func aux(sym string) bool {
+	last := sym[strings.LastIndex(sym, ".")+1:]
+	switch last {
+	case "arginfo0", "arginfo1", "argliveinfo", "args_stackmap", "stkobj", "opendefer", "wrapinfo":
+		return true
+	}
+	return strings.HasPrefix(last, "stmp_")
 }
 
 // symbol drops the flags the dump adds after a name ("<UsedInIface>").

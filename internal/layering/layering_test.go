@@ -395,7 +395,13 @@ github.com/wren-broker/wren/ops.Serve -> net/http.(*Server).Serve
 net/http.(*Server).Serve -> net/http.(*conn).serve
 github.com/wren-broker/wren/ops.Serve -> type:*net/http.Request <UsedInIface>
 main.main -> net/netip.ParseAddr
+runtime.saveBlockEventStack -> net/http.http2splitHeaderBlock.argliveinfo
+net.(*Dialer).dialCtx -> net/http..stmp_328
+github.com/klauspost/compress/zstd.(*sequenceDecs).decodeSync -> text/template.(*state).printValue.stkobj
 `
+	if got := LinkBreaks(dump[strings.Index(dump, "main.main -> net/netip"):], []string{"net/http"}); len(got) != 0 {
+		t.Fatalf("a function's auxiliary data, stored once under another package's name, taken for that package: %q", got)
+	}
 	got := LinkBreaks(dump, []string{"net/http"})
 	want := []string{
 		"the binary calls a method by a name known only at run time (<ReflectMethod>): the linker keeps every exported method:\n" +
