@@ -72,9 +72,11 @@ type LeaderRebalanceConfig struct {
 // apply them, and publish the new image to subscribers in order. It needs
 // no locks beyond the queue, as Kafka's own controller.
 //
-// This is the one-voter controller: a change commits when it is durable on
-// this node. The quorum (Bully election with epochs, replication of the log
-// to a majority) extends this path with the clustering work.
+// With one voter a change commits when it is durable in this node's own
+// log. With several (ControllerConfig.Quorum) the acting controller
+// proposes it through the replicated metadata log (cluster/quorum: Bully
+// election with epochs, the log replicated to a majority), it commits at
+// a majority, and every node's image is the replay of committed entries.
 type Controller struct {
 	cfg   ControllerConfig
 	log   *wal.Log // the one-voter log; nil on a quorum

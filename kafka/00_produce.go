@@ -33,6 +33,14 @@ import (
 // * Every batch is validated (CRC, structure, decompression under a cap)
 //   before anything is written; errors map to CORRUPT_MESSAGE,
 //   INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE, MESSAGE_TOO_LARGE.
+// * Idempotent producers (ids from InitProducerId): the engine checks
+//   each batch's producer epoch and sequence against the partition's
+//   producer state (engine/producer). A retry of one of the producer's
+//   last five batches is not written again and answers the offsets the
+//   original got; a gap or overlap is OUT_OF_ORDER_SEQUENCE_NUMBER, an
+//   older epoch INVALID_PRODUCER_EPOCH, and a non-zero sequence from a
+//   producer the partition does not know UNKNOWN_PRODUCER_ID, with the
+//   log start offset (KIP-360).
 // * A partition this node does not lead answers NOT_LEADER_OR_FOLLOWER,
 //   before any check of its log directory; from v10 with the leader it
 //   knows and that leader's endpoint (KIP-951's CurrentLeader and
@@ -56,8 +64,6 @@ import (
 // Not implemented:
 // * Transactions: a request with a transactional id gets
 //   TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition.
-// * Idempotence: sequences are not checked yet (no InitProducerId is
-//   served, so clients do not send producer ids).
 // * Throttling.
 
 func (s *Server) handleProduce(req *Request) (Pending, error) {

@@ -10,9 +10,8 @@ import (
 // ApiVersions: v0-4
 //
 // Behavior:
-// * Lists every key of this listener's API table (apis.go) with its
-//   advertised range, sorted by key. Internal keys appear only on a
-//   controller listener.
+// * Lists every key of the API table (apis.go) with its advertised
+//   range, sorted by key.
 // * A version above 4 is answered in v0 format with UNSUPPORTED_VERSION
 //   and a single entry, ApiVersions' own range, as Kafka does since 2.4
 //   (KIP-511): the client retries at our highest version. The dispatcher

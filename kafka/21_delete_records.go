@@ -27,8 +27,13 @@ import (
 //   error answers low watermark -1.
 //
 // Not implemented:
-// * TimeoutMillis is ignored: Kafka waits, up to it, for the followers'
-//   log start offsets to follow; replication has no followers yet.
+// * Only the leader's log start offset moves, and TimeoutMillis is
+//   ignored. Kafka's followers take the leader's log start offset from
+//   their fetch responses, and the leader answers once every follower's
+//   has followed, waiting up to TimeoutMillis; wren's followers keep the
+//   records below it (until their own retention deletes them, or their
+//   log ends below the leader's log start), so a follower that becomes
+//   leader serves them again.
 
 func (s *Server) handleDeleteRecords(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DeleteRecordsRequest)

@@ -59,10 +59,7 @@ type apiEntry struct {
 	Precheck func(version int16, body []byte) error
 	// BeforeAuth allows the key on a session not yet authenticated.
 	BeforeAuth bool
-	// Internal keys (controller and election messages) are served only
-	// on a controller listener.
-	Internal bool
-	Handle   handlerFunc
+	Handle     handlerFunc
 }
 
 // smallRequestBytes is the frame cap of keys without record data.
@@ -73,36 +70,17 @@ const smallRequestBytes = 1 << 20
 //
 // To add an API: write NN_name.go with the header comment and
 // func (s *Server) handleName(req *Request) (Pending, error), then add its
-// row here (or uncomment its slot). TestAPITable checks every row against
-// kmsg.
+// row here. TestAPITable checks every row against kmsg.
 var apiTable = [...]apiEntry{
-	// Slots for the handlers to come, in key order. Constraints from
-	// clients (see the project's conventions):
-	// - Produce must be advertised from v0 (librdkafka enables gzip and
-	//   snappy only then) and served from v3 (record batch v2; older
-	//   versions carry message format v0/v1): Min: 0, MinServed: 3.
-	// - Fetch must be advertised with Min <= 4 and FindCoordinator from
-	//   v0, or librdkafka drops lz4 and the v2 record format.
-	// - Produce: MaxRequestBytes 0 (ServerConfig.MaxRequestBytes) with
-	//   Precheck: precheckProduce. Every other key, Fetch included:
+	// In key order. Constraints from clients:
+	// - Produce is advertised from v0 (librdkafka enables gzip and snappy
+	//   only then) and served from v3 (record batch v2; older versions
+	//   carry message format v0/v1): Min: 0, MinServed: 3.
+	// - Fetch is advertised with Min <= 4 and FindCoordinator from v0, or
+	//   librdkafka drops lz4 and the v2 record format.
+	// - Produce alone has MaxRequestBytes 0 (ServerConfig.MaxRequestBytes),
+	//   with Precheck: precheckProduce. Every other key, Fetch included:
 	//   smallRequestBytes, unless a key gets a pre-check of its own.
-	//
-	// {Key: kmsg.Produce, Min: 0, MinServed: 3, Max: ?, Precheck: precheckProduce, Handle: (*Server).handleProduce},
-	// {Key: kmsg.Fetch, Min: 4, Max: ?, Handle: (*Server).handleFetch},
-	// {Key: kmsg.ListOffsets, ...: (*Server).handleListOffsets},
-	// {Key: kmsg.Metadata, ...: (*Server).handleMetadata},
-	// {Key: kmsg.OffsetCommit ... DeleteGroups: the group coordinator's keys},
-	// {Key: kmsg.FindCoordinator, Min: 0, ...: (*Server).handleFindCoordinator},
-	// {Key: kmsg.SASLHandshake, BeforeAuth: true, ...},
-	// {Key: kmsg.CreateTopics, ...}, {Key: kmsg.DeleteTopics, ...},
-	// {Key: kmsg.DeleteRecords, ...}, {Key: kmsg.InitProducerID, ...},
-	// {Key: kmsg.OffsetForLeaderEpoch, ...},
-	// {Key: kmsg.DescribeConfigs, ...}, {Key: kmsg.AlterConfigs, ...},
-	// {Key: kmsg.DescribeLogDirs, ...}, {Key: kmsg.SASLAuthenticate, BeforeAuth: true, ...},
-	// {Key: kmsg.CreatePartitions, ...}, {Key: kmsg.IncrementalAlterConfigs, ...},
-	// {Key: kmsg.DescribeCluster, ...},
-	// Internal keys (controller listener only) go last, Internal: true.
-
 	{Key: kmsg.Produce, Min: 0, MinServed: 3, Max: 11, Precheck: precheckProduce, Handle: (*Server).handleProduce},
 	{Key: kmsg.Fetch, Min: 4, Max: 12, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleFetch},
 	{Key: kmsg.ListOffsets, Min: 1, Max: 8, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleListOffsets},
@@ -155,9 +133,9 @@ func (x *apiIndex) lookup(key int16) *apiEntry {
 	return x.byKey[key]
 }
 
-// buildAPIIndex checks the table and indexes the rows this listener serves.
-// A bad row is a programming error: it panics with the row.
-func buildAPIIndex(table []apiEntry, controllerListener bool) apiIndex {
+// buildAPIIndex checks the table and indexes its rows. A bad row is a
+// programming error: it panics with the row.
+func buildAPIIndex(table []apiEntry) apiIndex {
 	var x apiIndex
 	seen := make(map[kmsg.Key]bool)
 	for i := range table {
@@ -179,9 +157,6 @@ func buildAPIIndex(table []apiEntry, controllerListener bool) apiIndex {
 			panic(fmt.Sprintf("kafka: api table row %d: %s has no handler", i, e.Key.Name()))
 		}
 		seen[e.Key] = true
-		if e.Internal && !controllerListener {
-			continue
-		}
 		if int(e.Key) >= len(x.byKey) {
 			x.byKey = slices.Grow(x.byKey, int(e.Key)+1-len(x.byKey))[:int(e.Key)+1]
 		}

@@ -12,7 +12,7 @@ import (
 // list is sorted and matches the rows, and it keeps the minimums that
 // librdkafka 2.0 needs to enable compression and the v2 record format.
 func TestAPITable(t *testing.T) {
-	x := buildAPIIndex(apiTable[:], true)
+	x := buildAPIIndex(apiTable[:])
 	if len(x.versions) != len(apiTable) {
 		t.Fatalf("%d advertised keys for %d rows", len(x.versions), len(apiTable))
 	}
@@ -65,7 +65,7 @@ func TestAPITableRejectsBadRows(t *testing.T) {
 					t.Fatalf("recovered %v, want a panic naming the table", v)
 				}
 			}()
-			buildAPIIndex(table, false)
+			buildAPIIndex(table)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -173,38 +172,6 @@ func TestAuthentication(t *testing.T) {
 	}
 	if p := recv(t, principals, "metadata call"); p != "alice" {
 		t.Fatalf("principal %q, want alice", p)
-	}
-}
-
-// TestInternalKeys: an Internal row is neither advertised nor served on a
-// client listener, and both on a controller listener.
-func TestInternalKeys(t *testing.T) {
-	table := testTable(apiEntry{Key: kmsg.Vote, Min: 0, Max: 1, Internal: true, Handle: func(s *Server, req *Request) (Pending, error) {
-		return Respond(req.Body.ResponseKind()), nil
-	}})
-	vote := kmsg.NewPtrVoteRequest()
-	vote.Version = 1
-	advertised := func(r *kmsg.ApiVersionsResponse) bool {
-		return slices.ContainsFunc(r.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == int16(kmsg.Vote) })
-	}
-
-	client := startServer(t, ServerConfig{ListenerName: "PLAINTEXT"}, table)
-	c := dial(t, client.addr)
-	if advertised(c.apiVersions(1)) {
-		t.Fatal("client listener advertises an internal key")
-	}
-	c.send(requestFrame(vote, 2, "c"))
-	c.expectClosed()
-	client.logs.waitClosedWith(t, ErrUnknownAPIKey)
-
-	controller := startServer(t, ServerConfig{ListenerName: "CONTROLLER", ControllerListener: true}, table)
-	c = dial(t, controller.addr)
-	if !advertised(c.apiVersions(1)) {
-		t.Fatal("controller listener does not advertise its internal key")
-	}
-	c.send(requestFrame(vote, 2, "c"))
-	if corr, _ := c.readResponse(kmsg.Vote, 1); corr != 2 {
-		t.Fatalf("correlation id %d", corr)
 	}
 }
 

@@ -123,8 +123,9 @@
 //
 // # Listeners
 //
-// A Server serves one listener kind. On a client listener internal keys
-// (apiEntry.Internal: controller and election messages) are neither
-// advertised nor accepted; a controller listener (ServerConfig.
-// ControllerListener) serves them too.
+// A Server serves a client listener: the keys of the API table and no
+// others. The CONTROLLER listener, where nodes speak the metadata
+// quorum's internal keys and replicate partitions, is cluster/quorum's
+// transport; a client listener closes a connection that sends one of
+// those keys, as it does for any key it does not know.
 package kafka

@@ -60,13 +60,10 @@ const (
 // ServerConfig configures one listener's Server. The zero value of a field
 // selects its default.
 type ServerConfig struct {
-	// ListenerName is the Kafka listener name ("PLAINTEXT", "CONTROLLER"),
-	// logged with every connection.
+	// ListenerName is the Kafka listener name ("PLAINTEXT"), logged with
+	// every connection. The CONTROLLER listener is cluster/quorum's, not a
+	// Server's.
 	ListenerName string
-	// ControllerListener serves the internal API keys (apiEntry.Internal):
-	// the controller and election messages. A client listener neither
-	// advertises nor accepts them.
-	ControllerListener bool
 
 	// NotControllerRetry is how long a metadata change answered
 	// NOT_CONTROLLER on every item is sent again (forward.go): 0 selects
@@ -295,7 +292,7 @@ func newServer(cfg ServerConfig, broker *Node, table []apiEntry) (*Server, error
 	if err != nil {
 		return nil, err
 	}
-	apis := buildAPIIndex(table, cfg.ControllerListener)
+	apis := buildAPIIndex(table)
 	ctx, cancel := context.WithCancel(context.Background())
 	var requestBytes, smallRequestBytes, requests *membudget.Budget
 	if cfg.QueuedMaxRequestBytes > 0 {

@@ -59,7 +59,7 @@ func TestFranzGoApiVersions(t *testing.T) {
 		got = append(got, key, minV, maxV)
 	})
 	var want []int16
-	for _, e := range buildAPIIndex(table, false).versions {
+	for _, e := range buildAPIIndex(table).versions {
 		want = append(want, e.ApiKey, e.MinVersion, e.MaxVersion)
 	}
 	if !slices.Equal(got, want) {
