@@ -62,7 +62,7 @@ type Rule struct {
 	Why string
 }
 
-// Edge is one import, From importing To.
+// Edge is one import, From importing To; Why says why it is allowed.
 type Edge struct {
 	From, To string
 	Why      string
@@ -99,11 +99,11 @@ func Check(g Graph, rules []Rule) []string {
 		out = append(out, check(g, r)...)
 		for _, e := range r.Allow {
 			if !slices.Contains(g[e.From], e.To) {
-				out = append(out, fmt.Sprintf("rule %q: allowed import %s -> %s no longer exists: delete the exception", r.Name, e.From, e.To))
+				out = append(out, fmt.Sprintf("rule %q: allowed import %s -> %s no longer exists: delete the exception (%s)", r.Name, e.From, e.To, e.Why))
 				continue
 			}
 			if !hidesBreak(g, r, e) {
-				out = append(out, fmt.Sprintf("rule %q: allowed import %s -> %s hides no break any more: delete the exception", r.Name, e.From, e.To))
+				out = append(out, fmt.Sprintf("rule %q: allowed import %s -> %s hides no break any more: delete the exception (%s)", r.Name, e.From, e.To, e.Why))
 			}
 		}
 	}

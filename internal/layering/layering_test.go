@@ -326,13 +326,13 @@ func TestCheckAllow(t *testing.T) {
 	}
 	// The wire code moved to a leaf: splice imports no engine.
 	g["wren/kafka/splice"] = nil
-	want := []string{`rule "quorum": allowed import wren/cluster/quorum -> wren/kafka/splice hides no break any more: delete the exception`}
+	want := []string{`rule "quorum": allowed import wren/cluster/quorum -> wren/kafka/splice hides no break any more: delete the exception (moving)`}
 	if got := Check(g, []Rule{rule}); !slices.Equal(got, want) {
 		t.Fatalf("Check reported %q, want %q", got, want)
 	}
 	// The quorum no longer imports splice at all.
 	g["wren/cluster/quorum"] = []string{"wren/wal"}
-	want = []string{`rule "quorum": allowed import wren/cluster/quorum -> wren/kafka/splice no longer exists: delete the exception`}
+	want = []string{`rule "quorum": allowed import wren/cluster/quorum -> wren/kafka/splice no longer exists: delete the exception (moving)`}
 	if got := Check(g, []Rule{rule}); !slices.Equal(got, want) {
 		t.Fatalf("Check reported %q, want %q", got, want)
 	}
