@@ -210,10 +210,7 @@ func (c *Controller) alterISRBatch() {
 	}
 	r := DecideAlterISR(c.Image(), c.rules(), reqs)
 	committed, err := commitEntries(c.commit, r.Entries())
-	for i, a := range r.Response {
-		if a.Entry >= committed {
-			a.Err = err
-		}
+	for i, a := range AlterISRAnswers(r.Response, committed, err) {
 		queued[i].done <- alterISRResult{after: a.After, err: a.Err}
 	}
 }

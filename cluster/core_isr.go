@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -53,6 +54,19 @@ func DecideAlterISR(im *Image, cfg RuleConfig, reqs []AlterISRRequest) Result[[]
 		answers[i].After, answers[i].Err = ch.After, err
 	}
 	return Result[[]AlterISRAnswer]{Records: entries.recs, Bounds: entries.bounds, Response: answers}
+}
+
+// AlterISRAnswers are the answers once the first committed entries are
+// committed and the next failed with err (nil: all committed): the
+// changes of the failed entry and of the ones after it fail with err.
+func AlterISRAnswers(answers []AlterISRAnswer, committed int, err error) []AlterISRAnswer {
+	out := slices.Clone(answers)
+	for i, a := range out {
+		if a.Entry >= committed {
+			out[i].Err = err
+		}
+	}
+	return out
 }
 
 // alterISRChange is the change r asks for, checked against im (AlterISR);

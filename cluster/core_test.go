@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/wren-broker/wren/internal/datadriven"
 )
 
@@ -26,7 +28,7 @@ import (
 //	      [min-isr=1] [unclean=true] [next-producer-id=N]
 //	                                 a new image with these brokers; the
 //	                                 rule config's defaults
-//	create-topics NAME[:P[:RF]] ... [assign=NAME:1,2/2,3] [config=NAME:KEY:VALUE] [validate-only]
+//	create-topics NAME[:P[:RF]] ... [assign=NAME:1,2/2,3] [config=NAME:KEY:VALUE] [validate-only] [fail-entry=N]
 //	                                 (a topic config key "bad.*" is refused)
 //	delete-topics NAME ...
 //	create-partitions NAME count=N [assign=1,2/2,3] [validate-only]
@@ -36,7 +38,7 @@ import (
 //	log-dir B offline [reason=R] | log-dir B online
 //	elect preferred|unclean [T-P ...]
 //	rebalance [percent=10]
-//	alter-isr T-P:ISR ... [leader=L] [leader-epoch=N] [partition-epoch=N]
+//	alter-isr T-P:ISR ... [leader=L] [leader-epoch=N] [partition-epoch=N] [fail-entry=N]
 //	                                 one batch; epochs and leader default
 //	                                 to the partition's in the image
 //	reassign T-P:R,R,R | T-P:cancel ... [allow-rf-change]
@@ -45,7 +47,10 @@ import (
 //	cluster-id ID
 //	state                            every partition and broker
 //
-// A command with the word summary prints how many records, not each.
+// A command with the word summary prints how many records, not each;
+// with fail-entry=N, entry N of its result fails to commit, and the
+// answer is the one the driver gives then (CreateTopicsResponse.Answer,
+// AlterISRAnswers).
 func TestRules(t *testing.T) {
 	datadriven.RunDir(t, "testdata/rules", func(t *testing.T) func(*datadriven.Cmd) string {
 		e := &rulesEnv{le: &leaderEnv{t: t, im: emptyImage(), steps: true}, idNames: map[UUID]string{}}
@@ -54,13 +59,20 @@ func TestRules(t *testing.T) {
 	})
 }
 
+// errCommitFailed is the commit error of fail-entry=N.
+var errCommitFailed = fmt.Errorf("%w: metadata log: the entry did not commit", kerr.KafkaStorageError)
+
 type rulesEnv struct {
 	le      *leaderEnv // the image, commit and the invariants
 	cfg     RuleConfig
 	summary bool // print counts of records, not each
-	nextID  int
-	idNames map[UUID]string
-	out     strings.Builder
+	// committed is how many entries of the last rule's result committed;
+	// commitErr is the error of the next (fail-entry=N).
+	committed int
+	commitErr error
+	nextID    int
+	idNames   map[UUID]string
+	out       strings.Builder
 }
 
 func (e *rulesEnv) printf(format string, args ...any) { fmt.Fprintf(&e.out, format+"\n", args...) }
@@ -126,7 +138,7 @@ func (e *rulesEnv) handle(c *datadriven.Cmd) string {
 			req.Topics = append(req.Topics, ct)
 		}
 		r := runRule(e, c, func(im *Image, cfg RuleConfig) Result[CreateTopicsResponse] { return DecideCreateTopics(im, cfg, req) })
-		for i, res := range r.Response.Topics {
+		for i, res := range r.Response.Answer(e.committed, e.commitErr) {
 			e.printf("> %s entry=%d", e.topicResult(res), r.Response.Entry[i])
 		}
 	case "delete-topics":
@@ -237,7 +249,7 @@ func (e *rulesEnv) handle(c *datadriven.Cmd) string {
 			reqs, names = append(reqs, req), append(names, tp)
 		}
 		r := runRule(e, c, func(im *Image, cfg RuleConfig) Result[[]AlterISRAnswer] { return DecideAlterISR(im, cfg, reqs) })
-		for i, a := range r.Response {
+		for i, a := range AlterISRAnswers(r.Response, e.committed, e.commitErr) {
 			if a.Err != nil {
 				e.printf("> %s: %v", names[i], a.Err)
 			} else {
@@ -364,7 +376,14 @@ func runRule[T any](e *rulesEnv, c *datadriven.Cmd, rule func(*Image, RuleConfig
 	if len(r.Records) == 0 && r.Err == nil {
 		e.printf("no records")
 	}
-	for _, entry := range r.Entries() {
+	// fail-entry=N: entry N fails to commit, and the ones after it are
+	// never tried (commitEntries).
+	e.committed, e.commitErr = len(r.Entries()), nil
+	if n := c.Int(t, "fail-entry", -1); n >= 0 && n < len(r.Entries()) {
+		e.committed, e.commitErr = n, errCommitFailed
+		e.printf("entry %d fails", n)
+	}
+	for _, entry := range r.Entries()[:e.committed] {
 		e.le.commit(entry)
 	}
 	e.le.checkInvariants(c, im)

@@ -64,6 +64,19 @@ func DecideCreateTopics(im *Image, cfg RuleConfig, req CreateTopicsRequest) Resu
 	return Result[CreateTopicsResponse]{Records: entries.recs, Bounds: entries.bounds, Response: resp}
 }
 
+// Answer is the answer to the request once the first committed entries
+// are committed and the next failed with err (nil: all committed): the
+// topics of the failed entry and of the ones after it fail with err.
+func (r CreateTopicsResponse) Answer(committed int, err error) []TopicResult {
+	out := slices.Clone(r.Topics)
+	for i, e := range r.Entry {
+		if e >= committed {
+			out[i].Err, out[i].ID = err, UUID{}
+		}
+	}
+	return out
+}
+
 // createTopicRecords validates t against im and returns its result (the
 // id set) and the records that create it; none with an error or
 // validateOnly.

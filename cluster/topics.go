@@ -70,12 +70,7 @@ func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, val
 	err := c.change(ctx, func() {
 		r := DecideCreateTopics(c.Image(), c.rules(), CreateTopicsRequest{Topics: topics, ValidateOnly: validateOnly})
 		committed, err := commitEntries(c.commit, r.Entries())
-		copy(results, r.Response.Topics)
-		for i, e := range r.Response.Entry {
-			if e >= committed {
-				results[i].Err, results[i].ID = err, UUID{}
-			}
-		}
+		copy(results, r.Response.Answer(committed, err))
 	})
 	return perTopic(results, topicNames(topics), err)
 }
