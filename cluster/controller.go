@@ -138,7 +138,7 @@ func OpenController(fsys vfs.FS, dir string, cfg ControllerConfig) (*Controller,
 		if id == "" {
 			id = NewUUID().String()
 		}
-		if err := c.commit([]Record{{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: id}}}); err != nil {
+		if err := commitResult(c.commit, DecideClusterID(im, id)); err != nil {
 			l.Close()
 			return nil, err
 		}
@@ -149,12 +149,10 @@ func OpenController(fsys vfs.FS, dir string, cfg ControllerConfig) (*Controller,
 	// This node's broker registers itself, so placement has a broker list
 	// in a one-node cluster too. A registration that did not change is not
 	// written again.
-	reg := &BrokerRegistrationRecord{BrokerID: cfg.NodeID, Rack: cfg.Rack, Listeners: cfg.Listeners}
-	if b, ok := c.Image().Broker(cfg.NodeID); !ok || !sameRegistration(b, reg) {
-		if err := c.commit([]Record{{Kind: KindBrokerRegistration, BrokerRegistration: reg}}); err != nil {
-			l.Close()
-			return nil, err
-		}
+	reg := RegisterBrokerRequest{Registration: BrokerRegistrationRecord{BrokerID: cfg.NodeID, Rack: cfg.Rack, Listeners: cfg.Listeners}, CleanShutdown: true}
+	if err := commitResult(c.commit, DecideRegisterBroker(c.Image(), c.rules(), reg)); err != nil {
+		l.Close()
+		return nil, err
 	}
 	c.wg.Add(1)
 	go c.loop()

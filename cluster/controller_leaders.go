@@ -10,16 +10,23 @@ import (
 )
 
 // The controller's hooks for broker liveness and partition leadership:
-// each computes its changes with the pure rules of leader.go and
-// leadership.go against the current image, and commits them with the
-// broker's own record as one metadata entry, so a crash never leaves a
-// broker fenced with its partitions still led by it.
+// each reads the current image, asks the pure rule (core_brokers.go,
+// core_leaders.go, core_isr.go) what to commit, and commits it as one
+// metadata entry.
 
-func (c *Controller) leaderConfig() LeaderConfig {
-	return LeaderConfig{
-		MinInsyncReplicas:           c.cfg.MinInsyncReplicas,
-		UncleanLeaderElectionEnable: c.cfg.UncleanLeaderElectionEnable,
-		Offsets:                     c.cfg.PartitionOffsets,
+// rules is the rule config of this controller.
+func (c *Controller) rules() RuleConfig {
+	return RuleConfig{
+		DefaultPartitions:        c.cfg.DefaultPartitions,
+		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
+		ValidateTopicConfig:      c.cfg.ValidateTopicConfig,
+		ValidateBrokerConfig:     c.cfg.ValidateBrokerConfig,
+		Leader: LeaderConfig{
+			MinInsyncReplicas:           c.cfg.MinInsyncReplicas,
+			UncleanLeaderElectionEnable: c.cfg.UncleanLeaderElectionEnable,
+			Offsets:                     c.cfg.PartitionOffsets,
+		},
+		NewTopicID: NewUUID,
 	}
 }
 
@@ -34,89 +41,57 @@ func unknownBroker(id int32) error {
 	return fmt.Errorf("%w: broker %d is not registered", kerr.BrokerIDNotRegistered, id)
 }
 
-// RegisterBroker records a broker's registration (a start, or a new rack
-// or listener). cleanShutdown says whether the broker shut down cleanly
-// last time; if not, its log may lack records it acknowledged, so it
-// leaves every ISR and ELR (KIP-966). reg.Fenced registers it fenced, as
-// a starting broker is until it has caught up (UnfenceBroker).
+// RegisterBroker records a broker's registration (DecideRegisterBroker).
+// cleanShutdown says whether the broker shut down cleanly last time; if
+// not, it leaves every ISR and ELR (KIP-966). reg.Fenced registers it
+// fenced, as a starting broker is until it has caught up (UnfenceBroker).
 func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistrationRecord, cleanShutdown bool) error {
 	var res error
 	err := c.change(ctx, func() {
-		im := c.Image()
-		var changes []PartitionChange
-		if !cleanShutdown {
-			changes = UncleanShutdownChanges(im, reg.BrokerID, c.leaderConfig())
-		} else if b, ok := im.Broker(reg.BrokerID); ok && sameRegistration(b, &reg) {
-			return
-		}
-		r := reg
-		res = c.commit(changeRecords([]Record{{Kind: KindBrokerRegistration, BrokerRegistration: &r}}, changes))
+		res = commitResult(c.commit, DecideRegisterBroker(c.Image(), c.rules(), RegisterBrokerRequest{Registration: reg, CleanShutdown: cleanShutdown}))
 	})
 	return errors.Join(err, res)
 }
 
-// FenceBroker fences a broker whose session expired (or that crashed): it
-// gets no new replicas, leaves every ISR, and the partitions it led elect
-// a new leader.
+// FenceBroker fences a broker whose session expired (or that crashed)
+// (DecideFenceBroker).
 func (c *Controller) FenceBroker(ctx context.Context, id int32) error {
-	return c.setFenced(ctx, id, true, BrokerFencedChanges)
+	return c.decide(ctx, func(im *Image) error { return commitResult(c.commit, DecideFenceBroker(im, c.rules(), id)) })
 }
 
-// UnfenceBroker unfences a broker that is back and caught up; partitions
-// without a leader that it may lead elect one.
+// UnfenceBroker unfences a broker that is back and caught up
+// (DecideUnfenceBroker).
 func (c *Controller) UnfenceBroker(ctx context.Context, id int32) error {
-	return c.setFenced(ctx, id, false, BrokerUnfencedChanges)
+	return c.decide(ctx, func(im *Image) error { return commitResult(c.commit, DecideUnfenceBroker(im, c.rules(), id)) })
 }
 
 // ControlledShutdown moves leadership off a broker before it exits
-// (SIGTERM): it leaves every ISR, its partitions elect new leaders, and it
-// is fenced, so it gets no new replicas while it is gone.
+// (DecideControlledShutdown).
 func (c *Controller) ControlledShutdown(ctx context.Context, id int32) error {
-	return c.setFenced(ctx, id, true, ControlledShutdownChanges)
+	return c.decide(ctx, func(im *Image) error { return commitResult(c.commit, DecideControlledShutdown(im, c.rules(), id)) })
 }
 
 // SetBrokerLogDir records what a broker's heartbeats say of its log dir,
-// with the partition changes it brings (LogDirRecords): while it takes no
-// writes the broker leaves every ISR and hands its leaderships to in-sync
-// replicas that can write; when it takes writes again, partitions left
-// without a leader that it could lead elect one. It returns the partition
-// changes committed.
+// with the partition changes it brings (DecideBrokerLogDir), and returns
+// the partition changes committed.
 func (c *Controller) SetBrokerLogDir(ctx context.Context, id int32, d BrokerLogDir) ([]PartitionChange, error) {
 	var changes []PartitionChange
-	var res error
-	err := c.change(ctx, func() {
-		recs, chs, err := LogDirRecords(c.Image(), id, d, c.leaderConfig())
-		if err != nil {
-			res = err
-			return
+	err := c.decide(ctx, func(im *Image) error {
+		r := DecideBrokerLogDir(im, c.rules(), BrokerLogDirRequest{Broker: id, LogDir: d})
+		err := commitResult(c.commit, r)
+		if err == nil {
+			changes = r.Response
 		}
-		if recs = changeRecords(recs, chs); len(recs) > 0 {
-			if res = c.commit(recs); res == nil {
-				changes = chs
-			}
-		}
+		return err
 	})
-	return changes, errors.Join(err, res)
+	return changes, err
 }
 
-func (c *Controller) setFenced(ctx context.Context, id int32, fenced bool, rule func(*Image, int32, LeaderConfig) []PartitionChange) error {
+// decide runs fn on the event loop with the current image (see change)
+// and returns fn's error joined to the loop's.
+func (c *Controller) decide(ctx context.Context, fn func(*Image) error) error {
 	var res error
-	err := c.change(ctx, func() {
-		im := c.Image()
-		b, ok := im.Broker(id)
-		if !ok {
-			res = unknownBroker(id)
-			return
-		}
-		changes := rule(im, id, c.leaderConfig())
-		var recs []Record
-		if b.Fenced != fenced {
-			recs = append(recs, Record{Kind: KindBrokerFence, BrokerFence: &BrokerFenceRecord{BrokerID: id, Fenced: fenced}})
-		}
-		if recs = changeRecords(recs, changes); len(recs) > 0 {
-			res = c.commit(recs)
-		}
-	})
+	err := c.change(ctx, func() { res = fn(c.Image()) })
 	return errors.Join(err, res)
 }
 
@@ -135,40 +110,17 @@ type ElectLeadersResult struct {
 }
 
 // ElectLeaders runs ElectPreferred or ElectUnclean elections (Kafka's
-// ElectLeaders). With partitions nil it tries every partition and reports
-// only those where an election was needed.
+// ElectLeaders; DecideElectLeaders). With partitions nil it tries every
+// partition and reports only those where an election was needed.
 func (c *Controller) ElectLeaders(ctx context.Context, el Election, partitions []TopicPartition) ([]ElectLeadersResult, error) {
 	if err := c.checkActing(); err != nil {
 		return nil, err
 	}
 	var results []ElectLeadersResult
 	err := c.change(ctx, func() {
-		im := c.Image()
-		all := partitions == nil
-		if all {
-			for _, name := range im.TopicNames() {
-				for _, p := range im.Topic(name).Partitions {
-					partitions = append(partitions, TopicPartition{name, p.Partition})
-				}
-			}
-		}
-		var recs []Record
-		for _, tp := range partitions {
-			ch, err := ElectLeadersChange(im, tp.Topic, tp.Partition, el, c.leaderConfig())
-			if all && errors.Is(err, kerr.ElectionNotNeeded) {
-				continue
-			}
-			r := ElectLeadersResult{TopicPartition: tp, Leader: ch.After.Leader, Err: err}
-			if err != nil {
-				r.Leader = NoLeader
-			}
-			results = append(results, r)
-			recs = append(recs, ch.Records()...)
-		}
-		if len(recs) == 0 {
-			return
-		}
-		if err := c.commit(recs); err != nil {
+		r := DecideElectLeaders(c.Image(), c.rules(), ElectLeadersRequest{Election: el, Partitions: partitions})
+		results = r.Response
+		if err := commitResult(c.commit, r); err != nil {
 			for i := range results {
 				if results[i].Err == nil {
 					results[i].Err, results[i].Leader = err, NoLeader
@@ -189,8 +141,8 @@ func (c *Controller) ElectLeaders(ctx context.Context, el Election, partitions [
 // leaders ask to add it to thousands of ISRs at once, and one quorum round
 // trip per partition would take minutes.
 func (c *Controller) AlterISR(ctx context.Context, topicID UUID, partition, leader, leaderEpoch, partitionEpoch int32, isr []int32) (PartitionImage, error) {
-	req := &alterISRRequest{topicID: topicID, partition: partition, leader: leader, leaderEpoch: leaderEpoch,
-		partitionEpoch: partitionEpoch, isr: isr, done: make(chan alterISRResult, 1)}
+	req := &alterISRRequest{AlterISRRequest: AlterISRRequest{TopicID: topicID, Partition: partition, Leader: leader, LeaderEpoch: leaderEpoch,
+		PartitionEpoch: partitionEpoch, ISR: isr}, done: make(chan alterISRResult, 1)}
 	c.alterISRs.add(req)
 	if err := c.change(ctx, c.alterISRBatch); err != nil && c.alterISRs.remove(req) {
 		return PartitionImage{}, err
@@ -212,10 +164,8 @@ type alterISRQueue struct {
 }
 
 type alterISRRequest struct {
-	topicID                                        UUID
-	partition, leader, leaderEpoch, partitionEpoch int32
-	isr                                            []int32
-	done                                           chan alterISRResult // buffered: answered once
+	AlterISRRequest
+	done chan alterISRResult // buffered: answered once
 }
 
 type alterISRResult struct {
@@ -250,67 +200,19 @@ func (q *alterISRQueue) take() []*alterISRRequest {
 	return out
 }
 
-// alterISRBatch, on the loop, decides and commits every queued ISR
-// change.
+// alterISRBatch, on the loop, decides every queued ISR change
+// (DecideAlterISR), commits them and answers each.
 func (c *Controller) alterISRBatch() {
-	reqs := c.alterISRs.take()
-	im := c.Image()
-	type group struct {
-		reqs  []*alterISRRequest
-		after []PartitionImage
-		recs  []Record
-		bytes int
+	queued := c.alterISRs.take()
+	reqs := make([]AlterISRRequest, len(queued))
+	for i, q := range queued {
+		reqs[i] = q.AlterISRRequest
 	}
-	var groups []*group
-	for _, r := range reqs {
-		ch, err := c.alterISRChange(im, r)
-		if err == nil && ch.Changed() {
-			recs := ch.Records()
-			var next *Image
-			if next, err = applyRecords(im, im.Offset, recs); err == nil {
-				var size int
-				if size, err = recordsBytes(recs); err == nil {
-					im = next
-					if n := len(groups); n == 0 || groups[n-1].bytes+size > createEntryBytes {
-						groups = append(groups, &group{})
-					}
-					g := groups[len(groups)-1]
-					g.reqs, g.after, g.recs, g.bytes = append(g.reqs, r), append(g.after, ch.After), append(g.recs, recs...), g.bytes+size
-					continue
-				}
-			}
-		}
-		r.done <- alterISRResult{after: ch.After, err: err}
+	r := DecideAlterISR(c.Image(), c.rules(), reqs)
+	committed, err := commitEntries(c.commit, r.Entries())
+	for i, a := range AlterISRAnswers(r.Response, committed, err) {
+		queued[i].done <- alterISRResult{after: a.After, err: a.Err}
 	}
-	var failed error
-	for _, g := range groups {
-		if failed == nil {
-			failed = c.commit(g.recs)
-		}
-		for i, r := range g.reqs {
-			r.done <- alterISRResult{after: g.after[i], err: failed}
-		}
-	}
-}
-
-// alterISRChange is the change r asks for, checked against im.
-func (c *Controller) alterISRChange(im *Image, r *alterISRRequest) (PartitionChange, error) {
-	t := im.TopicByID(r.topicID)
-	if t == nil || r.partition < 0 || int(r.partition) >= len(t.Partitions) {
-		return PartitionChange{}, fmt.Errorf("%w: topic %s partition %d", kerr.UnknownTopicOrPartition, r.topicID, r.partition)
-	}
-	ch, err := AlterISR(t.Partitions[r.partition], r.leader, r.leaderEpoch, r.partitionEpoch, r.isr, im.ElectionContext(t, r.partition, c.leaderConfig(), nil))
-	if err != nil {
-		return PartitionChange{}, err
-	}
-	ch.TopicID, ch.Topic = t.ID, t.Name
-	// The ISR change that brings the last new replica in completes a
-	// reassignment in the same entry.
-	if done, ok := MaybeCompleteReassignment(ch.After, im.ElectionContext(t, r.partition, c.leaderConfig(), nil)); ok {
-		done.Before, done.TopicID, done.Topic = ch.Before, t.ID, t.Name
-		ch = done
-	}
-	return ch, nil
 }
 
 // checkActing is NOT_CONTROLLER on a node that is not the acting
@@ -325,49 +227,20 @@ func (c *Controller) checkActing() error {
 	return fmt.Errorf("%w: node %d is not the acting controller (the controller is %d)", kerr.NotController, c.cfg.NodeID, c.ControllerID())
 }
 
-// RebalanceLeaders runs auto.leader.rebalance once: preferred elections
-// for the partitions of every broker whose leader imbalance is above
-// percentPerBroker (RebalanceLeadersChanges), as one metadata entry. It
-// returns the changes committed.
+// RebalanceLeaders runs auto.leader.rebalance once as one metadata entry
+// (DecideRebalanceLeaders) and returns the changes committed.
 func (c *Controller) RebalanceLeaders(ctx context.Context, percentPerBroker int) ([]PartitionChange, error) {
 	if err := c.checkActing(); err != nil {
 		return nil, err
 	}
 	var changes []PartitionChange
-	var res error
-	err := c.change(ctx, func() {
-		changes = RebalanceLeadersChanges(c.Image(), percentPerBroker, c.leaderConfig())
-		if len(changes) > 0 {
-			if res = c.commit(changeRecords(nil, changes)); res != nil {
-				changes = nil
-			}
+	err := c.decide(ctx, func(im *Image) error {
+		r := DecideRebalanceLeaders(im, c.rules(), percentPerBroker)
+		err := commitResult(c.commit, r)
+		if err == nil {
+			changes = r.Response
 		}
+		return err
 	})
-	return changes, errors.Join(err, res)
-}
-
-// electionsAllowedBy are the leader elections that config records make
-// possible: once unclean.leader.election.enable is turned on for a topic
-// or cluster-wide, a partition without a leader whose only live replicas
-// are outside the ISR and ELR elects one of them in the same metadata
-// entry, rather than waiting for the next broker to be unfenced. Kafka's
-// controller does the same when the setting changes (KIP-966's unclean
-// recovery).
-func (c *Controller) electionsAllowedBy(recs []Record) ([]PartitionChange, error) {
-	touched := false
-	for _, r := range recs {
-		cr := r.Config
-		if r.Kind == KindConfig && cr.Key == "unclean.leader.election.enable" &&
-			(cr.ResourceType == ResourceTopic || cr.ResourceType == ResourceBroker && cr.Name == "") {
-			touched = true
-		}
-	}
-	if !touched {
-		return nil, nil
-	}
-	next, err := applyRecords(c.Image(), c.Image().Offset, recs)
-	if err != nil {
-		return nil, err
-	}
-	return LeaderlessElections(next, c.leaderConfig()), nil
+	return changes, err
 }

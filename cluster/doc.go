@@ -11,6 +11,13 @@
 // Invariant: the published Image is exactly the replay of the metadata log
 // up to Image.Offset; replaying the log at start rebuilds it.
 //
+// The controller's decisions are a pure core (core.go and core_*.go, one
+// file and one script under testdata/rules per rule): a rule reads the
+// image, the rule config and the request and returns a Result, the
+// records to commit and the answer; it never commits. The Controller's
+// methods are its driver: on the event loop they read the image, call the
+// rule, commit Result.Entries and answer.
+//
 // Batches: the topics of one CreateTopics, and the ISR changes (AlterISR)
 // queued while the loop is busy, are each checked against the image the
 // ones before them leave and committed together, in entries of about 1 MiB

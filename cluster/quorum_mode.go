@@ -875,11 +875,7 @@ func (c *Controller) carryOut(ctx context.Context, a LivenessAction) {
 			id = NewUUID().String()
 		}
 		var res error
-		err := c.run(ctx, func() {
-			if c.Image().ClusterID == "" {
-				res = c.commit([]Record{{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: id}}})
-			}
-		})
+		err := c.run(ctx, func() { res = commitResult(c.commit, DecideClusterID(c.Image(), id)) })
 		if err := errors.Join(err, res); err != nil {
 			q.log.Debug("metadata quorum: cluster id not recorded yet", "err", err)
 			return
