@@ -11,4 +11,4 @@
 // hand, because kmsg needs the record bytes in memory; a test compares it
 // with kmsg for every version served. See docs/ARCHITECTURE.md for the
 // fetch path.
-package splice
+package wire
