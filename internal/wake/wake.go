@@ -60,13 +60,15 @@ func Any(ctx context.Context, chans []<-chan struct{}, deadline time.Time) bool 
 	stop := make(chan struct{})
 	defer close(stop)
 	for first := 0; first < len(chans); first += chunk {
+		// The cases are built here, not in the goroutine: chans is the
+		// caller's, and the goroutine may run after Any returned.
 		part := chans[first:min(len(chans), first+chunk)]
+		sel := make([]reflect.SelectCase, 0, len(part)+1)
+		sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stop)})
+		for _, ch := range part {
+			sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
 		go func() {
-			sel := make([]reflect.SelectCase, 0, len(part)+1)
-			sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stop)})
-			for _, ch := range part {
-				sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-			}
 			if i, _, _ := reflect.Select(sel); i > 0 {
 				select {
 				case woke <- struct{}{}:
