@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/cluster/metalog"
 	"github.com/wren-broker/wren/cluster/quorum"
@@ -15,8 +17,8 @@ import (
 	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups/coordinator"
-	"github.com/wren-broker/wren/kafka/splice"
 	"github.com/wren-broker/wren/replication"
+	"github.com/wren-broker/wren/wire"
 )
 
 // replicationConfig is follower fetching over the CONTROLLER listener's
@@ -123,9 +125,9 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 		},
 		// Followers fetch from their leaders on replica connections of
 		// this listener: only a peer that passed the handshake can ask.
-		OnReplicaRequest: func(from election.NodeID, key, version int16, body []byte) *splice.Body {
+		OnReplicaRequest: func(from election.NodeID, req kmsg.Request) *wire.Body {
 			if r := repl.Load(); r != nil {
-				return r.ServeReplicaRequest(int32(from), key, version, body)
+				return r.ServeReplicaRequest(int32(from), req)
 			}
 			return nil
 		},

@@ -127,43 +127,6 @@ func BenchmarkRead(b *testing.B) {
 	})
 }
 
-// BenchmarkSendFile moves 1 MiB ranges of a segment to a loopback TCP
-// socket with sendfile(2), against read+write through a buffer.
-func BenchmarkSendFile(b *testing.B) {
-	l := populatedLog(b)
-	defer l.Close()
-	leo := l.LogEndOffset()
-	for _, mode := range []string{"sendfile", "read+write"} {
-		b.Run(mode, func(b *testing.B) {
-			client, server := loopbackPair(b)
-			defer client.Close()
-			defer server.Close()
-			done := make(chan struct{})
-			go func() { io.Copy(io.Discard, client); close(done) }()
-			b.SetBytes(1 << 20)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				r, err := l.Read(int64(i*7919)%(leo/2), 1<<20, leo, false)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if mode == "sendfile" {
-					_, err = SendFile(server, r.Slice.File, r.Slice.Position, r.Slice.Size)
-				} else {
-					_, err = copyFile(server, r.Slice.File, r.Slice.Position, r.Slice.Size)
-				}
-				r.Release()
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			server.CloseWrite()
-			<-done
-		})
-	}
-}
-
 // BenchmarkAppendIdempotence compares appends of an idempotent producer's
 // batches (sequence checks, producer state) with plain ones, under flush
 // policy interval so the fdatasync does not hide the difference.

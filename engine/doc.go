@@ -70,8 +70,9 @@
 //
 // Log.Read finds the segment by binary search over base offsets, the
 // position by binary search in the offset index, then scans batch headers
-// forward at most one index interval. It returns a file range that SendFile
-// moves to a socket with sendfile(2). Readers hold a reference on the
+// forward at most one index interval. It returns a file range
+// (wire.FileSlice) that wire.SendFile moves to a socket with sendfile(2),
+// whatever writes the response. Readers hold a reference on the
 // segment and pin its files, so retention can delete it under them.
 //
 // # Open files

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"math/rand"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/wren-broker/wren/engine/batch"
 	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/wire"
 )
 
 // openSegmentFDs counts this process's descriptors open on segment and
@@ -150,7 +152,7 @@ func TestHandleCacheTinyBudget(t *testing.T) {
 					return
 				}
 				if i%2 == 0 {
-					_, err = SendFile(server, r.Slice.File, r.Slice.Position, r.Slice.Size)
+					_, err = wire.SendFile(server, r.Slice.File, r.Slice.Position, r.Slice.Size)
 				} else {
 					var b []byte
 					if b, err = r.Bytes(); err == nil {
@@ -389,4 +391,36 @@ func TestKernelEMFILEClosesIdleFiles(t *testing.T) {
 	if after.Evictions <= before.Evictions || after.Shortages != before.Shortages {
 		t.Fatalf("EMFILE closed no idle file or counted a shortage: before %+v after %+v", before, after)
 	}
+}
+
+// loopbackPair returns a connected TCP pair on a free loopback port.
+func loopbackPair(t testing.TB) (client, server *net.TCPConn) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type res struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		c, err := ln.Accept()
+		ch <- res{c, err}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return c.(*net.TCPConn), r.c.(*net.TCPConn)
+	case <-time.After(10 * time.Second):
+		t.Fatal("accept timed out")
+	}
+	return nil, nil
 }

@@ -7,15 +7,8 @@ import (
 
 	"github.com/wren-broker/wren/engine/batch"
 	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/wire"
 )
-
-// FileSlice is a byte range of a segment file: what a Fetch response sends
-// with sendfile.
-type FileSlice struct {
-	File     vfs.File
-	Position int64
-	Size     int64
-}
 
 // ReadResult is the answer to a Read. Its slice stays readable, even if
 // retention deletes the segment meanwhile, until Release: the result pins
@@ -25,7 +18,7 @@ type ReadResult struct {
 	// Slice holds whole batches from one segment, except that the last
 	// batch may be cut at maxBytes, as Kafka does; clients drop a partial
 	// trailing batch. Size is 0 when there is nothing to read.
-	Slice FileSlice
+	Slice wire.FileSlice
 	// FirstOffset is the base offset of the first batch in Slice.
 	FirstOffset int64
 	seg         *segment
@@ -228,7 +221,7 @@ func readSegment(seg *segment, f vfs.File, end, next, offset, maxBytes, maxOffse
 		return nil, nil
 	}
 	return &ReadResult{
-		Slice:       FileSlice{File: f, Position: start.Position, Size: size},
+		Slice:       wire.FileSlice{File: f, Position: start.Position, Size: size},
 		FirstOffset: start.BaseOffset,
 		seg:         seg,
 	}, nil

@@ -9,7 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/engine"
-	"github.com/wren-broker/wren/kafka/splice"
+	"github.com/wren-broker/wren/internal/wake"
+	"github.com/wren-broker/wren/wire"
 )
 
 // Fetch: v4-12
@@ -19,7 +20,7 @@ import (
 //   the durable end of the log, so nothing a crash could take back is ever
 //   served.
 // * Record data goes from the segment file to the socket with sendfile
-//   (splice.EncodeFetchResponse splices file ranges into the response).
+//   (wire.EncodeFetchResponse splices file ranges into the response).
 // * MinBytes and MaxWaitMillis: a long poll. The response waits, on the
 //   connection's writer and so without holding up later requests' work,
 //   until MinBytes are available, the wait ends, or a partition's high
@@ -55,7 +56,7 @@ func (s *Server) handleFetch(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.FetchRequest)
 	version := req.Header.ApiVersion
 	if r.SessionID != 0 || (r.SessionEpoch != 0 && r.SessionEpoch != -1) {
-		return RespondSpliced(&SplicedResponse{Chunks: splice.EncodeFetchResponse(version, 0, kerr.FetchSessionIDNotFound.Code, 0, nil)}), nil
+		return RespondSpliced(&SplicedResponse{Chunks: wire.EncodeFetchResponse(version, 0, kerr.FetchSessionIDNotFound.Code, 0, nil)}), nil
 	}
 	wait := time.Duration(r.MaxWaitMillis) * time.Millisecond
 	if wait > maxFetchWait {
@@ -70,14 +71,14 @@ func (s *Server) handleFetch(req *Request) (Pending, error) {
 		for {
 			// Take the wake-up channels before reading, so a high watermark
 			// that moves during the read is not missed.
-			wake := plan.watch()
+			wakes := plan.watch()
 			topics, size, release := plan.read(r)
-			if size >= int64(r.MinBytes) || wait == 0 || !time.Now().Before(deadline) || len(wake) == 0 {
+			if size >= int64(r.MinBytes) || wait == 0 || !time.Now().Before(deadline) || len(wakes) == 0 {
 				observeFetched(s.cfg.Observer, topics)
-				return Response{Spliced: &SplicedResponse{Chunks: splice.EncodeFetchResponse(version, 0, 0, 0, topics), Release: release}}, nil
+				return Response{Spliced: &SplicedResponse{Chunks: wire.EncodeFetchResponse(version, 0, 0, 0, topics), Release: release}}, nil
 			}
 			release()
-			if !waitAny(ctx, wake, time.Until(deadline)) {
+			if !wake.Any(ctx, wakes, deadline) {
 				if ctx.Err() != nil {
 					return Response{}, ctx.Err()
 				}
@@ -87,7 +88,7 @@ func (s *Server) handleFetch(req *Request) (Pending, error) {
 }
 
 // observeFetched tells o the record bytes of the response, per topic.
-func observeFetched(o Observer, topics []splice.FetchTopic) {
+func observeFetched(o Observer, topics []wire.FetchTopic) {
 	for _, t := range topics {
 		var bytes int64
 		for _, p := range t.Partitions {
@@ -156,7 +157,7 @@ func (plan *fetchPlan) watch() []<-chan struct{} {
 
 // read reads every partition once and returns the response topics, the
 // record bytes found and the function that lets the segments go.
-func (plan *fetchPlan) read(r *kmsg.FetchRequest) ([]splice.FetchTopic, int64, func()) {
+func (plan *fetchPlan) read(r *kmsg.FetchRequest) ([]wire.FetchTopic, int64, func()) {
 	var results []*engine.ReadResult
 	release := func() {
 		for _, rr := range results {
@@ -168,11 +169,11 @@ func (plan *fetchPlan) read(r *kmsg.FetchRequest) ([]splice.FetchTopic, int64, f
 		budget = 1 << 30
 	}
 	var total int64
-	topics := make([]splice.FetchTopic, len(r.Topics))
+	topics := make([]wire.FetchTopic, len(r.Topics))
 	for i, t := range r.Topics {
 		topics[i].Topic = t.Topic
 		for _, ft := range plan.targets[i] {
-			fp := splice.FetchPartition{Partition: ft.part.Partition, ErrorCode: ft.err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+			fp := wire.FetchPartition{Partition: ft.part.Partition, ErrorCode: ft.err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 			if ft.err == 0 {
 				limit := min(int64(ft.part.PartitionMaxBytes), budget-total)
 				if limit < 0 {
@@ -199,37 +200,4 @@ func (plan *fetchPlan) read(r *kmsg.FetchRequest) ([]splice.FetchTopic, int64, f
 		}
 	}
 	return topics, total, release
-}
-
-// waitAny waits for one of chans to close, for d, or for ctx. It reports
-// whether a channel closed.
-func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool {
-	if d <= 0 {
-		return false
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	woke := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	defer close(stop)
-	for _, ch := range chans {
-		go func() {
-			select {
-			case <-ch:
-				select {
-				case woke <- struct{}{}:
-				default:
-				}
-			case <-stop:
-			}
-		}()
-	}
-	select {
-	case <-woke:
-		return true
-	case <-timer.C:
-		return false
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -36,7 +36,7 @@ func offsetCommitRequest(version int16, topic string, partitions ...int32) *kmsg
 func TestOffsetCommitRequestByVersion(t *testing.T) {
 	for v := int16(0); v <= 9; v++ {
 		f, g := groupFixture(t)
-		resp := wire(t, f.do(t, offsetCommitRequest(v, "t", 0)).(*kmsg.OffsetCommitResponse))
+		resp := onWire(t, f.do(t, offsetCommitRequest(v, "t", 0)).(*kmsg.OffsetCommitResponse))
 		wantCode(t, fmt.Sprintf("v%d", v), resp.Topics[0].Partitions[0].ErrorCode, nil)
 		cr := lastGroupRequest[groups.CommitRequest](t, g)
 		what := fmt.Sprintf("v%d", v)

@@ -64,7 +64,7 @@ func TestOffsetFetch(t *testing.T) {
 	for v := int16(0); v <= 9; v++ {
 		f, g := groupFixture(t)
 		g.answer = committed
-		resp := wire(t, f.do(t, offsetFetchRequest(v, false, "g")).(*kmsg.OffsetFetchResponse))
+		resp := onWire(t, f.do(t, offsetFetchRequest(v, false, "g")).(*kmsg.OffsetFetchResponse))
 		fr := lastGroupRequest[groups.FetchOffsetsRequest](t, g)
 		what := fmt.Sprintf("v%d", v)
 		if fr.Group != "g" || fmt.Sprint(fr.Partitions) != "[{t 0} {t 1}]" {
@@ -148,7 +148,7 @@ func TestOffsetFetchCoordinatorErrors(t *testing.T) {
 		for _, c := range groupErrorCodes {
 			f, g := groupFixture(t)
 			c.setup(t, f, g)
-			resp := wire(t, f.do(t, offsetFetchRequest(v, false, "g")).(*kmsg.OffsetFetchResponse))
+			resp := onWire(t, f.do(t, offsetFetchRequest(v, false, "g")).(*kmsg.OffsetFetchResponse))
 			what := fmt.Sprintf("v%d %s", v, c.name)
 			switch {
 			case v < 2:

@@ -61,7 +61,7 @@ func TestJoinGroupResponse(t *testing.T) {
 			return groups.Response{RequestID: jr.RequestID, Join: &groups.JoinResponse{Generation: 3, ProtocolType: "consumer", Protocol: "range",
 				LeaderID: "m1", MemberID: "m1", Members: []groups.JoinMember{{MemberID: "m1", InstanceID: "i1", Metadata: []byte{9}}}}}, nil
 		}
-		resp := wire(t, f.do(t, joinGroupRequest(v, "m1")).(*kmsg.JoinGroupResponse))
+		resp := onWire(t, f.do(t, joinGroupRequest(v, "m1")).(*kmsg.JoinGroupResponse))
 		wantCode(t, fmt.Sprintf("v%d", v), resp.ErrorCode, nil)
 		if resp.Generation != 3 || resp.LeaderID != "m1" || resp.MemberID != "m1" || derefString(resp.Protocol) != "range" {
 			t.Errorf("v%d: %+v", v, resp)
@@ -80,7 +80,7 @@ func TestJoinGroupResponse(t *testing.T) {
 		g.answer = func(req any) (groups.Response, error) {
 			return groups.Response{Join: &groups.JoinResponse{ErrorCode: kerr.MemberIDRequired.Code, Generation: -1, MemberID: "new-id"}}, nil
 		}
-		resp = wire(t, f.do(t, joinGroupRequest(v, "")).(*kmsg.JoinGroupResponse))
+		resp = onWire(t, f.do(t, joinGroupRequest(v, "")).(*kmsg.JoinGroupResponse))
 		wantCode(t, fmt.Sprintf("v%d member id required", v), resp.ErrorCode, kerr.MemberIDRequired)
 		if resp.MemberID != "new-id" {
 			t.Errorf("v%d: member id %q, want new-id", v, resp.MemberID)

@@ -26,7 +26,7 @@ func TestHeartbeat(t *testing.T) {
 		g.answer = func(any) (groups.Response, error) {
 			return groups.Response{Heartbeat: &groups.HeartbeatResponse{ErrorCode: kerr.RebalanceInProgress.Code}}, nil
 		}
-		resp := wire(t, f.do(t, heartbeatRequest(v)).(*kmsg.HeartbeatResponse))
+		resp := onWire(t, f.do(t, heartbeatRequest(v)).(*kmsg.HeartbeatResponse))
 		hr := lastGroupRequest[groups.HeartbeatRequest](t, g)
 		if hr.Group != "g" || hr.Generation != 3 || hr.MemberID != "m1" || (hr.InstanceID == "i1") != (v >= 3) {
 			t.Errorf("v%d: coordinator got %+v", v, hr)

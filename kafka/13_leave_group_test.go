@@ -48,7 +48,7 @@ func TestLeaveGroup(t *testing.T) {
 			}
 			return groups.Response{Leave: lr}, nil
 		}
-		resp := wire(t, f.do(t, leaveGroupRequest(v)).(*kmsg.LeaveGroupResponse))
+		resp := onWire(t, f.do(t, leaveGroupRequest(v)).(*kmsg.LeaveGroupResponse))
 		lr := lastGroupRequest[groups.LeaveRequest](t, g)
 		what := fmt.Sprintf("v%d", v)
 		if v < 3 {

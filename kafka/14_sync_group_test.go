@@ -31,7 +31,7 @@ func TestSyncGroup(t *testing.T) {
 		g.answer = func(any) (groups.Response, error) {
 			return groups.Response{Sync: &groups.SyncResponse{ProtocolType: "consumer", Protocol: "range", Assignment: []byte{7}}}, nil
 		}
-		resp := wire(t, f.do(t, syncGroupRequest(v)).(*kmsg.SyncGroupResponse))
+		resp := onWire(t, f.do(t, syncGroupRequest(v)).(*kmsg.SyncGroupResponse))
 		sr := lastGroupRequest[groups.SyncRequest](t, g)
 		what := fmt.Sprintf("v%d", v)
 		if sr.Group != "g" || sr.Generation != 3 || sr.MemberID != "m1" || len(sr.Assignments) != 1 || string(sr.Assignments[0].Assignment) != "\x07" {

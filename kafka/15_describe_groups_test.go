@@ -34,7 +34,7 @@ func TestDescribeGroups(t *testing.T) {
 				}}}, nil
 		}
 		raw := f.do(t, describeGroupsRequest(v, "g", "none")).(*kmsg.DescribeGroupsResponse)
-		resp := wire(t, raw)
+		resp := onWire(t, raw)
 		what := fmt.Sprintf("v%d", v)
 		if fmt.Sprint(g.submitted) != "[g none]" || len(resp.Groups) != 2 {
 			t.Fatalf("%s: submitted %v, answered %+v", what, g.submitted, resp.Groups)

@@ -38,7 +38,7 @@ func TestListGroups(t *testing.T) {
 	for v := int16(0); v <= 5; v++ {
 		f, g := groupFixture(t)
 		g.listed = listedGroups
-		resp := wire(t, f.do(t, listGroupsRequest(v)).(*kmsg.ListGroupsResponse))
+		resp := onWire(t, f.do(t, listGroupsRequest(v)).(*kmsg.ListGroupsResponse))
 		wantCode(t, fmt.Sprintf("v%d", v), resp.ErrorCode, nil)
 		want := "[a// b// c//]"
 		switch {

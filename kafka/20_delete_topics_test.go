@@ -34,7 +34,7 @@ func deleteTopicsRequest(version int16, names ...string) *kmsg.DeleteTopicsReque
 func TestDeleteTopics(t *testing.T) {
 	for v := int16(1); v <= 6; v++ {
 		f := newSeamFixture(t)
-		resp := wire(t, f.do(t, deleteTopicsRequest(v, "t", "missing")).(*kmsg.DeleteTopicsResponse))
+		resp := onWire(t, f.do(t, deleteTopicsRequest(v, "t", "missing")).(*kmsg.DeleteTopicsResponse))
 		if len(resp.Topics) != 2 {
 			t.Fatalf("v%d: %d topics answered, want 2", v, len(resp.Topics))
 		}

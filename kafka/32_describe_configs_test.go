@@ -39,7 +39,7 @@ func TestDescribeConfigsTopic(t *testing.T) {
 	req := describeConfigsRequest(4, kmsg.ConfigResourceTypeTopic, "t")
 	req.Resources[0].ConfigNames = []string{"retention.ms", "cleanup.policy", "no.such.config"}
 	req.IncludeSynonyms, req.IncludeDocumentation = true, true
-	resp := wire(t, f.do(t, req).(*kmsg.DescribeConfigsResponse))
+	resp := onWire(t, f.do(t, req).(*kmsg.DescribeConfigsResponse))
 	res := resp.Resources[0]
 	wantCode(t, "t", res.ErrorCode, nil)
 	got := describedConfigs(res)
@@ -86,7 +86,7 @@ func TestDescribeConfigsVersions(t *testing.T) {
 		req := describeConfigsRequest(v, kmsg.ConfigResourceTypeTopic, "t")
 		req.Resources[0].ConfigNames = []string{"cleanup.policy"}
 		req.IncludeDocumentation = true
-		resp := wire(t, f.do(t, req).(*kmsg.DescribeConfigsResponse))
+		resp := onWire(t, f.do(t, req).(*kmsg.DescribeConfigsResponse))
 		if len(resp.Resources) != 1 || len(resp.Resources[0].Configs) != 1 {
 			t.Fatalf("v%d: %+v, want cleanup.policy", v, resp.Resources)
 		}

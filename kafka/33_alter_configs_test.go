@@ -42,7 +42,7 @@ func TestAlterConfigsReplacesTopicConfigs(t *testing.T) {
 		f := newSeamFixture(t)
 		f.addRecords(t, configRecord(cluster.ResourceTopic, "t", "segment.ms", "60000"))
 		req := alterConfigsRequest(v, alterConfigsResource(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", "2000"))
-		resp := wire(t, f.do(t, req).(*kmsg.AlterConfigsResponse))
+		resp := onWire(t, f.do(t, req).(*kmsg.AlterConfigsResponse))
 		wantCode(t, "t", resp.Resources[0].ErrorCode, nil)
 		if resp.Resources[0].ResourceName != "t" || resp.Resources[0].ResourceType != kmsg.ConfigResourceTypeTopic {
 			t.Errorf("v%d: answered %v %q, want TOPIC t", v, resp.Resources[0].ResourceType, resp.Resources[0].ResourceName)

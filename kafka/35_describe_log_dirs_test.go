@@ -63,7 +63,7 @@ func logDirPartitions(dir kmsg.DescribeLogDirsResponseDir) string {
 func TestDescribeLogDirs(t *testing.T) {
 	f := logDirFixture(t)
 	for v := int16(1); v <= 4; v++ {
-		resp := wire(t, f.do(t, func() *kmsg.DescribeLogDirsRequest {
+		resp := onWire(t, f.do(t, func() *kmsg.DescribeLogDirsRequest {
 			req := kmsg.NewPtrDescribeLogDirsRequest()
 			req.SetVersion(v)
 			return req

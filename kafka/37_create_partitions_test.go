@@ -36,7 +36,7 @@ func TestCreatePartitions(t *testing.T) {
 		a := kmsg.NewCreatePartitionsRequestTopicAssignment()
 		a.Replicas = []int32{2, 3}
 		req.Topics[0].Assignment = []kmsg.CreatePartitionsRequestTopicAssignment{a, a}
-		resp := wire(t, f.do(t, req).(*kmsg.CreatePartitionsResponse))
+		resp := onWire(t, f.do(t, req).(*kmsg.CreatePartitionsResponse))
 		wantCode(t, fmt.Sprintf("v%d t", v), resp.Topics[0].ErrorCode, nil)
 		wantCode(t, fmt.Sprintf("v%d missing", v), resp.Topics[1].ErrorCode, kerr.UnknownTopicOrPartition)
 		if resp.Topics[0].Topic != "t" || resp.Topics[1].Topic != "missing" {

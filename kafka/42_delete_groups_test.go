@@ -29,7 +29,7 @@ func TestDeleteGroups(t *testing.T) {
 			}
 			return groups.Response{Delete: &groups.DeleteGroupResponse{ErrorCode: code}}, nil
 		}
-		resp := wire(t, f.do(t, deleteGroupsRequest(v, "g", "busy")).(*kmsg.DeleteGroupsResponse))
+		resp := onWire(t, f.do(t, deleteGroupsRequest(v, "g", "busy")).(*kmsg.DeleteGroupsResponse))
 		if fmt.Sprint(g.submitted) != "[g busy]" || len(resp.Groups) != 2 {
 			t.Fatalf("v%d: submitted %v, answered %+v", v, g.submitted, resp.Groups)
 		}

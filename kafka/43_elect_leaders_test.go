@@ -61,7 +61,7 @@ func TestElectLeaders(t *testing.T) {
 		}
 		return out, nil
 	}
-	resp := wire(t, f.do(t, electLeadersRequest(2, electionPreferred, "t", 0, 1, 0, "missing", 0)).(*kmsg.ElectLeadersResponse))
+	resp := onWire(t, f.do(t, electLeadersRequest(2, electionPreferred, "t", 0, 1, 0, "missing", 0)).(*kmsg.ElectLeadersResponse))
 	wantCode(t, "top level", resp.ErrorCode, nil)
 	call := f.controller.elections[0]
 	if call.election != cluster.ElectPreferred || fmt.Sprint(call.partitions) != "[{t 0} {t 1} {missing 0}]" {
@@ -91,7 +91,7 @@ func TestElectLeadersVersions(t *testing.T) {
 	f := newSeamFixture(t)
 	f.controller.notController = true
 	for v := int16(0); v <= 2; v++ {
-		resp := wire(t, f.do(t, electLeadersRequest(v, electionPreferred, "t", 0, 2)).(*kmsg.ElectLeadersResponse))
+		resp := onWire(t, f.do(t, electLeadersRequest(v, electionPreferred, "t", 0, 2)).(*kmsg.ElectLeadersResponse))
 		if v == 0 {
 			wantCode(t, "v0 top level (not on the wire)", resp.ErrorCode, nil)
 		} else {

@@ -48,7 +48,7 @@ func TestIncrementalAlterConfigsSetDelete(t *testing.T) {
 	for v := int16(0); v <= 1; v++ {
 		f := newSeamFixture(t)
 		f.addRecords(t, configRecord(cluster.ResourceTopic, "t", "segment.ms", "60000"))
-		resp := wire(t, f.do(t, incrementalAlterConfigsRequest(v, incrementalResource(kmsg.ConfigResourceTypeTopic, "t",
+		resp := onWire(t, f.do(t, incrementalAlterConfigsRequest(v, incrementalResource(kmsg.ConfigResourceTypeTopic, "t",
 			setOp("retention.ms", "2000"),
 			incrementalOp{kmsg.IncrementalAlterConfigOpDelete, "segment.ms", nil},
 			incrementalOp{kmsg.IncrementalAlterConfigOpDelete, "never.set", nil},

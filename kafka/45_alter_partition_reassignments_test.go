@@ -45,7 +45,7 @@ func TestAlterPartitionReassignments(t *testing.T) {
 		{Topic: "t", Partition: 1}: fmt.Errorf("%w: no reassignment of t-1 in progress", kerr.NoReassignmentInProgress),
 		{Topic: "u", Partition: 0}: kerr.UnknownTopicOrPartition,
 	}
-	resp := wire(t, f.do(t, alterReassignmentsRequest(1,
+	resp := onWire(t, f.do(t, alterReassignmentsRequest(1,
 		reassignPartition{"t", 0, []int32{2, 3}},
 		reassignPartition{"t", 1, nil},
 		reassignPartition{"u", 0, []int32{1}},
@@ -79,7 +79,7 @@ func TestAlterPartitionReassignmentsVersions(t *testing.T) {
 		f := newSeamFixture(t)
 		req := alterReassignmentsRequest(c.version, reassignPartition{"t", 0, []int32{2, 3}})
 		req.AllowReplicationFactorChange = c.allow
-		resp := wire(t, f.do(t, req).(*kmsg.AlterPartitionAssignmentsResponse))
+		resp := onWire(t, f.do(t, req).(*kmsg.AlterPartitionAssignmentsResponse))
 		if got := f.controller.reassignCalls[0].allowRFChange; got != c.want {
 			t.Errorf("v%d allow %v: the controller was told %v, want %v", c.version, c.allow, got, c.want)
 		}

@@ -24,7 +24,7 @@ func TestListPartitionReassignments(t *testing.T) {
 		{TopicPartition: tp("u", 4), Replicas: []int32{1, 2}},
 	}
 	raw := f.do(t, kmsg.NewPtrListPartitionReassignmentsRequest()).(*kmsg.ListPartitionReassignmentsResponse)
-	resp := wire(t, raw)
+	resp := onWire(t, raw)
 	if asked := f.controller.listAsked[0]; asked != nil {
 		t.Errorf("null topics asked for %v, want nil (every partition)", asked)
 	}

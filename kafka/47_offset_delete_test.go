@@ -42,7 +42,7 @@ func TestOffsetDelete(t *testing.T) {
 		}
 		return groups.Response{OffsetDelete: dr}, nil
 	}
-	resp := wire(t, f.do(t, offsetDeleteRequest()).(*kmsg.OffsetDeleteResponse))
+	resp := onWire(t, f.do(t, offsetDeleteRequest()).(*kmsg.OffsetDeleteResponse))
 	if dr := lastGroupRequest[groups.OffsetDeleteRequest](t, g); dr.Group != "g" || fmt.Sprint(dr.Partitions) != "[{t 0} {t 1} {u 0} {u 1}]" {
 		t.Errorf("coordinator got %+v", dr)
 	}

@@ -68,7 +68,7 @@ func TestDescribeQuorumController(t *testing.T) {
 	}
 	nowMs := at.UnixMilli()
 	for v := int16(0); v <= 2; v++ {
-		p := quorumPartition(t, wire(t, f.do(t, describeQuorumRequest(v, metadataTopicName, 0)).(*kmsg.DescribeQuorumResponse)))
+		p := quorumPartition(t, onWire(t, f.do(t, describeQuorumRequest(v, metadataTopicName, 0)).(*kmsg.DescribeQuorumResponse)))
 		wantCode(t, fmt.Sprintf("v%d", v), p.ErrorCode, nil)
 		if p.LeaderID != 1 || p.LeaderEpoch != 7 || p.HighWatermark != 40 {
 			t.Errorf("v%d: leader %d epoch %d high watermark %d, want 1, 7, 40", v, p.LeaderID, p.LeaderEpoch, p.HighWatermark)
@@ -115,7 +115,7 @@ func TestDescribeQuorumNodes(t *testing.T) {
 		Commit:    40,
 		LastIndex: 42,
 	}, At: time.Now()}
-	resp := wire(t, f.do(t, describeQuorumRequest(2, metadataTopicName, 0)).(*kmsg.DescribeQuorumResponse))
+	resp := onWire(t, f.do(t, describeQuorumRequest(2, metadataTopicName, 0)).(*kmsg.DescribeQuorumResponse))
 	if got := nodeEndpoints(resp.Nodes); got != "1:CTRL://edge-1.local:9093 2:CTRL://edge-2.local:9094 3:CTRL://edge-3.local:9095 " {
 		t.Errorf("v2 nodes %s, want the three voters' CTRL endpoints", got)
 	}
@@ -124,13 +124,13 @@ func TestDescribeQuorumNodes(t *testing.T) {
 			t.Errorf("v2: voter %d directory id %x, want the zero Uuid", v.ReplicaID, v.ReplicaDirectoryID)
 		}
 	}
-	if resp := wire(t, f.do(t, describeQuorumRequest(1, metadataTopicName, 0)).(*kmsg.DescribeQuorumResponse)); len(resp.Nodes) != 0 {
+	if resp := onWire(t, f.do(t, describeQuorumRequest(1, metadataTopicName, 0)).(*kmsg.DescribeQuorumResponse)); len(resp.Nodes) != 0 {
 		t.Errorf("v1 carries nodes %s", nodeEndpoints(resp.Nodes))
 	}
 
 	// A follower's own view names itself only, so only its node.
 	f.metadata.quorum.Election.Soft = election.SoftState{Controller: 2}
-	resp = wire(t, f.do(t, describeQuorumRequest(2, metadataTopicName, 0)).(*kmsg.DescribeQuorumResponse))
+	resp = onWire(t, f.do(t, describeQuorumRequest(2, metadataTopicName, 0)).(*kmsg.DescribeQuorumResponse))
 	p := quorumPartition(t, resp)
 	wantCode(t, "follower v2", p.ErrorCode, kerr.NotLeaderForPartition)
 	if p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, "not the acting controller") {

@@ -26,7 +26,7 @@ func TestDescribeCluster(t *testing.T) {
 	f := newSeamFixture(t)
 	f.node.Host, f.node.Port = "advertised.test", 19092
 	for v := int16(0); v <= 1; v++ {
-		resp := wire(t, f.do(t, describeClusterRequest(v, endpointTypeBroker)).(*kmsg.DescribeClusterResponse))
+		resp := onWire(t, f.do(t, describeClusterRequest(v, endpointTypeBroker)).(*kmsg.DescribeClusterResponse))
 		wantCode(t, fmt.Sprintf("v%d", v), resp.ErrorCode, nil)
 		if resp.ClusterID != "test-cluster" || resp.ControllerID != 1 {
 			t.Errorf("v%d: cluster %q controller %d, want test-cluster and 1", v, resp.ClusterID, resp.ControllerID)
@@ -87,7 +87,7 @@ func TestDescribeClusterControlPlaneTag(t *testing.T) {
 
 	req := describeClusterRequest(1, endpointTypeBroker)
 	req.UnknownTags.Set(ControlPlaneTag, []byte{1})
-	resp = wire(t, f.do(t, req).(*kmsg.DescribeClusterResponse))
+	resp = onWire(t, f.do(t, req).(*kmsg.DescribeClusterResponse))
 	var raw []byte
 	resp.UnknownTags.Each(func(k uint32, v []byte) {
 		if k == ControlPlaneTag {

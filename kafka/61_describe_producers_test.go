@@ -20,7 +20,7 @@ func TestDescribeProducers(t *testing.T) {
 	rt := kmsg.NewDescribeProducersRequestTopic()
 	rt.Topic, rt.Partitions = "t", []int32{0, 1, 2}
 	req.Topics = append(req.Topics, rt)
-	resp := wire(t, f.do(t, req).(*kmsg.DescribeProducersResponse))
+	resp := onWire(t, f.do(t, req).(*kmsg.DescribeProducersResponse))
 	ps := resp.Topics[0].Partitions
 	if len(ps) != 3 {
 		t.Fatalf("answer %+v, want three partitions", ps)

@@ -71,7 +71,7 @@ func TestConsumerGroupHeartbeatResponse(t *testing.T) {
 	g.answer = func(any) (groups.Response, error) {
 		return groups.Response{ConsumerHB: &groups.ConsumerHeartbeatResponse{MemberID: "m1", MemberEpoch: 5, HeartbeatIntervalMs: 5000, Assignment: &assignment}}, nil
 	}
-	resp := wire(t, f.do(t, consumerHeartbeatRequest(1)).(*kmsg.ConsumerGroupHeartbeatResponse))
+	resp := onWire(t, f.do(t, consumerHeartbeatRequest(1)).(*kmsg.ConsumerGroupHeartbeatResponse))
 	wantCode(t, "heartbeat", resp.ErrorCode, nil)
 	if derefString(resp.MemberID) != "m1" || resp.MemberEpoch != 5 || resp.HeartbeatIntervalMillis != 5000 {
 		t.Errorf("member %q epoch %d interval %d", derefString(resp.MemberID), resp.MemberEpoch, resp.HeartbeatIntervalMillis)

@@ -36,7 +36,7 @@ func TestConsumerGroupDescribe(t *testing.T) {
 					TargetAssignment:     []groups.TopicPartitions{{TopicID: testTopicID, Partitions: []int32{0, 1}}, {TopicID: gone, Partitions: []int32{0}}},
 				}}}}, nil
 		}
-		resp := wire(t, f.do(t, consumerGroupDescribeRequest(v, "g", "classic")).(*kmsg.ConsumerGroupDescribeResponse))
+		resp := onWire(t, f.do(t, consumerGroupDescribeRequest(v, "g", "classic")).(*kmsg.ConsumerGroupDescribeResponse))
 		what := fmt.Sprintf("v%d", v)
 		if fmt.Sprint(g.submitted) != "[g classic]" || len(resp.Groups) != 2 {
 			t.Fatalf("%s: submitted %v, answered %+v", what, g.submitted, resp.Groups)

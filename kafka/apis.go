@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/wire"
 )
 
 // A handler runs on the connection's reader goroutine, synchronously and in
@@ -18,6 +20,10 @@ import (
 // s.broker and the configuration through s.cfg; they are listed in the
 // table below as method expressions, (*Server).handleX.
 type handlerFunc func(s *Server, req *Request) (Pending, error)
+
+// RequestHeader is the request header (versions 1 and 2), parsed by
+// package wire.
+type RequestHeader = wire.RequestHeader
 
 // Request is one decoded request as a handler sees it.
 type Request struct {

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/internal/membudget"
-	"github.com/wren-broker/wren/kafka/splice"
+	"github.com/wren-broker/wren/wire"
 )
 
 // readBufferBytes is the reader's buffer: small requests and the size
@@ -38,7 +38,7 @@ type conn struct {
 	s   *Server
 	nc  net.Conn
 	log *slog.Logger
-	fr  frameReader
+	fr  wire.FrameReader
 
 	// ctx is canceled by close; the Session and every Pending see it.
 	ctx    context.Context
@@ -64,7 +64,7 @@ type conn struct {
 	owner any
 
 	// progress is how far the frame being read has come.
-	progress frameProgress
+	progress wire.FrameProgress
 	// lastActive is when a request was last read whole or a response
 	// last written (UnixNano), from accept on.
 	lastActive atomic.Int64
@@ -111,14 +111,14 @@ func newConn(s *Server, nc net.Conn) *conn {
 		cancel: cancel,
 		queue:  make(chan queued, s.cfg.MaxInFlightPerConn),
 	}
-	c.fr = frameReader{
-		r:               bufio.NewReaderSize(nc, readBufferBytes),
-		setReadDeadline: nc.SetReadDeadline,
-		idleTimeout:     s.cfg.IdleTimeout,
-		frameTimeout:    s.cfg.FrameTimeout,
-		busy:            func() bool { return c.inflight.Load() > 0 },
-		firstDeadline:   time.Now().Add(s.cfg.FirstRequestTimeout),
-		progress:        &c.progress,
+	c.fr = wire.FrameReader{
+		R:               bufio.NewReaderSize(nc, readBufferBytes),
+		SetReadDeadline: nc.SetReadDeadline,
+		IdleTimeout:     s.cfg.IdleTimeout,
+		FrameTimeout:    s.cfg.FrameTimeout,
+		Busy:            func() bool { return c.inflight.Load() > 0 },
+		FirstDeadline:   time.Now().Add(s.cfg.FirstRequestTimeout),
+		Progress:        &c.progress,
 	}
 	c.lastActive.Store(time.Now().UnixNano())
 	c.sess = Session{
@@ -163,7 +163,7 @@ func (c *conn) readLoop() {
 	defer close(c.queue)
 	defer c.releaseAdmitted()
 	for {
-		frame, err := c.fr.readFrame(c.frameLimit(), c.checkKey, c.admit)
+		frame, err := c.fr.ReadFrame(c.frameLimit(), c.checkKey, c.admit)
 		if err != nil {
 			if errors.Is(err, ErrFrameDeadline) {
 				c.s.frameDeadlines.Add(1)
@@ -171,7 +171,7 @@ func (c *conn) readLoop() {
 			c.close(err)
 			return
 		}
-		c.fr.firstDeadline = time.Time{}
+		c.fr.FirstDeadline = time.Time{}
 		read := time.Now()
 		c.lastActive.Store(read.UnixNano())
 		item, err := c.dispatchSafely(frame)
@@ -211,8 +211,8 @@ func (c *conn) admit(size int32) error {
 		return err
 	}
 	c.admitted = size
-	if !c.fr.firstDeadline.IsZero() {
-		c.fr.firstDeadline = c.fr.firstDeadline.Add(time.Since(start))
+	if !c.fr.FirstDeadline.IsZero() {
+		c.fr.FirstDeadline = c.fr.FirstDeadline.Add(time.Since(start))
 	}
 	return nil
 }
@@ -275,7 +275,7 @@ func (c *conn) dispatch(frame []byte) (queued, error) {
 	}
 	body := kmsg.RequestForKey(key)
 	body.SetVersion(int16(binary.BigEndian.Uint16(frame[2:])))
-	hdr, clientID, rest, err := parseRequestHeader(frame, body.IsFlexible())
+	hdr, clientID, rest, err := wire.ParseRequestHeader(frame, body.IsFlexible())
 	if err != nil {
 		return queued{}, fmt.Errorf("%s: %w", e.Key.Name(), err)
 	}
@@ -406,7 +406,7 @@ func (c *conn) writeMsg(item queued, msg kmsg.Response) error {
 	return nil
 }
 
-// writeSpliced writes the header, then each chunk (splice.Write: runs of
+// writeSpliced writes the header, then each chunk (wire.Write: runs of
 // byte chunks in one writev, file chunks with sendfile).
 func (c *conn) writeSpliced(item queued, sr *SplicedResponse) error {
 	name := kmsg.NameForKey(item.key)
@@ -414,7 +414,7 @@ func (c *conn) writeSpliced(item queued, sr *SplicedResponse) error {
 	proto.SetVersion(item.version)
 	var hb [9]byte
 	hdr := responseHeader(hb[:0], item, proto.IsFlexible())
-	body, err := splice.Size(sr.Chunks)
+	body, err := wire.Size(sr.Chunks)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrBadResponse, name, err)
 	}
@@ -424,7 +424,7 @@ func (c *conn) writeSpliced(item queued, sr *SplicedResponse) error {
 	}
 	binary.BigEndian.PutUint32(hdr, uint32(total))
 	chunks := append([]Chunk{{Bytes: hdr}}, sr.Chunks...)
-	if _, err := splice.Write(c.nc, chunks, c.s.cfg.WriteTimeout); err != nil {
+	if _, err := wire.Write(c.nc, chunks, c.s.cfg.WriteTimeout); err != nil {
 		// Part of the frame may be out: the stream is unusable.
 		return fmt.Errorf("kafka: writing %s response: %w", name, err)
 	}

@@ -1,10 +1,11 @@
-// Package kafka is wren's Kafka wire-protocol server: framing, request
+// Package kafka is wren's Kafka wire-protocol server: connections, request
 // dispatch through one explicit API table (apis.go), and one file per API
 // key (NN_name.go, with a "// Name: vA-B / Behavior: / Not implemented:"
 // header). Requests are decoded and responses encoded with franz-go's kmsg;
 // only the Fetch response, which splices segment file ranges in with
-// sendfile, is assembled by hand (SplicedResponse, package kafka/splice,
-// which the leader's answers to its followers use too).
+// sendfile, is assembled by hand (SplicedResponse). Framing, the request
+// header and that Fetch encoder live in package wire, which replication
+// and the CONTROLLER listener's transport use too.
 //
 // # Connection model
 //

@@ -100,7 +100,7 @@ func (s *Server) pickVictimLocked(ip netip.Addr, hasIP bool, now time.Time) *con
 		unworked := !c.worked.Load()
 		switch {
 		case unworked && idle >= evictIdleUnworked:
-		case !c.progress.inFrame.Load() && idle >= evictIdleWorked:
+		case !c.progress.InFrame.Load() && idle >= evictIdleWorked:
 		default:
 			continue
 		}
@@ -146,7 +146,7 @@ func (s *Server) checkBudgets(now time.Time) {
 			s.mu.Unlock()
 		}
 		c.close(fmt.Errorf("%w: %d of %d bytes in %v", ErrFrameTooSlow,
-			c.progress.got.Load(), c.progress.size.Load(), now.Sub(time.Unix(0, c.progress.bodyStart.Load())).Round(time.Millisecond)))
+			c.progress.Got.Load(), c.progress.Size.Load(), now.Sub(time.Unix(0, c.progress.BodyStart.Load())).Round(time.Millisecond)))
 	}
 	// A brief queue under load is the budget working; a wait of a
 	// second or more is worth a line.
@@ -178,11 +178,11 @@ func (s *Server) slowFrames(now time.Time, bigWaiting, smallWaiting, requestsWai
 	}
 	var slow []*conn
 	for c := range s.conns {
-		start := c.progress.bodyStart.Load()
+		start := c.progress.BodyStart.Load()
 		if start == 0 {
 			continue
 		}
-		size, got := c.progress.size.Load(), c.progress.got.Load()
+		size, got := c.progress.Size.Load(), c.progress.Got.Load()
 		if got >= size {
 			continue // read whole: being handled
 		}

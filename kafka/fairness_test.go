@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/wire"
 )
 
 // paddedAPIVersions is an ApiVersions v4 request padded to size bytes
@@ -208,10 +210,10 @@ func TestForeignProtocolNamed(t *testing.T) {
 	}); n != 1 {
 		t.Fatalf("%d lines about the foreign protocol, want 1 a minute", n)
 	}
-	if err := foreignProtocol([4]byte{'G', 'E', 'T', ' '}); !errors.Is(err, ErrHTTPOnKafka) {
+	if err := wire.ForeignProtocol([4]byte{'G', 'E', 'T', ' '}); !errors.Is(err, ErrHTTPOnKafka) {
 		t.Fatalf("GET: %v", err)
 	}
-	if err := foreignProtocol([4]byte{0, 0, 0, 9}); err != nil {
+	if err := wire.ForeignProtocol([4]byte{0, 0, 0, 9}); err != nil {
 		t.Fatalf("a frame size: %v", err)
 	}
 }

@@ -3,12 +3,13 @@ package kafka
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"log/slog"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/wire"
 )
 
 // fuzzTable answers every key of the production table with an empty
@@ -32,7 +33,7 @@ func fuzzTable() []apiEntry {
 // over an in-memory byte stream.
 func fuzzConn(t testing.TB, s *Server, stream []byte) *conn {
 	c := &conn{s: s, log: s.log, ctx: context.Background()}
-	c.fr = frameReader{r: bytes.NewReader(stream), idleTimeout: 1, frameTimeout: 1}
+	c.fr = wire.FrameReader{R: bytes.NewReader(stream), IdleTimeout: 1, FrameTimeout: 1}
 	c.sess = Session{ctx: c.ctx, authenticated: true}
 	return c
 }
@@ -64,7 +65,7 @@ func FuzzRequestFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		c := fuzzConn(t, s, stream)
 		for {
-			fr, err := c.fr.readFrame(c.frameLimit(), c.checkKey, nil)
+			fr, err := c.fr.ReadFrame(c.frameLimit(), c.checkKey, nil)
 			if err != nil {
 				if len(stream) > 0 && errors.Is(err, ErrIdle) {
 					t.Fatalf("idle reported on an in-memory stream: %v", err)
@@ -89,33 +90,6 @@ func FuzzRequestFrame(f *testing.F) {
 				t.Fatalf("response %d v%d for request %d v%d", resp.Msg.Key(), resp.Msg.GetVersion(), item.key, item.version)
 			}
 			resp.Msg.AppendTo(nil)
-		}
-	})
-}
-
-// FuzzRequestHeader: the header parser never panics, never reads past the
-// frame, and agrees with itself on what it returns.
-func FuzzRequestHeader(f *testing.F) {
-	f.Add(header(kmsg.ApiVersions, 3, 7, "client", []byte{0}), true)
-	f.Add(header(kmsg.Metadata, 1, 7, "", nil), false)
-	f.Add(header(kmsg.ApiVersions, 3, 1, "c", []byte{2, 1, 0, 2, 1, 9}), true)
-	f.Add([]byte{0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff}, false)
-	f.Fuzz(func(t *testing.T, fr []byte, flexible bool) {
-		hdr, clientID, body, err := parseRequestHeader(fr, flexible)
-		if err != nil {
-			if !errors.Is(err, ErrMalformedHeader) {
-				t.Fatalf("error %v is not ErrMalformedHeader", err)
-			}
-			return
-		}
-		if len(body) > len(fr)-10-len(clientID) || !bytes.HasSuffix(fr, body) {
-			t.Fatalf("body of %d bytes is not a suffix of the %d-byte frame", len(body), len(fr))
-		}
-		if hdr.ApiKey != int16(binary.BigEndian.Uint16(fr)) || hdr.CorrelationID != int32(binary.BigEndian.Uint32(fr[4:])) {
-			t.Fatalf("header %+v does not match the frame", hdr)
-		}
-		if !flexible && len(body) != len(fr)-10-len(clientID) {
-			t.Fatal("non-flexible header consumed bytes after the client id")
 		}
 	})
 }

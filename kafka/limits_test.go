@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/wire"
 )
 
 // refusalCounter is an Observer that counts refused connections.
@@ -179,7 +181,7 @@ func TestFirstRequestTimeout(t *testing.T) {
 	// (a read timeout here, not EOF).
 	talker.nc.SetReadDeadline(time.Now().Add(4 * first))
 	var b [1]byte
-	if _, err := talker.nc.Read(b[:]); !isTimeout(err) {
+	if _, err := talker.nc.Read(b[:]); !wire.IsTimeout(err) {
 		t.Fatalf("connection that spoke: read returned %v, want a timeout (still open)", err)
 	}
 	talker.apiVersions(2)

@@ -3,6 +3,8 @@ package kafka
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/wren-broker/wren/wire"
 )
 
 // maxProduceEntries bounds topics + partitions in one Produce request, and
@@ -101,7 +103,7 @@ func (w *shapeWalker) uvarint() uint32 {
 	if w.bad {
 		return 0
 	}
-	v, n, err := readUvarint(w.b)
+	v, n, err := wire.ReadUvarint(w.b)
 	if err != nil {
 		w.stop()
 		return 0

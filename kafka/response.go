@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wren-broker/wren/kafka/splice"
+	"github.com/wren-broker/wren/wire"
 )
 
 // Response is the answer to one request. At most one field is set; the
@@ -52,7 +52,7 @@ func RespondSpliced(sr *SplicedResponse) Pending {
 // after the response header the writer adds (size, correlation id, and the
 // empty tag byte of a flexible header). The size prefix is the header plus
 // the sum of the chunk lengths, so the chunks must be exactly the body.
-type SplicedResponse = splice.Body
+type SplicedResponse = wire.Body
 
 // Chunk is a run of bytes or a file range of a spliced response.
-type Chunk = splice.Chunk
+type Chunk = wire.Chunk

@@ -495,9 +495,9 @@ func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
 	}
 }
 
-// wire is resp as the client decodes it: encoded at its version and
+// onWire is resp as the client decodes it: encoded at its version and
 // decoded again, so fields the version does not carry are gone.
-func wire[T kmsg.Response](t *testing.T, resp T) T {
+func onWire[T kmsg.Response](t *testing.T, resp T) T {
 	t.Helper()
 	fresh := resp.RequestKind().ResponseKind()
 	fresh.SetVersion(resp.GetVersion())

@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/wire"
 )
 
 // TestFranzGoApiVersions: a real client connects, opens with ApiVersions v5,
@@ -180,7 +182,7 @@ func TestIdleTimeout(t *testing.T) {
 	// connection must stay open (a read timeout here, not EOF).
 	busy.nc.SetReadDeadline(time.Now().Add(4 * idle))
 	var b [1]byte
-	if _, err := busy.nc.Read(b[:]); !isTimeout(err) {
+	if _, err := busy.nc.Read(b[:]); !wire.IsTimeout(err) {
 		t.Fatalf("busy connection: read returned %v, want a timeout (still open, nothing sent)", err)
 	}
 	close(open)

@@ -8,12 +8,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/wire"
 )
 
 // fileSliceForTest writes a real file and returns a slice of it.
-func fileSliceForTest(t testing.TB) engine.FileSlice {
+func fileSliceForTest(t testing.TB) wire.FileSlice {
 	t.Helper()
 	fs := vfs.NewOS()
 	f, err := fs.Create(filepath.Join(t.TempDir(), "00000000000000000000.log"))
@@ -25,7 +25,7 @@ func fileSliceForTest(t testing.TB) engine.FileSlice {
 	if _, err := f.WriteAt(data, 0); err != nil {
 		t.Fatal(err)
 	}
-	return engine.FileSlice{File: f, Position: 100, Size: int64(len(data)) - 200}
+	return wire.FileSlice{File: f, Position: 100, Size: int64(len(data)) - 200}
 }
 
 // TestSplicedResponse: byte and file chunks arrive in order after a header
@@ -47,9 +47,9 @@ func TestSplicedResponse(t *testing.T) {
 					{Bytes: []byte("head|")},
 					{File: slice},
 					{Bytes: nil},
-					{File: engine.FileSlice{File: slice.File, Position: 0, Size: 0}},
+					{File: wire.FileSlice{File: slice.File, Position: 0, Size: 0}},
 					{Bytes: []byte("|mid|")},
-					{File: engine.FileSlice{File: slice.File, Position: 0, Size: 10}},
+					{File: wire.FileSlice{File: slice.File, Position: 0, Size: 10}},
 					{Bytes: []byte("|tail")},
 				},
 				Release: func() { releases.Add(1) },
@@ -61,7 +61,7 @@ func TestSplicedResponse(t *testing.T) {
 	slice.File.ReadAt(head, 0)
 	expected = append(append(expected, head...), "|tail"...)
 
-	before, _ := engine.SendFileStats()
+	before, _ := wire.SendFileStats()
 	c := dial(t, ts.addr)
 	for i, version := range []int16{11, 12} { // 12 is the first flexible Fetch
 		req := kmsg.NewPtrFetchRequest()
@@ -82,7 +82,7 @@ func TestSplicedResponse(t *testing.T) {
 		}
 	}
 	c.apiVersions(9) // the stream is still in step
-	if after, _ := engine.SendFileStats(); after-before < 2*slice.Size {
+	if after, _ := wire.SendFileStats(); after-before < 2*slice.Size {
 		t.Errorf("sendfile moved %d bytes, want at least %d", after-before, 2*slice.Size)
 	}
 	if releases.Load() != 2 {

@@ -29,7 +29,9 @@
 //
 // Followers fetch with Kafka's Fetch (replica id set) and
 // OffsetForLeaderEpoch on replica connections of the leader's CONTROLLER
-// listener, never the client listener (serve.go); one fetcher goroutine
+// listener, never the client listener (serve.go), as kmsg requests and
+// responses (the leader's Fetch answer is wire.EncodeFetchResponse, its
+// records spliced in with sendfile); one fetcher goroutine
 // per leader multiplexes every partition this node follows there
 // (fetcher.go). A follower appends with AppendAsFollower, which under
 // flush policy ack returns after fdatasync, so the fetch offset its next

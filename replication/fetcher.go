@@ -15,15 +15,16 @@ import (
 	"github.com/wren-broker/wren/engine"
 )
 
-// LeaderConn is a follower's connection to a leader: Kafka requests
-// (api key, version, body after the request header) answered in order.
-// A response body is valid until the next RoundTrip, which may read into
+// LeaderConn is a follower's connection to a leader: Kafka requests,
+// encoded by kmsg at their version, answered in order with the response
+// body (after the response header) for req.ResponseKind() to decode. A
+// response body is valid until the next RoundTrip, which may read into
 // the same memory: the fetcher is done with one (every partition
 // appended) before it sends the next request.
 // The CONTROLLER listener's replica connections (quorum.ReplicaConn)
 // implement it.
 type LeaderConn interface {
-	RoundTrip(key, version int16, body []byte, deadline time.Time) ([]byte, error)
+	RoundTrip(req kmsg.Request, deadline time.Time) ([]byte, error)
 	Close() error
 }
 
@@ -362,7 +363,7 @@ func (fm *fetcherManager) truncate(conn LeaderConn, parts []*followed) error {
 		if len(asked) == 0 {
 			return nil
 		}
-		body, err := conn.RoundTrip(23, ReplicaOffsetForLeaderEpochVersion, req.AppendTo(nil), time.Now().Add(fm.cfg.RequestTimeout))
+		body, err := conn.RoundTrip(req, time.Now().Add(fm.cfg.RequestTimeout))
 		if err != nil {
 			return err
 		}
@@ -430,7 +431,7 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 		byTP[fl.p.tp] = fl
 	}
 	deadline := time.Now().Add(time.Duration(fm.cfg.WaitMaxMs)*time.Millisecond + fm.cfg.RequestTimeout)
-	body, err := conn.RoundTrip(1, ReplicaFetchVersion, req.AppendTo(nil), deadline)
+	body, err := conn.RoundTrip(req, deadline)
 	if err != nil {
 		return err
 	}

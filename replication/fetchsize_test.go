@@ -50,14 +50,10 @@ type fetchCapture struct {
 	closed   chan struct{}
 }
 
-func (c *fetchCapture) RoundTrip(key, version int16, body []byte, _ time.Time) ([]byte, error) {
-	if key != 1 {
-		return nil, fmt.Errorf("fetchCapture: api key %d", key)
-	}
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(version)
-	if err := req.ReadFrom(body); err != nil {
-		return nil, err
+func (c *fetchCapture) RoundTrip(r kmsg.Request, _ time.Time) ([]byte, error) {
+	req, ok := r.(*kmsg.FetchRequest)
+	if !ok {
+		return nil, fmt.Errorf("fetchCapture: %s", kmsg.NameForKey(r.Key()))
 	}
 	if n := len(req.Topics); n == 1 && len(req.Topics[0].Partitions) == c.want {
 		c.requests <- req

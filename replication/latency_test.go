@@ -205,36 +205,6 @@ func TestAcksAllAnsweredByFollowerFetch(t *testing.T) {
 	}
 }
 
-// TestWaitAnyUntil: a follower's long poll over any number of partitions
-// wakes when any one of them appends (the last, the first, one in the
-// middle), and ends unwoken at its deadline when none does; one select
-// for a few partitions, a goroutine each for many.
-func TestWaitAnyUntil(t *testing.T) {
-	for _, n := range []int{1, 2, 6, maxSelectWake, maxSelectWake + 1, 200} {
-		for _, which := range []int{0, n / 2, n - 1} {
-			chans := make([]chan struct{}, n)
-			ro := make([]<-chan struct{}, n)
-			for i := range chans {
-				chans[i] = make(chan struct{})
-				ro[i] = chans[i]
-			}
-			woke := make(chan bool, 1)
-			go func() { woke <- waitAnyUntil(ro, time.Now().Add(time.Hour)) }()
-			close(chans[which])
-			if !within(t, woke, "return from waitAnyUntil") {
-				t.Fatalf("%d channels, %d closed: not woken", n, which)
-			}
-		}
-		ro := make([]<-chan struct{}, n)
-		for i := range ro {
-			ro[i] = make(chan struct{})
-		}
-		if waitAnyUntil(ro, time.Now().Add(time.Millisecond)) {
-			t.Fatalf("%d channels, none closed: woken before the deadline", n)
-		}
-	}
-}
-
 // recordsOnce is a leader that answers a follower's first Fetch of all
 // of its partitions (all of them) with one record for each
 // partition in withRecords and nothing for the others, and hands every
@@ -250,14 +220,10 @@ type recordsOnce struct {
 	closed      chan struct{}
 }
 
-func (c *recordsOnce) RoundTrip(key, version int16, body []byte, _ time.Time) ([]byte, error) {
-	if key != 1 {
-		return nil, fmt.Errorf("recordsOnce: api key %d", key)
-	}
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(version)
-	if err := req.ReadFrom(body); err != nil {
-		return nil, err
+func (c *recordsOnce) RoundTrip(r kmsg.Request, _ time.Time) ([]byte, error) {
+	req, ok := r.(*kmsg.FetchRequest)
+	if !ok {
+		return nil, fmt.Errorf("recordsOnce: %s", kmsg.NameForKey(r.Key()))
 	}
 	n := 0
 	for _, rt := range req.Topics {

@@ -12,7 +12,7 @@ import (
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/engine/batch"
 	"github.com/wren-broker/wren/internal/vfs"
-	"github.com/wren-broker/wren/kafka/splice"
+	"github.com/wren-broker/wren/wire"
 )
 
 func oneRecord(t *testing.T) []byte {
@@ -264,7 +264,7 @@ func TestFollowerFetchReadsOnlyDurable(t *testing.T) {
 			targets := [][]replicaFetchTarget{{{p: p, part: rp, err: p.followerFetch(2, 0, 1)}}}
 			fr := (&Manager{}).readForFollower(2, req, targets)
 			defer fr.release()
-			resp := decodeFetch(t, splice.EncodeFetchResponse(ReplicaFetchVersion, 0, 0, 0, fr.topics))
+			resp := decodeFetch(t, wire.EncodeFetchResponse(ReplicaFetchVersion, 0, 0, 0, fr.topics))
 			if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
 				t.Fatalf("%v: fetch error %d", policy, c)
 			}
@@ -308,9 +308,9 @@ func TestFollowerFetchReadsOnlyDurable(t *testing.T) {
 
 // decodeFetch reads a replica Fetch response body, file ranges and all,
 // as a follower does.
-func decodeFetch(t *testing.T, chunks []splice.Chunk) *kmsg.FetchResponse {
+func decodeFetch(t *testing.T, chunks []wire.Chunk) *kmsg.FetchResponse {
 	t.Helper()
-	b, err := splice.AppendTo(nil, chunks)
+	b, err := wire.AppendTo(nil, chunks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func TestReplicaFetchStaysWithinResponseBytes(t *testing.T) {
 	req.Topics = []kmsg.FetchRequestTopic{t1}
 	fr := (&Manager{}).readForFollower(2, req, [][]replicaFetchTarget{targets})
 	defer fr.release()
-	resp := decodeFetch(t, splice.EncodeFetchResponse(ReplicaFetchVersion, 0, 0, 0, fr.topics))
+	resp := decodeFetch(t, wire.EncodeFetchResponse(ReplicaFetchVersion, 0, 0, 0, fr.topics))
 	total, with := 0, 0
 	for _, rp := range resp.Topics[0].Partitions {
 		if rp.ErrorCode != 0 {

@@ -1,8 +1,8 @@
 package replication
 
 import (
+	"context"
 	"errors"
-	"reflect"
 	"slices"
 	"time"
 
@@ -10,7 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/engine"
-	"github.com/wren-broker/wren/kafka/splice"
+	"github.com/wren-broker/wren/internal/wake"
+	"github.com/wren-broker/wren/wire"
 )
 
 // The leader's side of replication: a follower's Fetch (its replica id
@@ -28,35 +29,27 @@ const (
 	ReplicaOffsetForLeaderEpochVersion int16 = 3
 )
 
-// maxSelectWake is the most partitions a follower's long poll waits on
-// in one select (waitAnyUntil).
-const maxSelectWake = 64
-
 // maxReplicaFetchWait bounds a follower's long poll whatever it asks.
 const maxReplicaFetchWait = 5 * time.Second
 
 // ServeReplicaRequest answers a request from peer from on a replica
-// connection: the response body as chunks (a Fetch's record data as file
-// ranges of this node's segments, which the transport sends with
-// sendfile; it calls Done once written), or nil to close the connection
-// (an API or version other than the two above, a body that does not
-// decode, or a replica id that is not the peer's).
-func (m *Manager) ServeReplicaRequest(from int32, key, version int16, body []byte) *splice.Body {
-	switch {
-	case key == 1 && version == ReplicaFetchVersion:
-		req := kmsg.NewPtrFetchRequest()
-		req.SetVersion(version)
-		if req.ReadFrom(body) != nil || req.ReplicaID != from {
+// connection, decoded by the transport with kmsg: the response body as
+// chunks (a Fetch's record data as file ranges of this node's segments,
+// which the transport sends with sendfile; it calls Done once written),
+// or nil to close the connection (an API or version other than the two
+// above, or a replica id that is not the peer's).
+func (m *Manager) ServeReplicaRequest(from int32, req kmsg.Request) *wire.Body {
+	switch req := req.(type) {
+	case *kmsg.FetchRequest:
+		if req.GetVersion() != ReplicaFetchVersion || req.ReplicaID != from {
 			return nil
 		}
 		return m.serveFetch(from, req)
-	case key == 23 && version == ReplicaOffsetForLeaderEpochVersion:
-		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-		req.SetVersion(version)
-		if req.ReadFrom(body) != nil || req.ReplicaID != from {
+	case *kmsg.OffsetForLeaderEpochRequest:
+		if req.GetVersion() != ReplicaOffsetForLeaderEpochVersion || req.ReplicaID != from {
 			return nil
 		}
-		return &splice.Body{Chunks: []splice.Chunk{{Bytes: m.serveOffsetForLeaderEpoch(req).AppendTo(nil)}}}
+		return &wire.Body{Chunks: []wire.Chunk{{Bytes: m.serveOffsetForLeaderEpoch(req).AppendTo(nil)}}}
 	}
 	return nil
 }
@@ -70,7 +63,7 @@ type replicaFetchTarget struct {
 // serveFetch answers a follower's Fetch: the response body with each
 // partition's records as a file range, and the Release that lets their
 // segments go.
-func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *splice.Body {
+func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxReplicaFetchWait)
 	deadline := time.Now().Add(wait)
 	targets := make([][]replicaFetchTarget, len(req.Topics))
@@ -86,7 +79,7 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *splice.Body {
 		}
 	}
 	for {
-		var wake []<-chan struct{}
+		var wakes []<-chan struct{}
 		for _, ts := range targets {
 			for _, ft := range ts {
 				if ft.err == 0 {
@@ -95,15 +88,15 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *splice.Body {
 					// its next records or at the end of the wait. Waking on
 					// it too costs a round trip per commit.
 					a, _ := ft.p.appendedOrHighWatermarkChanged()
-					wake = append(wake, a)
+					wakes = append(wakes, a)
 				}
 			}
 		}
 		fr := m.readForFollower(from, req, targets)
-		if fr.size >= int64(req.MinBytes) || len(wake) == 0 || !time.Now().Before(deadline) {
+		if fr.size >= int64(req.MinBytes) || len(wakes) == 0 || !time.Now().Before(deadline) {
 			return m.answerFetch(req, fr)
 		}
-		if !waitAnyUntil(wake, deadline) {
+		if !wake.Any(context.Background(), wakes, deadline) {
 			fr.release()
 			return m.answerFetch(req, m.readForFollower(from, req, targets))
 		}
@@ -113,14 +106,14 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *splice.Body {
 
 // answerFetch encodes what readForFollower read and counts it against the
 // leader's replication throttle.
-func (m *Manager) answerFetch(req *kmsg.FetchRequest, fr followerRead) *splice.Body {
+func (m *Manager) answerFetch(req *kmsg.FetchRequest, fr followerRead) *wire.Body {
 	m.leaderThrottle.recordFetch(fr.th)
-	return &splice.Body{Chunks: splice.EncodeFetchResponse(req.GetVersion(), 0, 0, 0, fr.topics), Release: fr.release}
+	return &wire.Body{Chunks: wire.EncodeFetchResponse(req.GetVersion(), 0, 0, 0, fr.topics), Release: fr.release}
 }
 
 // followerRead is one read of every partition a follower's fetch names.
 type followerRead struct {
-	topics  []splice.FetchTopic
+	topics  []wire.FetchTopic
 	results []*engine.ReadResult
 	size    int64
 	th      throttledRead
@@ -146,9 +139,9 @@ func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets []
 	}
 	throttleAvail := int64(-1)
 	for i, t := range req.Topics {
-		rt := splice.FetchTopic{Topic: t.Topic}
+		rt := wire.FetchTopic{Topic: t.Topic}
 		for _, ft := range targets[i] {
-			rp := splice.FetchPartition{Partition: ft.part.Partition, ErrorCode: ft.err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+			rp := wire.FetchPartition{Partition: ft.part.Partition, ErrorCode: ft.err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 			if ft.p != nil {
 				l := ft.p.Log()
 				hw := ft.p.HighWatermark()
@@ -216,70 +209,6 @@ func errorCodeFor(err error) int16 {
 	}
 	return kerr.KafkaStorageError.Code
 }
-
-// waitAnyUntil waits until one of chans is closed (true) or the deadline
-// passes (false). Up to maxSelectWake channels are waited on in one
-// select, so a leader's append wakes the follower's fetch directly: a
-// goroutine in between adds a second wake-up, and on a busy host each
-// costs a scheduling delay on the way to every acks=all answer. Beyond
-// that (a follower's fetch names every partition it follows, thousands on
-// a large node, and waits like this every replica.fetch.wait.max.ms while
-// idle), one goroutine per chunk of waitChunk channels, each in one select
-// over its chunk, keeps the wait from costing a goroutine per partition.
-func waitAnyUntil(chans []<-chan struct{}, deadline time.Time) bool {
-	d := time.Until(deadline)
-	if d <= 0 {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	switch n := len(chans); {
-	case n == 1:
-		select {
-		case <-chans[0]:
-			return true
-		case <-t.C:
-			return false
-		}
-	case n <= maxSelectWake:
-		sel := make([]reflect.SelectCase, 0, n+1)
-		sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)})
-		for _, ch := range chans {
-			sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-		}
-		chosen, _, _ := reflect.Select(sel)
-		return chosen != 0
-	}
-	cases := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	defer close(stop)
-	for first := 0; first < len(chans); first += waitChunk {
-		chunk := chans[first:min(len(chans), first+waitChunk)]
-		go func() {
-			sel := make([]reflect.SelectCase, 0, len(chunk)+1)
-			sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stop)})
-			for _, ch := range chunk {
-				sel = append(sel, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-			}
-			if i, _, _ := reflect.Select(sel); i > 0 {
-				select {
-				case cases <- struct{}{}:
-				default:
-				}
-			}
-		}()
-	}
-	select {
-	case <-cases:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// waitChunk is how many channels one goroutine of waitAnyUntil selects
-// over (reflect.Select takes at most 65536 cases).
-const waitChunk = 1024
 
 func (m *Manager) serveOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)

@@ -58,7 +58,9 @@
 // TCPTransport runs on the CONTROLLER listener, at the address each voter
 // has in controller.quorum.voters. Frames are Kafka's: an int32 size, then
 // the request header v1 (api key, api version, correlation id, client id),
-// then the body. Two internal API keys, far above Kafka's own so that no
+// then the body, read and written with package wire (the framing and
+// header the client listener uses; this package does not import the
+// storage engine). Internal API keys, far above Kafka's own so that no
 // Kafka tool sends one (a client listener refuses them as unknown keys and
 // closes the connection):
 //
@@ -82,6 +84,18 @@
 //   - 32002 App (v0): a body the transport does not read, one-way, for
 //     the cluster package (broker heartbeats, requests forwarded to the
 //     controller and their answers; cluster/forward.go).
+//   - 32003 ReplicaHandshake (v0): the Handshake's body and checks, opening
+//     a replica connection instead (DialReplica, ReplicaConn).
+//
+// The listener is one connection layer with two clients: the metadata
+// quorum (Handshake, then Message and App frames) and replication (a
+// ReplicaHandshake, then Kafka requests a follower sends its leader,
+// Fetch with its replica id and OffsetForLeaderEpoch, each answered in
+// order). Replica requests are decoded with kmsg, as the client listener
+// decodes its requests, and handed to TCPConfig.OnReplicaRequest, which
+// answers with a wire.Body (a Fetch's records go out with sendfile);
+// ReplicaConn.RoundTrip sends a kmsg request and returns the response
+// body, read into the memory of the previous one when it fits.
 //
 // Each node dials every peer once and sends on that connection only,
 // reconnecting with exponential backoff (50 ms to 2 s, jittered); it

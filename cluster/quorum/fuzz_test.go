@@ -76,17 +76,3 @@ func FuzzDecodeHandshake(f *testing.F) {
 		}
 	})
 }
-
-func FuzzParseRequestHeader(f *testing.F) {
-	f.Add(appendRequestHeader(nil, APIKeyMessage, 7, "wren-quorum-1"))
-	f.Add([]byte{0x7d, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		h, rest, err := parseRequestHeader(b)
-		if err != nil {
-			return
-		}
-		if len(rest) > len(b) || len(h.ClientID) > len(b) {
-			t.Fatalf("header %+v with %d bytes left from %d", h, len(rest), len(b))
-		}
-	})
-}

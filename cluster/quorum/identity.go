@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"time"
+
+	"github.com/wren-broker/wren/wire"
 )
 
 // A node id belongs to one process. A second process started with a
@@ -53,10 +55,10 @@ func (t *TCPTransport) checkIdentity() error {
 	defer t.untrack(c)
 	c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
 	hs := Handshake{ClusterID: t.cfg.ClusterID(), PeerSetHash: t.hash, From: t.cfg.ID, To: t.cfg.ID}
-	frame := appendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, t.identityClientID)
+	frame := wire.AppendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, 0, t.identityClientID, false)
 	frame = AppendHandshake(frame, hs)
 	var theirs Handshake
-	err = writeFrame(c, frame)
+	err = wire.WriteFrame(c, frame)
 	var resp []byte
 	if err == nil {
 		resp, err = readFrame(c, t.cfg.MaxFrameBytes)
@@ -127,7 +129,7 @@ func (t *TCPTransport) isSelfDial(clientID string) bool {
 // answerSelf answers a handshake that claims this node's own id: accepted
 // when it is this process's identity check, refused as a duplicate,
 // loudly, when it is not.
-func (t *TCPTransport) answerSelf(c net.Conn, h requestHeader, ours Handshake) error {
+func (t *TCPTransport) answerSelf(c net.Conn, h wire.RequestHeader, ours Handshake) error {
 	remote := c.RemoteAddr().String()
 	own := t.isSelfDial(h.ClientID)
 	if !own {
@@ -135,9 +137,9 @@ func (t *TCPTransport) answerSelf(c net.Conn, h requestHeader, ours Handshake) e
 		ours.ErrorMessage = fmt.Sprintf("node %d is already running here (listening at %s); a second process claiming node id %d connected from %s",
 			t.cfg.ID, c.LocalAddr(), t.cfg.ID, remote)
 	}
-	resp := binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(h.Correlation))
+	resp := binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(h.CorrelationID))
 	resp = AppendHandshake(resp, ours)
-	if err := writeFrame(c, resp); err != nil {
+	if err := wire.WriteFrame(c, resp); err != nil {
 		return err
 	}
 	if !own {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wren-broker/wren/election"
+	"github.com/wren-broker/wren/wire"
 )
 
 // ProbeNodeID is the sender of a probe handshake: no node, but a tool
@@ -36,9 +37,9 @@ func Probe(ctx context.Context, addr string) (node election.NodeID, ok bool) {
 	if deadline, ok := ctx.Deadline(); ok {
 		c.SetDeadline(deadline)
 	}
-	frame := appendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, "wren-probe")
+	frame := wire.AppendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, 0, "wren-probe", false)
 	frame = AppendHandshake(frame, Handshake{From: ProbeNodeID})
-	if err := writeFrame(c, frame); err != nil {
+	if err := wire.WriteFrame(c, frame); err != nil {
 		return 0, false
 	}
 	resp, err := readFrame(c, 1<<16)

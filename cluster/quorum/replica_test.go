@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/wren-broker/wren/election"
-	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/internal/vfs"
-	"github.com/wren-broker/wren/kafka/splice"
+	"github.com/wren-broker/wren/wire"
 )
 
 // A replica connection end to end over loopback: the leader answers with
@@ -36,17 +37,27 @@ func TestReplicaConnSplicedAnswers(t *testing.T) {
 	lns, voters := listeners(t, 2)
 	logger := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
 	released := make(chan struct{}, 6)
-	// The request body asks for a file range: position and size.
+	// A Fetch asks for a file range: its one partition's FetchOffset is
+	// the position, PartitionMaxBytes the size. A flexible request
+	// (OffsetForLeaderEpoch v4) is answered with a kmsg response.
 	leader, err := NewTCPTransport(TCPConfig{ID: 1, Voters: voters, Listener: lns[0], Logger: logger,
-		OnReplicaRequest: func(from election.NodeID, key, version int16, body []byte) *splice.Body {
-			if from != 2 || key != 1 || len(body) != 16 {
-				return nil
+		OnReplicaRequest: func(from election.NodeID, req kmsg.Request) *wire.Body {
+			switch req := req.(type) {
+			case *kmsg.FetchRequest:
+				if from != 2 || req.ReplicaID != 2 || req.GetVersion() != 11 || len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 {
+					return nil
+				}
+				rp := req.Topics[0].Partitions[0]
+				return &wire.Body{
+					Chunks:  []wire.Chunk{{Bytes: binary.BigEndian.AppendUint64(nil, uint64(rp.FetchOffset))}, {File: wire.FileSlice{File: f, Position: rp.FetchOffset, Size: int64(rp.PartitionMaxBytes)}}},
+					Release: func() { released <- struct{}{} },
+				}
+			case *kmsg.OffsetForLeaderEpochRequest:
+				resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+				resp.ThrottleMillis = 77
+				return &wire.Body{Chunks: []wire.Chunk{{Bytes: resp.AppendTo(nil)}}}
 			}
-			pos, n := int64(binary.BigEndian.Uint64(body)), int64(binary.BigEndian.Uint64(body[8:]))
-			return &splice.Body{
-				Chunks:  []splice.Chunk{{Bytes: body[:8]}, {File: engine.FileSlice{File: f, Position: pos, Size: n}}},
-				Release: func() { released <- struct{}{} },
-			}
+			return nil
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -66,12 +77,19 @@ func TestReplicaConnSplicedAnswers(t *testing.T) {
 	var prev []byte
 	for i, size := range []int64{2 << 20, 1 << 20, 2<<20 + 5, 100, 3<<20 - 8, 0} {
 		pos := int64(len(data)) - size
-		req := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(pos)), uint64(size))
-		resp, err := rc.RoundTrip(1, 11, req, time.Now().Add(10*time.Second))
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(11)
+		req.ReplicaID = 2
+		rt := kmsg.NewFetchRequestTopic()
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes = pos, int32(size)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := rc.RoundTrip(req, time.Now().Add(10*time.Second))
 		if err != nil {
 			t.Fatalf("round trip %d (%d bytes): %v", i, size, err)
 		}
-		want := append(append([]byte{}, req[:8]...), data[pos:]...)
+		want := append(binary.BigEndian.AppendUint64(nil, uint64(pos)), data[pos:]...)
 		if !bytes.Equal(resp, want) {
 			t.Fatalf("round trip %d: %d bytes back, want %d, or they differ", i, len(resp), len(want))
 		}
@@ -80,6 +98,18 @@ func TestReplicaConnSplicedAnswers(t *testing.T) {
 			t.Fatal("a response that fits the last one's buffer was read into new memory")
 		}
 		prev = resp
+	}
+	// A flexible request and response header, both ways.
+	ofle := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	ofle.SetVersion(4)
+	ofle.ReplicaID = 2
+	body, err := rc.RoundTrip(ofle, time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatalf("OffsetForLeaderEpoch v4: %v", err)
+	}
+	ofleResp := ofle.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	if err := ofleResp.ReadFrom(body); err != nil || ofleResp.ThrottleMillis != 77 {
+		t.Fatalf("OffsetForLeaderEpoch v4 response: throttle %d, err %v", ofleResp.ThrottleMillis, err)
 	}
 	// Each answer's Release runs once it is written.
 	deadline := time.After(10 * time.Second)

@@ -16,9 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/wren-broker/wren/cluster/metalog"
 	"github.com/wren-broker/wren/election"
-	"github.com/wren-broker/wren/kafka/splice"
+	"github.com/wren-broker/wren/wire"
 )
 
 // TCPConfig configures the transport on the CONTROLLER listener.
@@ -43,14 +45,14 @@ type TCPConfig struct {
 	// heartbeats and forwarded controller requests), on the connection's
 	// goroutine: it must not block. Nil drops them.
 	OnApp func(from election.NodeID, body []byte)
-	// OnReplicaRequest answers a Kafka request (api key, version, body
-	// after the request header) that a peer sends on a replica connection
-	// (DialReplica); it runs on that connection's goroutine and may block
-	// (a follower's fetch waits there for data). The answer is the
-	// response body as chunks, whose file ranges go out with sendfile;
-	// its Done is called once it is written or dropped. A nil answer
-	// closes the connection. Nil refuses replica connections.
-	OnReplicaRequest func(from election.NodeID, key, version int16, body []byte) *splice.Body
+	// OnReplicaRequest answers a Kafka request that a peer sends on a
+	// replica connection (DialReplica), decoded with kmsg as the client
+	// listener decodes its requests; it runs on that connection's
+	// goroutine and may block (a follower's fetch waits there for data).
+	// The answer is the response body as chunks, whose file ranges go out
+	// with sendfile; its Done is called once it is written or dropped. A
+	// nil answer closes the connection. Nil refuses replica connections.
+	OnReplicaRequest func(from election.NodeID, req kmsg.Request) *wire.Body
 	// DialTimeout bounds a dial and the handshake; 0 means 2 s. A peer
 	// connection whose sent bytes stay unacknowledged that long is closed
 	// by the kernel (deadPeerAfter), and dialed again.
@@ -295,9 +297,9 @@ func (t *TCPTransport) serveOutgoing(p *peer, connected func()) error {
 	defer t.untrack(c)
 	c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
 	hs := Handshake{ClusterID: t.cfg.ClusterID(), PeerSetHash: t.hash, From: t.cfg.ID, To: p.id}
-	frame := appendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, t.clientID())
+	frame := wire.AppendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, 0, t.clientID(), false)
 	frame = AppendHandshake(frame, hs)
-	if err := writeFrame(c, frame); err != nil {
+	if err := wire.WriteFrame(c, frame); err != nil {
 		return err
 	}
 	t.traffic.count(true, TrafficHandshake, len(frame))
@@ -345,10 +347,10 @@ func (t *TCPTransport) serveOutgoing(p *peer, connected func()) error {
 			kind := TrafficMetalog
 			if m.app != nil {
 				kind = TrafficApp
-				buf = appendRequestHeader(buf[:4], APIKeyApp, 0, t.clientID())
+				buf = wire.AppendRequestHeader(buf[:4], APIKeyApp, 0, 0, t.clientID(), false)
 				buf = append(buf, m.app...)
 			} else {
-				buf = appendRequestHeader(buf[:4], APIKeyMessage, 0, t.clientID())
+				buf = wire.AppendRequestHeader(buf[:4], APIKeyMessage, 0, 0, t.clientID(), false)
 				buf = AppendMessage(buf, m.m)
 			}
 			if len(buf)-4 > t.cfg.MaxFrameBytes {
@@ -434,23 +436,24 @@ func (t *TCPTransport) acceptLoop() {
 
 func (t *TCPTransport) serveIncoming(c net.Conn) error {
 	c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
-	r := bufio.NewReader(c)
-	frame, err := readFrame(r, t.cfg.MaxFrameBytes)
+	fr := &wire.FrameReader{R: bufio.NewReader(c)}
+	frame, err := fr.ReadFrame(int32(t.cfg.MaxFrameBytes), nil, nil)
 	if err != nil {
 		return err
 	}
-	h, body, err := parseRequestHeader(frame)
+	h, clientID, body, err := wire.ParseRequestHeader(frame, false)
 	if err != nil {
 		return err
 	}
+	h.ClientID = string(clientID)
 	if !t.isSelfDial(h.ClientID) {
 		// This process's own identity checks are not traffic between
 		// peers.
 		t.traffic.count(false, TrafficHandshake, 4+len(frame))
 	}
-	replica := h.Key == APIKeyReplicaHandshake
-	if h.Key != APIKeyHandshake && !replica {
-		return fmt.Errorf("quorum: first frame has api key %d, not the handshake", h.Key)
+	replica := h.ApiKey == APIKeyReplicaHandshake
+	if h.ApiKey != APIKeyHandshake && !replica {
+		return fmt.Errorf("quorum: first frame has api key %d, not the handshake", h.ApiKey)
 	}
 	theirs, err := DecodeHandshake(body)
 	if err != nil {
@@ -460,9 +463,9 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 	if theirs.From == ProbeNodeID && !replica {
 		// A tool asking what this listener is (probe.go): say, and close.
 		ours.ErrorCode, ours.ErrorMessage = errInconsistentVoterSet, probeMessage
-		resp := AppendHandshake(binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(h.Correlation)), ours)
+		resp := AppendHandshake(binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(h.CorrelationID)), ours)
 		t.log.Debug("metadata quorum: answered a probe", "remote", c.RemoteAddr().String())
-		if err := writeFrame(c, resp); err != nil {
+		if err := wire.WriteFrame(c, resp); err != nil {
 			return err
 		}
 		t.traffic.count(true, TrafficHandshake, len(resp))
@@ -489,9 +492,9 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 		ours.ErrorCode = errInconsistentVoterSet
 	}
 	ours.ErrorMessage = reason
-	resp := binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(h.Correlation))
+	resp := binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(h.CorrelationID))
 	resp = AppendHandshake(resp, ours)
-	if err := writeFrame(c, resp); err != nil {
+	if err := wire.WriteFrame(c, resp); err != nil {
 		return err
 	}
 	t.traffic.count(true, TrafficHandshake, len(resp))
@@ -501,7 +504,7 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 	}
 	if replica {
 		c.SetDeadline(time.Time{})
-		return t.serveReplica(c, r, theirs.From)
+		return t.serveReplica(c, fr, theirs.From)
 	}
 	t.mu.Lock()
 	if old := t.accepted[theirs.From]; old != nil {
@@ -511,23 +514,23 @@ func (t *TCPTransport) serveIncoming(c net.Conn) error {
 	t.mu.Unlock()
 	c.SetDeadline(time.Time{})
 	for {
-		frame, err := readFrame(r, t.cfg.MaxFrameBytes)
+		frame, err := fr.ReadFrame(int32(t.cfg.MaxFrameBytes), nil, nil)
 		if err != nil {
 			return err
 		}
-		h, body, err := parseRequestHeader(frame)
+		h, _, body, err := wire.ParseRequestHeader(frame, false)
 		if err != nil {
 			return err
 		}
-		t.traffic.count(false, kindOfKey(h.Key), 4+len(frame))
-		if h.Key == APIKeyApp {
+		t.traffic.count(false, kindOfKey(h.ApiKey), 4+len(frame))
+		if h.ApiKey == APIKeyApp {
 			if t.cfg.OnApp != nil {
 				t.cfg.OnApp(theirs.From, body)
 			}
 			continue
 		}
-		if h.Key != APIKeyMessage {
-			return fmt.Errorf("quorum: unexpected api key %d from node %d", h.Key, theirs.From)
+		if h.ApiKey != APIKeyMessage {
+			return fmt.Errorf("quorum: unexpected api key %d from node %d", h.ApiKey, theirs.From)
 		}
 		m, err := DecodeMessage(body)
 		if err != nil {
@@ -603,22 +606,22 @@ func readFrameInto(r io.Reader, limit int, buf []byte) ([]byte, error) {
 
 // serveReplica answers a follower's requests on a replica connection, one
 // at a time, in order.
-func (t *TCPTransport) serveReplica(c net.Conn, r *bufio.Reader, from election.NodeID) error {
+func (t *TCPTransport) serveReplica(c net.Conn, fr *wire.FrameReader, from election.NodeID) error {
 	for {
-		frame, err := readFrame(r, t.cfg.MaxFrameBytes)
-		if err != nil {
-			return err
-		}
-		h, body, err := parseRequestHeader(frame)
+		frame, err := fr.ReadFrame(int32(t.cfg.MaxFrameBytes), nil, nil)
 		if err != nil {
 			return err
 		}
 		t.traffic.count(false, TrafficReplica, 4+len(frame))
-		resp := t.cfg.OnReplicaRequest(from, h.Key, h.Version, body)
-		if resp == nil {
-			return fmt.Errorf("quorum: node %d sent a replica request it may not (api key %d v%d)", from, h.Key, h.Version)
+		h, req, err := decodeRequest(frame)
+		if err != nil {
+			return fmt.Errorf("quorum: replica request from node %d: %w", from, err)
 		}
-		n, err := t.writeReplicaResponse(c, h.Correlation, resp)
+		resp := t.cfg.OnReplicaRequest(from, req)
+		if resp == nil {
+			return fmt.Errorf("quorum: node %d sent a replica request it may not (%s v%d)", from, kmsg.NameForKey(h.ApiKey), h.ApiVersion)
+		}
+		n, err := t.writeReplicaResponse(c, h.CorrelationID, flexibleResponseHeader(req), resp)
 		resp.Done()
 		if err != nil {
 			return err
@@ -627,21 +630,54 @@ func (t *TCPTransport) serveReplica(c net.Conn, r *bufio.Reader, from election.N
 	}
 }
 
-// writeReplicaResponse writes one response frame: size, correlation id,
-// then the body's chunks (record data with sendfile). It returns the
-// bytes written.
-func (t *TCPTransport) writeReplicaResponse(c net.Conn, correlation int32, resp *splice.Body) (int64, error) {
-	size, err := splice.Size(resp.Chunks)
+// decodeRequest decodes a Kafka request frame with kmsg, as the client
+// listener does: the key and version pick the kmsg type, whose version
+// says whether the header is flexible.
+func decodeRequest(frame []byte) (wire.RequestHeader, kmsg.Request, error) {
+	if len(frame) < 4 {
+		return wire.RequestHeader{}, nil, fmt.Errorf("%w: frame of %d bytes", wire.ErrMalformedHeader, len(frame))
+	}
+	key := int16(binary.BigEndian.Uint16(frame))
+	req := kmsg.RequestForKey(key)
+	if req == nil {
+		return wire.RequestHeader{}, nil, fmt.Errorf("unknown api key %d", key)
+	}
+	req.SetVersion(int16(binary.BigEndian.Uint16(frame[2:])))
+	h, _, body, err := wire.ParseRequestHeader(frame, req.IsFlexible())
+	if err != nil {
+		return h, nil, err
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return h, nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(key), h.ApiVersion, err)
+	}
+	return h, req, nil
+}
+
+// flexibleResponseHeader: a flexible request's response header carries a
+// tag section, except ApiVersions', which never does (KIP-511).
+func flexibleResponseHeader(req kmsg.Request) bool {
+	return req.IsFlexible() && req.Key() != int16(kmsg.ApiVersions)
+}
+
+// writeReplicaResponse writes one response frame: size, the response
+// header (correlation id, and an empty tag section when flexible), then
+// the body's chunks (record data with sendfile). It returns the bytes
+// written.
+func (t *TCPTransport) writeReplicaResponse(c net.Conn, correlation int32, flexible bool, resp *wire.Body) (int64, error) {
+	size, err := wire.Size(resp.Chunks)
 	if err != nil {
 		return 0, fmt.Errorf("quorum: replica response: %w", err)
 	}
-	if size+4 > int64(t.cfg.MaxFrameBytes) {
-		return 0, fmt.Errorf("quorum: replica response of %d bytes over the frame limit", size+4)
+	hdr := binary.BigEndian.AppendUint32(make([]byte, 4, 9), uint32(correlation))
+	if flexible {
+		hdr = append(hdr, 0)
 	}
-	var hdr [8]byte
-	binary.BigEndian.PutUint32(hdr[:], uint32(size+4))
-	binary.BigEndian.PutUint32(hdr[4:], uint32(correlation))
-	return splice.Write(c, append([]splice.Chunk{{Bytes: hdr[:]}}, resp.Chunks...), t.cfg.DialTimeout)
+	size += int64(len(hdr) - 4)
+	if size > int64(t.cfg.MaxFrameBytes) {
+		return 0, fmt.Errorf("quorum: replica response of %d bytes over the frame limit", size)
+	}
+	binary.BigEndian.PutUint32(hdr, uint32(size))
+	return wire.Write(c, append([]wire.Chunk{{Bytes: hdr}}, resp.Chunks...), t.cfg.DialTimeout)
 }
 
 // ReplicaConn is a follower's connection to a leader's CONTROLLER
@@ -650,7 +686,7 @@ func (t *TCPTransport) writeReplicaResponse(c net.Conn, correlation int32, resp 
 // safe for concurrent use: one fetcher owns it.
 type ReplicaConn struct {
 	c        net.Conn
-	r        *bufio.Reader
+	fr       wire.FrameReader
 	t        *TCPTransport
 	corr     int32
 	clientID string
@@ -686,16 +722,16 @@ func (t *TCPTransport) DialReplica(to election.NodeID) (*ReplicaConn, error) {
 		c.Close()
 		return nil, net.ErrClosed
 	}
-	rc := &ReplicaConn{c: c, r: bufio.NewReader(c), t: t, clientID: fmt.Sprintf("wren-replica-%d", t.cfg.ID)}
+	rc := &ReplicaConn{c: c, fr: wire.FrameReader{R: bufio.NewReader(c)}, t: t, clientID: fmt.Sprintf("wren-replica-%d", t.cfg.ID)}
 	c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
 	hs := Handshake{ClusterID: t.cfg.ClusterID(), PeerSetHash: t.hash, From: t.cfg.ID, To: to}
-	frame := appendRequestHeader(make([]byte, 4, 64), APIKeyReplicaHandshake, 0, rc.clientID)
+	frame := wire.AppendRequestHeader(make([]byte, 4, 64), APIKeyReplicaHandshake, 0, 0, rc.clientID, false)
 	frame = AppendHandshake(frame, hs)
-	err = writeFrame(c, frame)
+	err = wire.WriteFrame(c, frame)
 	var resp []byte
 	if err == nil {
 		t.traffic.count(true, TrafficHandshake, len(frame))
-		resp, err = readFrame(rc.r, t.cfg.MaxFrameBytes)
+		resp, err = rc.fr.ReadFrame(int32(t.cfg.MaxFrameBytes), nil, nil)
 	}
 	if err == nil {
 		t.traffic.count(false, TrafficHandshake, 4+len(resp))
@@ -723,20 +759,21 @@ func (t *TCPTransport) DialReplica(to election.NodeID) (*ReplicaConn, error) {
 	return rc, nil
 }
 
-// RoundTrip sends one request (api key, version, body after the request
-// header) and returns the response body after its correlation id, which
-// stays valid until the next RoundTrip (the next response is read into
-// the same memory). The answer must come before deadline.
-func (rc *ReplicaConn) RoundTrip(key, version int16, body []byte, deadline time.Time) ([]byte, error) {
+// RoundTrip sends one request, encoded by kmsg at its version, and
+// returns the response body after the response header, for
+// req.ResponseKind() to decode. The body stays valid until the next
+// RoundTrip (the next response is read into the same memory). The answer
+// must come before deadline.
+func (rc *ReplicaConn) RoundTrip(req kmsg.Request, deadline time.Time) ([]byte, error) {
 	rc.corr++
-	frame := appendRequestHeaderVersion(make([]byte, 4, 64+len(body)), key, version, rc.corr, rc.clientID)
-	frame = append(frame, body...)
+	frame := wire.AppendRequestHeader(make([]byte, 4, 256), req.Key(), req.GetVersion(), rc.corr, rc.clientID, req.IsFlexible())
+	frame = req.AppendTo(frame)
 	rc.c.SetDeadline(deadline)
-	if err := writeFrame(rc.c, frame); err != nil {
+	if err := wire.WriteFrame(rc.c, frame); err != nil {
 		return nil, err
 	}
 	rc.t.traffic.count(true, TrafficReplica, len(frame))
-	resp, err := readFrameInto(rc.r, rc.t.cfg.MaxFrameBytes, rc.buf)
+	resp, err := rc.fr.ReadFrameInto(int32(rc.t.cfg.MaxFrameBytes), rc.buf)
 	if err != nil {
 		rc.buf = nil
 		return nil, err
@@ -750,7 +787,14 @@ func (rc *ReplicaConn) RoundTrip(key, version int16, body []byte, deadline time.
 	if len(resp) < 4 || int32(binary.BigEndian.Uint32(resp)) != rc.corr {
 		return nil, fmt.Errorf("quorum: replica response out of order")
 	}
-	return resp[4:], nil
+	body := resp[4:]
+	if flexibleResponseHeader(req) {
+		// Response header v1: its tagged fields, none of which matter here.
+		if body, err = wire.SkipTaggedFields(body); err != nil {
+			return nil, fmt.Errorf("quorum: replica response header: %w", err)
+		}
+	}
+	return body, nil
 }
 
 // Close closes the connection.

@@ -308,33 +308,3 @@ func DecodeMessage(b []byte) (metalog.Message, error) {
 	}
 	return m, nil
 }
-
-// Request header of a peer frame: Kafka's request header v1 (api key,
-// api version, correlation id, client id), after the int32 size.
-func appendRequestHeader(dst []byte, key int16, corr int32, clientID string) []byte {
-	return appendRequestHeaderVersion(dst, key, 0, corr, clientID)
-}
-
-func appendRequestHeaderVersion(dst []byte, key, version int16, corr int32, clientID string) []byte {
-	e := encoder{b: dst}
-	e.i16(key)
-	e.i16(version)
-	e.i32(corr)
-	e.str(clientID)
-	return e.b
-}
-
-type requestHeader struct {
-	Key, Version int16
-	Correlation  int32
-	ClientID     string
-}
-
-func parseRequestHeader(b []byte) (requestHeader, []byte, error) {
-	d := decoder{b: b}
-	h := requestHeader{Key: d.i16(), Version: d.i16(), Correlation: d.i32(), ClientID: d.str()}
-	if d.err != nil {
-		return h, nil, fmt.Errorf("quorum: request header: %w", d.err)
-	}
-	return h, d.b, nil
-}

@@ -1,4 +1,4 @@
-package splice
+package wire
 
 import (
 	"errors"
@@ -6,16 +6,14 @@ import (
 	"io"
 	"net"
 	"time"
-
-	"github.com/wren-broker/wren/engine"
 )
 
 // Chunk is a run of bytes or a file range; exactly one is set: File.File
-// non-nil means a file chunk, sent with engine.SendFile (sendfile(2) on a
+// non-nil means a file chunk, sent with SendFile (sendfile(2) on a
 // plaintext TCP socket).
 type Chunk struct {
 	Bytes []byte
-	File  engine.FileSlice
+	File  FileSlice
 }
 
 // Size is the chunk's length on the wire.
@@ -27,7 +25,7 @@ func (c Chunk) Size() int64 {
 }
 
 // ErrBadChunk: a file chunk that also holds bytes, or a negative range.
-var ErrBadChunk = errors.New("splice: bad chunk")
+var ErrBadChunk = errors.New("wire: bad chunk")
 
 // Size checks chunks and returns their total length on the wire.
 func Size(chunks []Chunk) (int64, error) {
@@ -43,7 +41,7 @@ func Size(chunks []Chunk) (int64, error) {
 
 // Write writes chunks to nc in order, setting a write deadline of timeout
 // from now before each system call group: runs of byte chunks in one
-// writev, file chunks with engine.SendFile. It returns the bytes written.
+// writev, file chunks with SendFile. It returns the bytes written.
 // After an error part of the chunks may be out, so the stream is unusable.
 func Write(nc net.Conn, chunks []Chunk, timeout time.Duration) (int64, error) {
 	var written int64
@@ -71,7 +69,7 @@ func Write(nc net.Conn, chunks []Chunk, timeout time.Duration) (int64, error) {
 			continue
 		}
 		nc.SetWriteDeadline(time.Now().Add(timeout))
-		n, err := engine.SendFile(nc, c.File.File, c.File.Position, c.File.Size)
+		n, err := SendFile(nc, c.File.File, c.File.Position, c.File.Size)
 		written += n
 		if err == nil && n != c.File.Size {
 			err = io.ErrShortWrite

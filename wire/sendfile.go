@@ -1,4 +1,4 @@
-package engine
+package wire
 
 import (
 	"errors"
@@ -114,7 +114,7 @@ func sendfile(sc syscall.Conn, srcFd int, off, n int64) (written int64, err erro
 		serr = werr
 	}
 	if serr != nil && handled {
-		return written, fmt.Errorf("engine: sendfile: %w", serr), true
+		return written, fmt.Errorf("wire: sendfile: %w", serr), true
 	}
 	return written, nil, handled
 }

@@ -1,4 +1,4 @@
-package splice
+package wire
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/internal/vfs"
 )
 
@@ -48,7 +47,7 @@ func TestFetchEncodingMatchesKmsg(t *testing.T) {
 						fp.LogStartOffset = -1
 					}
 					if n > 0 {
-						fp.Records = engine.FileSlice{File: f, Position: off, Size: n}
+						fp.Records = FileSlice{File: f, Position: off, Size: n}
 					}
 					ft.Partitions = append(ft.Partitions, fp)
 					kp := kmsg.NewFetchResponseTopicPartition()

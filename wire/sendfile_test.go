@@ -1,13 +1,13 @@
-package engine
+package wire
 
 import (
 	"bytes"
 	"io"
+	"math/rand"
 	"net"
 	"testing"
 	"time"
 
-	"github.com/wren-broker/wren/engine/batch"
 	"github.com/wren-broker/wren/internal/vfs"
 )
 
@@ -43,29 +43,28 @@ func loopbackPair(t testing.TB) (client, server *net.TCPConn) {
 	return nil, nil
 }
 
-// TestSendFileMovesSegmentBytes sends a Read's file range over a real TCP
+// TestSendFileMovesSegmentBytes sends a file range over a real TCP
 // socket, through sendfile(2) for OS files and the copying fallback for
 // in-memory files, and compares the bytes.
 func TestSendFileMovesSegmentBytes(t *testing.T) {
+	data := make([]byte, 300<<10)
+	rand.New(rand.NewSource(1)).Read(data)
 	for name, fsys := range map[string]vfs.FS{"os-sendfile": vfs.NewOS(), "mem-copy": vfs.NewMem()} {
 		t.Run(name, func(t *testing.T) {
 			dir := "/data"
 			if name == "os-sendfile" {
 				dir = t.TempDir()
+			} else {
+				mustNotErr(t, fsys.MkdirAll(dir, 0o755))
 			}
-			l, _, err := Open(fsys, dir+"/t-0", TopicPartition{"t", 0}, testOptions(nil), OpenOptions{})
+			f, err := fsys.Create(dir + "/00000000000000000000.log")
 			mustNotErr(t, err)
-			defer l.Close()
-			for i := 0; i < 40; i++ {
-				_, err := l.Append(makeBatch(t, batch.CompressionNone, i, 10, 1000, 1), 0)
-				mustNotErr(t, err)
-			}
-			r, err := l.Read(5, 1<<20, l.LogEndOffset(), true)
+			defer f.Close()
+			_, err = f.WriteAt(data, 0)
 			mustNotErr(t, err)
-			defer r.Release()
-			want, err := r.Bytes()
-			mustNotErr(t, err)
-			if _, ok := r.Slice.File.(vfs.Fder); ok != (name == "os-sendfile") {
+			r := FileSlice{File: f, Position: 1234, Size: 200 << 10}
+			want := data[r.Position : r.Position+r.Size]
+			if _, ok := r.File.(vfs.Fder); ok != (name == "os-sendfile") {
 				t.Fatalf("file descriptor ability: %v", ok)
 			}
 			client, server := loopbackPair(t)
@@ -77,7 +76,7 @@ func TestSendFileMovesSegmentBytes(t *testing.T) {
 				got <- b
 			}()
 			sf0, cp0 := SendFileStats()
-			n, err := SendFile(server, r.Slice.File, r.Slice.Position, r.Slice.Size)
+			n, err := SendFile(server, r.File, r.Position, r.Size)
 			mustNotErr(t, err)
 			sf1, cp1 := SendFileStats()
 			if name == "os-sendfile" && (sf1-sf0 != n || cp1 != cp0) {
@@ -87,18 +86,25 @@ func TestSendFileMovesSegmentBytes(t *testing.T) {
 				t.Fatalf("in-memory file: copied %d, sendfile %d of %d bytes", cp1-cp0, sf1-sf0, n)
 			}
 			server.CloseWrite()
-			if n != r.Slice.Size {
-				t.Fatalf("sent %d of %d bytes", n, r.Slice.Size)
+			if n != r.Size {
+				t.Fatalf("sent %d of %d bytes", n, r.Size)
 			}
 			select {
 			case b := <-got:
 				if !bytes.Equal(b, want) {
-					t.Fatalf("received %d bytes that differ from the %d read", len(b), len(want))
+					t.Fatalf("received %d bytes that differ from the %d sent", len(b), len(want))
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("receiver timed out")
 			}
 		})
+	}
+}
+
+func mustNotErr(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -128,5 +134,43 @@ func TestSendFileToNonSocketCopies(t *testing.T) {
 	go io.Copy(io.Discard, client)
 	if n, err := SendFile(server, f, 199990, 100); err == nil {
 		t.Fatalf("sendfile past the end: %d bytes, no error", n)
+	}
+}
+
+// BenchmarkSendFile moves 1 MiB ranges of a 64 MiB file to a loopback TCP
+// socket with sendfile(2), against read+write through a buffer.
+func BenchmarkSendFile(b *testing.B) {
+	f, err := vfs.NewOS().Create(b.TempDir() + "/00000000000000000000.log")
+	mustNotErr(b, err)
+	defer f.Close()
+	const fileBytes = 64 << 20
+	data := make([]byte, fileBytes)
+	rand.New(rand.NewSource(1)).Read(data)
+	_, err = f.WriteAt(data, 0)
+	mustNotErr(b, err)
+	for _, mode := range []string{"sendfile", "read+write"} {
+		b.Run(mode, func(b *testing.B) {
+			client, server := loopbackPair(b)
+			defer client.Close()
+			defer server.Close()
+			done := make(chan struct{})
+			go func() { io.Copy(io.Discard, client); close(done) }()
+			b.SetBytes(1 << 20)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				off := int64(i*7919) % (fileBytes / 2)
+				if mode == "sendfile" {
+					_, err = SendFile(server, f, off, 1<<20)
+				} else {
+					_, err = copyFile(server, f, off, 1<<20)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			server.CloseWrite()
+			<-done
+		})
 	}
 }

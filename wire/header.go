@@ -1,4 +1,4 @@
-package kafka
+package wire
 
 import (
 	"encoding/binary"
@@ -6,9 +6,12 @@ import (
 	"fmt"
 )
 
+// ErrMalformedHeader: the request header cannot be parsed.
+var ErrMalformedHeader = errors.New("wire: malformed request header")
+
 // RequestHeader is the request header, versions 1 and 2 (Kafka's
 // RequestHeader.json). Version 0, without a client id, exists only for
-// ControlledShutdown v0, which no table entry serves.
+// ControlledShutdown v0, which nothing here serves.
 type RequestHeader struct {
 	ApiKey        int16
 	ApiVersion    int16
@@ -17,13 +20,14 @@ type RequestHeader struct {
 	ClientID string
 }
 
-// parseRequestHeader splits a frame into its header and body. flexible
+// ParseRequestHeader splits a frame into its header and body. flexible
 // selects header v2 (tagged fields after the client id), which Kafka uses
 // exactly when the request version is flexible. The header's tagged fields
 // are skipped after checking them: no tag is defined in header v2 that a
-// broker must read. The client id is returned as a slice of frame so the
-// caller can reuse the previous string when it repeats.
-func parseRequestHeader(frame []byte, flexible bool) (hdr RequestHeader, clientID []byte, body []byte, err error) {
+// broker must read. The client id is returned as a slice of frame, and
+// left out of hdr, so the caller can reuse the previous string when it
+// repeats. Every error wraps ErrMalformedHeader.
+func ParseRequestHeader(frame []byte, flexible bool) (hdr RequestHeader, clientID []byte, body []byte, err error) {
 	// api_key:int16 api_version:int16 correlation_id:int32 client_id:nullable string(int16 length)
 	if len(frame) < 10 {
 		return hdr, nil, nil, fmt.Errorf("%w: %d bytes", ErrMalformedHeader, len(frame))
@@ -41,7 +45,7 @@ func parseRequestHeader(frame []byte, flexible bool) (hdr RequestHeader, clientI
 		clientID, rest = rest[:l], rest[l:]
 	}
 	if flexible {
-		rest, err = skipTaggedFields(rest)
+		rest, err = SkipTaggedFields(rest)
 		if err != nil {
 			return hdr, nil, nil, fmt.Errorf("%w: %w", ErrMalformedHeader, err)
 		}
@@ -49,14 +53,29 @@ func parseRequestHeader(frame []byte, flexible bool) (hdr RequestHeader, clientI
 	return hdr, clientID, rest, nil
 }
 
-// skipTaggedFields skips a tagged-field section (KIP-482):
+// AppendRequestHeader appends a request header to dst: v1 (api key, api
+// version, correlation id, client id), and v2's empty tagged-field
+// section when flexible.
+func AppendRequestHeader(dst []byte, key, version int16, correlationID int32, clientID string, flexible bool) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(key))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(version))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(clientID)))
+	dst = append(dst, clientID...)
+	if flexible {
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+// SkipTaggedFields skips a tagged-field section (KIP-482):
 //
 //	count:uvarint { tag:uvarint size:uvarint data:[size]byte }
 //
 // Tags must be strictly increasing, which also refuses duplicates, as the
 // KIP requires; each size must fit in what remains. Nothing is allocated.
-func skipTaggedFields(b []byte) ([]byte, error) {
-	count, n, err := readUvarint(b)
+func SkipTaggedFields(b []byte) ([]byte, error) {
+	count, n, err := ReadUvarint(b)
 	if err != nil {
 		return nil, fmt.Errorf("tagged field count: %w", err)
 	}
@@ -68,7 +87,7 @@ func skipTaggedFields(b []byte) ([]byte, error) {
 	}
 	last := int64(-1)
 	for range count {
-		tag, n, err := readUvarint(b)
+		tag, n, err := ReadUvarint(b)
 		if err != nil {
 			return nil, fmt.Errorf("tag: %w", err)
 		}
@@ -77,7 +96,7 @@ func skipTaggedFields(b []byte) ([]byte, error) {
 			return nil, fmt.Errorf("tag %d after tag %d: duplicate or out of order", tag, last)
 		}
 		last = int64(tag)
-		size, n, err := readUvarint(b)
+		size, n, err := ReadUvarint(b)
 		if err != nil {
 			return nil, fmt.Errorf("tag %d size: %w", tag, err)
 		}
@@ -90,20 +109,20 @@ func skipTaggedFields(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-// errVarint is wrapped by the callers above.
-var errVarint = errors.New("kafka: bad unsigned varint")
+// ErrVarint: an unsigned varint that is cut short or overflows 32 bits.
+var ErrVarint = errors.New("wire: bad unsigned varint")
 
-// readUvarint reads a uint32 unsigned varint: at most 5 bytes, the fifth
-// holding only the top 4 bits.
-func readUvarint(b []byte) (uint32, int, error) {
+// ReadUvarint reads a uint32 unsigned varint: at most 5 bytes, the fifth
+// holding only the top 4 bits. It returns the value and the bytes read.
+func ReadUvarint(b []byte) (uint32, int, error) {
 	var x uint32
 	for i := 0; i < 5; i++ {
 		if i == len(b) {
-			return 0, 0, fmt.Errorf("%w: truncated", errVarint)
+			return 0, 0, fmt.Errorf("%w: truncated", ErrVarint)
 		}
 		c := b[i]
 		if i == 4 && c > 0x0f {
-			return 0, 0, fmt.Errorf("%w: overflows 32 bits", errVarint)
+			return 0, 0, fmt.Errorf("%w: overflows 32 bits", ErrVarint)
 		}
 		x |= uint32(c&0x7f) << (7 * i)
 		if c < 0x80 {

@@ -1,10 +1,6 @@
-package splice
+package wire
 
-import (
-	"encoding/binary"
-
-	"github.com/wren-broker/wren/engine"
-)
+import "encoding/binary"
 
 // FetchPartition is one partition of a Fetch response as a handler
 // builds it: the kmsg fields that matter and the record data as a file
@@ -15,7 +11,7 @@ type FetchPartition struct {
 	HighWatermark    int64
 	LastStableOffset int64
 	LogStartOffset   int64
-	Records          engine.FileSlice
+	Records          FileSlice
 }
 
 // FetchTopic is one topic of a Fetch response.
@@ -101,7 +97,7 @@ func (e *chunkEncoder) string(s string) {
 }
 
 // file writes a bytes field whose content is a file range.
-func (e *chunkEncoder) file(f engine.FileSlice) {
+func (e *chunkEncoder) file(f FileSlice) {
 	if e.flexible {
 		e.uvarint(uint64(f.Size) + 1)
 	} else {
