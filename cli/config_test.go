@@ -12,7 +12,7 @@ import (
 	"github.com/wren-broker/wren/config"
 )
 
-const configTestdata = "../config/testdata"
+const configTestdata = "../testdata/config"
 
 func TestConfigCheckValid(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(configTestdata, "valid", "*.toml"))

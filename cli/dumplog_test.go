@@ -10,8 +10,8 @@ import (
 )
 
 // goldenDir holds a partition written by Apache Kafka 4.1.1 and
-// DumpLogSegments' output for two of its segments (engine/testdata/kafka4).
-const goldenDir = "../engine/testdata/kafka4"
+// DumpLogSegments' output for two of its segments (testdata/kafka4).
+const goldenDir = "../testdata/kafka4"
 
 // kafkaDumps splits a dump-*.txt reference into the output of each
 // kafka-dump-log run, keyed by its arguments ("--files X.index", ...).
@@ -120,7 +120,7 @@ func writeFile(t *testing.T, path string, data []byte) {
 }
 
 // Damage is reported the way DumpLogSegments reports it (see the table in
-// engine/testdata/kafka4/README.md).
+// testdata/kafka4/README.md).
 func TestDumpLogDamage(t *testing.T) {
 	const seg = "00000000000000000000.log"
 	path, data := copyGolden(t, seg)
@@ -185,7 +185,7 @@ func TestDumpLogIndexZeroTail(t *testing.T) {
 	mustFail(t, "", "dump-log", filepath.Join(dir, "missing.log"))
 }
 
-// manifestBatch is a batch as engine/testdata/kafka4/manifest.json lists it
+// manifestBatch is a batch as testdata/kafka4/manifest.json lists it
 // (from Kafka's own dump of every segment).
 type manifestBatch struct {
 	BaseOffset           int64  `json:"base_offset"`

@@ -127,7 +127,7 @@ func TestDumpRoundTripProperty(t *testing.T) {
 // FuzzLoad: arbitrary bytes never panic; problems carry the file's
 // position; whatever loads round-trips through Dump.
 func FuzzLoad(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*/*.toml")
+	files, _ := filepath.Glob(filepath.Join(testdataDir, "*", "*.toml"))
 	for _, path := range files {
 		data, err := os.ReadFile(path)
 		if err != nil {

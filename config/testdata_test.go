@@ -7,12 +7,16 @@ import (
 	"testing"
 )
 
-// Every file in testdata/valid loads, and its dumps load back to the same
+// testdataDir holds the example configs, valid and invalid, that this
+// package's tests and cli's config commands share (testdata/README.md).
+const testdataDir = "../testdata/config"
+
+// Every file in ../testdata/config/valid loads, and its dumps load back to the same
 // config.
 func TestTestdataValid(t *testing.T) {
-	files, _ := filepath.Glob("testdata/valid/*.toml")
+	files, _ := filepath.Glob(filepath.Join(testdataDir, "valid", "*.toml"))
 	if len(files) == 0 {
-		t.Fatal("no testdata/valid files")
+		t.Fatal("no valid config files in " + testdataDir)
 	}
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -25,12 +29,12 @@ func TestTestdataValid(t *testing.T) {
 	}
 }
 
-// Every file in testdata/invalid fails with exactly the errors its
+// Every file in ../testdata/config/invalid fails with exactly the errors its
 // "# want: " lines give, in order.
 func TestTestdataInvalid(t *testing.T) {
-	files, _ := filepath.Glob("testdata/invalid/*.toml")
+	files, _ := filepath.Glob(filepath.Join(testdataDir, "invalid", "*.toml"))
 	if len(files) == 0 {
-		t.Fatal("no testdata/invalid files")
+		t.Fatal("no invalid config files in " + testdataDir)
 	}
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -59,7 +63,7 @@ func TestTestdataInvalid(t *testing.T) {
 }
 
 func TestTestdataThreeNode(t *testing.T) {
-	c, err := Load("testdata/valid/three-node.toml")
+	c, err := Load(filepath.Join(testdataDir, "valid", "three-node.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +85,7 @@ func TestTestdataThreeNode(t *testing.T) {
 }
 
 func TestTestdataIntervalFlush(t *testing.T) {
-	c, err := Load("testdata/valid/interval-flush.toml")
+	c, err := Load(filepath.Join(testdataDir, "valid", "interval-flush.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,6 +111,11 @@
 //
 // # Invariants
 //
+// Built with -tags invariants (internal/invariants), Tick and Step check
+// the node's own state when they end (checkInvariants: the hard state not
+// behind the one last handed out, a role that agrees with its vote). The
+// ones across nodes internal/sim checks.
+//
 //   - At most one controller per epoch (votes, one per epoch, majority).
 //   - On disk, the epoch never decreases, and within an epoch votedFor goes
 //     only from None to a node.

@@ -331,11 +331,12 @@ func (e *env) ready(id NodeID) {
 	if !en.n.HasReady() {
 		return
 	}
+	// The node's own rules (a hard state never behind the one on disk, a
+	// role that agrees with its vote): what the core checks after every
+	// input with the invariants tag, run here in every build.
+	en.n.checkInvariants()
 	rd := en.n.Ready()
 	if hs := rd.HardState; hs != nil {
-		if hs.Epoch < en.disk.Epoch || hs.Epoch == en.disk.Epoch && en.disk.VotedFor != None && hs.VotedFor != en.disk.VotedFor {
-			e.t.Fatalf("node %d: hard state %v would replace %v on disk", id, *hs, en.disk)
-		}
 		en.disk = *hs
 		e.printf("%d persist %v", id, *hs)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/wren-broker/wren/internal/invariants"
 )
 
 // Node is one voter's election state machine. It is not safe for
@@ -122,6 +124,9 @@ func (n *Node) SetLogPosition(p LogPosition) { n.log = p }
 // (a SIGSTOP, a long GC pause): the lease is only as good as this count.
 // The wall clock plays no part.
 func (n *Node) Tick() {
+	if invariants.Enabled {
+		defer n.checkInvariants()
+	}
 	n.now++
 	if n.role == Controller {
 		n.tickController()
@@ -179,6 +184,9 @@ func (n *Node) leaseHeld() bool {
 // message that is not addressed to this node or not from a voter; the
 // message is then ignored.
 func (n *Node) Step(m Message) error {
+	if invariants.Enabled {
+		defer n.checkInvariants()
+	}
 	if m.To != n.cfg.ID {
 		return fmt.Errorf("election: message %v is for %d, this is %d", m, m.To, n.cfg.ID)
 	}
@@ -529,4 +537,39 @@ type Status struct {
 // Status returns the node's current state, persisted or not.
 func (n *Node) Status() Status {
 	return Status{ID: n.cfg.ID, Hard: n.hardState(), Soft: n.softState(), Log: n.log, Tick: n.now}
+}
+
+// checkInvariants panics when the node's own state breaks a rule of the
+// election. Tick and Step run it last in a build with the invariants tag
+// (internal/invariants). At most one controller per epoch across the
+// voters is the simulator's to check (internal/sim): no node sees it.
+func (n *Node) checkInvariants() {
+	// The hard state never goes behind what was handed out to persist.
+	if d := n.prevHard; n.epoch < d.Epoch || n.epoch == d.Epoch && d.VotedFor != None && n.votedFor != d.VotedFor {
+		panic(fmt.Sprintf("election: node %d holds epoch %d, vote %d, behind the persisted epoch %d, vote %d",
+			n.cfg.ID, n.epoch, n.votedFor, d.Epoch, d.VotedFor))
+	}
+	if n.votedFor != None && !slices.Contains(n.cfg.Voters, n.votedFor) {
+		panic(fmt.Sprintf("election: node %d voted for %d in epoch %d, not a voter %v", n.cfg.ID, n.votedFor, n.epoch, n.cfg.Voters))
+	}
+	switch n.role {
+	case Controller:
+		// A controller won its own epoch: it voted for itself in it.
+		if n.controller != n.cfg.ID || n.votedFor != n.cfg.ID || n.acked == nil {
+			panic(fmt.Sprintf("election: node %d is controller of epoch %d with controller %d, vote %d",
+				n.cfg.ID, n.epoch, n.controller, n.votedFor))
+		}
+	case Candidate:
+		if n.votedFor != n.cfg.ID || !n.votes[n.cfg.ID] || len(n.votes) >= n.majority {
+			panic(fmt.Sprintf("election: node %d is candidate of epoch %d with vote %d and %d of %d votes needed",
+				n.cfg.ID, n.epoch, n.votedFor, len(n.votes), n.majority))
+		}
+	default:
+		if n.controller == n.cfg.ID {
+			panic(fmt.Sprintf("election: node %d names itself controller of epoch %d as %v", n.cfg.ID, n.epoch, n.role))
+		}
+	}
+	if n.quietLeft < 0 {
+		panic(fmt.Sprintf("election: node %d quiet for %d ticks", n.cfg.ID, n.quietLeft))
+	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/wren-broker/wren/internal/vfs"
 )
 
-// The golden data in testdata/kafka4 was written by a real Apache Kafka
+// The golden data in ../testdata/kafka4 was written by a real Apache Kafka
 // 4.x broker (scripts/kafka-golden.sh): a partition with several segments
 // and batches of every codec, plus Kafka's own checkpoints and
 // meta.properties. manifest.json lists every batch and record.
@@ -48,10 +48,10 @@ type kafkaManifest struct {
 	} `json:"records"`
 }
 
-// copyGolden copies testdata/kafka4 into a fresh data directory.
+// copyGolden copies ../testdata/kafka4 into a fresh data directory.
 func copyGolden(t *testing.T) (string, *kafkaManifest) {
 	t.Helper()
-	src := filepath.Join("testdata", "kafka4")
+	src := filepath.Join("..", "testdata", "kafka4")
 	dst := t.TempDir()
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {

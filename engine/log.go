@@ -10,6 +10,7 @@ import (
 
 	"github.com/wren-broker/wren/engine/batch"
 	"github.com/wren-broker/wren/engine/producer"
+	"github.com/wren-broker/wren/internal/invariants"
 	"github.com/wren-broker/wren/internal/vfs"
 	"github.com/wren-broker/wren/wal"
 )
@@ -389,7 +390,32 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 		}
 	}
 	info.LogStartOffset = l.logStartOffset
+	if invariants.Enabled {
+		l.checkAppendLocked(seg, hs)
+	}
 	return info, nil
+}
+
+// checkAppendLocked panics when an append left the log's offsets out of
+// order: its batches' offsets rise within the active segment, which ends
+// at the log end offset, and neither the log start offset nor the durable
+// offset is past the log end. It runs under mu at the end of every
+// append, in a build with the invariants tag (internal/invariants).
+func (l *Log) checkAppendLocked(seg *segment, hs []batch.Header) {
+	prev := seg.baseOffset - 1
+	for _, h := range hs {
+		if h.BaseOffset <= prev || h.LastOffset() < h.BaseOffset {
+			panic(fmt.Sprintf("engine: %s: appended batch %d-%d after offset %d in segment %d", l.tp, h.BaseOffset, h.LastOffset(), prev, seg.baseOffset))
+		}
+		prev = h.LastOffset()
+	}
+	if seg != l.active() || seg.nextOffset != l.logEndOffset || prev+1 != l.logEndOffset {
+		panic(fmt.Sprintf("engine: %s: append ended at %d in segment %d (next offset %d, active %v), log end offset %d",
+			l.tp, prev, seg.baseOffset, seg.nextOffset, seg == l.active(), l.logEndOffset))
+	}
+	if durable := l.commit.Durable(); l.logStartOffset > l.logEndOffset || durable > l.logEndOffset {
+		panic(fmt.Sprintf("engine: %s: log start offset %d, durable offset %d, log end offset %d", l.tp, l.logStartOffset, durable, l.logEndOffset))
+	}
 }
 
 // maybeRoll returns the segment the next append goes to, rolling first

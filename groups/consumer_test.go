@@ -438,31 +438,9 @@ func (e *cgEnv) checkSafety(clients ...*cgClient) {
 			continue
 		}
 		cg := g.consumer
-		held := map[tpID]string{}
-		for _, mid := range cg.sortedMemberIDs() {
-			m := cg.members[mid]
-			if len(m.assigned)+len(m.pending) != len(union(m.assigned, m.pending)) {
-				e.t.Fatalf("member %s: assigned %s and pending %s overlap", mid, e.fmtParts(m.assigned), e.fmtParts(m.pending))
-			}
-			for k := range union(m.assigned, m.pending) {
-				if other, ok := held[k]; ok {
-					e.t.Fatalf("group %s: %s held by both %s and %s", id, e.fmtParts(partSet{k: {}}), other, mid)
-				}
-				held[k] = mid
-			}
-			if m.epoch > cg.epoch {
-				e.t.Fatalf("member %s epoch %d > group epoch %d", mid, m.epoch, cg.epoch)
-			}
-			if len(m.pending) > 0 && m.state != memberUnrevoked {
-				e.t.Fatalf("member %s has partitions pending revocation in state %d", mid, m.state)
-			}
-		}
-		if !maps.Equal(held, cg.owner) {
-			e.t.Fatalf("group %s: owner index %v, members hold %v", id, cg.owner, held)
-		}
-		if cg.assignmentEpoch > cg.epoch {
-			e.t.Fatalf("group %s: assignment epoch %d > group epoch %d", id, cg.assignmentEpoch, cg.epoch)
-		}
+		// The group's own state: the rules the core checks after every
+		// input with the invariants tag, run here in every build.
+		cg.checkInvariants(id)
 		for _, cl := range clients {
 			if cl.group != id || cl.owned == nil {
 				continue

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/wren-broker/wren/internal/invariants"
 )
 
 // Kafka error codes the coordinator answers with.
@@ -91,6 +93,9 @@ func NewCoordinator(cfg Config, partition, partitionCount int32, newMemberID fun
 // Ready returns what the coordinator produced since the last call, and
 // forgets it. The driver persists Records, then delivers Responses.
 func (c *Coordinator) Ready() Ready {
+	if invariants.Enabled {
+		c.checkInvariants()
+	}
 	rd := c.ready
 	c.ready = Ready{}
 	return rd

@@ -110,6 +110,11 @@
 //     bounded by the topics that exist: the kafka package answers
 //     UNKNOWN_TOPIC_OR_PARTITION before a commit gets here.
 //
+// Built with -tags invariants (internal/invariants), Ready checks every
+// group's own state before it hands out an input's records and answers
+// (invariants.go: the leader, the member indexes, the waiters' phases, a
+// consumer group's owner index); the property tests call the same checks.
+//
 // # Not implemented
 //
 //   - Share groups, transactional offset commits (TxnOffsetCommit).

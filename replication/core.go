@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/wren-broker/wren/internal/invariants"
 )
 
 // replicaCore is the pure state machine of one partition's replica on
@@ -147,6 +149,9 @@ func (c *replicaCore) effectiveMinISR() int {
 // (localOffset of it counting). Every follower starts unknown, and ISR
 // members count as caught up now, as Kafka resets them.
 func (c *replicaCore) becomeLeader(epoch int32, nowMs, logEndOffset, localOffset int64) {
+	if invariants.Enabled {
+		defer c.checkInvariants()
+	}
 	c.leading, c.leaderEpoch = true, epoch
 	c.leaderEpochStartOffset = logEndOffset
 	c.logEndOffset, c.localOffset = logEndOffset, localOffset
@@ -168,6 +173,9 @@ func (c *replicaCore) becomeLeader(epoch int32, nowMs, logEndOffset, localOffset
 // NOT_LEADER_OR_FOLLOWER, and the high watermark comes from the leader
 // from now on.
 func (c *replicaCore) becomeFollower(epoch int32) {
+	if invariants.Enabled {
+		defer c.checkInvariants()
+	}
 	c.leading, c.leaderEpoch = false, epoch
 	c.pending, c.resendAtMs = nil, 0
 	c.followers = map[int32]*followerState{}
@@ -182,6 +190,9 @@ func (c *replicaCore) becomeFollower(epoch int32) {
 // image at or past the pending change's partition epoch settles it,
 // whether it took it or not.
 func (c *replicaCore) setMetadata(partitionEpoch int32, replicas, isr []int32, minISR int, lagTimeMaxMs int64) {
+	if invariants.Enabled {
+		defer c.checkInvariants()
+	}
 	c.partitionEpoch = partitionEpoch
 	c.replicas, c.isr = slices.Clone(replicas), slices.Clone(isr)
 	c.minISR, c.lagTimeMaxMs = minISR, lagTimeMaxMs
@@ -217,6 +228,9 @@ const alterISRRetryMs = 500
 // INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED). The image settles it,
 // or tick sends it again after alterISRRetryMs.
 func (c *replicaCore) alterISRUnknown(nowMs int64) {
+	if invariants.Enabled {
+		defer c.checkInvariants()
+	}
 	if c.pending != nil {
 		c.resendAtMs = max(nowMs+alterISRRetryMs, 1)
 	}
@@ -231,6 +245,9 @@ func alterISRNotApplied(err error) bool {
 
 // localAppend moves the local log's offsets.
 func (c *replicaCore) localAppend(logEndOffset, localOffset int64) {
+	if invariants.Enabled {
+		defer c.checkInvariants()
+	}
 	c.logEndOffset, c.localOffset = logEndOffset, localOffset
 	if c.leading {
 		c.maybeAdvanceHighWatermark()
@@ -240,6 +257,9 @@ func (c *replicaCore) localAppend(logEndOffset, localOffset int64) {
 
 // followerFetch records a follower's fetch at fetchOffset.
 func (c *replicaCore) followerFetch(id int32, fetchOffset, nowMs int64) {
+	if invariants.Enabled {
+		defer c.checkInvariants()
+	}
 	f := c.followers[id]
 	if !c.leading || f == nil {
 		return
@@ -266,6 +286,9 @@ func (c *replicaCore) followerFetch(id int32, fetchOffset, nowMs int64) {
 // tick looks for ISR members that fell behind, and sends again a
 // pending change whose outcome is unknown.
 func (c *replicaCore) tick(nowMs int64) {
+	if invariants.Enabled {
+		defer c.checkInvariants()
+	}
 	if c.leading && c.pending != nil && c.resendAtMs != 0 && nowMs >= c.resendAtMs {
 		ch := *c.pending
 		ch.ISR = slices.Clone(ch.ISR)
@@ -356,12 +379,18 @@ func (c *replicaCore) maybeAdvanceHighWatermark() {
 // addWaiter registers an acks=all append whose records end before
 // offset.
 func (c *replicaCore) addWaiter(id uint64, offset int64) {
+	if invariants.Enabled {
+		defer c.checkInvariants()
+	}
 	c.waiters = append(c.waiters, waiter{id: id, offset: offset})
 	c.checkWaiters()
 }
 
 // removeWaiter forgets a waiter whose request timed out.
 func (c *replicaCore) removeWaiter(id uint64) {
+	if invariants.Enabled {
+		defer c.checkInvariants()
+	}
 	c.waiters = slices.DeleteFunc(c.waiters, func(w waiter) bool { return w.id == id })
 }
 
@@ -387,4 +416,36 @@ func (c *replicaCore) checkWaiters() {
 		}
 	}
 	c.waiters = kept
+}
+
+// checkInvariants panics when the core's own state breaks a rule every
+// input must keep. Each input runs it last in a build with the
+// invariants tag (internal/invariants); what only the cluster can show
+// (no acknowledged record lost, replicas identical below the high
+// watermark) the replication simulator checks across nodes.
+func (c *replicaCore) checkInvariants() {
+	if !c.leading {
+		if c.pending != nil || len(c.waiters) > 0 || len(c.followers) > 0 {
+			panic(fmt.Sprintf("replication: replica %d follows at epoch %d with pending ISR change %v, %d acks=all waiters and %d followers tracked",
+				c.self, c.leaderEpoch, c.pending, len(c.waiters), len(c.followers)))
+		}
+		return
+	}
+	if c.highWatermark > c.localOffset || c.localOffset > c.logEndOffset {
+		panic(fmt.Sprintf("replication: replica %d leads epoch %d with high watermark %d, local offset %d, log end offset %d: want high watermark <= local offset <= log end offset",
+			c.self, c.leaderEpoch, c.highWatermark, c.localOffset, c.logEndOffset))
+	}
+	if c.pending != nil && c.pending.LeaderEpoch != c.leaderEpoch {
+		panic(fmt.Sprintf("replication: replica %d leads epoch %d with an ISR change %v of epoch %d pending",
+			c.self, c.leaderEpoch, c.pending.ISR, c.pending.LeaderEpoch))
+	}
+	for _, w := range c.waiters {
+		if w.offset <= c.highWatermark {
+			panic(fmt.Sprintf("replication: replica %d holds acks=all waiter %d for offset %d, at or below its high watermark %d",
+				c.self, w.id, w.offset, c.highWatermark))
+		}
+	}
+	if _, ok := c.followers[c.self]; ok {
+		panic(fmt.Sprintf("replication: replica %d tracks itself as a follower", c.self))
+	}
 }

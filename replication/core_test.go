@@ -63,6 +63,9 @@ func TestReplicaCoreScripts(t *testing.T) {
 			default:
 				t.Fatalf("%s: unknown command %s", d.Pos, d.Name)
 			}
+			// The core's own rules, checked after every input with the
+			// invariants tag, run here in every build.
+			c.checkInvariants()
 			return describeReady(c, c.takeReady())
 		}
 	})

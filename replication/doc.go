@@ -6,6 +6,10 @@
 // partition, and the high watermark only moves forward while a replica
 // leads. Leadership moves only forward in leader epoch: a change at an
 // epoch older than the replica's (a late image) is stale and ignored.
+// Built with -tags invariants (internal/invariants), every input of the
+// replica core checks the core's own state when it ends
+// (replicaCore.checkInvariants); the replication simulator checks what
+// only all the replicas together show.
 //
 // The rules live in a pure core (core.go: inputs are follower fetch
 // positions, the local log's offsets, ticks of the clock and the metadata

@@ -135,7 +135,10 @@ func (p *Partition) becomeLeaderOrFollower(lead bool, epoch int32) error {
 	if changed {
 		if lead {
 			p.core.highWatermark = p.highWatermark
-			p.core.becomeLeader(epoch, p.nowMs(), p.log.LogEndOffset(), p.localOffset())
+			// The durable offset first: read after the log end offset, a
+			// sync in between could put it past the log end read.
+			local := p.localOffset()
+			p.core.becomeLeader(epoch, p.nowMs(), p.log.LogEndOffset(), local)
 		} else {
 			p.core.becomeFollower(epoch)
 		}
@@ -269,7 +272,9 @@ func (p *Partition) appendedOrHighWatermarkChanged() (<-chan struct{}, <-chan st
 // maybeAdvanceHighWatermark tells the core what the local log holds: its
 // log end offset and what counts (durable under flush policy ack).
 func (p *Partition) maybeAdvanceHighWatermark() {
-	leo, local := p.log.LogEndOffset(), p.localOffset()
+	// The durable offset first, as in becomeLeader: localOffset <= logEndOffset.
+	local := p.localOffset()
+	leo := p.log.LogEndOffset()
 	p.mu.Lock()
 	p.core.localAppend(leo, local)
 	send := p.applyReadyLocked()

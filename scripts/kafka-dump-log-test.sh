@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kafka-dump-log-test.sh: proves that kafka-dump-log.sh passes Kafka's own golden segments and
-# fails each kind of damage: it copies engine/testdata/kafka4/golden-0 to a temporary directory,
+# fails each kind of damage: it copies testdata/kafka4/golden-0 to a temporary directory,
 # damages one file per case and expects a FAIL line naming that file, and exit status 1.
 #
 # Usage: scripts/kafka-dump-log-test.sh        (needs what kafka-dump-log.sh needs)
@@ -8,7 +8,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-golden="$here/../engine/testdata/kafka4/golden-0"
+golden="$here/../testdata/kafka4/golden-0"
 check="$here/kafka-dump-log.sh"
 
 tmp="$(mktemp -d)"

@@ -60,7 +60,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 # What DumpLogSegments (Kafka 4.1) prints when something is wrong, found by corrupting copies of
-# golden segments (engine/testdata/kafka4/README.md lists each case). Its exit code is 0 for most
+# golden segments (testdata/kafka4/README.md lists each case). Its exit code is 0 for most
 # of these, so the output is what counts:
 #   "isvalid: false"                               batch CRC mismatch
 #   "Found N invalid bytes at the end of"          torn last batch, short trailing garbage

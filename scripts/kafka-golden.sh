@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# kafka-golden.sh: regenerate engine/testdata/kafka4/, a partition written by Apache Kafka itself,
-# which the engine's tests read as the reference for the on-disk format.
+# kafka-golden.sh: regenerate testdata/kafka4/, a partition written by Apache Kafka itself,
+# the reference for the on-disk format that the tests of engine, engine/producer and cli and
+# scripts/kafka-dump-log-test.sh read (testdata/README.md).
 #
-# Usage: scripts/kafka-golden.sh [OUTDIR]       (default: engine/testdata/kafka4 of this checkout)
+# Usage: scripts/kafka-golden.sh [OUTDIR]       (default: testdata/kafka4 of this checkout)
 #
 # What it does:
 #   1. kafka-fetch.sh, then kafka-run.sh starts a single-node KRaft broker in a temporary dir,
@@ -28,7 +29,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-out="${1:-$(cd "$here/.." && pwd)/engine/testdata/kafka4}"
+out="${1:-$(cd "$here/.." && pwd)/testdata/kafka4}"
 topic=golden
 
 # OUTDIR is replaced whole: refuse a non-empty directory that is not an earlier output.

@@ -149,6 +149,11 @@
 //
 // # Invariants
 //
+// Built with -tags invariants (internal/invariants), every input checks
+// the node's own state when it ends (checkInvariants: its indexes in
+// order, a contiguous log, a controller's log ending in its epoch). The
+// ones across nodes internal/sim checks.
+//
 //   - Log matching: two logs holding an entry with the same index and
 //     epoch are equal up to it.
 //   - Per node, snapshot index <= applied <= commit <= last index, and the

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/wren-broker/wren/election"
+	"github.com/wren-broker/wren/internal/invariants"
 )
 
 // Node is one voter's metadata log replica, with the election that picks
@@ -136,6 +137,9 @@ func (n *Node) position() election.LogPosition {
 // Tick advances the node's clock by one tick; see election.Node.Tick for
 // why a driver must catch up the ticks it missed.
 func (n *Node) Tick() {
+	if invariants.Enabled {
+		defer n.checkInvariants()
+	}
 	n.now++
 	n.e.Tick()
 	n.sync()
@@ -161,6 +165,9 @@ func (n *Node) Tick() {
 // this node, not from a peer voter, or malformed is refused with an error
 // and changes nothing.
 func (n *Node) Step(m Message) error {
+	if invariants.Enabled {
+		defer n.checkInvariants()
+	}
 	if m.To != n.id {
 		return fmt.Errorf("metalog: message %v is for %d, this is %d", m, m.To, n.id)
 	}
@@ -285,6 +292,9 @@ func (n *Node) becomeLeader(epoch int32) {
 // applied state may lack committed records, so the changes it would
 // validate against it could be wrong.
 func (n *Node) Propose(data []byte) (int64, error) {
+	if invariants.Enabled {
+		defer n.checkInvariants()
+	}
 	if !n.e.Acting() || n.leaderEpoch == 0 {
 		return 0, ErrNotController
 	}
@@ -544,6 +554,9 @@ func (n *Node) installSnapshot(s Snapshot) {
 // applied state as of index, so the log can drop those entries. index must
 // be applied (handed out and Advanced) and above the current snapshot.
 func (n *Node) Compact(index int64, data []byte) error {
+	if invariants.Enabled {
+		defer n.checkInvariants()
+	}
 	if index <= n.log.snap.Index || index > n.applied {
 		return fmt.Errorf("metalog: compact to %d: must be above the snapshot %d and at most the applied index %d",
 			index, n.log.snap.Index, n.applied)
@@ -596,6 +609,9 @@ func (n *Node) Ready() Ready {
 // Advance tells the node that rd was done: its log and hard state are
 // durable, its messages handed to the transport, its entries applied.
 func (n *Node) Advance(rd Ready) {
+	if invariants.Enabled {
+		defer n.checkInvariants()
+	}
 	n.e.Advance(n.erd)
 	n.erd = election.Ready{}
 	n.pendingSnap, n.truncateAll, n.restoreSnapshot, n.pendingTruncate = nil, false, false, nil
@@ -715,4 +731,43 @@ func boundBytes(ents []Entry, limit int) []Entry {
 		}
 	}
 	return ents
+}
+
+// checkInvariants panics when the node's own state breaks a rule of the
+// metadata log. Every input (Tick, Step, Propose, Advance, Compact) runs
+// it last in a build with the invariants tag (internal/invariants). What
+// needs every node (one committed sequence, no committed entry lost, no
+// entry applied before a majority holds it) internal/sim checks.
+func (n *Node) checkInvariants() {
+	last := n.log.lastIndex()
+	if snap := n.log.snap.Index; snap > n.applied || n.applied > n.commit || n.commit > last || n.appliedDone > n.applied {
+		panic(fmt.Sprintf("metalog: node %d has snapshot %d, applied %d (%d done), commit %d, last index %d: want snapshot <= done <= applied <= commit <= last",
+			n.id, snap, n.applied, n.appliedDone, n.commit, last))
+	}
+	if n.commit < n.prevHard.Commit {
+		panic(fmt.Sprintf("metalog: node %d commit index %d is below the persisted %d", n.id, n.commit, n.prevHard.Commit))
+	}
+	if n.stable > last {
+		panic(fmt.Sprintf("metalog: node %d stable to %d, past its last index %d", n.id, n.stable, last))
+	}
+	epoch := n.log.snap.Epoch
+	for i, ent := range n.log.ents {
+		if ent.Index != n.log.snap.Index+1+int64(i) || ent.Epoch < epoch {
+			panic(fmt.Sprintf("metalog: node %d holds entry %d/%d at position %d after snapshot %d/%d, following epoch %d",
+				n.id, ent.Epoch, ent.Index, i, n.log.snap.Epoch, n.log.snap.Index, epoch))
+		}
+		epoch = ent.Epoch
+	}
+	if n.leaderEpoch != 0 {
+		// A controller never truncates: its log ends in its own epoch,
+		// with its leader-change entry or an entry it proposed.
+		st := n.e.Status().Soft
+		if st.Role != election.Controller || st.Epoch != n.leaderEpoch || n.log.lastEpoch() != n.leaderEpoch || n.leaderChangeIndex > last {
+			panic(fmt.Sprintf("metalog: node %d leads epoch %d (leader change at %d) as %v of epoch %d, its log ending %d/%d",
+				n.id, n.leaderEpoch, n.leaderChangeIndex, st.Role, st.Epoch, n.log.lastEpoch(), last))
+		}
+	}
+	if n.fetchFrom == n.id {
+		panic(fmt.Sprintf("metalog: node %d fetches from itself", n.id))
+	}
 }

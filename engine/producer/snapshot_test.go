@@ -18,10 +18,10 @@ import (
 	"github.com/wren-broker/wren/engine/batch"
 )
 
-// The golden partition in engine/testdata/kafka4 was written by Apache
+// The golden partition in testdata/kafka4 was written by Apache
 // Kafka 4.1.1: five idempotent producers (ids 0-4, epoch 0) and one plain
 // one, with a producer snapshot at every segment roll and at shutdown.
-var goldenDir = filepath.Join("..", "testdata", "kafka4")
+var goldenDir = filepath.Join("..", "..", "testdata", "kafka4")
 
 type goldenBatch struct {
 	BaseOffset    int64 `json:"base_offset"`

@@ -46,7 +46,10 @@
 //
 // Everything random comes from the seed, so a failure replays exactly:
 // WREN_SEED=n go test ./internal/sim/ -run 'TestSim$' -v. The default run
-// takes 300 seeds; WREN_SIM_SEEDS=10000 runs more.
+// takes 300 seeds; WREN_SIM_SEEDS=10000 runs more. With -tags invariants
+// (as CI runs it) each node's metadata log and election also check their
+// own state after every input (internal/invariants); a broken one panics,
+// and the run reports it with its seed.
 //
 // The data plane (partition replication, the high watermark, the
 // idempotent producer) has its own simulator beside the code it drives,
