@@ -678,8 +678,8 @@ func (c *cleaner) swap(g []cleanSeg, base, next int64) error {
 	var hs [3]*handle
 	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		cleaned := segmentFileName(l.dir, base, suffix+cleanedSuffix)
-		h, err := adoptHandlePinned(l.health.handles, segmentFileName(l.dir, base, suffix),
-			func(string) (vfs.File, error) { return l.fs.OpenReadWrite(cleaned) }, l.fs.OpenReadWrite)
+		h, err := adoptHandlePinned(l.health.handles, l.fs, l.dir, base, suffix,
+			func(string) (vfs.File, error) { return l.fs.OpenReadWrite(cleaned) })
 		if err != nil {
 			for _, g := range hs[:i] {
 				g.release()
@@ -775,7 +775,7 @@ func createCleanedSegment(fsys vfs.FS, dir string, base int64, opts *Options) (*
 	// three descriptors of the fixed reserve (log.open.files.max's doc).
 	var hs [3]*handle
 	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		h, err := adoptHandle(nil, segmentFileName(dir, base, suffix+cleanedSuffix), fsys.Create, fsys.OpenReadWrite)
+		h, err := adoptHandle(nil, fsys, dir, base, suffix+cleanedSuffix, fsys.Create)
 		if err != nil {
 			for _, g := range hs[:i] {
 				g.drop()

@@ -21,14 +21,19 @@ type EpochEntry struct {
 // Invariant: entries are strictly increasing in both Epoch and StartOffset.
 // The caller (Log) serialises access.
 type epochCache struct {
-	fs      vfs.FS
-	path    string
+	fs vfs.FS
+	// dir is the log's directory: the file's path is built when it is
+	// read or written, not held by every idle partition.
+	dir     string
 	entries []EpochEntry
 }
 
+// path is the leader-epoch-checkpoint file's.
+func (c *epochCache) path() string { return c.dir + "/" + LeaderEpochCheckpointFile }
+
 func loadEpochCache(fsys vfs.FS, dir string) (*epochCache, error) {
-	c := &epochCache{fs: fsys, path: dir + "/" + LeaderEpochCheckpointFile}
-	rows, err := readCheckpoint(fsys, c.path, 2)
+	c := &epochCache{fs: fsys, dir: dir}
+	rows, err := readCheckpoint(fsys, c.path(), 2)
 	if err != nil {
 		return nil, err
 	}
@@ -36,11 +41,11 @@ func loadEpochCache(fsys vfs.FS, dir string) (*epochCache, error) {
 		e, err1 := strconv.ParseInt(r[0], 10, 32)
 		off, err2 := strconv.ParseInt(r[1], 10, 64)
 		if err1 != nil || err2 != nil || e < 0 || off < 0 {
-			return nil, fmt.Errorf("engine: %s: bad entry %q %q", c.path, r[0], r[1])
+			return nil, fmt.Errorf("engine: %s: bad entry %q %q", c.path(), r[0], r[1])
 		}
 		ent := EpochEntry{Epoch: int32(e), StartOffset: off}
 		if n := len(c.entries); n > 0 && (c.entries[n-1].Epoch >= ent.Epoch || c.entries[n-1].StartOffset > ent.StartOffset) {
-			return nil, fmt.Errorf("engine: %s: entries out of order at epoch %d", c.path, e)
+			return nil, fmt.Errorf("engine: %s: entries out of order at epoch %d", c.path(), e)
 		}
 		c.entries = append(c.entries, ent)
 	}
@@ -52,7 +57,7 @@ func (c *epochCache) flush() error {
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return writeCheckpoint(c.fs, c.path, lines)
+	return writeCheckpoint(c.fs, c.path(), lines)
 }
 
 // latest is the newest entry, or ok=false.

@@ -260,20 +260,26 @@ func (c *HandleCache) shortage(name, reason string) {
 
 // handle is one segment or index file, open or not.
 type handle struct {
-	c    *HandleCache // nil: no budget; the file stays open until dropped
-	name string
-	// reopen opens the file again after an eviction.
-	reopen func(string) (vfs.File, error)
+	c *HandleCache // nil: no budget; the file stays open until dropped
+	// fs, dir, baseOffset and suffix name the file (segmentFileName), which
+	// is built only to open it (fs.OpenReadWrite, again after an eviction)
+	// and for messages: the names themselves, three a segment, would cost
+	// an idle partition more than its handles do.
+	fs         vfs.FS
+	dir        string
+	baseOffset int64
+	suffix     string
 
-	// pins counts operations in flight, the dirty pin of a log, and the
-	// cache's reference. Invariant: file != nil while pins > 0. Raised from
-	// zero only under mu; lowered to zero by release, which then closes
-	// under mu if it is still zero.
-	pins atomic.Int64
 	file atomic.Pointer[openFile]
 	// entry is the cache's current reference, nil when the cache holds
 	// none. Swapped with CompareAndSwap so one reference goes once.
 	entry atomic.Pointer[cacheEntry]
+	// pins counts operations in flight, the dirty pin of a log, and the
+	// cache's reference. Invariant: file != nil while pins > 0. Raised from
+	// zero only under mu; lowered to zero by release, which then closes
+	// under mu if it is still zero. 32 bits, beside mu and the flags: the
+	// handle fits 96 bytes, and three per segment add up.
+	pins atomic.Int32
 
 	mu      sync.Mutex
 	dropped bool // the segment is gone: never open again
@@ -282,14 +288,18 @@ type handle struct {
 
 type openFile struct{ f vfs.File }
 
-func newHandle(c *HandleCache, name string, reopen func(string) (vfs.File, error)) *handle {
-	return &handle{c: c, name: name, reopen: reopen}
+func newHandle(c *HandleCache, fsys vfs.FS, dir string, baseOffset int64, suffix string) *handle {
+	return &handle{c: c, fs: fsys, dir: dir, baseOffset: baseOffset, suffix: suffix}
 }
 
+// name is the file's path.
+func (h *handle) name() string { return segmentFileName(h.dir, h.baseOffset, h.suffix) }
+
 // adoptHandle makes a just-created file the handle's descriptor (Create
-// truncates, so a created file cannot come from reopen), inside the budget.
-func adoptHandle(c *HandleCache, name string, create, reopen func(string) (vfs.File, error)) (*handle, error) {
-	h, err := adoptHandlePinned(c, name, create, reopen)
+// truncates, so a created file cannot come from a reopen), inside the
+// budget. create opens the file the first time, given its name.
+func adoptHandle(c *HandleCache, fsys vfs.FS, dir string, baseOffset int64, suffix string, create func(string) (vfs.File, error)) (*handle, error) {
+	h, err := adoptHandlePinned(c, fsys, dir, baseOffset, suffix, create)
 	if err != nil {
 		return nil, err
 	}
@@ -299,9 +309,9 @@ func adoptHandle(c *HandleCache, name string, create, reopen func(string) (vfs.F
 
 // adoptHandlePinned is adoptHandle that returns the handle pinned, so its
 // descriptor stays the one open came back with until release.
-func adoptHandlePinned(c *HandleCache, name string, create, reopen func(string) (vfs.File, error)) (*handle, error) {
-	h := newHandle(c, name, reopen)
-	f, err := c.openFile(name, create)
+func adoptHandlePinned(c *HandleCache, fsys vfs.FS, dir string, baseOffset int64, suffix string, create func(string) (vfs.File, error)) (*handle, error) {
+	h := newHandle(c, fsys, dir, baseOffset, suffix)
+	f, err := c.openFile(h.name(), create)
 	if err != nil {
 		return nil, err
 	}
@@ -338,9 +348,9 @@ func (h *handle) acquireSlow() (vfs.File, error) {
 		return of.f, nil
 	}
 	if h.dropped {
-		return nil, fmt.Errorf("%w: %s", errHandleDropped, h.name)
+		return nil, fmt.Errorf("%w: %s", errHandleDropped, h.name())
 	}
-	f, err := h.c.openFile(h.name, h.reopen)
+	f, err := h.c.openFile(h.name(), h.fs.OpenReadWrite)
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +387,7 @@ func (h *handle) release() {
 		return
 	}
 	if n < 0 {
-		panic(fmt.Sprintf("engine: handle %s released %d times too often", h.name, -n))
+		panic(fmt.Sprintf("engine: handle %s released %d times too often", h.name(), -n))
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -497,7 +507,7 @@ func (h *handle) Close() error {
 	return nil
 }
 
-func (h *handle) Name() string { return h.name }
+func (h *handle) Name() string { return h.name() }
 
 var _ vfs.File = (*handle)(nil)
 

@@ -85,7 +85,7 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 	}
 	if err != nil {
 		// The epoch cache can be rebuilt from the batches' stamped epochs.
-		epochs = &epochCache{fs: fsys, path: dir + "/" + LeaderEpochCheckpointFile}
+		epochs = &epochCache{fs: fsys, dir: dir}
 		oo.RecoveryPoint = 0
 	}
 	l.epochs = epochs

@@ -90,12 +90,11 @@ func openSegmentFiles(fsys vfs.FS, dir string, baseOffset int64, opts *Options, 
 func openSegmentHandles(fsys vfs.FS, hc *HandleCache, dir string, baseOffset int64, opts *Options, create bool) (*segment, error) {
 	var hs [3]*handle
 	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		name := segmentFileName(dir, baseOffset, suffix)
 		if !create {
-			hs[i] = newHandle(hc, name, fsys.OpenReadWrite)
+			hs[i] = newHandle(hc, fsys, dir, baseOffset, suffix)
 			continue
 		}
-		h, err := adoptHandle(hc, name, fsys.Create, fsys.OpenReadWrite)
+		h, err := adoptHandle(hc, fsys, dir, baseOffset, suffix, fsys.Create)
 		if err != nil {
 			for _, g := range hs[:i] {
 				g.drop()

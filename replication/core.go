@@ -126,8 +126,17 @@ type Ready struct {
 // newReplicaCore starts as the partition's only replica until metadata
 // says otherwise.
 func newReplicaCore(self int32, hw int64) *replicaCore {
-	return &replicaCore{self: self, highWatermark: hw, leaderEpoch: -1, followers: map[int32]*followerState{},
+	return &replicaCore{self: self, highWatermark: hw, leaderEpoch: -1,
 		replicas: []int32{self}, isr: []int32{self}, minISR: 1}
+}
+
+// addFollower starts tracking replica r. followers is nil until the first
+// (a partition with one replica, or not leading, holds no map).
+func (c *replicaCore) addFollower(r int32, f *followerState) {
+	if c.followers == nil {
+		c.followers = map[int32]*followerState{}
+	}
+	c.followers[r] = f
 }
 
 // takeReady returns and clears the outputs gathered so far.
@@ -156,10 +165,10 @@ func (c *replicaCore) becomeLeader(epoch int32, nowMs, logEndOffset, localOffset
 	c.leaderEpochStartOffset = logEndOffset
 	c.logEndOffset, c.localOffset = logEndOffset, localOffset
 	c.pending, c.resendAtMs = nil, 0
-	c.followers = map[int32]*followerState{}
+	c.followers = nil
 	for _, r := range c.replicas {
 		if r != c.self {
-			c.followers[r] = &followerState{fetchOffset: -1, lastCaughtUpMs: nowMs, lastFetchMs: nowMs}
+			c.addFollower(r, &followerState{fetchOffset: -1, lastCaughtUpMs: nowMs, lastFetchMs: nowMs})
 		}
 	}
 	if c.highWatermark > logEndOffset {
@@ -178,7 +187,7 @@ func (c *replicaCore) becomeFollower(epoch int32) {
 	}
 	c.leading, c.leaderEpoch = false, epoch
 	c.pending, c.resendAtMs = nil, 0
-	c.followers = map[int32]*followerState{}
+	c.followers = nil
 	for _, w := range c.waiters {
 		c.ready.Released = append(c.ready.Released, Release{ID: w.id,
 			Err: fmt.Errorf("%w: leadership moved before the records were committed", kerr.NotLeaderForPartition)})
@@ -202,7 +211,7 @@ func (c *replicaCore) setMetadata(partitionEpoch int32, replicas, isr []int32, m
 	if c.leading {
 		for _, r := range replicas {
 			if _, ok := c.followers[r]; !ok && r != c.self {
-				c.followers[r] = &followerState{fetchOffset: -1}
+				c.addFollower(r, &followerState{fetchOffset: -1})
 			}
 		}
 		c.maybeAdvanceHighWatermark()

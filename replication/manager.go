@@ -40,7 +40,10 @@ type Manager struct {
 	// image is the last image applied (LogsLoaded applies it again).
 	image *cluster.Image
 	// checkpointed are the high watermarks of replication-offset-checkpoint
-	// read at start, for the partitions opened from them.
+	// read at start, for the partitions opened from them. An entry goes
+	// once its partition is hosted, and the map once empty: a map never
+	// gives back its buckets, and a node of many partitions would keep
+	// them all for nothing.
 	checkpointed map[engine.TopicPartition]int64
 	// leaderThrottle and followerThrottle are the replication throttle's
 	// rates (throttle.go).
@@ -283,6 +286,7 @@ func (m *Manager) applyImageLocked(old, im *cluster.Image, only map[engine.Topic
 				}
 				p = newPartition(tp, l, m.hooks, m.checkpointed[tp])
 				m.partitions[tp] = p
+				m.forgetCheckpointed(tp)
 			}
 			p.mu.Lock()
 			p.topicID = t.ID
@@ -357,10 +361,19 @@ func (m *Manager) removeTopicLocked(name string) {
 	}
 }
 
+// forgetCheckpointed drops tp's checkpointed high watermark: its
+// partition is hosted, or gone.
+func (m *Manager) forgetCheckpointed(tp engine.TopicPartition) {
+	delete(m.checkpointed, tp)
+	if len(m.checkpointed) == 0 {
+		m.checkpointed = nil
+	}
+}
+
 // removePartitionLocked stops following tp and deletes its log.
 func (m *Manager) removePartitionLocked(tp engine.TopicPartition) {
 	delete(m.partitions, tp)
-	delete(m.checkpointed, tp)
+	m.forgetCheckpointed(tp)
 	if m.fetchers != nil {
 		m.fetchers.follow(tp, nil, -1, 0)
 	}

@@ -40,15 +40,16 @@ type Partition struct {
 	leaderEpoch int32
 	// Invariant: LogStartOffset <= highWatermark <= LogEndOffset.
 	highWatermark int64
-	// hwChanged is closed, and replaced, whenever the high watermark
-	// moves: Fetch long polls wait on it.
+	// hwChanged is closed whenever the high watermark moves: Fetch long
+	// polls wait on it. Made when a fetch first asks for it, and nil again
+	// once closed (wake), so an idle partition holds no channel.
 	hwChanged chan struct{}
-	// appended is closed, and replaced, whenever the leader appends:
-	// followers' fetches wait on it.
+	// appended is closed whenever the leader appends: followers' fetches
+	// wait on it. Made and dropped as hwChanged.
 	appended chan struct{}
 	core     *replicaCore
 	// waiters are the acks=all appends waiting for the high watermark,
-	// by the id the core knows them by.
+	// by the id the core knows them by; nil until the first.
 	waiters    map[uint64]chan error
 	nextWaiter uint64
 	topicID    cluster.UUID
@@ -83,8 +84,24 @@ func newPartition(tp engine.TopicPartition, log *engine.Log, hooks *partitionHoo
 		hooks = defaultHooks()
 	}
 	hw = max(min(hw, log.LogEndOffset()), log.LogStartOffset())
-	return &Partition{tp: tp, log: log, hooks: hooks, hwChanged: make(chan struct{}), appended: make(chan struct{}),
-		highWatermark: hw, core: newReplicaCore(hooks.nodeID, hw), waiters: map[uint64]chan error{}}
+	return &Partition{tp: tp, log: log, hooks: hooks, highWatermark: hw, core: newReplicaCore(hooks.nodeID, hw)}
+}
+
+// waitChanLocked returns *ch, made now if nobody waits on it yet.
+func waitChanLocked(ch *chan struct{}) chan struct{} {
+	if *ch == nil {
+		*ch = make(chan struct{})
+	}
+	return *ch
+}
+
+// wakeLocked closes *ch, waking whoever waits on it; the next waiter gets
+// a new one.
+func wakeLocked(ch *chan struct{}) {
+	if *ch != nil {
+		close(*ch)
+		*ch = nil
+	}
 }
 
 // TopicPartition names the partition.
@@ -161,8 +178,7 @@ func (p *Partition) applyReadyLocked() func() {
 	r := p.core.takeReady()
 	if p.isLeader && r.HighWatermark > p.highWatermark {
 		p.highWatermark = r.HighWatermark
-		close(p.hwChanged)
-		p.hwChanged = make(chan struct{})
+		wakeLocked(&p.hwChanged)
 	}
 	for _, rel := range r.Released {
 		if ch := p.waiters[rel.ID]; ch != nil {
@@ -257,7 +273,7 @@ func (p *Partition) HighWatermark() int64 {
 func (p *Partition) HighWatermarkChanged() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.hwChanged
+	return waitChanLocked(&p.hwChanged)
 }
 
 // appendedOrHighWatermarkChanged returns channels closed at the leader's
@@ -266,7 +282,7 @@ func (p *Partition) HighWatermarkChanged() <-chan struct{} {
 func (p *Partition) appendedOrHighWatermarkChanged() (<-chan struct{}, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.appended, p.hwChanged
+	return waitChanLocked(&p.appended), waitChanLocked(&p.hwChanged)
 }
 
 // maybeAdvanceHighWatermark tells the core what the local log holds: its
@@ -324,8 +340,7 @@ func (p *Partition) setFollowerHighWatermark(hw int64) {
 		return
 	}
 	p.highWatermark, p.core.highWatermark = hw, hw
-	close(p.hwChanged)
-	p.hwChanged = make(chan struct{})
+	wakeLocked(&p.hwChanged)
 }
 
 // DefaultAckTimeout bounds an acks=all wait whose caller gives none.
@@ -418,6 +433,9 @@ func (p *Partition) waitHighWatermark(offset int64, timeout time.Duration) error
 	p.mu.Lock()
 	p.nextWaiter++
 	id := p.nextWaiter
+	if p.waiters == nil {
+		p.waiters = map[uint64]chan error{}
+	}
 	p.waiters[id] = ch
 	p.core.addWaiter(id, offset)
 	send := p.applyReadyLocked()

@@ -296,7 +296,6 @@ func (p *Partition) readLimitForFollower() int64 { return p.localOffset() }
 // notifyAppended wakes followers' fetches waiting for new records.
 func (p *Partition) notifyAppended() {
 	p.mu.Lock()
-	close(p.appended)
-	p.appended = make(chan struct{})
+	wakeLocked(&p.appended)
 	p.mu.Unlock()
 }

@@ -39,7 +39,8 @@ type GroupCommitter struct {
 	// not apply a position from before the truncation.
 	gen uint64
 	// waiters are the calls in Wait, so that Reset can mark those whose
-	// write it removed. Bounded by the number of concurrent callers.
+	// write it removed. Bounded by the number of concurrent callers; nil
+	// until the first, so an idle partition's committer holds no map.
 	waiters map[*Waiter]struct{}
 	err     error
 	syncs   int64
@@ -62,7 +63,7 @@ type Waiter struct {
 // NewGroupCommitter returns a committer whose durable position starts at
 // durable (what recovery found on disk).
 func NewGroupCommitter(durable int64, syncFn SyncFunc) *GroupCommitter {
-	g := &GroupCommitter{sync: syncFn, durable: durable, waiters: make(map[*Waiter]struct{})}
+	g := &GroupCommitter{sync: syncFn, durable: durable}
 	g.cond = sync.NewCond(&g.mu)
 	return g
 }
@@ -84,6 +85,9 @@ func (g *GroupCommitter) Wait(pos int64) error {
 func (g *GroupCommitter) Register(pos int64) *Waiter {
 	w := &Waiter{g: g, pos: pos}
 	g.mu.Lock()
+	if g.waiters == nil {
+		g.waiters = make(map[*Waiter]struct{})
+	}
 	g.waiters[w] = struct{}{}
 	g.mu.Unlock()
 	return w

@@ -97,7 +97,10 @@ func DecodeSnapshot(b []byte, offset int64, opts Options) (*State, error) {
 	if count < 0 || int64(count)*snapshotEntrySize != int64(len(body)) {
 		return nil, fmt.Errorf("%w: %d entries claimed, %d bytes of entries", ErrCorruptSnapshot, count, len(body))
 	}
-	s := &State{opts: opts, producers: make(map[int64]*node, count), mapEndOffset: offset}
+	s := &State{opts: opts, mapEndOffset: offset}
+	if count > 0 {
+		s.producers = make(map[int64]*node, count)
+	}
 	for i := range int(count) {
 		p := body[i*snapshotEntrySize : (i+1)*snapshotEntrySize]
 		e := &node{Entry: *newEntry(int64(binary.BigEndian.Uint64(p[0:])))}

@@ -154,7 +154,8 @@ type node struct {
 // State is the producer state of one partition.
 type State struct {
 	opts Options
-	// producers holds at most opts.maxProducers() entries.
+	// producers holds at most opts.maxProducers() entries; nil while
+	// empty, so a partition no idempotent producer wrote to holds no map.
 	producers map[int64]*node
 	// oldest and newest end the recency list, which holds every node of
 	// producers in the order they last appended (after a snapshot load:
@@ -175,7 +176,7 @@ type State struct {
 
 // New returns an empty State.
 func New(opts Options) *State {
-	return &State{opts: opts, producers: make(map[int64]*node)}
+	return &State{opts: opts}
 }
 
 // AppendInfo is the outcome of a successful Check: either a duplicate to
@@ -322,6 +323,9 @@ func (s *State) entry(pid int64) *node {
 		s.remove(s.oldest)
 	}
 	n := &node{Entry: *newEntry(pid)}
+	if s.producers == nil {
+		s.producers = make(map[int64]*node)
+	}
 	s.producers[pid] = n
 	s.pushNewest(n)
 	return n
@@ -425,8 +429,10 @@ func (s *State) producerIDs() []int64 {
 // Clone returns an independent copy, recency order included, for a caller
 // that wants to try changes it may throw away.
 func (s *State) Clone() *State {
-	c := &State{opts: s.opts, producers: make(map[int64]*node, len(s.producers)),
-		mapEndOffset: s.mapEndOffset, changes: s.changes}
+	c := &State{opts: s.opts, mapEndOffset: s.mapEndOffset, changes: s.changes}
+	if len(s.producers) > 0 {
+		c.producers = make(map[int64]*node, len(s.producers))
+	}
 	for n := s.oldest; n != nil; n = n.newer {
 		copied := &node{Entry: n.Entry}
 		c.producers[copied.ProducerID] = copied
