@@ -53,6 +53,9 @@ type fetcherManager struct {
 	// unwritable: the last round found the log dir taking no writes
 	// (logged when it changes).
 	unwritable atomic.Bool
+	// appendFailures limits "follower append failed" to one line per
+	// cause per followerLogInterval.
+	appendFailures *causeLimiter
 
 	mu       sync.Mutex
 	fetchers map[int32]*fetcher
@@ -102,7 +105,8 @@ func newFetcherManager(self int32, cfg FetchConfig, logger *slog.Logger) *fetche
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Second
 	}
-	return &fetcherManager{cfg: cfg, self: self, logger: logger, fetchers: map[int32]*fetcher{}, assigned: map[engine.TopicPartition]*followed{}}
+	return &fetcherManager{cfg: cfg, self: self, logger: logger, fetchers: map[int32]*fetcher{}, assigned: map[engine.TopicPartition]*followed{},
+		appendFailures: newCauseLimiter(followerLogInterval, nil)}
 }
 
 // follow makes tp fetched from leader at epoch (a no-op when it already
@@ -506,13 +510,30 @@ func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTop
 			if errors.Is(err, engine.ErrInvalidOffsets) {
 				fm.setTruncated(fl, false)
 			} else {
-				fm.logger.Warn("follower append failed", "partition", fl.p.tp.String(), "err", err)
+				fm.appendFailed(fl, err)
 				fm.backoff(fl)
 			}
 			return
 		}
 	}
 	fl.p.setFollowerHighWatermark(rp.HighWatermark)
+}
+
+// appendFailed logs a follower's failed append: at DEBUG when its
+// leadership moved on or its log closed meanwhile (nothing an operator
+// needs), else at WARN, at most one line per cause per
+// followerLogInterval, saying how many it held back: a full disk or a
+// shortage of descriptors fails every partition on every round.
+func (fm *fetcherManager) appendFailed(fl *followed, err error) {
+	if followerErrorLevel(err) == slog.LevelDebug {
+		fm.logger.Debug("follower append failed", "partition", fl.p.tp.String(), "err", err)
+		return
+	}
+	cause := appendFailureCause(err)
+	if ok, suppressed := fm.appendFailures.allow(cause); ok {
+		fm.logger.Warn("follower append failed", "partition", fl.p.tp.String(), "cause", cause, "err", err,
+			"suppressed_since_last", suppressed)
+	}
 }
 
 // errNotFollowing: the replica's leadership moved on since the fetch.
