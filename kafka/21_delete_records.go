@@ -25,10 +25,17 @@ import (
 // * UNKNOWN_TOPIC_OR_PARTITION for a partition the metadata does not
 //   have, NOT_LEADER_OR_FOLLOWER for one this node does not lead. An
 //   error answers low watermark -1.
+// * Followers follow: the leader's replica fetch responses carry its log
+//   start offset, and each follower moves its own up to it (never past
+//   its high watermark), deletes its segments below and checkpoints it,
+//   as Kafka's LeaderOffsetIncremented: the deleted records do not come
+//   back when a follower leads, nor after it restarts.
 //
 // Not implemented:
-// * TimeoutMillis is ignored: Kafka waits, up to it, for the followers'
-//   log start offsets to follow; replication has no followers yet.
+// * TimeoutMillis is ignored: the answer comes once the leader's start
+//   moved; Kafka waits, up to it, for the followers' log start offsets
+//   too. Here they follow with their next fetch round (at most
+//   replica.fetch.wait.max.ms later), unawaited.
 
 func (s *Server) handleDeleteRecords(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DeleteRecordsRequest)

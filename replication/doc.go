@@ -35,7 +35,10 @@
 // flush policy ack returns after fdatasync, so the fetch offset its next
 // fetch carries is durable when it counts toward the high watermark. A
 // follower learns the high watermark from fetch responses, and every
-// replica checkpoints it in replication-offset-checkpoint. On becoming a
+// replica checkpoints it in replication-offset-checkpoint. It takes the
+// leader's log start offset from them too (DeleteRecords, retention),
+// never past its high watermark, and checkpoints it in
+// log-start-offset-checkpoint before its next fetch. On becoming a
 // follower a replica truncates by leader epoch, never to its local high
 // watermark. Under flush policy ack a leader serves followers only what
 // it made durable (readLimitForFollower): a leader that restarts before

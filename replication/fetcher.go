@@ -53,6 +53,10 @@ type fetcherManager struct {
 	// unwritable: the last round found the log dir taking no writes
 	// (logged when it changes).
 	unwritable atomic.Bool
+	// checkpoint writes log-start-offset-checkpoint (engine.Manager.
+	// Checkpoint) after a round moved a log start offset; nil writes
+	// nothing.
+	checkpoint func() error
 	// appendFailures limits "follower append failed" to one line per
 	// cause per followerLogInterval.
 	appendFailures *causeLimiter
@@ -453,6 +457,7 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 	var wg sync.WaitGroup
 	var here []func()
 	withRecords := false
+	var logStartMoved atomic.Bool
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
 			fl := byTP[engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]
@@ -461,7 +466,9 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 			}
 			fm.recordFollower(fl, len(rp.RecordBatches))
 			handle := func() {
-				fm.handlePartition(fl, rp)
+				if fm.handlePartition(fl, rp) {
+					logStartMoved.Store(true)
+				}
 				fm.noteCaughtUp(fl, rp)
 			}
 			switch {
@@ -483,10 +490,20 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 		handle()
 	}
 	wg.Wait()
+	if logStartMoved.Load() && fm.checkpoint != nil {
+		// Once per round, however many partitions moved: a follower
+		// that restarts keeps the leader's log start offset, as the
+		// leader keeps its own (engine.Manager.DeleteRecords).
+		if err := fm.checkpoint(); err != nil {
+			fm.logger.Log(context.Background(), followerErrorLevel(err), "follower cannot checkpoint its log start offsets", "err", err)
+		}
+	}
 	return nil
 }
 
-func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTopicPartition) {
+// handlePartition applies one partition of a fetch response; it reports
+// whether the log start offset moved (the caller checkpoints it).
+func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTopicPartition) (logStartMoved bool) {
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
 	case errors.Is(err, kerr.OffsetOutOfRange):
@@ -496,14 +513,14 @@ func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTop
 				fm.logger.Log(context.Background(), followerErrorLevel(err), "follower cannot restart its log at the leader's log start", "partition", fl.p.tp.String(), "err", err)
 				fm.backoff(fl)
 			}
-			return
+			return false
 		}
 		fm.setTruncated(fl, false)
-		return
+		return false
 	default:
 		// Fenced, unknown epoch, not the leader: new metadata mends it.
 		fm.backoff(fl)
-		return
+		return false
 	}
 	if len(rp.RecordBatches) > 0 {
 		if err := fl.p.appendAsFollower(fl.epoch, rp.RecordBatches); err != nil {
@@ -513,10 +530,16 @@ func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTop
 				fm.appendFailed(fl, err)
 				fm.backoff(fl)
 			}
-			return
+			return false
 		}
 	}
 	fl.p.setFollowerHighWatermark(rp.HighWatermark)
+	moved, err := fl.p.maybeIncrementLogStartOffset(fl.epoch, rp.LogStartOffset)
+	if err != nil {
+		fm.logger.Log(context.Background(), followerErrorLevel(err), "follower cannot move its log start offset to the leader's",
+			"partition", fl.p.tp.String(), "leader_log_start_offset", rp.LogStartOffset, "err", err)
+	}
+	return moved
 }
 
 // appendFailed logs a follower's failed append: at DEBUG when its
@@ -562,6 +585,33 @@ func (p *Partition) appendAsFollower(epoch int32, records []byte) error {
 	}
 	_, err := p.log.AppendAsFollower(records)
 	return err
+}
+
+// maybeIncrementLogStartOffset moves this follower's log start offset up
+// to the leader's (Kafka's maybeIncrementLogStartOffset with reason
+// LeaderOffsetIncremented), so records the leader deleted (DeleteRecords,
+// retention) do not come back when this replica leads: never past its
+// high watermark, and only while it follows at epoch. It reports whether
+// the start moved; the caller makes it durable
+// (log-start-offset-checkpoint).
+func (p *Partition) maybeIncrementLogStartOffset(epoch int32, leaderLogStartOffset int64) (bool, error) {
+	if leaderLogStartOffset <= p.log.LogStartOffset() {
+		// Every round of an idle follower: no need to order it.
+		return false, nil
+	}
+	p.followMu.Lock()
+	defer p.followMu.Unlock()
+	if lead, e := p.Leader(); lead || e != epoch {
+		return false, errNotFollowing
+	}
+	offset := min(leaderLogStartOffset, p.HighWatermark())
+	if offset <= p.log.LogStartOffset() {
+		return false, nil
+	}
+	if err := p.log.AdvanceLogStartOffset(offset); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {
