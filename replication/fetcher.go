@@ -91,6 +91,10 @@ type fetcher struct {
 	wake   chan struct{}
 	stop   chan struct{}
 	conn   LeaderConn
+	// polling: a Fetch is in flight on conn, which the leader may hold
+	// for up to replica.fetch.wait.max.ms; interrupted: follow closed
+	// conn under it, for a partition that Fetch lacks.
+	polling, interrupted bool
 }
 
 func newFetcherManager(self int32, cfg FetchConfig, logger *slog.Logger) *fetcherManager {
@@ -143,6 +147,52 @@ func (fm *fetcherManager) follow(tp engine.TopicPartition, p *Partition, leader,
 	case f.wake <- struct{}{}:
 	default:
 	}
+	if f.polling && f.conn != nil {
+		// The Fetch in flight lacks the new partition, and the leader
+		// may hold it for the whole wait (a new partition's leader has
+		// nothing to wake it with). Closing the connection ends it now;
+		// the fetcher dials again and its next Fetch has every partition
+		// it follows. Kafka's fetcher thread takes new partitions only
+		// with its next fetch, up to replica.fetch.wait.max.ms later: a
+		// new partition's first acks=all produce waited that long. At
+		// most one interruption per Fetch, however many partitions an
+		// image brings.
+		f.polling, f.interrupted = false, true
+		f.conn.Close()
+	}
+}
+
+// startPolling marks a Fetch in flight on f's connection, unless a
+// partition was followed since the round's snapshot (its wake pending):
+// follow interrupts only a Fetch marked so, and sends the wake under the
+// same lock.
+func (fm *fetcherManager) startPolling(f *fetcher) bool {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	select {
+	case <-f.wake:
+		return false
+	default:
+	}
+	f.polling = true
+	return true
+}
+
+// setPolling marks whether a Fetch is in flight on f's connection.
+func (fm *fetcherManager) setPolling(f *fetcher, polling bool) {
+	fm.mu.Lock()
+	f.polling = polling
+	fm.mu.Unlock()
+}
+
+// takeInterrupted reports, once, whether follow closed f's connection
+// under its Fetch.
+func (fm *fetcherManager) takeInterrupted(f *fetcher) bool {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	was := f.interrupted
+	f.interrupted = false
+	return was
 }
 
 // stopAll stops every fetcher and waits for them.
@@ -162,6 +212,12 @@ func (fm *fetcherManager) stopAll() {
 func (fm *fetcherManager) snapshot(f *fetcher) []*followed {
 	fm.mu.Lock()
 	defer fm.mu.Unlock()
+	// The snapshot has every partition followed so far: a wake left
+	// from before it is spent (startPolling looks for a later one).
+	select {
+	case <-f.wake:
+	default:
+	}
 	out := make([]*followed, 0, len(f.parts))
 	for _, fl := range f.parts {
 		out = append(out, fl)
@@ -238,6 +294,11 @@ func (fm *fetcherManager) run(f *fetcher) {
 			conn, lastErr = c, ""
 		}
 		err := fm.round(f, conn, parts)
+		if fm.takeInterrupted(f) {
+			// A new partition to fetch: at once, on a new connection.
+			closeConn()
+			continue
+		}
 		if err != nil {
 			select {
 			case <-f.stop:
@@ -284,14 +345,23 @@ func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) 
 		}
 	}
 	fm.mu.Unlock()
-	// Each partition may ask its share of the response (fetchsize.go);
-	// the throttle may lower that for throttled ones.
-	fetch, limits := fm.followerBudget(fetch, partitionFetchBytes(fm.cfg.MaxBytes, fm.cfg.ResponseBytes, len(fetch)))
 	if len(truncate) > 0 {
 		if err := fm.truncate(conn, truncate); err != nil {
 			return err
 		}
+		// Those done fetch in this round's Fetch: the next round comes
+		// only after its long poll.
+		fm.mu.Lock()
+		for _, fl := range truncate {
+			if fl.truncated && !now.Before(fl.backoffUntil) {
+				fetch = append(fetch, fl)
+			}
+		}
+		fm.mu.Unlock()
 	}
+	// Each partition may ask its share of the response (fetchsize.go);
+	// the throttle may lower that for throttled ones.
+	fetch, limits := fm.followerBudget(fetch, partitionFetchBytes(fm.cfg.MaxBytes, fm.cfg.ResponseBytes, len(fetch)))
 	if len(fetch) == 0 {
 		// Everything waits on a backoff or a truncation: look again soon.
 		t := time.NewTimer(min(fm.cfg.Backoff, 100*time.Millisecond))
@@ -303,6 +373,12 @@ func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) 
 		}
 		return nil
 	}
+	if !fm.startPolling(f) {
+		// A partition was followed since this round's snapshot: the
+		// next round's Fetch has it.
+		return nil
+	}
+	defer fm.setPolling(f, false)
 	return fm.fetch(conn, fetch, limits)
 }
 
