@@ -33,8 +33,11 @@
 // per leader multiplexes every partition this node follows there
 // (fetcher.go). A partition followed while that fetcher's long poll is in
 // flight ends the poll (the fetcher closes its connection and dials
-// again), and a partition fetches in the round that truncated it, so a
-// new partition's first fetch waits for no replica.fetch.wait.max.ms. A follower appends with AppendAsFollower, which under
+// again), a partition fetches in the round that truncated it, and a
+// Fetch waits at the leader no longer than a partition's backoff lasts,
+// so a new partition's first fetch waits for no replica.fetch.wait.max.ms
+// (at most replica.fetch.backoff.ms, when the follower asked before its
+// leader hosted it). A follower appends with AppendAsFollower, which under
 // flush policy ack returns after fdatasync, so the fetch offset its next
 // fetch carries is durable when it counts toward the high watermark. A
 // follower learns the high watermark from fetch responses, and every

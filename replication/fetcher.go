@@ -379,7 +379,25 @@ func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) 
 		return nil
 	}
 	defer fm.setPolling(f, false)
-	return fm.fetch(conn, fetch, limits)
+	return fm.fetch(conn, fetch, limits, fm.fetchWaitMs(parts))
+}
+
+// fetchWaitMs is how long a Fetch may wait at the leader: up to
+// replica.fetch.wait.max.ms, but no longer than the first backoff among
+// parts lasts, so that a partition waiting it out fetches when it ends,
+// not a whole long poll later (a new partition that the follower asked
+// for before its leader hosted it waits its backoff, not more).
+func (fm *fetcherManager) fetchWaitMs(parts []*followed) int32 {
+	wait := time.Duration(fm.cfg.WaitMaxMs) * time.Millisecond
+	now := time.Now()
+	fm.mu.Lock()
+	for _, fl := range parts {
+		if now.Before(fl.backoffUntil) {
+			wait = min(wait, fl.backoffUntil.Sub(now)+time.Millisecond)
+		}
+	}
+	fm.mu.Unlock()
+	return int32(wait / time.Millisecond)
 }
 
 // writable reports whether the log's dir takes writes (one dir holds
@@ -484,12 +502,13 @@ func (fm *fetcherManager) truncate(conn LeaderConn, parts []*followed) error {
 }
 
 // fetch sends one Fetch for parts, asking at most limits[i] bytes of
-// parts[i], and appends what comes back.
-func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int32) error {
+// parts[i] and waiting at most waitMs at the leader, and appends what
+// comes back.
+func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int32, waitMs int32) error {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(ReplicaFetchVersion)
 	req.ReplicaID = fm.self
-	req.MaxWaitMillis = fm.cfg.WaitMaxMs
+	req.MaxWaitMillis = waitMs
 	req.MinBytes = 1
 	req.MaxBytes = fm.cfg.ResponseBytes
 	req.SessionEpoch = -1
@@ -513,7 +532,7 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		byTP[fl.p.tp] = fl
 	}
-	deadline := time.Now().Add(time.Duration(fm.cfg.WaitMaxMs)*time.Millisecond + fm.cfg.RequestTimeout)
+	deadline := time.Now().Add(time.Duration(waitMs)*time.Millisecond + fm.cfg.RequestTimeout)
 	body, err := conn.RoundTrip(1, ReplicaFetchVersion, req.AppendTo(nil), deadline)
 	if err != nil {
 		return err

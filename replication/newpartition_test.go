@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/engine"
@@ -21,6 +22,9 @@ import (
 // offset 0 here).
 type pollingLeader struct {
 	records map[int32][]byte
+	// unknown are partitions the leader does not host yet: it answers
+	// them UNKNOWN_TOPIC_OR_PARTITION at once, the first time only.
+	unknown map[int32]bool
 	// polls receives the partitions of each Fetch the leader holds.
 	polls chan []int32
 	mu    sync.Mutex
@@ -69,7 +73,13 @@ func (c *pollingConn) RoundTrip(key, version int16, body []byte, _ time.Time) ([
 			asked = append(asked, rp.Partition)
 			p := kmsg.NewFetchResponseTopicPartition()
 			p.Partition = rp.Partition
-			if recs := c.l.records[rp.Partition]; rp.FetchOffset == 0 && recs != nil {
+			c.l.mu.Lock()
+			unknown := c.l.unknown[rp.Partition]
+			delete(c.l.unknown, rp.Partition)
+			c.l.mu.Unlock()
+			if unknown {
+				p.ErrorCode, any = kerr.UnknownTopicOrPartition.Code, true
+			} else if recs := c.l.records[rp.Partition]; rp.FetchOffset == 0 && recs != nil {
 				p.RecordBatches, any = recs, true
 				p.HighWatermark = 1
 			} else if recs != nil {
@@ -95,10 +105,23 @@ func (c *pollingConn) RoundTrip(key, version int16, body []byte, _ time.Time) ([
 // A partition followed while the fetcher's long poll to its leader is in
 // flight is fetched at once: the follower reaches the leader's log end
 // well within replica.fetch.wait.max.ms (30 s here), where it used to
-// wait for the poll that lacked it to end.
+// wait for the poll that lacked it to end, and then for one more. When
+// the follower asks before the leader hosts the partition (it applied the
+// image first), the partition waits out its backoff (200 ms here), not a
+// long poll.
 func TestNewPartitionFetchedWithoutWaitingOutLongPoll(t *testing.T) {
-	leader := &pollingLeader{records: map[int32][]byte{1: oneRecord(t)}, polls: make(chan []int32, 16)}
-	fm := newFetcherManager(2, FetchConfig{Dial: leader.dial, WaitMaxMs: 30000, Backoff: time.Hour}, slog.New(slog.DiscardHandler))
+	for _, hostedLate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hostedLate=%v", hostedLate), func(t *testing.T) {
+			leader := &pollingLeader{records: map[int32][]byte{1: oneRecord(t)}, polls: make(chan []int32, 16),
+				unknown: map[int32]bool{1: hostedLate}}
+			newPartitionFetched(t, leader)
+		})
+	}
+}
+
+func newPartitionFetched(t *testing.T, leader *pollingLeader) {
+	t.Helper()
+	fm := newFetcherManager(2, FetchConfig{Dial: leader.dial, WaitMaxMs: 30000, Backoff: 200 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	defer fm.stopAll()
 	follow := func(i int32) *Partition {
 		tp := engine.TopicPartition{Topic: "t", Partition: i}
