@@ -149,14 +149,14 @@ func (fm *fetcherManager) follow(tp engine.TopicPartition, p *Partition, leader,
 	}
 	if f.polling && f.conn != nil {
 		// The Fetch in flight lacks the new partition, and the leader
-		// may hold it for the whole wait (a new partition's leader has
-		// nothing to wake it with). Closing the connection ends it now;
-		// the fetcher dials again and its next Fetch has every partition
-		// it follows. Kafka's fetcher thread takes new partitions only
-		// with its next fetch, up to replica.fetch.wait.max.ms later: a
-		// new partition's first acks=all produce waited that long. At
-		// most one interruption per Fetch, however many partitions an
-		// image brings.
+		// may hold it for the whole wait: nothing it waits on is the new
+		// partition's. Closing the connection ends it now; the fetcher
+		// dials again and its next Fetch has every partition it follows
+		// (Kafka's fetcher thread, too, adds partitions to its next
+		// fetch). Waiting for the poll held a new partition's first
+		// acks=all produce for up to replica.fetch.wait.max.ms. At most
+		// one interruption per Fetch, however many partitions an image
+		// brings.
 		f.polling, f.interrupted = false, true
 		f.conn.Close()
 	}
