@@ -25,15 +25,17 @@ import (
 // * UNKNOWN_TOPIC_OR_PARTITION for a partition the metadata does not
 //   have, NOT_LEADER_OR_FOLLOWER for one this node does not lead. An
 //   error answers low watermark -1.
+// * Followers follow: the leader's replica fetch responses carry its log
+//   start offset, and each follower moves its own up to it (never past
+//   its high watermark), deletes its segments below and checkpoints it,
+//   as Kafka's LeaderOffsetIncremented: the deleted records do not come
+//   back when a follower leads, nor after it restarts.
 //
 // Not implemented:
-// * Only the leader's log start offset moves, and TimeoutMillis is
-//   ignored. Kafka's followers take the leader's log start offset from
-//   their fetch responses, and the leader answers once every follower's
-//   has followed, waiting up to TimeoutMillis; wren's followers keep the
-//   records below it (until their own retention deletes them, or their
-//   log ends below the leader's log start), so a follower that becomes
-//   leader serves them again.
+// * TimeoutMillis is ignored: the answer comes once the leader's start
+//   moved; Kafka waits, up to it, for the followers' log start offsets
+//   too. Here they follow with their next fetch round (at most
+//   replica.fetch.wait.max.ms later), unawaited.
 
 func (s *Server) handleDeleteRecords(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DeleteRecordsRequest)

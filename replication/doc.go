@@ -37,11 +37,20 @@
 // responses (the leader's Fetch answer is wire.EncodeFetchResponse, its
 // records spliced in with sendfile); one fetcher goroutine
 // per leader multiplexes every partition this node follows there
-// (fetcher.go). A follower appends with AppendAsFollower, which under
+// (fetcher.go). A partition followed while that fetcher's long poll is in
+// flight ends the poll (the fetcher closes its connection and dials
+// again), a partition fetches in the round that truncated it, and a
+// Fetch waits at the leader no longer than a partition's backoff lasts,
+// so a new partition's first fetch waits for no replica.fetch.wait.max.ms
+// (at most replica.fetch.backoff.ms, when the follower asked before its
+// leader hosted it). A follower appends with AppendAsFollower, which under
 // flush policy ack returns after fdatasync, so the fetch offset its next
 // fetch carries is durable when it counts toward the high watermark. A
 // follower learns the high watermark from fetch responses, and every
-// replica checkpoints it in replication-offset-checkpoint. On becoming a
+// replica checkpoints it in replication-offset-checkpoint. It takes the
+// leader's log start offset from them too (DeleteRecords, retention),
+// never past its high watermark, and checkpoints it in
+// log-start-offset-checkpoint before its next fetch. On becoming a
 // follower a replica truncates by leader epoch, never to its local high
 // watermark. Under flush policy ack a leader serves followers only what
 // it made durable (readLimitForFollower): a leader that restarts before

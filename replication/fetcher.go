@@ -54,6 +54,13 @@ type fetcherManager struct {
 	// unwritable: the last round found the log dir taking no writes
 	// (logged when it changes).
 	unwritable atomic.Bool
+	// checkpoint writes log-start-offset-checkpoint (engine.Manager.
+	// Checkpoint) after a round moved a log start offset; nil writes
+	// nothing.
+	checkpoint func() error
+	// appendFailures limits "follower append failed" to one line per
+	// cause per followerLogInterval.
+	appendFailures *causeLimiter
 
 	mu       sync.Mutex
 	fetchers map[int32]*fetcher
@@ -85,6 +92,10 @@ type fetcher struct {
 	wake   chan struct{}
 	stop   chan struct{}
 	conn   LeaderConn
+	// polling: a Fetch is in flight on conn, which the leader may hold
+	// for up to replica.fetch.wait.max.ms; interrupted: follow closed
+	// conn under it, for a partition that Fetch lacks.
+	polling, interrupted bool
 }
 
 func newFetcherManager(self int32, cfg FetchConfig, logger *slog.Logger) *fetcherManager {
@@ -103,7 +114,8 @@ func newFetcherManager(self int32, cfg FetchConfig, logger *slog.Logger) *fetche
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Second
 	}
-	return &fetcherManager{cfg: cfg, self: self, logger: logger, fetchers: map[int32]*fetcher{}, assigned: map[engine.TopicPartition]*followed{}}
+	return &fetcherManager{cfg: cfg, self: self, logger: logger, fetchers: map[int32]*fetcher{}, assigned: map[engine.TopicPartition]*followed{},
+		appendFailures: newCauseLimiter(followerLogInterval, nil)}
 }
 
 // follow makes tp fetched from leader at epoch (a no-op when it already
@@ -136,6 +148,52 @@ func (fm *fetcherManager) follow(tp engine.TopicPartition, p *Partition, leader,
 	case f.wake <- struct{}{}:
 	default:
 	}
+	if f.polling && f.conn != nil {
+		// The Fetch in flight lacks the new partition, and the leader
+		// may hold it for the whole wait: nothing it waits on is the new
+		// partition's. Closing the connection ends it now; the fetcher
+		// dials again and its next Fetch has every partition it follows
+		// (Kafka's fetcher thread, too, adds partitions to its next
+		// fetch). Waiting for the poll held a new partition's first
+		// acks=all produce for up to replica.fetch.wait.max.ms. At most
+		// one interruption per Fetch, however many partitions an image
+		// brings.
+		f.polling, f.interrupted = false, true
+		f.conn.Close()
+	}
+}
+
+// startPolling marks a Fetch in flight on f's connection, unless a
+// partition was followed since the round's snapshot (its wake pending):
+// follow interrupts only a Fetch marked so, and sends the wake under the
+// same lock.
+func (fm *fetcherManager) startPolling(f *fetcher) bool {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	select {
+	case <-f.wake:
+		return false
+	default:
+	}
+	f.polling = true
+	return true
+}
+
+// setPolling marks whether a Fetch is in flight on f's connection.
+func (fm *fetcherManager) setPolling(f *fetcher, polling bool) {
+	fm.mu.Lock()
+	f.polling = polling
+	fm.mu.Unlock()
+}
+
+// takeInterrupted reports, once, whether follow closed f's connection
+// under its Fetch.
+func (fm *fetcherManager) takeInterrupted(f *fetcher) bool {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	was := f.interrupted
+	f.interrupted = false
+	return was
 }
 
 // stopAll stops every fetcher and waits for them.
@@ -155,6 +213,12 @@ func (fm *fetcherManager) stopAll() {
 func (fm *fetcherManager) snapshot(f *fetcher) []*followed {
 	fm.mu.Lock()
 	defer fm.mu.Unlock()
+	// The snapshot has every partition followed so far: a wake left
+	// from before it is spent (startPolling looks for a later one).
+	select {
+	case <-f.wake:
+	default:
+	}
 	out := make([]*followed, 0, len(f.parts))
 	for _, fl := range f.parts {
 		out = append(out, fl)
@@ -231,6 +295,11 @@ func (fm *fetcherManager) run(f *fetcher) {
 			conn, lastErr = c, ""
 		}
 		err := fm.round(f, conn, parts)
+		if fm.takeInterrupted(f) {
+			// A new partition to fetch: at once, on a new connection.
+			closeConn()
+			continue
+		}
 		if err != nil {
 			select {
 			case <-f.stop:
@@ -277,14 +346,23 @@ func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) 
 		}
 	}
 	fm.mu.Unlock()
-	// Each partition may ask its share of the response (fetchsize.go);
-	// the throttle may lower that for throttled ones.
-	fetch, limits := fm.followerBudget(fetch, partitionFetchBytes(fm.cfg.MaxBytes, fm.cfg.ResponseBytes, len(fetch)))
 	if len(truncate) > 0 {
 		if err := fm.truncate(conn, truncate); err != nil {
 			return err
 		}
+		// Those done fetch in this round's Fetch: the next round comes
+		// only after its long poll.
+		fm.mu.Lock()
+		for _, fl := range truncate {
+			if fl.truncated && !now.Before(fl.backoffUntil) {
+				fetch = append(fetch, fl)
+			}
+		}
+		fm.mu.Unlock()
 	}
+	// Each partition may ask its share of the response (fetchsize.go);
+	// the throttle may lower that for throttled ones.
+	fetch, limits := fm.followerBudget(fetch, partitionFetchBytes(fm.cfg.MaxBytes, fm.cfg.ResponseBytes, len(fetch)))
 	if len(fetch) == 0 {
 		// Everything waits on a backoff or a truncation: look again soon.
 		t := time.NewTimer(min(fm.cfg.Backoff, 100*time.Millisecond))
@@ -296,7 +374,31 @@ func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) 
 		}
 		return nil
 	}
-	return fm.fetch(conn, fetch, limits)
+	if !fm.startPolling(f) {
+		// A partition was followed since this round's snapshot: the
+		// next round's Fetch has it.
+		return nil
+	}
+	defer fm.setPolling(f, false)
+	return fm.fetch(conn, fetch, limits, fm.fetchWaitMs(parts))
+}
+
+// fetchWaitMs is how long a Fetch may wait at the leader: up to
+// replica.fetch.wait.max.ms, but no longer than the first backoff among
+// parts lasts, so that a partition waiting it out fetches when it ends,
+// not a whole long poll later (a new partition that the follower asked
+// for before its leader hosted it waits its backoff, not more).
+func (fm *fetcherManager) fetchWaitMs(parts []*followed) int32 {
+	wait := time.Duration(fm.cfg.WaitMaxMs) * time.Millisecond
+	now := time.Now()
+	fm.mu.Lock()
+	for _, fl := range parts {
+		if now.Before(fl.backoffUntil) {
+			wait = min(wait, fl.backoffUntil.Sub(now)+time.Millisecond)
+		}
+	}
+	fm.mu.Unlock()
+	return int32(wait / time.Millisecond)
 }
 
 // writable reports whether the log's dir takes writes (one dir holds
@@ -401,12 +503,13 @@ func (fm *fetcherManager) truncate(conn LeaderConn, parts []*followed) error {
 }
 
 // fetch sends one Fetch for parts, asking at most limits[i] bytes of
-// parts[i], and appends what comes back.
-func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int32) error {
+// parts[i] and waiting at most waitMs at the leader, and appends what
+// comes back.
+func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int32, waitMs int32) error {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(ReplicaFetchVersion)
 	req.ReplicaID = fm.self
-	req.MaxWaitMillis = fm.cfg.WaitMaxMs
+	req.MaxWaitMillis = waitMs
 	req.MinBytes = 1
 	req.MaxBytes = fm.cfg.ResponseBytes
 	req.SessionEpoch = -1
@@ -430,7 +533,7 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		byTP[fl.p.tp] = fl
 	}
-	deadline := time.Now().Add(time.Duration(fm.cfg.WaitMaxMs)*time.Millisecond + fm.cfg.RequestTimeout)
+	deadline := time.Now().Add(time.Duration(waitMs)*time.Millisecond + fm.cfg.RequestTimeout)
 	body, err := conn.RoundTrip(req, deadline)
 	if err != nil {
 		return err
@@ -450,6 +553,7 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 	var wg sync.WaitGroup
 	var here []func()
 	withRecords := false
+	var logStartMoved atomic.Bool
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
 			fl := byTP[engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]
@@ -458,7 +562,9 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 			}
 			fm.recordFollower(fl, len(rp.RecordBatches))
 			handle := func() {
-				fm.handlePartition(fl, rp)
+				if fm.handlePartition(fl, rp) {
+					logStartMoved.Store(true)
+				}
 				fm.noteCaughtUp(fl, rp)
 			}
 			switch {
@@ -480,10 +586,20 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 		handle()
 	}
 	wg.Wait()
+	if logStartMoved.Load() && fm.checkpoint != nil {
+		// Once per round, however many partitions moved: a follower
+		// that restarts keeps the leader's log start offset, as the
+		// leader keeps its own (engine.Manager.DeleteRecords).
+		if err := fm.checkpoint(); err != nil {
+			fm.logger.Log(context.Background(), followerErrorLevel(err), "follower cannot checkpoint its log start offsets", "err", err)
+		}
+	}
 	return nil
 }
 
-func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTopicPartition) {
+// handlePartition applies one partition of a fetch response; it reports
+// whether the log start offset moved (the caller checkpoints it).
+func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTopicPartition) (logStartMoved bool) {
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
 	case errors.Is(err, kerr.OffsetOutOfRange):
@@ -493,27 +609,50 @@ func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTop
 				fm.logger.Log(context.Background(), followerErrorLevel(err), "follower cannot restart its log at the leader's log start", "partition", fl.p.tp.String(), "err", err)
 				fm.backoff(fl)
 			}
-			return
+			return false
 		}
 		fm.setTruncated(fl, false)
-		return
+		return false
 	default:
 		// Fenced, unknown epoch, not the leader: new metadata mends it.
 		fm.backoff(fl)
-		return
+		return false
 	}
 	if len(rp.RecordBatches) > 0 {
 		if err := fl.p.appendAsFollower(fl.epoch, rp.RecordBatches); err != nil {
 			if errors.Is(err, engine.ErrInvalidOffsets) {
 				fm.setTruncated(fl, false)
 			} else {
-				fm.logger.Warn("follower append failed", "partition", fl.p.tp.String(), "err", err)
+				fm.appendFailed(fl, err)
 				fm.backoff(fl)
 			}
-			return
+			return false
 		}
 	}
 	fl.p.setFollowerHighWatermark(rp.HighWatermark)
+	moved, err := fl.p.maybeIncrementLogStartOffset(fl.epoch, rp.LogStartOffset)
+	if err != nil {
+		fm.logger.Log(context.Background(), followerErrorLevel(err), "follower cannot move its log start offset to the leader's",
+			"partition", fl.p.tp.String(), "leader_log_start_offset", rp.LogStartOffset, "err", err)
+	}
+	return moved
+}
+
+// appendFailed logs a follower's failed append: at DEBUG when its
+// leadership moved on or its log closed meanwhile (nothing an operator
+// needs), else at WARN, at most one line per cause per
+// followerLogInterval, saying how many it held back: a full disk or a
+// shortage of descriptors fails every partition on every round.
+func (fm *fetcherManager) appendFailed(fl *followed, err error) {
+	if followerErrorLevel(err) == slog.LevelDebug {
+		fm.logger.Debug("follower append failed", "partition", fl.p.tp.String(), "err", err)
+		return
+	}
+	cause := appendFailureCause(err)
+	if ok, suppressed := fm.appendFailures.allow(cause); ok {
+		fm.logger.Warn("follower append failed", "partition", fl.p.tp.String(), "cause", cause, "err", err,
+			"suppressed_since_last", suppressed)
+	}
 }
 
 // errNotFollowing: the replica's leadership moved on since the fetch.
@@ -542,6 +681,33 @@ func (p *Partition) appendAsFollower(epoch int32, records []byte) error {
 	}
 	_, err := p.log.AppendAsFollower(records)
 	return err
+}
+
+// maybeIncrementLogStartOffset moves this follower's log start offset up
+// to the leader's (Kafka's maybeIncrementLogStartOffset with reason
+// LeaderOffsetIncremented), so records the leader deleted (DeleteRecords,
+// retention) do not come back when this replica leads: never past its
+// high watermark, and only while it follows at epoch. It reports whether
+// the start moved; the caller makes it durable
+// (log-start-offset-checkpoint).
+func (p *Partition) maybeIncrementLogStartOffset(epoch int32, leaderLogStartOffset int64) (bool, error) {
+	if leaderLogStartOffset <= p.log.LogStartOffset() {
+		// Every round of an idle follower: no need to order it.
+		return false, nil
+	}
+	p.followMu.Lock()
+	defer p.followMu.Unlock()
+	if lead, e := p.Leader(); lead || e != epoch {
+		return false, errNotFollowing
+	}
+	offset := min(leaderLogStartOffset, p.HighWatermark())
+	if offset <= p.log.LogStartOffset() {
+		return false, nil
+	}
+	if err := p.log.AdvanceLogStartOffset(offset); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {

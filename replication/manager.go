@@ -87,6 +87,9 @@ func (m *Manager) SetReplication(cfg ReplicationConfig) {
 	}
 	m.fetchers = newFetcherManager(m.nodeID, cfg.Fetch, m.logger)
 	m.fetchers.throttle = m.followerThrottle
+	if m.logs != nil {
+		m.fetchers.checkpoint = m.logs.Checkpoint
+	}
 }
 
 // sendAlterISR asks the controller for an ISR change, off the caller's

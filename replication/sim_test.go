@@ -862,6 +862,8 @@ func (s *replSim) handleFetchResp(n *simNode, m *simMsg) error {
 		n.nextFetch = s.now + 3 // the long poll this simulation skips
 	}
 	n.p.setFollowerHighWatermark(m.hw)
+	// A failure is only logged by the fetcher, which fetches on.
+	n.p.maybeIncrementLogStartOffset(n.epoch, m.lso)
 	return nil
 }
 
