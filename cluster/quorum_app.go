@@ -16,9 +16,6 @@ import (
 // transport's goroutine and does not block.
 func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 	q := c.q
-	if q == nil {
-		return
-	}
 	m, err := decodeApp(body)
 	if err != nil {
 		q.log.Warn("metadata quorum: bad message from peer", "peer", int32(from), "err", err)
@@ -121,7 +118,7 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 // CONTROLLER listener. It returns once the change is committed, with the
 // partition's state after it.
 func (c *Controller) SubmitAlterISR(ctx context.Context, topicID UUID, partition, leader, leaderEpoch, partitionEpoch int32, isr []int32) (PartitionImage, error) {
-	if c.q == nil || c.Acting() {
+	if c.Acting() {
 		return c.AlterISR(ctx, topicID, partition, leader, leaderEpoch, partitionEpoch, isr)
 	}
 	a, err := c.forward(ctx, appMessage{Kind: appAlterISR, AlterISR: &alterISRMessage{TopicID: topicID, Partition: partition,

@@ -12,11 +12,11 @@ import (
 	"github.com/wren-broker/wren/cluster/quorum"
 )
 
-// applyEntries applies committed entries to the image and publishes it.
-// It runs on the driver goroutine.
+// applyEntries applies committed entries to the image and offers it to
+// the publisher. It runs on the driver goroutine, and does nothing that
+// waits: decoding and applying records is all in memory, and the
+// subscribers (who write to disk) run on the publisher's goroutine.
 func (c *Controller) applyEntries(ents []metalog.Entry) {
-	c.q.applyMu.Lock()
-	defer c.q.applyMu.Unlock()
 	old := c.image.Load()
 	im := old
 	for _, e := range ents {
@@ -32,22 +32,24 @@ func (c *Controller) applyEntries(ents []metalog.Entry) {
 			panic(fmt.Sprintf("cluster: committed metadata entry %d/%d does not apply: %v", e.Epoch, e.Index, err))
 		}
 	}
-	if im == old {
-		return
+	if im != old {
+		c.image.Store(im)
+		c.pub.offer(im)
 	}
-	c.image.Store(im)
+	// Also after entries that change no image (a leader change):
+	// waitActing waits for those.
 	c.q.notifyApplied()
-	c.maybeRegistered(im)
-	c.subMu.Lock()
-	subs := append([]func(old, new *Image){}, c.subscribers...)
-	c.subMu.Unlock()
-	for _, fn := range subs {
-		fn(old, im)
-	}
 }
 
-// proposeRecords is commit on a quorum: the records become one entry,
-// and it returns once the entry is committed and applied here.
+// published runs on the publisher's goroutine once every subscriber has
+// been given im.
+func (c *Controller) published(im *Image) {
+	c.maybeRegistered(im)
+}
+
+// proposeRecords is commit: the records become one entry, and it returns
+// once the entry is committed, applied here and handed to the
+// subscribers.
 func (c *Controller) proposeRecords(recs []Record) error {
 	payload, err := json.Marshal(recs)
 	if err != nil {
@@ -63,10 +65,21 @@ func (c *Controller) proposeRecords(recs []Record) error {
 		case <-ctx.Done():
 		}
 	}()
-	_, err = c.q.driver.Propose(ctx, payload)
+	index, err := c.q.driver.Propose(ctx, payload)
+	if err == nil {
+		// What a caller does next may depend on the subscribers (the
+		// broker's partitions exist once CreateTopics answers).
+		switch err := c.pub.wait(ctx, uint64(index)); {
+		case err == nil:
+			return nil
+		case errors.Is(err, context.DeadlineExceeded):
+			return fmt.Errorf("%w: the change is committed (metadata log entry %d), but this node did not finish applying it within %v",
+				kerr.RequestTimedOut, index, commitTimeout)
+		default:
+			return ErrClosed
+		}
+	}
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, metalog.ErrNotController), errors.Is(err, metalog.ErrNotCaughtUp),
 		errors.Is(err, quorum.ErrProposalDropped):
 		return fmt.Errorf("%w: node %d is not the acting controller (the controller is %d): %v",

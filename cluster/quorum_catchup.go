@@ -17,9 +17,6 @@ var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); re
 // one replayed from this node's own disk, which misses whatever changed
 // while it was down: it must not answer clients or lead from it.
 func (c *Controller) CaughtUp() <-chan struct{} {
-	if c.q == nil {
-		return closedChan
-	}
 	return c.q.driver.CaughtUp()
 }
 

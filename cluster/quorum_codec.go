@@ -118,3 +118,20 @@ func errorCode(err error) int16 {
 	}
 	return kerr.UnknownServerError.Code
 }
+
+// decodeEntry reads the records of one metadata-log entry: a JSON array.
+func decodeEntry(payload []byte) ([]Record, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(payload, &raws); err != nil {
+		return nil, fmt.Errorf("cluster: bad metadata entry: %w", err)
+	}
+	out := make([]Record, 0, len(raws))
+	for _, raw := range raws {
+		r, err := decodeRecord(raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

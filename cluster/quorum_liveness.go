@@ -18,7 +18,8 @@ import (
 // once.
 func (c *Controller) SetRegistration(ctx context.Context, rack string, listeners []BrokerListener) error {
 	reg := BrokerRegistrationRecord{BrokerID: c.cfg.NodeID, Rack: rack, Listeners: listeners}
-	if c.q == nil {
+	if c.alone() {
+		// Nobody to heartbeat to: it registers at once.
 		return c.RegisterBroker(ctx, reg, true)
 	}
 	reg.IncarnationID, reg.AcksDurable = c.q.incarnation, c.q.cfg.AcksDurable
@@ -44,7 +45,7 @@ func (c *Controller) SetRegistration(ctx context.Context, rack string, listeners
 // version never records incarnations; a caught-up node whose registration
 // still has none after broker.session.timeout.ms goes on without it.
 func (c *Controller) Registered() <-chan struct{} {
-	if c.q == nil {
+	if c.alone() {
 		return closedChan
 	}
 	return c.q.registered
@@ -341,9 +342,6 @@ func (c *Controller) carryOut(ctx context.Context, a LivenessAction) {
 // heartbeats at once, so the controller moves its leaderships within a
 // round trip rather than a heartbeat interval.
 func (c *Controller) LogDirChanged() {
-	if c.q == nil {
-		return
-	}
 	select {
 	case c.q.kick <- struct{}{}:
 	default:
@@ -378,7 +376,7 @@ func sameListeners(b BrokerImage, r *BrokerRegistrationRecord) bool {
 // nothing to do.
 func (c *Controller) RequestControlledShutdown(ctx context.Context) error {
 	q := c.q
-	if q == nil {
+	if c.alone() {
 		return nil
 	}
 	q.mu.Lock()

@@ -71,9 +71,6 @@ type quorumState struct {
 	driver *quorum.Driver
 	log    *slog.Logger
 
-	// applyMu orders applies (the driver goroutine) with Subscribe.
-	applyMu sync.Mutex
-
 	// mu guards what arrives from peers.
 	mu sync.Mutex
 	// heard is when the acting controller last heard each broker, and
@@ -155,6 +152,7 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 		return err
 	}
 	c.image.Store(im)
+	c.pub = newPublisher(im, c.published)
 	q.elections.epoch.Store(stored.Hard.Election.Epoch)
 	// Owned by the driver goroutine (OnSoftState).
 	prevSoft := election.SoftState{Controller: election.None}
@@ -174,21 +172,75 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 				"controller", int32(ss.Controller), "acting", ss.Acting)
 		}}, store, stored, qc.Transport)
 	if err != nil {
+		c.pub.close()
 		store.Close()
 		return err
 	}
-	q.wg.Add(4)
-	go c.maintain()
-	go c.heartbeat()
+	q.wg.Add(1)
 	go c.compactLoop()
-	go c.sendNodeFacts()
+	if !c.alone() {
+		// Brokers that heartbeat to a controller, and peers to tell.
+		q.wg.Add(3)
+		go c.maintain()
+		go c.heartbeat()
+		go c.sendNodeFacts()
+	}
 	return nil
+}
+
+// oneVoterQuorum is the quorum of one of a single node: no peers, so its
+// election needs no quiet start or timeout beyond the least the election
+// allows, and its lease is always held (it is its own majority).
+func oneVoterQuorum(id int32, dir string) *QuorumConfig {
+	return &QuorumConfig{Dir: dir, Transport: noPeers{}, SendApp: func(election.NodeID, []byte) {},
+		Tick: oneVoterTick,
+		Node: metalog.Config{
+			Election: election.Config{ID: election.NodeID(id), Voters: []election.NodeID{election.NodeID(id)},
+				HeartbeatTicks: 1, LeaseTicks: 2, ElectionTicks: 3, ElectionJitterTicks: 1},
+			FetchWaitTicks: 1, FetchTimeoutTicks: 2, MaxFetchEntries: 256, MaxUncommittedEntries: 1024,
+		}}
+}
+
+// oneVoterTick is a one-voter quorum's tick: it elects itself within a few
+// ticks of starting, and nothing else waits on its clock.
+const oneVoterTick = 10 * time.Millisecond
+
+// noPeers is the transport of a quorum of one.
+type noPeers struct{}
+
+func (noPeers) Send(metalog.Message)            {}
+func (noPeers) Receive() <-chan metalog.Message { return nil }
+func (noPeers) Close() error                    { return nil }
+
+// waitActing returns once this node is the acting controller with a
+// current image (a one-voter controller, a few ticks after it starts).
+func (c *Controller) waitActing(ctx context.Context) error {
+	t := time.NewTicker(c.q.cfg.Tick)
+	defer t.Stop()
+	for {
+		c.q.mu.Lock()
+		applied := c.q.applied
+		c.q.mu.Unlock()
+		ok, err := c.q.driver.ActingAndCurrent(ctx)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-applied:
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // QuorumStatus is this node's view of the metadata quorum, for the CLI
 // and operations endpoints; false on a one-voter controller.
 func (c *Controller) QuorumStatus(ctx context.Context) (quorum.Status, bool, error) {
-	if c.q == nil {
+	if c.alone() {
 		return quorum.Status{}, false, nil
 	}
 	st, err := c.q.driver.Status(ctx)
@@ -203,9 +255,6 @@ func (c *Controller) QuorumStatus(ctx context.Context) (quorum.Status, bool, err
 // node that just started hears nothing until an election begins). A
 // one-voter controller reaches its only voter.
 func (c *Controller) QuorumReach(within time.Duration) (reached, voters int) {
-	if c.q == nil {
-		return 1, 1
-	}
 	ids := c.q.cfg.Node.Election.Voters
 	self := election.NodeID(c.cfg.NodeID)
 	reached = 1
@@ -228,16 +277,13 @@ func (c *Controller) QuorumReach(within time.Duration) (reached, voters int) {
 
 // Acting reports whether this node is the acting controller.
 func (c *Controller) Acting() bool {
-	if c.q == nil {
-		return true
-	}
 	return c.q.driver.SoftState().Acting
 }
 
 // ControllerEpoch is the epoch of the controller this node follows or is,
 // 0 with one voter.
 func (c *Controller) ControllerEpoch() int32 {
-	if c.q == nil {
+	if c.alone() {
 		return 0
 	}
 	return int32(c.q.driver.SoftState().Epoch)
