@@ -174,7 +174,12 @@ func (c *Controller) startAlone() error {
 			res = c.commit([]Record{{Kind: KindBrokerRegistration, BrokerRegistration: reg}})
 		}
 	})
-	return errors.Join(err, res)
+	if err := errors.Join(err, res); err != nil {
+		return err
+	}
+	// The subscribers start from the replayed image, as they did when the
+	// log was replayed before OpenController returned.
+	return c.pub.wait(ctx, c.Image().Offset)
 }
 
 func (c *Controller) loop() {
@@ -277,10 +282,17 @@ func (c *Controller) Voters() []int32 {
 func (c *Controller) alone() bool { return len(c.cfg.Voters) == 1 }
 
 // Subscribe registers fn to run after each new image, on the publisher's
-// goroutine (publish.go), and runs it once now with (nil, the image the
-// other subscribers hold) so the subscriber starts from a complete view.
-// fn must not wait for the controller's loop.
+// goroutine (publish.go), and runs it once now with (nil, current image)
+// so the subscriber starts from a complete view: it first waits, for at
+// most commitTimeout, until the publisher has handed out the image
+// applied now (a replayed log, say), then starts from the image the
+// other subscribers hold. fn must not wait for the controller's loop.
 func (c *Controller) Subscribe(fn func(old, new *Image)) error {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	if err := c.pub.wait(ctx, c.Image().Offset); errors.Is(err, ErrClosed) {
+		return err
+	}
 	c.pub.subscribe(fn)
 	return nil
 }
