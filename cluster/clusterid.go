@@ -17,8 +17,9 @@ var errFound = errors.New("cluster: found")
 // or "" if the log holds none. It opens the log as OpenController would
 // (recovering a torn tail), reads up to the first cluster record, and
 // closes it. dir holds the metadata log of a quorum (one voter or several)
-// or an older version's one-voter log. The broker uses it to tell an operator which cluster id a
-// lost meta.properties held; the log must not be open elsewhere.
+// or an older version's one-voter log. The broker uses it to tell an
+// operator which cluster id a lost meta.properties held; the log must not
+// be open elsewhere.
 func ReadClusterID(fsys vfs.FS, dir string) (string, error) {
 	if _, err := fsys.Stat(dir + "/" + quorumLogDir); err == nil {
 		return readQuorumClusterID(fsys, dir)

@@ -212,7 +212,8 @@ func TestMeasureCreateTopicsBatch(t *testing.T) {
 
 // The acting controller's disk delays every fdatasync by
 // WREN_MEASURE_FSYNC_MS (100 by default; WREN_MEASURE_SLOW=all delays every
-// node's) while it creates topics; then it stops abruptly (its
+// node's) while it creates topics of WREN_MEASURE_PARTITIONS partitions
+// (4 by default); then it stops abruptly (its
 // connections drop at once, as for SIGKILL): how long until another node
 // is the acting controller with a current image.
 func TestMeasureFailoverSlowDisk(t *testing.T) {
@@ -221,6 +222,10 @@ func TestMeasureFailoverSlowDisk(t *testing.T) {
 	if ms, err := strconv.Atoi(os.Getenv("WREN_MEASURE_FSYNC_MS")); err == nil {
 		delay = time.Duration(ms) * time.Millisecond
 	}
+	parts := int32(4)
+	if n, err := strconv.Atoi(os.Getenv("WREN_MEASURE_PARTITIONS")); err == nil && n > 0 {
+		parts = int32(n)
+	}
 	nodes := startMeasureNodes(t, 3)
 	ctrl := waitMeasureCluster(t, nodes)
 	for _, n := range nodes {
@@ -228,6 +233,7 @@ func TestMeasureFailoverSlowDisk(t *testing.T) {
 			n.fs.delay.Store(int64(delay))
 		}
 	}
+	epochAtLoad := ctrl.c.ControllerEpoch()
 	// Load: topics created one request at a time, so every node creates
 	// partitions on its disk while the controller goes.
 	stop := make(chan struct{})
@@ -241,11 +247,17 @@ func TestMeasureFailoverSlowDisk(t *testing.T) {
 			default:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			ctrl.c.CreateTopics(ctx, []CreateTopic{{Name: fmt.Sprintf("load-%d", i), NumPartitions: 4, ReplicationFactor: 3}}, false)
+			ctrl.c.CreateTopics(ctx, []CreateTopic{{Name: fmt.Sprintf("load-%d", i), NumPartitions: parts, ReplicationFactor: 3}}, false)
 			cancel()
 		}
 	}()
-	pollUntil(t, "load under way", 30*time.Second, func() bool { return ctrl.files.Load() >= 20 })
+	pollUntil(t, "load under way", 60*time.Second, func() bool { return ctrl.files.Load() >= int64(5*parts) })
+	// A controller whose driver waits on its disk loses its lease, and
+	// the others elect another before any kill: count the epochs.
+	epochAtKill, actingAtKill := int32(0), measureActing(nodes, nil)
+	for _, n := range nodes {
+		epochAtKill = max(epochAtKill, n.c.ControllerEpoch())
+	}
 	killed := time.Now()
 	ctrl.tr.Close()
 	close(stop)
@@ -263,5 +275,7 @@ func TestMeasureFailoverSlowDisk(t *testing.T) {
 	took := time.Since(killed)
 	go ctrl.c.Close()
 	<-loadDone
-	t.Logf("MEASURE failover_slow_disk: fsync_delay=%v slow=%q new_controller=%d after=%v", delay, os.Getenv("WREN_MEASURE_SLOW"), next.id, took.Round(time.Millisecond))
+	stillActing := actingAtKill == ctrl
+	t.Logf("MEASURE failover_slow_disk: fsync_delay=%v slow=%q partitions_per_topic=%d epochs_during_load=%d killed_node_acting_at_kill=%v new_controller=%d after=%v",
+		delay, os.Getenv("WREN_MEASURE_SLOW"), parts, epochAtKill-epochAtLoad, stillActing, next.id, took.Round(time.Millisecond))
 }

@@ -13,7 +13,8 @@ var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); re
 // CaughtUp is closed once this node's image is current: on a quorum, once
 // it applied everything the acting controller had committed when this
 // node first heard its commit index (Kafka's initial catch-up of a
-// broker's metadata); at once with one voter. Until then the image is the
+// broker's metadata); with one voter, once it elected itself, before
+// OpenController returns. Until then the image is the
 // one replayed from this node's own disk, which misses whatever changed
 // while it was down: it must not answer clients or lead from it.
 func (c *Controller) CaughtUp() <-chan struct{} {

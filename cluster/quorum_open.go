@@ -65,7 +65,8 @@ type QuorumConfig struct {
 // commit).
 const commitTimeout = 10 * time.Second
 
-// quorumState is the controller's part in a multi-voter cluster.
+// quorumState is the controller's driver of the metadata quorum (of one
+// voter or several).
 type quorumState struct {
 	cfg    QuorumConfig
 	driver *quorum.Driver
