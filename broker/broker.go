@@ -22,8 +22,10 @@ import (
 	"github.com/wren-broker/wren/replication"
 )
 
-// metadataDirName holds the metadata log inside the first log dir. It has
-// no "-<partition>" suffix, so the engine never takes it for a partition.
+// metadataDirName held a one-voter metadata log inside the first log dir
+// before a one-voter controller became a quorum of one: the controller
+// converts it into quorumDirName on first start. Neither has a
+// "-<partition>" suffix, so the engine never takes them for partitions.
 const metadataDirName = "__cluster_metadata"
 
 // Broker is one running wren node: its data directory, controller,
@@ -175,7 +177,7 @@ func (b *Broker) openLogs(w *wiring) (err error) {
 		OnSync:         b.ops.metrics.ObserveSync,
 		FreeSpaceFloor: freeSpaceFloor(cfg),
 		OnDiskSpace:    b.onDiskSpace,
-		MetadataLogDir: metadataDirName,
+		MetadataLogDir: quorumDirName,
 		OpenFilesMax:   openFilesMax(cfg),
 		ReadClusterID: func(path string) (string, error) {
 			return cluster.ReadClusterID(o.FS, path)
@@ -217,8 +219,13 @@ func (b *Broker) openController(w *wiring) error {
 	for i, v := range cfg.Voters {
 		voters[i] = v.ID
 	}
+	qc := w.quorum
+	if qc == nil {
+		// One voter: a quorum of one, no transport.
+		qc = &cluster.QuorumConfig{Dir: w.dir + "/" + quorumDirName, Logger: b.logger}
+	}
 	c, err := cluster.OpenController(w.o.FS, w.dir+"/"+metadataDirName, cluster.ControllerConfig{
-		Quorum:                   w.quorum,
+		Quorum:                   qc,
 		NodeID:                   cfg.NodeID,
 		Voters:                   voters,
 		ClusterID:                firstNonEmpty(cfg.ClusterID, b.logs.Meta().ClusterID),

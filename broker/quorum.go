@@ -40,9 +40,9 @@ func replicationConfig(cfg *config.Config, tr *quorum.TCPTransport, c *cluster.C
 	}
 }
 
-// quorumDirName holds the replicated metadata log of a multi-voter
-// cluster inside the first log dir, beside the one-voter log.
-const quorumDirName = "__cluster_quorum"
+// quorumDirName holds the metadata log inside the first log dir, of one
+// voter or of several.
+const quorumDirName = cluster.QuorumDirName
 
 // quorumFetchBytes bounds the entries of one metadata fetch answer: a
 // quarter of a peer frame, so an answer of large entries (a CreateTopics

@@ -2,9 +2,9 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/wren-broker/wren/internal/vfs"
-	"github.com/wren-broker/wren/wal"
 )
 
 // ControllerConfig configures the controller.
@@ -53,8 +52,10 @@ type ControllerConfig struct {
 	// nil leaves leaders where elections put them.
 	LeaderRebalance *LeaderRebalanceConfig
 	// Quorum, set when controller.quorum.voters lists several nodes, makes
-	// the controller a voter of the replicated metadata log; nil keeps the
-	// one-voter controller over the local log in dir.
+	// the controller a voter of the replicated metadata log. Nil (or one
+	// without a Transport) with one voter makes it a quorum of one, its
+	// log in QuorumDirName beside dir (or in Quorum.Dir), converted from
+	// an older version's one-voter log in dir on first start.
 	Quorum *QuorumConfig
 }
 
@@ -67,21 +68,20 @@ type LeaderRebalanceConfig struct {
 }
 
 // Controller owns the metadata log. Every change goes through its single
-// event loop: validate against the current image, append the records as
-// one durable wal entry (so a change is all or nothing after a crash),
-// apply them, and publish the new image to subscribers in order. It needs
-// no locks beyond the queue, as Kafka's own controller.
+// event loop: validate against the current image, then commit the records
+// as one entry of the replicated metadata log (so a change is all or
+// nothing after a crash). The quorum driver applies committed entries to
+// the image, and the publisher hands each new image to the subscribers in
+// order, on its own goroutine. It needs no locks beyond the queue, as
+// Kafka's own controller.
 //
-// With one voter a change commits when it is durable in this node's own
-// log. With several (ControllerConfig.Quorum) the acting controller
-// proposes it through the replicated metadata log (cluster/quorum: Bully
-// election with epochs, the log replicated to a majority), it commits at
-// a majority, and every node's image is the replay of committed entries.
+// One voter is a quorum of one over the same metadata log: a change
+// commits once it is durable on this node, through the same path.
 type Controller struct {
 	cfg   ControllerConfig
-	log   *wal.Log // the one-voter log; nil on a quorum
 	q     *quorumState
 	image atomic.Pointer[Image]
+	pub   *publisher
 
 	events chan func()
 	done   chan struct{}
@@ -90,89 +90,94 @@ type Controller struct {
 	// alterISRs are the ISR changes waiting for the loop (AlterISR).
 	alterISRs alterISRQueue
 
-	// subscribers run on the loop goroutine after each published image.
-	subMu       sync.Mutex
-	subscribers []func(old, new *Image)
-	closeOnce   sync.Once
+	closeOnce sync.Once
 }
 
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("cluster: controller closed")
 
-// OpenController opens the metadata log in dir, replays it into the
-// image, and starts the event loop. A new log gets its cluster id first.
+// QuorumDirName is the directory, beside the controller's dir, that holds
+// the metadata log of a one-voter controller opened without a
+// QuorumConfig (the broker keeps a quorum's there too).
+const QuorumDirName = "__cluster_quorum"
+
+// OpenController opens the metadata log, replays it into the image, and
+// starts the event loop. With one voter (no QuorumConfig, or one without
+// a transport) the quorum is this node alone: a one-voter metadata log
+// left in dir by an older version is converted first (convert.go), the
+// node elects itself, and a new log gets its cluster id and this node's
+// broker registration before OpenController returns.
 func OpenController(fsys vfs.FS, dir string, cfg ControllerConfig) (*Controller, error) {
 	if len(cfg.Voters) == 0 {
 		cfg.Voters = []int32{cfg.NodeID}
 	}
-	if cfg.Quorum != nil {
-		c := &Controller{cfg: cfg, events: make(chan func()), done: make(chan struct{})}
-		if err := c.openQuorum(fsys); err != nil {
+	alone := len(cfg.Voters) == 1 && cfg.Voters[0] == cfg.NodeID
+	if cfg.Quorum == nil || cfg.Quorum.Transport == nil {
+		if !alone {
+			return nil, fmt.Errorf("cluster: %d voters %v need a metadata quorum transport", len(cfg.Voters), cfg.Voters)
+		}
+		qc := oneVoterQuorum(cfg.NodeID, path.Join(path.Dir(dir), QuorumDirName))
+		if cfg.Quorum != nil {
+			qc.Dir, qc.Logger = cfg.Quorum.Dir, cfg.Quorum.Logger
+			qc.SnapshotEntries, qc.SnapshotBytes = cfg.Quorum.SnapshotEntries, cfg.Quorum.SnapshotBytes
+		}
+		cfg.Quorum = qc
+		if err := convertOneVoterLog(fsys, dir, qc.Dir); err != nil {
 			return nil, err
 		}
-		c.wg.Add(1)
-		go c.loop()
-		return c, nil
 	}
-	l, err := wal.Open(fsys, dir, wal.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("cluster: metadata log: %w", err)
-	}
-	c := &Controller{cfg: cfg, log: l, events: make(chan func()), done: make(chan struct{})}
-	im := emptyImage()
-	err = l.Scan(l.FirstIndex(), func(index uint64, payload []byte) error {
-		recs, err := decodeEntry(payload)
-		if err != nil {
-			return fmt.Errorf("metadata log entry %d: %w", index, err)
-		}
-		im, err = applyRecords(im, index, recs)
-		return err
-	})
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	c.image.Store(im)
-	if im.ClusterID == "" {
-		id := cfg.ClusterID
-		if id == "" {
-			id = NewUUID().String()
-		}
-		if err := commitResult(c.commit, DecideClusterID(im, id)); err != nil {
-			l.Close()
-			return nil, err
-		}
-	} else if cfg.ClusterID != "" && cfg.ClusterID != im.ClusterID {
-		l.Close()
-		return nil, fmt.Errorf("cluster: the metadata log in %s belongs to cluster %s, but this node was given cluster.id %s (by its config or meta.properties)", dir, im.ClusterID, cfg.ClusterID)
-	}
-	// This node's broker registers itself, so placement has a broker list
-	// in a one-node cluster too. A registration that did not change is not
-	// written again.
-	reg := RegisterBrokerRequest{Registration: BrokerRegistrationRecord{BrokerID: cfg.NodeID, Rack: cfg.Rack, Listeners: cfg.Listeners}, CleanShutdown: true}
-	if err := commitResult(c.commit, DecideRegisterBroker(c.Image(), c.rules(), reg)); err != nil {
-		l.Close()
+	c := &Controller{cfg: cfg, events: make(chan func()), done: make(chan struct{})}
+	if err := c.openQuorum(fsys); err != nil {
 		return nil, err
 	}
 	c.wg.Add(1)
 	go c.loop()
+	if alone {
+		if err := c.startAlone(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
-func decodeEntry(payload []byte) ([]Record, error) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(payload, &raws); err != nil {
-		return nil, fmt.Errorf("cluster: bad metadata entry: %w", err)
+// startAlone waits for a one-voter controller to act, then gives a new log
+// its cluster id and this node's broker registration, as a one-voter
+// cluster has nobody else to do it.
+func (c *Controller) startAlone() error {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	if err := c.waitActing(ctx); err != nil {
+		return fmt.Errorf("cluster: the one-voter metadata log in %s did not start: %w", c.q.cfg.Dir, err)
 	}
-	out := make([]Record, 0, len(raws))
-	for _, raw := range raws {
-		r, err := decodeRecord(raw)
-		if err != nil {
-			return nil, err
+	var res error
+	err := c.run(ctx, func() {
+		im := c.Image()
+		if im.ClusterID == "" {
+			id := c.cfg.ClusterID
+			if id == "" {
+				id = NewUUID().String()
+			}
+			if res = commitResult(c.commit, DecideClusterID(im, id)); res != nil {
+				return
+			}
+		} else if c.cfg.ClusterID != "" && c.cfg.ClusterID != im.ClusterID {
+			res = fmt.Errorf("cluster: the metadata log in %s belongs to cluster %s, but this node was given cluster.id %s (by its config or meta.properties)",
+				c.q.cfg.Dir, im.ClusterID, c.cfg.ClusterID)
+			return
 		}
-		out = append(out, r)
+		// This node's broker registers itself, so placement has a broker
+		// list in a one-node cluster too. A registration that did not
+		// change is not written again.
+		reg := RegisterBrokerRequest{Registration: BrokerRegistrationRecord{BrokerID: c.cfg.NodeID, Rack: c.cfg.Rack, Listeners: c.cfg.Listeners}, CleanShutdown: true}
+		res = commitResult(c.commit, DecideRegisterBroker(c.Image(), c.rules(), reg))
+	})
+	if err := errors.Join(err, res); err != nil {
+		return err
 	}
-	return out, nil
+	// The subscribers start from the replayed image, as they did when the
+	// log was replayed before OpenController returned.
+	return c.pub.wait(ctx, c.Image().Offset)
 }
 
 func (c *Controller) loop() {
@@ -202,23 +207,21 @@ func (c *Controller) run(ctx context.Context, fn func()) error {
 }
 
 // change runs fn, which validates a change against the image and commits
-// it, on the event loop. On a quorum it runs only on the acting controller
-// whose image holds every committed entry: a new controller's image may
-// lack entries its predecessor committed until its own leader-change entry
-// is applied, and a change validated against it could be wrong (a topic
+// it, on the event loop. It runs only on the acting controller whose
+// image holds every committed entry: a new controller's image may lack
+// entries its predecessor committed until its own leader-change entry is
+// applied, and a change validated against it could be wrong (a topic
 // created twice) or silently nothing (the delete of a config key the
 // stale image lacks). Otherwise the change is NOT_CONTROLLER, which
 // clients and the forwarding node retry.
 func (c *Controller) change(ctx context.Context, fn func()) error {
 	var refused error
 	err := c.run(ctx, func() {
-		if c.q != nil {
-			ok, err := c.q.driver.ActingAndCurrent(ctx)
-			if err != nil || !ok {
-				refused = fmt.Errorf("%w: node %d is not an acting controller with a current metadata image (the controller is %d)",
-					kerr.NotController, c.cfg.NodeID, c.ControllerID())
-				return
-			}
+		ok, err := c.q.driver.ActingAndCurrent(ctx)
+		if err != nil || !ok {
+			refused = fmt.Errorf("%w: node %d is not an acting controller with a current metadata image (the controller is %d)",
+				kerr.NotController, c.cfg.NodeID, c.ControllerID())
+			return
 		}
 		fn()
 	})
@@ -228,36 +231,12 @@ func (c *Controller) change(ctx context.Context, fn func()) error {
 	return refused
 }
 
-// commit appends records as one durable entry, applies them and publishes
-// the image. Only the event loop (or OpenController before it starts)
-// calls it.
+// commit appends records as one entry of the metadata log and returns
+// once it is committed, applied to the image and handed to the
+// subscribers. Only the event loop calls it. It is the one commit path,
+// for one voter and for a quorum alike (quorum_apply.go).
 func (c *Controller) commit(recs []Record) error {
-	if c.q != nil {
-		return c.proposeRecords(recs)
-	}
-	payload, err := json.Marshal(recs)
-	if err != nil {
-		return err
-	}
-	index, err := c.log.Append(payload)
-	if err != nil {
-		return fmt.Errorf("%w: metadata log: %w", kerr.KafkaStorageError, err)
-	}
-	old := c.image.Load()
-	im, err := applyRecords(old, index, recs)
-	if err != nil {
-		// The change was validated against this image: a mismatch is a
-		// controller bug, and the log now holds it.
-		panic(fmt.Sprintf("cluster: committed metadata entry %d does not apply: %v", index, err))
-	}
-	c.image.Store(im)
-	c.subMu.Lock()
-	subs := append([]func(old, new *Image){}, c.subscribers...)
-	c.subMu.Unlock()
-	for _, fn := range subs {
-		fn(old, im)
-	}
-	return nil
+	return c.proposeRecords(recs)
 }
 
 // Image returns the current metadata image.
@@ -272,27 +251,19 @@ func (c *Controller) NodeID() int32 { return c.cfg.NodeID }
 // ControllerID is the id of the active controller, -1 while none is
 // known.
 func (c *Controller) ControllerID() int32 {
-	if c.q != nil {
-		return int32(c.q.driver.SoftState().Controller)
-	}
-	return c.cfg.NodeID
+	return int32(c.q.driver.SoftState().Controller)
 }
 
-// Brokers lists the node ids of the brokers, sorted: on a quorum the
-// registered unfenced brokers and this node, as Kafka's Metadata lists
-// only live brokers; on one voter, the voters.
+// Brokers lists the node ids of the brokers, sorted: the registered
+// unfenced brokers and this node, as Kafka's Metadata lists only live
+// brokers.
 func (c *Controller) Brokers() []int32 {
-	if c.q != nil {
-		b := []int32{c.cfg.NodeID}
-		for _, r := range c.Image().Brokers() {
-			if !r.Fenced && r.ID != c.cfg.NodeID {
-				b = append(b, r.ID)
-			}
+	b := []int32{c.cfg.NodeID}
+	for _, r := range c.Image().Brokers() {
+		if !r.Fenced && r.ID != c.cfg.NodeID {
+			b = append(b, r.ID)
 		}
-		sort.Slice(b, func(i, j int) bool { return b[i] < b[j] })
-		return b
 	}
-	b := append([]int32(nil), c.cfg.Voters...)
 	sort.Slice(b, func(i, j int) bool { return b[i] < b[j] })
 	return b
 }
@@ -304,45 +275,38 @@ func (c *Controller) Voters() []int32 {
 	return v
 }
 
-// Subscribe registers fn to run, on the controller's loop, after each new
-// image, and runs it once now with (nil, current image) so the subscriber
-// starts from a complete view.
+// alone reports whether this node is the only voter: a quorum of one,
+// with no peers to heartbeat to, forward to or hand leadership to.
+func (c *Controller) alone() bool { return len(c.cfg.Voters) == 1 }
+
+// Subscribe registers fn to run after each new image, on the publisher's
+// goroutine (publish.go), and runs it once now with (nil, current image)
+// so the subscriber starts from a complete view: it first waits, for at
+// most commitTimeout, until the publisher has handed out the image
+// applied now (a replayed log, say), then starts from the image the
+// other subscribers hold. fn must not wait for the controller's loop.
 func (c *Controller) Subscribe(fn func(old, new *Image)) error {
-	if c.q != nil {
-		// Images are published by the quorum driver, under applyMu.
-		c.q.applyMu.Lock()
-		defer c.q.applyMu.Unlock()
-		c.subMu.Lock()
-		c.subscribers = append(c.subscribers, fn)
-		c.subMu.Unlock()
-		fn(nil, c.image.Load())
-		return nil
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	if err := c.pub.wait(ctx, c.Image().Offset); errors.Is(err, ErrClosed) {
+		return err
 	}
-	return c.run(context.Background(), func() {
-		c.subMu.Lock()
-		c.subscribers = append(c.subscribers, fn)
-		c.subMu.Unlock()
-		fn(nil, c.image.Load())
-	})
+	c.pub.subscribe(fn)
+	return nil
 }
 
 // Close stops the loop and closes the metadata log.
 func (c *Controller) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
-		if c.q != nil {
-			// The housekeeping goroutines call into the loop: stop them
-			// first.
-			close(c.q.stop)
-			c.q.wg.Wait()
-		}
+		// The housekeeping goroutines call into the loop: stop them
+		// first.
+		close(c.q.stop)
+		c.q.wg.Wait()
 		close(c.done)
 		c.wg.Wait()
-		if c.q != nil {
-			err = c.q.driver.Close()
-			return
-		}
-		err = c.log.Close()
+		err = c.q.driver.Close()
+		c.pub.close()
 	})
 	return err
 }

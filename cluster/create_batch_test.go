@@ -10,19 +10,23 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/wren-broker/wren/cluster/metalog"
 	"github.com/wren-broker/wren/internal/vfs"
 )
 
-// walEntries lists the sizes of the one-voter metadata log's entries
-// after index from.
+// walEntries lists the sizes of the metadata log's record entries after
+// index from.
 func walEntries(t *testing.T, c *Controller, from uint64) []int {
 	t.Helper()
-	var sizes []int
-	if err := c.log.Scan(from+1, func(_ uint64, payload []byte) error {
-		sizes = append(sizes, len(payload))
-		return nil
-	}); err != nil {
+	ents, err := c.q.driver.Entries(context.Background(), int64(from))
+	if err != nil {
 		t.Fatal(err)
+	}
+	var sizes []int
+	for _, e := range ents {
+		if e.Type == metalog.EntryRecords {
+			sizes = append(sizes, len(e.Data))
+		}
 	}
 	return sizes
 }

@@ -92,13 +92,22 @@
 //     election prefers a replica that can write; back writable, it
 //     rejoins ISRs by AlterISR and the rebalance returns its leaderships.
 //
-// With one voter the controller commits a change once it is durable on
-// this node (the log in dir). With several (ControllerConfig.Quorum,
-// quorum_mode.go) the records of a change are one entry of the replicated
-// metadata log (cluster/metalog, driven by cluster/quorum): only the acting
-// controller proposes, a change returns once a majority holds it and it is
-// applied here, every node's image is the replay of the committed entries
-// only, and a change asked of another node is NOT_CONTROLLER. The acting
+// There is one commit path (Controller.commit, quorum_apply.go): the
+// records of a change are one entry of the metadata log (cluster/metalog,
+// driven by cluster/quorum): only the acting controller proposes, a change
+// returns once a majority holds it, it is applied here and the subscribers
+// have the image, every node's image is the replay of the committed
+// entries only, and a change asked of another node is NOT_CONTROLLER. One
+// voter is a quorum of one (no transport; it elects itself at its first
+// tick, and a change commits once durable on this node); an older
+// version's one-voter log converts on first start (convert.go). The
+// quorum driver applies committed entries to the image in memory; the
+// publisher (publish.go) hands images to the subscribers on its own
+// goroutine, so a slow disk under them never holds up the election's
+// ticks. The driver's parts: opening the quorum (quorum_open.go),
+// applying and committing (quorum_apply.go), the app-message codec
+// (quorum_codec.go) and dispatcher (quorum_app.go), broker liveness and
+// registration (quorum_liveness.go), catch-up (quorum_catchup.go). The acting
 // controller records the cluster id of a new cluster, registers the
 // brokers that heartbeat to it (their advertised listeners), fences a
 // broker silent for broker.session.timeout.ms and unfences it when heard
@@ -116,7 +125,7 @@
 //
 // Those liveness decisions are a pure core (liveness.go, Liveness.Decide:
 // image, what was heard from each broker and when, the monotonic time in;
-// actions out; testdata/liveness): the driver in quorum_mode.go only
+// actions out; testdata/liveness): the driver in quorum_liveness.go only
 // gathers the inputs and commits the actions. A broker's session counts
 // from the last time this node heard anything from it, quorum traffic
 // included and also from before it became the acting controller, so a

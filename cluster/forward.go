@@ -22,18 +22,13 @@ type ForwardHandler func(ctx context.Context, key, version int16, body []byte) (
 // this one. Before it is set, a forwarded request is answered with an
 // error, and the forwarding node answers NOT_CONTROLLER.
 func (c *Controller) SetForwardHandler(h ForwardHandler) {
-	if c.q != nil {
-		c.q.forwardHandler.Store(&h)
-	}
+	c.q.forwardHandler.Store(&h)
 }
 
 // ShouldForward reports whether a request that changes metadata should
 // go to another node: this node is one voter of a quorum, not the acting
 // controller, and knows who is.
 func (c *Controller) ShouldForward() bool {
-	if c.q == nil {
-		return false
-	}
 	ss := c.q.driver.SoftState()
 	return !ss.Acting && ss.Controller != election.None && ss.Controller != election.NodeID(c.cfg.NodeID)
 }
@@ -46,9 +41,6 @@ func (c *Controller) ShouldForward() bool {
 // deadline ends: then an error, and the caller answers as a node that is
 // not the controller does.
 func (c *Controller) ForwardRequest(ctx context.Context, key, version int16, body []byte) ([]byte, error) {
-	if c.q == nil {
-		return nil, errors.New("cluster: forwarding needs a metadata quorum")
-	}
 	a, err := c.forward(ctx, appMessage{Kind: appKafkaRequest, APIKey: key, APIVersion: version, Body: body})
 	if err != nil {
 		return nil, err

@@ -41,9 +41,6 @@ type heardFacts struct {
 // called once per broker.heartbeat.interval.ms and must not block. A body
 // over 64 KiB is not sent. With one voter there is no one to tell.
 func (c *Controller) SetNodeFacts(fn func() []byte) {
-	if c.q == nil {
-		return
-	}
 	c.q.facts.mu.Lock()
 	c.q.facts.local = fn
 	c.q.facts.mu.Unlock()
@@ -55,9 +52,6 @@ func (c *Controller) SetNodeFacts(fn func() []byte) {
 // broker silent for broker.session.timeout.ms anyway.
 func (c *Controller) PeerNodeFacts(maxAge time.Duration) map[int32][]byte {
 	out := map[int32][]byte{}
-	if c.q == nil {
-		return out
-	}
 	f := &c.q.facts
 	f.mu.Lock()
 	defer f.mu.Unlock()

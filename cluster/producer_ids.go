@@ -8,7 +8,7 @@ import "context"
 // handed out twice, across restarts and (with the quorum) across
 // controllers.
 func (c *Controller) AllocateProducerIDs(ctx context.Context, broker int32) (first int64, err error) {
-	if c.q != nil && broker == c.cfg.NodeID && !c.Acting() {
+	if broker == c.cfg.NodeID && !c.Acting() {
 		// This broker's own block comes from the acting controller.
 		return c.forwardAllocateProducerIDs(ctx, broker)
 	}

@@ -93,7 +93,7 @@ func waitPropagated(ctx context.Context, src propagationSource, offset uint64, t
 // controller) it returns nil at once: a follower knows nothing of the
 // others, and a one-voter cluster has no others.
 func (c *Controller) WaitPropagated(ctx context.Context, offset uint64, timeout time.Duration) []int32 {
-	if c.q == nil || !c.Acting() {
+	if c.alone() || !c.Acting() {
 		return nil
 	}
 	if timeout <= 0 || timeout > PropagationWaitMax {

@@ -53,7 +53,7 @@ func (e *electionCounters) observe(ss election.SoftState) {
 // QuorumStats returns this node's quorum figures; false on a single
 // voter, which has no quorum.
 func (c *Controller) QuorumStats() (QuorumStats, bool) {
-	if c.q == nil {
+	if c.alone() {
 		return QuorumStats{}, false
 	}
 	e := &c.q.elections

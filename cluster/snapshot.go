@@ -90,25 +90,17 @@ func decodeImage(data []byte) (*Image, error) {
 
 // restoreSnapshot replaces the image with a snapshot's (the quorum driver
 // calls it, on its goroutine, when this node installs the controller's
-// snapshot) and tells the subscribers.
+// snapshot) and offers it to the publisher: subscribers see the
+// transition from the image they hold to the restored one.
 func (c *Controller) restoreSnapshot(data []byte) error {
 	im, err := decodeImage(data)
 	if err != nil {
 		return err
 	}
-	c.q.applyMu.Lock()
-	defer c.q.applyMu.Unlock()
-	old := c.image.Load()
 	c.image.Store(im)
+	c.pub.offer(im)
 	c.q.notifyApplied()
-	c.maybeRegistered(im)
 	c.q.log.Info("metadata quorum: image restored from the controller's snapshot", "offset", im.Offset, "topics", len(im.topics))
-	c.subMu.Lock()
-	subs := append([]func(old, new *Image){}, c.subscribers...)
-	c.subMu.Unlock()
-	for _, fn := range subs {
-		fn(old, im)
-	}
 	return nil
 }
 

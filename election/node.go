@@ -106,6 +106,11 @@ func NewNode(cfg Config, hs HardState) (*Node, error) {
 	n.quietLeft = startQuietTicks(cfg)
 	n.resetElectionTimer()
 	n.randomizedElectionTicks += n.quietLeft - cfg.ElectionTicks // the first run comes after the quiet start
+	if len(cfg.Voters) == 1 {
+		// A lone voter has no peers whose view of its previous
+		// incarnation could still run: it runs at its first tick.
+		n.quietLeft, n.randomizedElectionTicks = 0, 1
+	}
 	n.prevSoft = n.softState()
 	return n, nil
 }

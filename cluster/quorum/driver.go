@@ -565,3 +565,19 @@ func (d *Driver) Compact(ctx context.Context, minEntries int64, encode func() ([
 	<-got
 	return index, err
 }
+
+// Entries returns a copy of the log's entries after index from (not yet
+// compacted), read on the driver goroutine. For tests and tools.
+func (d *Driver) Entries(ctx context.Context, from int64) ([]metalog.Entry, error) {
+	var ents []metalog.Entry
+	got := make(chan struct{})
+	select {
+	case d.queries <- func(n *metalog.Node) { ents = n.Entries(from); close(got) }:
+	case <-d.done:
+		return nil, d.stoppedErr()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	<-got
+	return ents, nil
+}
