@@ -26,6 +26,9 @@ type QuorumConfig struct {
 	SendApp func(to election.NodeID, body []byte)
 	Node    metalog.Config
 	Tick    time.Duration
+	// TickAtStart: the quorum driver's first tick comes at once
+	// (quorum.Config.TickAtStart); a quorum of one sets it.
+	TickAtStart bool
 	// BrokerHeartbeatInterval and BrokerSessionTimeout are
 	// broker.heartbeat.interval.ms and broker.session.timeout.ms: a broker
 	// the acting controller has not heard for the session timeout is
@@ -157,7 +160,7 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 	q.elections.epoch.Store(stored.Hard.Election.Epoch)
 	// Owned by the driver goroutine (OnSoftState).
 	prevSoft := election.SoftState{Controller: election.None}
-	q.driver, err = quorum.Start(quorum.Config{Node: qc.Node, Tick: qc.Tick, Apply: c.applyEntries, Restore: c.restoreSnapshot, Logger: qc.Logger,
+	q.driver, err = quorum.Start(quorum.Config{Node: qc.Node, Tick: qc.Tick, TickAtStart: qc.TickAtStart, Apply: c.applyEntries, Restore: c.restoreSnapshot, Logger: qc.Logger,
 		OnSoftState: func(ss election.SoftState) {
 			q.elections.observe(ss)
 			// A node without a controller tries an election every timeout
@@ -194,7 +197,7 @@ func (c *Controller) openQuorum(fsys vfs.FS) error {
 // allows, and its lease is always held (it is its own majority).
 func oneVoterQuorum(id int32, dir string) *QuorumConfig {
 	return &QuorumConfig{Dir: dir, Transport: noPeers{}, SendApp: func(election.NodeID, []byte) {},
-		Tick: oneVoterTick,
+		Tick: oneVoterTick, TickAtStart: true,
 		Node: metalog.Config{
 			Election: election.Config{ID: election.NodeID(id), Voters: []election.NodeID{election.NodeID(id)},
 				HeartbeatTicks: 1, LeaseTicks: 2, ElectionTicks: 3, ElectionJitterTicks: 1},
@@ -202,9 +205,11 @@ func oneVoterQuorum(id int32, dir string) *QuorumConfig {
 		}}
 }
 
-// oneVoterTick is a one-voter quorum's tick: it elects itself within a few
-// ticks of starting, and nothing else waits on its clock.
-const oneVoterTick = 10 * time.Millisecond
+// oneVoterTick is a one-voter quorum's tick. It elects itself at its first
+// tick, which comes at once (TickAtStart), and nothing else waits on its
+// clock: commits follow proposals, not ticks. A long tick keeps an idle
+// node from waking a hundred times a second.
+const oneVoterTick = 250 * time.Millisecond
 
 // noPeers is the transport of a quorum of one.
 type noPeers struct{}

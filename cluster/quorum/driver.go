@@ -20,6 +20,12 @@ type Config struct {
 	Node metalog.Config
 	// Tick is the length of one election tick on the monotonic clock.
 	Tick time.Duration
+	// TickAtStart delivers the node's first tick as soon as the driver
+	// runs instead of a Tick later: a quorum of one elects itself at its
+	// first tick, so its start need not wait a tick, and its tick can be
+	// long enough that an idle node rarely wakes. The node counts one tick
+	// more than has passed, which only shortens a lease.
+	TickAtStart bool
 	// Apply gets the committed entries in order, on the driver goroutine,
 	// after they are durable here and before the node moves on. It must
 	// not call back into the driver.
@@ -133,6 +139,9 @@ func Start(cfg Config, store *Storage, stored metalog.Stored, tr Transport) (*Dr
 	ss := node.Status().Election.Soft
 	d.soft.Store(&ss)
 	start := time.Since(monotonicBase)
+	if cfg.TickAtStart {
+		start -= cfg.Tick
+	}
 	d.tickOrigin = monotonicBase.Add(start)
 	go d.run(start)
 	return d, nil
@@ -146,6 +155,10 @@ func (d *Driver) run(start time.Duration) {
 	ticks := tickCounter{start: start, tick: d.cfg.Tick}
 	ticker := time.NewTicker(d.cfg.Tick)
 	defer ticker.Stop()
+	firstTick := make(chan struct{}, 1)
+	if d.cfg.TickAtStart {
+		firstTick <- struct{}{}
+	}
 	for {
 		var event func()
 		// publish: what the node knows of its followers may change (a
@@ -156,6 +169,7 @@ func (d *Driver) run(start time.Duration) {
 			d.failWaiters(ErrStopped)
 			return
 		case <-ticker.C:
+		case <-firstTick:
 		case m := <-d.tr.Receive():
 			d.heardMu.Lock()
 			d.heard[m.From] = time.Now()
