@@ -3,25 +3,10 @@
 package election
 
 import (
-	"fmt"
-	"strings"
 	"testing"
-)
 
-func mustPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Fatalf("no panic, want one with %q", want)
-		}
-		if msg := fmt.Sprint(r); !strings.Contains(msg, want) {
-			t.Fatalf("panic %q, want one with %q", msg, want)
-		}
-	}()
-	f()
-}
+	"github.com/wren-broker/wren/internal/invariants/invtest"
+)
 
 // TestElectionInvariantsFire: with the invariants tag, Tick and Step
 // check the node's state when they end.
@@ -36,12 +21,12 @@ func TestElectionInvariantsFire(t *testing.T) {
 	t.Run("epoch behind the disk", func(t *testing.T) {
 		n := node(t)
 		n.epoch = 4
-		mustPanic(t, "holds epoch 4, vote 2, behind the persisted epoch 5, vote 2", n.Tick)
+		invtest.MustPanic(t, "holds epoch 4, vote 2, behind the persisted epoch 5, vote 2", n.Tick)
 	})
 	t.Run("second vote in a persisted epoch", func(t *testing.T) {
 		n := node(t)
 		n.votedFor = 3
-		mustPanic(t, "holds epoch 5, vote 3, behind the persisted epoch 5, vote 2", func() {
+		invtest.MustPanic(t, "holds epoch 5, vote 3, behind the persisted epoch 5, vote 2", func() {
 			_ = n.Step(Message{Type: MsgHeartbeat, From: 2, To: 1, Epoch: 5})
 		})
 	})
@@ -49,7 +34,7 @@ func TestElectionInvariantsFire(t *testing.T) {
 		n := node(t)
 		n.epoch, n.votedFor = 6, 2
 		n.becomeController()
-		mustPanic(t, "is controller of epoch 6 with controller 1, vote 2", n.Tick)
+		invtest.MustPanic(t, "is controller of epoch 6 with controller 1, vote 2", n.Tick)
 	})
 	t.Run("sound state", func(t *testing.T) {
 		n := node(t)

@@ -3,25 +3,10 @@
 package groups
 
 import (
-	"fmt"
-	"strings"
 	"testing"
-)
 
-func mustPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Fatalf("no panic, want one with %q", want)
-		}
-		if msg := fmt.Sprint(r); !strings.Contains(msg, want) {
-			t.Fatalf("panic %q, want one with %q", msg, want)
-		}
-	}()
-	f()
-}
+	"github.com/wren-broker/wren/internal/invariants/invtest"
+)
 
 // TestGroupInvariantsFire: with the invariants tag, Ready checks every
 // group before it hands out the input's records and answers.
@@ -43,12 +28,12 @@ func TestGroupInvariantsFire(t *testing.T) {
 	t.Run("leader that is no member", func(t *testing.T) {
 		c := classic(t)
 		c.groups["g"].leaderID = "nobody"
-		mustPanic(t, `group "g" has leader "nobody" and 1 members`, func() { c.Ready() })
+		invtest.MustPanic(t, `group "g" has leader "nobody" and 1 members`, func() { c.Ready() })
 	})
 	t.Run("join waiters miscounted", func(t *testing.T) {
 		c := classic(t)
 		c.groups["g"].numAwaitingJoin++
-		mustPanic(t, "0 awaiting join counted as 1", func() { c.Ready() })
+		invtest.MustPanic(t, "0 awaiting join counted as 1", func() { c.Ready() })
 	})
 	t.Run("partition held by two consumer group members", func(t *testing.T) {
 		e := newCGEnv(t, topic("t1", 2))
@@ -62,6 +47,6 @@ func TestGroupInvariantsFire(t *testing.T) {
 		for k := range m1.assigned {
 			m2.assigned[k] = struct{}{}
 		}
-		mustPanic(t, "holds partition", func() { e.c.Ready() })
+		invtest.MustPanic(t, "holds partition", func() { e.c.Ready() })
 	})
 }

@@ -3,27 +3,13 @@
 package replication
 
 import (
-	"fmt"
-	"strings"
 	"testing"
+
+	"github.com/wren-broker/wren/internal/invariants/invtest"
 )
 
 // mustPanic runs f and fails unless it panics with a message holding
 // want.
-func mustPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Fatalf("no panic, want one with %q", want)
-		}
-		if msg := fmt.Sprint(r); !strings.Contains(msg, want) {
-			t.Fatalf("panic %q, want one with %q", msg, want)
-		}
-	}()
-	f()
-}
 
 // TestReplicaCoreInvariantsFire: with the invariants tag, each input of
 // the replica core checks the core's state when it ends.
@@ -36,24 +22,24 @@ func TestReplicaCoreInvariantsFire(t *testing.T) {
 	}
 	t.Run("durable offset past the log end", func(t *testing.T) {
 		c := leader()
-		mustPanic(t, "high watermark 0, local offset 12, log end offset 11", func() { c.localAppend(11, 12) })
+		invtest.MustPanic(t, "high watermark 0, local offset 12, log end offset 11", func() { c.localAppend(11, 12) })
 	})
 	t.Run("high watermark past the durable offset", func(t *testing.T) {
 		c := leader()
 		c.highWatermark = 11
-		mustPanic(t, "high watermark 11, local offset 10", func() { c.tick(1) })
+		invtest.MustPanic(t, "high watermark 11, local offset 10", func() { c.tick(1) })
 	})
 	t.Run("waiter at the high watermark", func(t *testing.T) {
 		c := leader()
 		c.highWatermark = 5
 		c.waiters = append(c.waiters, waiter{id: 7, offset: 5})
-		mustPanic(t, "waiter 7 for offset 5, at or below its high watermark 5", func() { c.tick(1) })
+		invtest.MustPanic(t, "waiter 7 for offset 5, at or below its high watermark 5", func() { c.tick(1) })
 	})
 	t.Run("follower with a pending ISR change", func(t *testing.T) {
 		c := leader()
 		c.becomeFollower(2)
 		c.pending = &ISRChange{ISR: []int32{1, 2}, LeaderEpoch: 1}
-		mustPanic(t, "follows at epoch 2 with pending ISR change", func() { c.localAppend(10, 10) })
+		invtest.MustPanic(t, "follows at epoch 2 with pending ISR change", func() { c.localAppend(10, 10) })
 	})
 	t.Run("sound state", func(t *testing.T) {
 		c := leader()

@@ -3,25 +3,10 @@
 package metalog
 
 import (
-	"fmt"
-	"strings"
 	"testing"
-)
 
-func mustPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Fatalf("no panic, want one with %q", want)
-		}
-		if msg := fmt.Sprint(r); !strings.Contains(msg, want) {
-			t.Fatalf("panic %q, want one with %q", msg, want)
-		}
-	}()
-	f()
-}
+	"github.com/wren-broker/wren/internal/invariants/invtest"
+)
 
 // TestMetalogInvariantsFire: with the invariants tag, every input checks
 // the node's state when it ends.
@@ -39,22 +24,22 @@ func TestMetalogInvariantsFire(t *testing.T) {
 	t.Run("commit past the log end", func(t *testing.T) {
 		n := node(t)
 		n.commit = 4
-		mustPanic(t, "applied 0 (0 done), commit 4, last index 3", n.Tick)
+		invtest.MustPanic(t, "applied 0 (0 done), commit 4, last index 3", n.Tick)
 	})
 	t.Run("commit behind the disk", func(t *testing.T) {
 		n := node(t)
 		n.commit = 1
-		mustPanic(t, "commit index 1 is below the persisted 2", n.Tick)
+		invtest.MustPanic(t, "commit index 1 is below the persisted 2", n.Tick)
 	})
 	t.Run("a hole in the log", func(t *testing.T) {
 		n := node(t)
 		n.log.ents[1].Index = 5
-		mustPanic(t, "holds entry 1/5 at position 1 after snapshot 0/0", n.Tick)
+		invtest.MustPanic(t, "holds entry 1/5 at position 1 after snapshot 0/0", n.Tick)
 	})
 	t.Run("epochs going back", func(t *testing.T) {
 		n := node(t)
 		n.log.ents[2].Epoch = 0
-		mustPanic(t, "holds entry 0/3 at position 2 after snapshot 0/0, following epoch 1", func() { n.Advance(n.Ready()) })
+		invtest.MustPanic(t, "holds entry 0/3 at position 2 after snapshot 0/0, following epoch 1", func() { n.Advance(n.Ready()) })
 	})
 	t.Run("sound state", func(t *testing.T) {
 		n := node(t)

@@ -97,21 +97,6 @@ func describeLast(s *State) string {
 	return b.String()
 }
 
-func mustPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Fatalf("no panic, want one containing %q", want)
-		}
-		if msg := fmt.Sprint(r); !strings.Contains(msg, want) {
-			t.Fatalf("panic %q, want one containing %q", msg, want)
-		}
-	}()
-	f()
-}
-
 // recency lists the producer ids from the next to evict to the newest,
 // checking the list's links and that it holds exactly the map's nodes.
 func recency(s *State) []int64 {

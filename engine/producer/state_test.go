@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/internal/invariants/invtest"
 )
 
 // send is one client batch: producer id, epoch, first sequence, records.
@@ -339,7 +340,7 @@ func TestCommitPanics(t *testing.T) {
 	if err != nil || !dup.Duplicate {
 		t.Fatalf("want a duplicate: %+v %v", dup, err)
 	}
-	mustPanic(t, "duplicates are not written", func() { p.state.Commit(dup) })
+	invtest.MustPanic(t, "duplicates are not written", func() { p.state.Commit(dup) })
 
 	a, err := p.state.Check(header(1, 0, 1, 1, p.leo, 6))
 	if err != nil {
@@ -350,7 +351,7 @@ func TestCommitPanics(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.state.Commit(a)
-	mustPanic(t, "changed between Check and Commit", func() { p.state.Commit(b) })
+	invtest.MustPanic(t, "changed between Check and Commit", func() { p.state.Commit(b) })
 
 	// Moving the end offset between Check and Commit is allowed, unless
 	// it passes the checked batch.
@@ -365,19 +366,19 @@ func TestCommitPanics(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.state.OnLogStartOffsetIncremented(p.state.MapEndOffset() + 5)
-	mustPanic(t, "Commit of a batch at offset", func() { p.state.Commit(c) })
+	invtest.MustPanic(t, "Commit of a batch at offset", func() { p.state.Commit(c) })
 	c, err = p.state.Check(header(1, 0, 3, 1, p.state.MapEndOffset(), 8))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.state.RemoveExpired(1<<40, 1)
-	mustPanic(t, "changed between Check and Commit", func() { p.state.Commit(c) })
+	invtest.MustPanic(t, "changed between Check and Commit", func() { p.state.Commit(c) })
 
-	mustPanic(t, "below the state's end offset", func() { p.state.Check(header(1, 0, 2, 1, 0, 7)) })
-	mustPanic(t, "below the state's end offset", func() { p.state.Apply(header(1, 0, 2, 1, 0, 7)) })
+	invtest.MustPanic(t, "below the state's end offset", func() { p.state.Check(header(1, 0, 2, 1, 0, 7)) })
+	invtest.MustPanic(t, "below the state's end offset", func() { p.state.Apply(header(1, 0, 2, 1, 0, 7)) })
 	ctl := header(1, 0, 2, 1, p.state.MapEndOffset(), 7)
 	ctl.Attributes = 0x20
-	mustPanic(t, "control batch", func() { p.state.Check(ctl) })
+	invtest.MustPanic(t, "control batch", func() { p.state.Check(ctl) })
 }
 
 func TestClone(t *testing.T) {
