@@ -41,58 +41,30 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 			cleanShutdown: m.CleanShutdown, brokerEpoch: m.BrokerEpoch, logDir: dir}
 		q.mu.Unlock()
 	case appControlledShutdown:
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-			defer cancel()
-			ans := appMessage{Kind: appAnswer, ID: m.ID}
-			if c.Acting() {
-				if err := c.controlledShutdownOf(ctx, int32(from)); err != nil {
-					ans.ErrorCode, ans.ErrMessage = errorCode(err), err.Error()
-				}
-			} else {
-				ans.ErrorCode, ans.ErrMessage = kerr.NotController.Code, fmt.Sprintf("node %d is not the acting controller", c.cfg.NodeID)
-			}
-			b, _ := json.Marshal(ans)
-			q.cfg.SendApp(from, b)
-		}()
+		c.answerAsActing(from, m.ID, func(ctx context.Context, _ *appMessage) error {
+			return c.controlledShutdownOf(ctx, int32(from))
+		})
 	case appAllocateProducerID:
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-			defer cancel()
-			ans := appMessage{Kind: appAnswer, ID: m.ID}
-			if c.Acting() {
-				first, err := c.AllocateProducerIDs(ctx, int32(from))
-				ans.First = first
-				if err != nil {
-					ans.ErrorCode, ans.ErrMessage = errorCode(err), err.Error()
-				}
-			} else {
-				ans.ErrorCode, ans.ErrMessage = kerr.NotController.Code, fmt.Sprintf("node %d is not the acting controller", c.cfg.NodeID)
-			}
-			b, _ := json.Marshal(ans)
-			q.cfg.SendApp(from, b)
-		}()
+		c.answerAsActing(from, m.ID, func(ctx context.Context, ans *appMessage) error {
+			first, err := c.AllocateProducerIDs(ctx, int32(from))
+			ans.First = first
+			return err
+		})
 	case appAlterISR:
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-			defer cancel()
-			ans := appMessage{Kind: appAnswer, ID: m.ID}
-			r := m.AlterISR
-			if r.Leader != int32(from) {
-				ans.ErrorCode, ans.ErrMessage = kerr.InvalidRequest.Code, fmt.Sprintf("node %d sent an ISR change as leader %d", from, r.Leader)
-			} else if !c.Acting() {
-				ans.ErrorCode, ans.ErrMessage = kerr.NotController.Code, fmt.Sprintf("node %d is not the acting controller", c.cfg.NodeID)
-			} else {
-				after, err := c.AlterISR(ctx, r.TopicID, r.Partition, r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.ISR)
-				if err != nil {
-					ans.ErrorCode, ans.ErrMessage = errorCode(err), err.Error()
-				}
-				ans.AlterISR = &alterISRMessage{TopicID: r.TopicID, Partition: r.Partition, Leader: after.Leader,
-					LeaderEpoch: after.LeaderEpoch, PartitionEpoch: after.PartitionEpoch, ISR: after.ISR}
-			}
+		r := m.AlterISR
+		if r == nil || r.Leader != int32(from) {
+			ans := appMessage{Kind: appAnswer, ID: m.ID, ErrorCode: kerr.InvalidRequest.Code,
+				ErrMessage: fmt.Sprintf("node %d sent an ISR change without the partition or as another leader", from)}
 			b, _ := json.Marshal(ans)
 			q.cfg.SendApp(from, b)
-		}()
+			return
+		}
+		c.answerAsActing(from, m.ID, func(ctx context.Context, ans *appMessage) error {
+			after, err := c.AlterISR(ctx, r.TopicID, r.Partition, r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.ISR)
+			ans.AlterISR = &alterISRMessage{TopicID: r.TopicID, Partition: r.Partition, Leader: after.Leader,
+				LeaderEpoch: after.LeaderEpoch, PartitionEpoch: after.PartitionEpoch, ISR: after.ISR}
+			return err
+		})
 	case appKafkaRequest:
 		go c.serveForwarded(from, m)
 	case appNodeFacts:
@@ -110,6 +82,24 @@ func (c *Controller) HandleApp(from election.NodeID, body []byte) {
 			ch <- forwardAnswer{first: m.First, alterISR: m.AlterISR, body: m.Body, offset: m.Offset, err: err}
 		}
 	}
+}
+
+// answerAsActing serves a peer's request on a goroutine of its own, as
+// the acting controller (NOT_CONTROLLER otherwise), and sends the answer
+// fn filled in, with the error fn returned.
+func (c *Controller) answerAsActing(from election.NodeID, id uint64, fn func(ctx context.Context, ans *appMessage) error) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+		defer cancel()
+		ans := appMessage{Kind: appAnswer, ID: id}
+		if !c.Acting() {
+			ans.ErrorCode, ans.ErrMessage = kerr.NotController.Code, fmt.Sprintf("node %d is not the acting controller", c.cfg.NodeID)
+		} else if err := fn(ctx, &ans); err != nil {
+			ans.ErrorCode, ans.ErrMessage = errorCode(err), err.Error()
+		}
+		b, _ := json.Marshal(ans)
+		c.q.cfg.SendApp(from, b)
+	}()
 }
 
 // SubmitAlterISR is a partition leader's ISR change (Kafka's
