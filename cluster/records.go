@@ -132,5 +132,34 @@ func decodeRecord(b []byte) (Record, error) {
 	if set != 1 {
 		return r, fmt.Errorf("cluster: metadata record of kind %q has %d bodies", r.Kind, set)
 	}
+	// The one body is the one its kind names.
+	var ok bool
+	switch r.Kind {
+	case KindCluster:
+		ok = r.Cluster != nil
+	case KindTopic:
+		ok = r.Topic != nil
+	case KindPartition:
+		ok = r.Partition != nil
+	case KindRemoveTopic:
+		ok = r.RemoveTopic != nil
+	case KindConfig:
+		ok = r.Config != nil
+	case KindProducerIDs:
+		ok = r.ProducerIDs != nil
+	case KindBrokerRegistration:
+		ok = r.BrokerRegistration != nil
+	case KindBrokerFence:
+		ok = r.BrokerFence != nil
+	case KindBrokerLogDir:
+		ok = r.BrokerLogDir != nil
+	case KindDataLoss:
+		ok = r.DataLoss != nil
+	default:
+		return r, fmt.Errorf("cluster: metadata record of unknown kind %q", r.Kind)
+	}
+	if !ok {
+		return r, fmt.Errorf("cluster: metadata record of kind %q carries another kind's body", r.Kind)
+	}
 	return r, nil
 }

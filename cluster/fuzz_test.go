@@ -1,0 +1,76 @@
+package cluster
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// FuzzDecodeApp: a peer's app message (heartbeats, forwarded requests,
+// ISR changes, answers) comes from the network. Any bytes decode or fail
+// with an error, never a panic, and what decodes carries what its kind
+// needs.
+func FuzzDecodeApp(f *testing.F) {
+	for _, m := range []appMessage{
+		{Kind: appHeartbeat, Registration: &BrokerRegistrationRecord{BrokerID: 2, Listeners: []BrokerListener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}}}, BrokerEpoch: 7},
+		{Kind: appAlterISR, ID: 3, AlterISR: &alterISRMessage{Partition: 1, Leader: 2, LeaderEpoch: 4, PartitionEpoch: 9, ISR: []int32{2, 3}}},
+		{Kind: appAllocateProducerID, ID: 4},
+		{Kind: appControlledShutdown, ID: 5},
+		{Kind: appKafkaRequest, ID: 6, Body: []byte{0, 19, 0, 4}},
+		{Kind: appAnswer, ID: 6, ErrorCode: 41, ErrMessage: "not controller"},
+	} {
+		b, err := json.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"kind":"alter_isr","id":1}`))
+	f.Add([]byte(`{"kind":"heartbeat"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := decodeApp(body)
+		if err != nil {
+			return
+		}
+		switch m.Kind {
+		case appHeartbeat:
+			if m.Registration == nil {
+				t.Fatal("a heartbeat decoded without its registration")
+			}
+		case appAlterISR:
+			if m.AlterISR == nil {
+				t.Fatal("an ISR change decoded without its partition")
+			}
+		case appKafkaRequest:
+			if m.Body == nil {
+				t.Fatal("a forwarded request decoded without its body")
+			}
+		}
+	})
+}
+
+// FuzzDecodeEntry: a metadata-log entry comes from a peer (replicated)
+// or from disk. Any bytes decode and apply to an image, or fail with an
+// error, never a panic.
+func FuzzDecodeEntry(f *testing.F) {
+	id := UUID{1, 2, 3}
+	for _, recs := range [][]Record{
+		{{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "c1"}}},
+		{{Kind: KindTopic, Topic: &TopicRecord{Name: "t", ID: id}},
+			{Kind: KindPartition, Partition: &PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
+		{{Kind: KindRemoveTopic, RemoveTopic: &RemoveTopicRecord{ID: id}}},
+	} {
+		b, err := json.Marshal(recs)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`[{"kind":"partition","partition":{"topic_id":"00000000-0000-0000-0000-000000000000","partition":-1}}]`))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		recs, err := decodeEntry(payload)
+		if err != nil {
+			return
+		}
+		_, _ = applyRecords(emptyImage(), 1, recs)
+	})
+}
