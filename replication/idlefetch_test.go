@@ -145,3 +145,85 @@ func BenchmarkIdleReplicaFetch(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	_ = c
 }
+
+// reversingLeader answers a Fetch with one record at offset 0 and a high
+// watermark of 1 for each partition asked from offset 0, its topics and
+// partitions in the reverse of the request's order.
+type reversingLeader struct {
+	records []byte
+	closed  chan struct{}
+}
+
+func (c *reversingLeader) Close() error { return nil }
+
+func (c *reversingLeader) RoundTrip(r kmsg.Request, deadline time.Time) ([]byte, error) {
+	req, ok := r.(*kmsg.FetchRequest)
+	if !ok {
+		return nil, fmt.Errorf("reversingLeader: api key %d", r.Key())
+	}
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	for i := len(req.Topics) - 1; i >= 0; i-- {
+		rt := req.Topics[i]
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic = rt.Topic
+		for j := len(rt.Partitions) - 1; j >= 0; j-- {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition, p.HighWatermark = rt.Partitions[j].Partition, 1
+			if rt.Partitions[j].FetchOffset == 0 {
+				p.RecordBatches = c.records
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	if len(resp.Topics) > 0 && len(resp.Topics[0].Partitions) > 0 && resp.Topics[0].Partitions[0].RecordBatches == nil {
+		// Nothing new: hold the poll as a leader would, briefly.
+		t := time.NewTimer(time.Until(deadline) / 100)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-c.closed:
+		}
+	}
+	return resp.AppendTo(nil), nil
+}
+
+// A follower finds each partition of a Fetch response by its place in
+// the request; a leader that answers in another order still has each
+// partition's records and high watermark applied to that partition.
+func TestFollowerAppliesResponseOutOfRequestOrder(t *testing.T) {
+	leader := &reversingLeader{records: oneRecord(t), closed: make(chan struct{})}
+	defer close(leader.closed)
+	fm := newFetcherManager(2, FetchConfig{Dial: func(int32) (LeaderConn, error) { return leader, nil }, WaitMaxMs: 500},
+		slog.New(slog.DiscardHandler))
+	defer fm.stopAll()
+	var ps []*Partition
+	for _, tp := range []engine.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}, {Topic: "b", Partition: 0}} {
+		l, _, err := engine.Open(vfs.NewMem(), "/d/"+tp.String(), tp, engine.DefaultOptions(), engine.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		p := newPartition(tp, l, nil, 0)
+		if err := p.becomeLeaderOrFollower(false, 1); err != nil {
+			t.Fatal(err)
+		}
+		fm.follow(tp, p, 1, 1)
+		ps = append(ps, p)
+	}
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for _, p := range ps {
+		for {
+			moved := p.HighWatermarkChanged()
+			if p.Log().LogEndOffset() == 1 && p.HighWatermark() == 1 {
+				break
+			}
+			select {
+			case <-moved:
+			case <-timeout.C:
+				t.Fatalf("%s: log end %d, high watermark %d; want 1 and 1", p.TopicPartition(), p.Log().LogEndOffset(), p.HighWatermark())
+			}
+		}
+	}
+}

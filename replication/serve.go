@@ -66,16 +66,16 @@ type replicaFetchTarget struct {
 func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxReplicaFetchWait)
 	deadline := time.Now().Add(wait)
-	targets := make([][]replicaFetchTarget, len(req.Topics))
-	for i, t := range req.Topics {
-		for _, rp := range t.Partitions {
-			ft := replicaFetchTarget{part: rp, p: m.Partition(engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition})}
+	targets := m.replicaFetchTargets(req)
+	for i := range targets {
+		for j := range targets[i] {
+			ft := &targets[i][j]
+			rp := ft.part
 			if ft.p == nil {
 				ft.err = kerr.UnknownTopicOrPartition.Code
 			} else {
 				ft.err = ft.p.followerFetch(from, rp.FetchOffset, rp.CurrentLeaderEpoch)
 			}
-			targets[i] = append(targets[i], ft)
 		}
 	}
 	for {
@@ -92,16 +92,52 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 				}
 			}
 		}
-		fr := m.readForFollower(from, req, targets)
-		if fr.size >= int64(req.MinBytes) || len(wakes) == 0 || !time.Now().Before(deadline) {
-			return m.answerFetch(req, fr)
-		}
-		if !wake.Any(context.Background(), wakes, deadline) {
+		if req.MinBytes <= 0 || len(wakes) == 0 || !time.Now().Before(deadline) || anyReadable(targets) {
+			fr := m.readForFollower(from, req, targets)
+			if fr.size >= int64(req.MinBytes) || len(wakes) == 0 || !time.Now().Before(deadline) {
+				return m.answerFetch(req, fr)
+			}
 			fr.release()
+		}
+		// Nothing to send yet. An idle follower's fetch comes here
+		// without building a response that would only be dropped.
+		if !wake.Any(context.Background(), wakes, deadline) {
 			return m.answerFetch(req, m.readForFollower(from, req, targets))
 		}
-		fr.release()
 	}
+}
+
+// replicaFetchTargets resolves the partitions a follower's Fetch names,
+// under one hold of the Manager's lock: a fetch names every partition the
+// follower follows here, thousands on a large cluster, every round.
+func (m *Manager) replicaFetchTargets(req *kmsg.FetchRequest) [][]replicaFetchTarget {
+	targets := make([][]replicaFetchTarget, len(req.Topics))
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for i, t := range req.Topics {
+		targets[i] = make([]replicaFetchTarget, len(t.Partitions))
+		for j, rp := range t.Partitions {
+			targets[i][j] = replicaFetchTarget{part: rp, p: m.partitions[engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]}
+		}
+	}
+	return targets
+}
+
+// anyReadable reports whether readForFollower could return records for
+// any of targets: a partition without an error whose fetch offset is
+// below the leader's read limit for followers. When none is, the read
+// would return no records (Log.ReadWhole returns none at or above its
+// limit, and an error at most), and a fetch that needs some waits
+// without it.
+func anyReadable(targets [][]replicaFetchTarget) bool {
+	for _, ts := range targets {
+		for _, ft := range ts {
+			if ft.err == 0 && ft.part.FetchOffset < ft.p.readLimitForFollower() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // answerFetch encodes what readForFollower read and counts it against the
@@ -132,14 +168,14 @@ func (fr followerRead) release() {
 // what the read took from the throttle is counted when its response is
 // sent.
 func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets [][]replicaFetchTarget) followerRead {
-	var fr followerRead
+	fr := followerRead{topics: make([]wire.FetchTopic, 0, len(req.Topics))}
 	budget := int64(req.MaxBytes)
 	if budget <= 0 {
 		budget = 10 << 20
 	}
 	throttleAvail := int64(-1)
 	for i, t := range req.Topics {
-		rt := wire.FetchTopic{Topic: t.Topic}
+		rt := wire.FetchTopic{Topic: t.Topic, Partitions: make([]wire.FetchPartition, 0, len(targets[i]))}
 		for _, ft := range targets[i] {
 			rp := wire.FetchPartition{Partition: ft.part.Partition, ErrorCode: ft.err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 			if ft.p != nil {
