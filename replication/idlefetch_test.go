@@ -3,6 +3,7 @@ package replication
 import (
 	"fmt"
 	"log/slog"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -225,5 +226,48 @@ func TestFollowerAppliesResponseOutOfRequestOrder(t *testing.T) {
 				t.Fatalf("%s: log end %d, high watermark %d; want 1 and 1", p.TopicPartition(), p.Log().LogEndOffset(), p.HighWatermark())
 			}
 		}
+	}
+}
+
+// A follower's long poll ends at the leader's append, not at the end of
+// its wait: the fetch registers its wake-up with the partition as the
+// partition takes it (Partition.fetchWaits), and the append's durability
+// sends into it. The poll asks for the longest wait the leader allows
+// (5 s); the answer must come well before.
+func TestFollowerLongPollWokenByAppend(t *testing.T) {
+	m, p := leaderWithFollower(t, vfs.NewMem())
+	type answer struct {
+		n       int
+		elapsed time.Duration
+	}
+	fetched := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		n := followerFetch(t, m, 0, int32(maxReplicaFetchWait/time.Millisecond))
+		fetched <- answer{n, time.Since(start)}
+	}()
+	// The append comes once the fetch waits on the partition.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p.mu.Lock()
+		registered := len(p.fetchWaits) > 0
+		p.mu.Unlock()
+		if registered {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the follower's fetch never waited on the partition")
+		}
+		runtime.Gosched()
+	}
+	if _, _, err := p.AppendAsLeaderTimeout(oneRecord(t), 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got := within(t, fetched, "answer to the follower's long poll")
+	if got.n == 0 {
+		t.Fatal("the follower's long poll ended with no records")
+	}
+	if got.elapsed >= maxReplicaFetchWait/2 {
+		t.Fatalf("the follower's long poll was answered after %v, its wait is %v: the append did not wake it", got.elapsed, maxReplicaFetchWait)
 	}
 }
