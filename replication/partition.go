@@ -44,8 +44,9 @@ type Partition struct {
 	// polls wait on it. Made when a fetch first asks for it, and nil again
 	// once closed (wake), so an idle partition holds no channel.
 	hwChanged chan struct{}
-	// appended is closed whenever the leader appends: followers' fetches
-	// wait on it. Made and dropped as hwChanged.
+	// appended is closed whenever the leader appends (followers' fetches
+	// wait on fetchWaits instead: one channel for all their partitions).
+	// Made and dropped as hwChanged.
 	appended chan struct{}
 	// fetchWaits are the followers' fetches that wait for the leader's
 	// next append here, one per follower (its latest fetch: a follower has
