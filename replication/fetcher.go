@@ -513,17 +513,33 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 	req.MinBytes = 1
 	req.MaxBytes = fm.cfg.ResponseBytes
 	req.SessionEpoch = -1
+	// asked[i][k] is the partition req.Topics[i].Partitions[k] names: the
+	// leader answers in the request's order, so a response partition is
+	// found by its place (checked), not looked up by name. Each topic's
+	// place is found once per partition, and its arrays are made once.
 	byTopic := map[string]int{}
-	byTP := map[engine.TopicPartition]*followed{}
+	topicOf := make([]int, len(parts))
+	var counts []int
 	for j, fl := range parts {
 		i, ok := byTopic[fl.p.tp.Topic]
 		if !ok {
-			i = len(req.Topics)
+			i = len(counts)
 			byTopic[fl.p.tp.Topic] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = fl.p.tp.Topic
-			req.Topics = append(req.Topics, t)
+			counts = append(counts, 0)
 		}
+		topicOf[j] = i
+		counts[i]++
+	}
+	req.Topics = make([]kmsg.FetchRequestTopic, len(counts))
+	asked := make([][]*followed, len(counts))
+	for i, n := range counts {
+		req.Topics[i] = kmsg.NewFetchRequestTopic()
+		req.Topics[i].Partitions = make([]kmsg.FetchRequestTopicPartition, 0, n)
+		asked[i] = make([]*followed, 0, n)
+	}
+	for j, fl := range parts {
+		i := topicOf[j]
+		req.Topics[i].Topic = fl.p.tp.Topic
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = fl.p.tp.Partition
 		rp.CurrentLeaderEpoch = fl.epoch
@@ -531,7 +547,7 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 		rp.LogStartOffset = fl.p.log.LogStartOffset()
 		rp.PartitionMaxBytes = limits[j]
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		byTP[fl.p.tp] = fl
+		asked[i] = append(asked[i], fl)
 	}
 	deadline := time.Now().Add(time.Duration(waitMs)*time.Millisecond + fm.cfg.RequestTimeout)
 	body, err := conn.RoundTrip(req, deadline)
@@ -551,39 +567,62 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 	// others started: a goroutine for it would only add a wake-up before
 	// the next fetch, the one that moves the leader's high watermark.
 	var wg sync.WaitGroup
-	var here []func()
+	// Partitions as places in resp, not closures over copies: an idle
+	// round answers thousands.
+	type answered struct {
+		fl *followed
+		rp *kmsg.FetchResponseTopicPartition
+	}
+	here := make([]answered, 0, len(parts))
 	withRecords := false
 	var logStartMoved atomic.Bool
-	for _, t := range resp.Topics {
-		for _, rp := range t.Partitions {
-			fl := byTP[engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]
+	handle := func(a answered) {
+		if fm.handlePartition(a.fl, *a.rp) {
+			logStartMoved.Store(true)
+		}
+		fm.noteCaughtUp(a.fl, *a.rp)
+	}
+	var byTP map[engine.TopicPartition]*followed
+	lookup := func(ti, pi int, topic string, partition int32) *followed {
+		if ti < len(asked) && req.Topics[ti].Topic == topic && pi < len(asked[ti]) && asked[ti][pi].p.tp.Partition == partition {
+			return asked[ti][pi]
+		}
+		// Out of the request's order: by name.
+		if byTP == nil {
+			byTP = make(map[engine.TopicPartition]*followed, len(parts))
+			for _, fl := range parts {
+				byTP[fl.p.tp] = fl
+			}
+		}
+		return byTP[engine.TopicPartition{Topic: topic, Partition: partition}]
+	}
+	for ti := range resp.Topics {
+		t := &resp.Topics[ti]
+		for pi := range t.Partitions {
+			rp := &t.Partitions[pi]
+			fl := lookup(ti, pi, t.Topic, rp.Partition)
 			if fl == nil {
 				continue
 			}
 			fm.recordFollower(fl, len(rp.RecordBatches))
-			handle := func() {
-				if fm.handlePartition(fl, rp) {
-					logStartMoved.Store(true)
-				}
-				fm.noteCaughtUp(fl, rp)
-			}
+			a := answered{fl: fl, rp: rp}
 			switch {
 			case len(rp.RecordBatches) == 0:
-				here = append(here, handle)
+				here = append(here, a)
 			case !withRecords:
 				withRecords = true
-				here = append(here, handle)
+				here = append(here, a)
 			default:
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					handle()
+					handle(a)
 				}()
 			}
 		}
 	}
-	for _, handle := range here {
-		handle()
+	for _, a := range here {
+		handle(a)
 	}
 	wg.Wait()
 	if logStartMoved.Load() && fm.checkpoint != nil {

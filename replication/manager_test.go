@@ -48,10 +48,10 @@ func TestApplyImageDeposedLeaderKeepsHighWatermark(t *testing.T) {
 	}
 	// Replica 3 fetched both records, replica 2 only the first: the high
 	// watermark is 1.
-	if code := p.followerFetch(3, 2, 0); code != 0 {
+	if code := p.followerFetch(3, 2, 0, nil); code != 0 {
 		t.Fatalf("fetch from 3: error %d", code)
 	}
-	if code := p.followerFetch(2, 1, 0); code != 0 {
+	if code := p.followerFetch(2, 1, 0, nil); code != 0 {
 		t.Fatalf("fetch from 2: error %d", code)
 	}
 	if hw := p.HighWatermark(); hw != 1 {

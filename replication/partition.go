@@ -44,10 +44,18 @@ type Partition struct {
 	// polls wait on it. Made when a fetch first asks for it, and nil again
 	// once closed (wake), so an idle partition holds no channel.
 	hwChanged chan struct{}
-	// appended is closed whenever the leader appends: followers' fetches
-	// wait on it. Made and dropped as hwChanged.
+	// appended is closed whenever the leader appends (followers' fetches
+	// wait on fetchWaits instead: one channel for all their partitions).
+	// Made and dropped as hwChanged.
 	appended chan struct{}
-	core     *replicaCore
+	// fetchWaits are the followers' fetches that wait for the leader's
+	// next append here, one per follower (its latest fetch: a follower has
+	// one in flight per leader), each woken by a send into its buffered
+	// channel. One channel per fetch serves every partition it names, so
+	// a fetch of thousands of idle partitions waits on one channel, not
+	// on thousands. Nil until a follower first fetches.
+	fetchWaits []fetchWait
+	core       *replicaCore
 	// waiters are the acks=all appends waiting for the high watermark,
 	// by the id the core knows them by; nil until the first.
 	waiters    map[uint64]chan error

@@ -261,7 +261,7 @@ func TestFollowerFetchReadsOnlyDurable(t *testing.T) {
 			rp := kmsg.NewFetchRequestTopicPartition()
 			rp.PartitionMaxBytes = 1 << 20
 			req.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{rp}}}
-			targets := [][]replicaFetchTarget{{{p: p, part: rp, err: p.followerFetch(2, 0, 1)}}}
+			targets := [][]replicaFetchTarget{{{p: p, part: rp, err: p.followerFetch(2, 0, 1, nil)}}}
 			fr := (&Manager{}).readForFollower(2, req, targets)
 			defer fr.release()
 			resp := decodeFetch(t, wire.EncodeFetchResponse(ReplicaFetchVersion, 0, 0, 0, fr.topics))
@@ -376,13 +376,13 @@ func TestRestartedLeaderHighWatermarkBelowEpochStart(t *testing.T) {
 		}
 		// One follower is not enough while the ISR holds three: the high
 		// watermark is the minimum over the ISR.
-		if code := p.followerFetch(2, 3, 4); code != 0 {
+		if code := p.followerFetch(2, 3, 4, nil); code != 0 {
 			t.Fatalf("follower 2's fetch: error %d", code)
 		}
 		if _, _, hw, epochStart := p.LeaderState(); hw >= epochStart {
 			t.Fatalf("checkpoint %d: high watermark %d reached the epoch start %d with one follower of two", checkpoint, hw, epochStart)
 		}
-		if code := p.followerFetch(3, 3, 4); code != 0 {
+		if code := p.followerFetch(3, 3, 4, nil); code != 0 {
 			t.Fatalf("follower 3's fetch: error %d", code)
 		}
 		if _, _, hw, epochStart := p.LeaderState(); hw != 3 || epochStart > hw {
@@ -427,7 +427,7 @@ func TestReplicaFetchStaysWithinResponseBytes(t *testing.T) {
 		rp.Partition = i
 		rp.PartitionMaxBytes = 1 << 20
 		t1.Partitions = append(t1.Partitions, rp)
-		targets = append(targets, replicaFetchTarget{p: p, part: rp, err: p.followerFetch(2, 0, 1)})
+		targets = append(targets, replicaFetchTarget{p: p, part: rp, err: p.followerFetch(2, 0, 1, nil)})
 	}
 	req.Topics = []kmsg.FetchRequestTopic{t1}
 	fr := (&Manager{}).readForFollower(2, req, [][]replicaFetchTarget{targets})

@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/engine"
-	"github.com/wren-broker/wren/internal/wake"
 	"github.com/wren-broker/wren/wire"
 )
 
@@ -66,42 +64,103 @@ type replicaFetchTarget struct {
 func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxReplicaFetchWait)
 	deadline := time.Now().Add(wait)
-	targets := make([][]replicaFetchTarget, len(req.Topics))
-	for i, t := range req.Topics {
-		for _, rp := range t.Partitions {
-			ft := replicaFetchTarget{part: rp, p: m.Partition(engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition})}
+	targets := m.replicaFetchTargets(req)
+	// appended wakes this fetch at the next append to any partition it
+	// waits on: each registers it as it takes the fetch, before the read
+	// below looks for records, so no append between them goes unseen.
+	// New records only, as Kafka's delayed fetch: a high watermark that
+	// moves alone reaches the follower with its next records or at the
+	// end of the wait. Waking on it too costs a round trip per commit.
+	appended := make(chan struct{}, 1)
+	waiting := false
+	for i := range targets {
+		for j := range targets[i] {
+			ft := &targets[i][j]
+			rp := ft.part
 			if ft.p == nil {
 				ft.err = kerr.UnknownTopicOrPartition.Code
 			} else {
-				ft.err = ft.p.followerFetch(from, rp.FetchOffset, rp.CurrentLeaderEpoch)
+				ft.err = ft.p.followerFetch(from, rp.FetchOffset, rp.CurrentLeaderEpoch, appended)
 			}
-			targets[i] = append(targets[i], ft)
+			waiting = waiting || ft.err == 0
 		}
 	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
-		var wakes []<-chan struct{}
-		for _, ts := range targets {
-			for _, ft := range ts {
-				if ft.err == 0 {
-					// New records only, as Kafka's delayed fetch: a high
-					// watermark that moves alone reaches the follower with
-					// its next records or at the end of the wait. Waking on
-					// it too costs a round trip per commit.
-					a, _ := ft.p.appendedOrHighWatermarkChanged()
-					wakes = append(wakes, a)
-				}
+		if req.MinBytes <= 0 || !waiting || !time.Now().Before(deadline) || anyReadable(targets) {
+			fr := m.readForFollower(from, req, targets)
+			if fr.size >= int64(req.MinBytes) || !waiting || !time.Now().Before(deadline) {
+				return m.answerFetch(req, fr)
 			}
-		}
-		fr := m.readForFollower(from, req, targets)
-		if fr.size >= int64(req.MinBytes) || len(wakes) == 0 || !time.Now().Before(deadline) {
-			return m.answerFetch(req, fr)
-		}
-		if !wake.Any(context.Background(), wakes, deadline) {
 			fr.release()
+		}
+		// Nothing to send yet. An idle follower's fetch comes here
+		// without building a response that would only be dropped.
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+		}
+		select {
+		case <-appended:
+		case <-timer.C:
 			return m.answerFetch(req, m.readForFollower(from, req, targets))
 		}
-		fr.release()
 	}
+}
+
+// fetchWait is a follower's fetch waiting for a leader's next append.
+type fetchWait struct {
+	follower int32
+	appended chan struct{}
+}
+
+// waitForAppendLocked makes appended the channel that the next append
+// wakes for follower's fetch, in place of its previous fetch's.
+func (p *Partition) waitForAppendLocked(follower int32, appended chan struct{}) {
+	for i := range p.fetchWaits {
+		if p.fetchWaits[i].follower == follower {
+			p.fetchWaits[i].appended = appended
+			return
+		}
+	}
+	p.fetchWaits = append(p.fetchWaits, fetchWait{follower: follower, appended: appended})
+}
+
+// replicaFetchTargets resolves the partitions a follower's Fetch names,
+// under one hold of the Manager's lock: a fetch names every partition the
+// follower follows here, thousands on a large cluster, every round.
+func (m *Manager) replicaFetchTargets(req *kmsg.FetchRequest) [][]replicaFetchTarget {
+	targets := make([][]replicaFetchTarget, len(req.Topics))
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for i, t := range req.Topics {
+		targets[i] = make([]replicaFetchTarget, len(t.Partitions))
+		for j, rp := range t.Partitions {
+			targets[i][j] = replicaFetchTarget{part: rp, p: m.partitions[engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]}
+		}
+	}
+	return targets
+}
+
+// anyReadable reports whether readForFollower could return records for
+// any of targets: a partition without an error whose fetch offset is
+// below the leader's read limit for followers. When none is, the read
+// would return no records (Log.ReadWhole returns none at or above its
+// limit, and an error at most), and a fetch that needs some waits
+// without it.
+func anyReadable(targets [][]replicaFetchTarget) bool {
+	for _, ts := range targets {
+		for _, ft := range ts {
+			if ft.err == 0 && ft.part.FetchOffset < ft.p.readLimitForFollower() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // answerFetch encodes what readForFollower read and counts it against the
@@ -132,14 +191,14 @@ func (fr followerRead) release() {
 // what the read took from the throttle is counted when its response is
 // sent.
 func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets [][]replicaFetchTarget) followerRead {
-	var fr followerRead
+	fr := followerRead{topics: make([]wire.FetchTopic, 0, len(req.Topics))}
 	budget := int64(req.MaxBytes)
 	if budget <= 0 {
 		budget = 10 << 20
 	}
 	throttleAvail := int64(-1)
 	for i, t := range req.Topics {
-		rt := wire.FetchTopic{Topic: t.Topic}
+		rt := wire.FetchTopic{Topic: t.Topic, Partitions: make([]wire.FetchPartition, 0, len(targets[i]))}
 		for _, ft := range targets[i] {
 			rp := wire.FetchPartition{Partition: ft.part.Partition, ErrorCode: ft.err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 			if ft.p != nil {
@@ -257,8 +316,9 @@ func (p *Partition) checkLeaderLocked(currentLeaderEpoch int32) int16 {
 // followerFetch records a follower's fetch position (its log end offset:
 // durable under flush policy ack, since a follower appends with
 // fdatasync before it fetches again) and returns the partition's error
-// code for the fetch.
-func (p *Partition) followerFetch(from int32, fetchOffset int64, currentLeaderEpoch int32) int16 {
+// code for the fetch. With appended set, the leader's next append here
+// sends into it (notifyAppended): the fetch waits on it for new records.
+func (p *Partition) followerFetch(from int32, fetchOffset int64, currentLeaderEpoch int32, appended chan struct{}) int16 {
 	lso, leo := p.log.LogStartOffset(), p.log.LogEndOffset()
 	p.mu.Lock()
 	if code := p.checkLeaderLocked(currentLeaderEpoch); code != 0 {
@@ -274,6 +334,9 @@ func (p *Partition) followerFetch(from int32, fetchOffset int64, currentLeaderEp
 		return kerr.OffsetOutOfRange.Code
 	}
 	p.core.followerFetch(from, fetchOffset, p.nowMs())
+	if appended != nil {
+		p.waitForAppendLocked(from, appended)
+	}
 	send := p.applyReadyLocked()
 	p.mu.Unlock()
 	if send != nil {
@@ -297,5 +360,12 @@ func (p *Partition) readLimitForFollower() int64 { return p.localOffset() }
 func (p *Partition) notifyAppended() {
 	p.mu.Lock()
 	wakeLocked(&p.appended)
+	for _, w := range p.fetchWaits {
+		// A fetch already woken, or answered, needs no second wake-up.
+		select {
+		case w.appended <- struct{}{}:
+		default:
+		}
+	}
 	p.mu.Unlock()
 }

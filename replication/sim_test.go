@@ -810,7 +810,7 @@ func (s *replSim) deliver(m *simMsg) error {
 // long poll.
 func (s *replSim) serveFetch(n *simNode, m *simMsg) {
 	r := &simMsg{kind: msgFetchResp, hw: -1, lso: -1}
-	r.code = n.p.followerFetch(m.from, m.offset, m.epoch)
+	r.code = n.p.followerFetch(m.from, m.offset, m.epoch, nil)
 	l := n.p.Log()
 	r.hw, r.lso = n.p.HighWatermark(), l.LogStartOffset()
 	if r.code == 0 {
