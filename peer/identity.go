@@ -44,7 +44,7 @@ func (l *Layer) checkIdentity() error {
 	addr := l.cfg.Voters[l.cfg.ID]
 	c, err := net.DialTimeout("tcp", addr, l.cfg.DialTimeout)
 	if err != nil {
-		l.log.Debug("peer: identity check reached nobody", "addr", addr, "err", err)
+		l.log.Debug("controller listener: identity check reached nobody", "addr", addr, "err", err)
 		return nil
 	}
 	// Tracked, so that Close does not wait out a check that hangs.
@@ -70,7 +70,7 @@ func (l *Layer) checkIdentity() error {
 		theirs, err = DecodeHandshake(resp[4:])
 	}
 	if err != nil {
-		l.log.Debug("peer: identity check got no answer", "addr", addr, "err", err)
+		l.log.Debug("controller listener: identity check got no answer", "addr", addr, "err", err)
 		return nil
 	}
 	switch theirs.ErrorCode {
@@ -103,7 +103,7 @@ func (l *Layer) identityLoop() {
 		case <-tick.C:
 		}
 		if err := l.checkIdentity(); err != nil && !l.stopped() {
-			l.log.Error("peer: another process holds this node's id; this process must stop", "node", l.cfg.ID, "err", err)
+			l.log.Error("controller listener: another process holds this node's id; this process must stop", "node", l.cfg.ID, "err", err)
 			if l.cfg.OnDuplicate != nil {
 				l.cfg.OnDuplicate(err)
 			}
@@ -144,7 +144,7 @@ func (l *Layer) answerSelf(c net.Conn, h wire.RequestHeader, ours Handshake) err
 	}
 	if !own {
 		l.traffic.handshake.count(true, len(resp))
-		l.log.Error("peer: refusing a second process that claims this node's id", "node", l.cfg.ID, "remote", remote,
+		l.log.Error("controller listener: refusing a second process that claims this node's id", "node", l.cfg.ID, "remote", remote,
 			"reason", ours.ErrorMessage)
 		return errors.New(ours.ErrorMessage)
 	}

@@ -215,7 +215,7 @@ func (l *Layer) Start() error {
 	// others (each accepted handshake replaces the real node's
 	// connection).
 	if err := l.checkIdentity(); err != nil {
-		l.log.Error("peer: another process holds this node's id; not starting", "node", l.cfg.ID, "err", err)
+		l.log.Error("controller listener: another process holds this node's id; not starting", "node", l.cfg.ID, "err", err)
 		l.Close()
 		return err
 	}
@@ -235,11 +235,11 @@ func (l *Layer) ID() election.NodeID { return l.cfg.ID }
 func (l *Layer) MaxFrameBytes() int { return l.cfg.MaxFrameBytes }
 
 // Send queues a message channel frame with api key key (one registered
-// with HandleMessages) for peer to; a full queue or an unknown peer drops
-// it. It never blocks.
+// with HandleMessages) for peer to; a full queue, an unknown peer or a key
+// not registered drops it. It never blocks.
 func (l *Layer) Send(to election.NodeID, key int16, body Encoder) {
 	p := l.peers[to]
-	if p == nil {
+	if p == nil || l.messageKeys[key] == nil {
 		return
 	}
 	select {
@@ -325,7 +325,7 @@ func (l *Layer) sendLoop(p *peer) {
 		if msg := err.Error(); msg != lastErr {
 			// Once per distinct error: a peer that is down for an hour
 			// does not fill the log.
-			l.log.Info("peer: connection to peer lost; reconnecting", "peer", p.id, "addr", p.addr, "err", err)
+			l.log.Info("controller listener: connection to peer lost; reconnecting", "peer", p.id, "addr", p.addr, "err", err)
 			lastErr = msg
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
@@ -370,11 +370,11 @@ func (l *Layer) serveOutgoing(p *peer, connected func()) error {
 		return err
 	}
 	if theirs.ErrorCode != 0 {
-		l.log.Error("peer: peer refused this node", "peer", p.id, "addr", p.addr, "reason", theirs.ErrorMessage)
+		l.log.Error("controller listener: peer refused this node", "peer", p.id, "addr", p.addr, "reason", theirs.ErrorMessage)
 		return fmt.Errorf("refused: %s", theirs.ErrorMessage)
 	}
 	if reason := l.mismatch(hs, theirs); reason != "" {
-		l.log.Error("peer: refusing peer", "peer", p.id, "addr", p.addr, "reason", reason)
+		l.log.Error("controller listener: refusing peer", "peer", p.id, "addr", p.addr, "reason", reason)
 		return errors.New(reason)
 	}
 	c.SetDeadline(time.Time{})
@@ -401,7 +401,7 @@ func (l *Layer) serveOutgoing(p *peer, connected func()) error {
 			buf = wire.AppendRequestHeader(buf[:4], m.key, 0, 0, l.clientID(), false)
 			buf = m.body.AppendBody(buf)
 			if len(buf)-4 > l.cfg.MaxFrameBytes {
-				l.log.Warn("peer: message over the frame limit dropped", "peer", p.id, "bytes", len(buf))
+				l.log.Warn("controller listener: message over the frame limit dropped", "peer", p.id, "bytes", len(buf))
 			} else {
 				binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 				c.SetWriteDeadline(time.Now().Add(l.cfg.DialTimeout))
@@ -457,7 +457,7 @@ func (l *Layer) acceptLoop() {
 			if l.stopped() || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			l.log.Warn("peer: accept failed", "err", err)
+			l.log.Warn("controller listener: accept failed", "err", err)
 			select {
 			case <-l.stop:
 				return
@@ -475,7 +475,7 @@ func (l *Layer) acceptLoop() {
 			defer l.wg.Done()
 			defer l.untrack(c)
 			if err := l.serveIncoming(c); err != nil && !l.stopped() && !errors.Is(err, io.EOF) {
-				l.log.Debug("peer: peer connection closed", "remote", c.RemoteAddr().String(), "err", err)
+				l.log.Debug("controller listener: peer connection closed", "remote", c.RemoteAddr().String(), "err", err)
 			}
 		}()
 	}
@@ -511,7 +511,7 @@ func (l *Layer) serveIncoming(c net.Conn) error {
 		// A tool asking what this listener is (probe.go): say, and close.
 		ours.ErrorCode, ours.ErrorMessage = errInconsistentVoterSet, probeMessage
 		resp := AppendHandshake(binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(h.CorrelationID)), ours)
-		l.log.Debug("peer: answered a probe", "remote", c.RemoteAddr().String())
+		l.log.Debug("controller listener: answered a probe", "remote", c.RemoteAddr().String())
 		if err := wire.WriteFrame(c, resp); err != nil {
 			return err
 		}
@@ -546,7 +546,7 @@ func (l *Layer) serveIncoming(c net.Conn) error {
 	}
 	l.traffic.handshake.count(true, len(resp))
 	if reason != "" {
-		l.log.Error("peer: refusing peer", "remote", c.RemoteAddr().String(), "reason", reason)
+		l.log.Error("controller listener: refusing peer", "remote", c.RemoteAddr().String(), "reason", reason)
 		return errors.New(reason)
 	}
 	if replica {
