@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/wren-broker/wren/cluster"
-	"github.com/wren-broker/wren/cluster/quorum"
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups/coordinator"
 	"github.com/wren-broker/wren/internal/membudget"
 	"github.com/wren-broker/wren/internal/vfs"
 	"github.com/wren-broker/wren/kafka"
+	"github.com/wren-broker/wren/peer"
 	"github.com/wren-broker/wren/replication"
 )
 
@@ -106,8 +106,11 @@ type wiring struct {
 	// decompression is one budget for every partition of the node
 	// (max.decompressed.inflight.bytes).
 	decompression *membudget.Budget
-	// quorum is nil with one voter.
+	// quorum and peers are nil with one voter: peers is the CONTROLLER
+	// listener's connection layer, whose clients are the quorum's
+	// transport and replication.
 	quorum *cluster.QuorumConfig
+	peers  *peer.Layer
 	// The CONTROLLER listener's transport answers peers before the
 	// controller and the replicas exist; it finds them here once they do.
 	ctrlRef atomic.Pointer[cluster.Controller]
@@ -126,16 +129,16 @@ func (b *Broker) componentList(w *wiring) []component {
 		{name: "log dir", start: func() error { return b.openLogs(w) }, close: func() error { return b.logs.Close() }},
 	}
 	if len(cfg.Voters) > 1 {
-		// The CONTROLLER listener and its transport come before the
-		// controller: its driver starts talking to its peers at once. The
-		// controller closes the transport with its own; closing it again
-		// does nothing.
+		// The CONTROLLER listener, its peer layer and the quorum's
+		// transport come before the controller: its driver starts talking
+		// to its peers at once. The controller closes the transport, and
+		// with it the layer; closing it again does nothing.
 		list = append(list, component{name: "controller listener",
 			start: func() (err error) {
-				w.quorum, err = quorumConfig(cfg, w.dir, b.logger, &w.ctrlRef, &w.replRef, b.logs, b.stopFor)
+				w.quorum, w.peers, err = quorumConfig(cfg, w.dir, b.logger, &w.ctrlRef, &w.replRef, b.logs, b.stopFor)
 				return err
 			},
-			close: func() error { return w.quorum.Transport.Close() }})
+			close: func() error { return w.peers.Close() }})
 	}
 	list = append(list,
 		component{name: "controller", start: func() error { return b.openController(w) }, close: func() error { return b.controller.Close() }},
@@ -294,7 +297,7 @@ func (b *Broker) replicasComponent(w *wiring) component {
 				UncleanLeaderElectionEnable: cfg.TopicDefaults.UncleanLeaderElectionEnable,
 			})
 			if w.quorum != nil {
-				b.replicas.SetReplication(replicationConfig(cfg, w.quorum.Transport.(*quorum.TCPTransport), b.controller))
+				b.replicas.SetReplication(replicationConfig(cfg, w.peers, b.controller))
 			}
 			// Before the first image: a deferred log loaded from here on
 			// reaches the replicas (LogsLoaded), one loaded before is

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wren-broker/wren/cluster/quorum"
+	"github.com/wren-broker/wren/peer"
 )
 
 // peerProxies stand in front of every node's CONTROLLER listener, so a
@@ -117,7 +117,7 @@ func (pp *peerProxies) carry(client net.Conn, to int32, target string) {
 		return
 	}
 	// The request header starts with the api key.
-	replica := int16(binary.BigEndian.Uint16(frame[4:6])) == quorum.APIKeyReplicaHandshake
+	replica := int16(binary.BigEndian.Uint16(frame[4:6])) == peer.APIKeyReplicaHandshake
 	pc := &proxiedConn{from: from, to: to, replica: replica, client: client, upstream: upstream}
 	pp.mu.Lock()
 	if pp.closed || pp.cut[from] || pp.cut[to] || (replica && pp.fetchCut[[2]int32{from, to}]) {
@@ -197,7 +197,7 @@ func readHandshakeFrame(r io.Reader) ([]byte, int32, error) {
 	if idLen < 0 || 14+idLen > len(frame) {
 		return nil, 0, errors.New("proxy: bad client id in the handshake frame")
 	}
-	hs, err := quorum.DecodeHandshake(frame[14+idLen:])
+	hs, err := peer.DecodeHandshake(frame[14+idLen:])
 	if err != nil {
 		return nil, 0, err
 	}

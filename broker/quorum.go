@@ -17,22 +17,23 @@ import (
 	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups/coordinator"
+	"github.com/wren-broker/wren/peer"
 	"github.com/wren-broker/wren/replication"
 	"github.com/wren-broker/wren/wire"
 )
 
 // replicationConfig is follower fetching over the CONTROLLER listener's
 // replica connections, and ISR changes through the controller.
-func replicationConfig(cfg *config.Config, tr *quorum.TCPTransport, c *cluster.Controller) replication.ReplicationConfig {
+func replicationConfig(cfg *config.Config, peers *peer.Layer, c *cluster.Controller) replication.ReplicationConfig {
 	return replication.ReplicationConfig{
 		LagTimeMaxMs: cfg.ReplicaLagTimeMaxMs,
 		AlterISR:     c.SubmitAlterISR,
 		Fetch: replication.FetchConfig{
 			Dial: func(leader int32) (replication.LeaderConn, error) {
-				return tr.DialReplica(election.NodeID(leader))
+				return peers.DialReplica(election.NodeID(leader))
 			},
 			MaxBytes:       cfg.ReplicaFetchMaxBytes,
-			ResponseBytes:  min(cfg.ReplicaFetchResponseMaxBytes, quorum.DefaultMaxFrameBytes-(1<<20)),
+			ResponseBytes:  min(cfg.ReplicaFetchResponseMaxBytes, peer.DefaultMaxFrameBytes-(1<<20)),
 			WaitMaxMs:      cfg.ReplicaFetchWaitMaxMs,
 			Backoff:        time.Duration(cfg.ReplicaFetchBackoffMs) * time.Millisecond,
 			RequestTimeout: time.Duration(cfg.QuorumRequestTimeoutMs) * time.Millisecond,
@@ -48,7 +49,7 @@ const quorumDirName = cluster.QuorumDirName
 // quarter of a peer frame, so an answer of large entries (a CreateTopics
 // of many topics commits about 1 MiB per entry) is never dropped as over
 // the frame limit.
-const quorumFetchBytes = quorum.DefaultMaxFrameBytes / 4
+const quorumFetchBytes = peer.DefaultMaxFrameBytes / 4
 
 // quorumTick is the election's tick. The controller.* settings are
 // divided by it, so they are honoured to within one tick.
@@ -86,17 +87,19 @@ func ticks(ms int32) int {
 	return max(1, int((time.Duration(ms)*time.Millisecond+quorumTick-1)/quorumTick))
 }
 
-// quorumConfig binds the CONTROLLER listener and builds the transport and
-// the controller's quorum settings. The controller is set in ctrl once
-// open, for the peers' heartbeats and forwarded requests.
-func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *atomic.Pointer[cluster.Controller], repl *atomic.Pointer[replication.Manager], logs *engine.Manager, fatal func(error)) (*cluster.QuorumConfig, error) {
+// quorumConfig binds the CONTROLLER listener, starts its peer layer with
+// its two clients, the metadata quorum's transport and the replica
+// connections, and builds the controller's quorum settings. The
+// controller is set in ctrl once open, for the peers' heartbeats and
+// forwarded requests; the replicas in repl, for the followers' fetches.
+func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *atomic.Pointer[cluster.Controller], repl *atomic.Pointer[replication.Manager], logs *engine.Manager, fatal func(error)) (*cluster.QuorumConfig, *peer.Layer, error) {
 	addr, err := controllerListenerAddr(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("broker: %w", err) // net names the address: "listen tcp ADDR: ..."
+		return nil, nil, fmt.Errorf("broker: %w", err) // net names the address: "listen tcp ADDR: ..."
 	}
 	voters := map[election.NodeID]string{}
 	ids := make([]election.NodeID, 0, len(cfg.Voters))
@@ -104,7 +107,7 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 		voters[election.NodeID(v.ID)] = v.Addr()
 		ids = append(ids, election.NodeID(v.ID))
 	}
-	tr, err := quorum.NewTCPTransport(quorum.TCPConfig{
+	peers, err := peer.New(peer.Config{
 		ID: election.NodeID(cfg.NodeID), Voters: voters, Listener: ln, Logger: logger,
 		// The data directory's cluster id comes first: a node whose data
 		// belongs to another cluster is refused by its peers' handshake
@@ -118,27 +121,31 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 			}
 			return cfg.ClusterID
 		},
-		OnApp: func(from election.NodeID, body []byte) {
-			if c := ctrl.Load(); c != nil {
-				c.HandleApp(from, body)
-			}
-		},
-		// Followers fetch from their leaders on replica connections of
-		// this listener: only a peer that passed the handshake can ask.
-		OnReplicaRequest: func(from election.NodeID, req kmsg.Request) *wire.Body {
-			if r := repl.Load(); r != nil {
-				return r.ServeReplicaRequest(int32(from), req)
-			}
-			return nil
-		},
 		DialTimeout: time.Duration(cfg.QuorumRequestTimeoutMs) * time.Millisecond,
 		// Another process that took this node's id after it started
-		// (quorum/identity.go): the node stops rather than share it.
+		// (peer/identity.go): the node stops rather than share it.
 		OnDuplicate: fatal,
 	})
 	if err != nil {
 		ln.Close()
-		return nil, err
+		return nil, nil, err
+	}
+	// The metadata quorum: the message channel's client.
+	tr := quorum.NewTCPTransport(peers, func(from election.NodeID, body []byte) {
+		if c := ctrl.Load(); c != nil {
+			c.HandleApp(from, body)
+		}
+	})
+	// Followers fetch from their leaders on replica connections of this
+	// listener: only a peer that passed the handshake can ask.
+	peers.HandleReplicas(func(from election.NodeID, req kmsg.Request) *wire.Body {
+		if r := repl.Load(); r != nil {
+			return r.ServeReplicaRequest(int32(from), req)
+		}
+		return nil
+	})
+	if err := peers.Start(); err != nil {
+		return nil, nil, err // Start closed the layer and its listener
 	}
 	fetchWait := ticks(cfg.ControllerHeartbeatIntervalMs)
 	return &cluster.QuorumConfig{
@@ -167,7 +174,7 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 		},
 		BrokerHeartbeatInterval: time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		BrokerSessionTimeout:    time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
-	}, nil
+	}, peers, nil
 }
 
 // recordClusterID writes the cluster id into meta.properties once the

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wren-broker/wren/cluster/quorum"
+	"github.com/wren-broker/wren/peer"
 )
 
 // clientID names wren's tools in broker logs and quotas.
@@ -127,7 +127,7 @@ func controllerListener(c *ucli.Context, err error) error {
 	}
 	for _, addr := range seeds {
 		ctx, cancel := context.WithTimeout(c.Context, probeTimeout)
-		node, ok := quorum.Probe(ctx, addr)
+		node, ok := peer.Probe(ctx, addr)
 		cancel()
 		if ok {
 			return fmt.Errorf("cli: %s: %s is a wren CONTROLLER (peer) listener, node %d's, which only the cluster's own nodes talk to; clients use the PLAINTEXT listener, port %d by default (--bootstrap-server, WREN_BROKERS)",

@@ -39,7 +39,7 @@
 // to --help on stderr, never the whole help on stdout. A timeout names
 // the broker's address and the command; a connection closed at its first
 // request makes it probe the --bootstrap-server addresses, and one that is
-// a CONTROLLER listener is named as such (quorum.Probe). A broker's refusal
+// a CONTROLLER listener is named as such (peer.Probe). A broker's refusal
 // reads "CODE: its message" (kafkaReason). `wren completion bash|zsh|fish`
 // prints a completion script (completion.go): bash and zsh ask the binary,
 // passing the words typed and --generate-bash-completion, which Main

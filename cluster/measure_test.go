@@ -15,6 +15,7 @@ import (
 	"github.com/wren-broker/wren/cluster/quorum"
 	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/peer"
 )
 
 // The measurements of the controller's driver, rerun with
@@ -94,15 +95,18 @@ func startMeasureNodes(t *testing.T, count int32) []*measureNode {
 	for _, qn := range qnodes {
 		n := &measureNode{id: qn.id, fs: &slowFS{FS: vfs.NewMem()}}
 		var ctrl atomic.Pointer[Controller]
-		tr, err := quorum.NewTCPTransport(quorum.TCPConfig{ID: election.NodeID(n.id), Voters: voters, Listener: qn.ln, Logger: logger,
-			ClusterID: func() string { return "" },
-			OnApp: func(from election.NodeID, b []byte) {
-				if c := ctrl.Load(); c != nil {
-					c.HandleApp(from, b)
-				}
-			},
+		peers, err := peer.New(peer.Config{ID: election.NodeID(n.id), Voters: voters, Listener: qn.ln, Logger: logger,
+			ClusterID:  func() string { return "" },
 			BackoffMin: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
 		if err != nil {
+			t.Fatal(err)
+		}
+		tr := quorum.NewTCPTransport(peers, func(from election.NodeID, b []byte) {
+			if c := ctrl.Load(); c != nil {
+				c.HandleApp(from, b)
+			}
+		})
+		if err := peers.Start(); err != nil {
 			t.Fatal(err)
 		}
 		n.tr = tr

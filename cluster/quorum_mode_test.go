@@ -16,6 +16,7 @@ import (
 	"github.com/wren-broker/wren/cluster/quorum"
 	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/peer"
 )
 
 type quorumNode struct {
@@ -73,11 +74,14 @@ func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]str
 		// Outlasts a stall of a live broker on a loaded machine.
 		session = 2 * time.Second
 	}
-	tr, err := quorum.NewTCPTransport(quorum.TCPConfig{ID: election.NodeID(n.id), Voters: voters, Listener: n.ln, Logger: logger,
+	peers, err := peer.New(peer.Config{ID: election.NodeID(n.id), Voters: voters, Listener: n.ln, Logger: logger,
 		ClusterID:  func() string { return "" },
-		OnApp:      func(from election.NodeID, b []byte) { ctrl.HandleApp(from, b) },
 		BackoffMin: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
 	if err != nil {
+		t.Fatal(err)
+	}
+	tr := quorum.NewTCPTransport(peers, func(from election.NodeID, b []byte) { ctrl.HandleApp(from, b) })
+	if err := peers.Start(); err != nil {
 		t.Fatal(err)
 	}
 	n.tr = tr

@@ -21,7 +21,7 @@ import (
 // response body is valid until the next RoundTrip, which may read into
 // the same memory: the fetcher is done with one (every partition
 // appended) before it sends the next request.
-// The CONTROLLER listener's replica connections (quorum.ReplicaConn)
+// The CONTROLLER listener's replica connections (peer.ReplicaConn)
 // implement it.
 type LeaderConn interface {
 	RoundTrip(req kmsg.Request, deadline time.Time) ([]byte, error)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/peer"
 )
 
 // BenchmarkCommitLoopback measures one metadata commit on a three-node
@@ -21,7 +22,7 @@ func BenchmarkCommitLoopback(b *testing.B) {
 	var drivers []*Driver
 	for i, ln := range lns {
 		id := election.NodeID(i + 1)
-		tr, err := NewTCPTransport(TCPConfig{ID: id, Voters: voters, Listener: ln, Logger: logger})
+		tr, err := newTCP(peer.Config{ID: id, Voters: voters, Listener: ln, Logger: logger})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -55,57 +55,27 @@
 // never blocks the driver (a full queue drops). MemNetwork connects
 // in-process nodes for tests.
 //
-// TCPTransport runs on the CONTROLLER listener, at the address each voter
-// has in controller.quorum.voters. Frames are Kafka's: an int32 size, then
-// the request header v1 (api key, api version, correlation id, client id),
-// then the body, read and written with package wire (the framing and
-// header the client listener uses; this package does not import the
-// storage engine). Internal API keys, far above Kafka's own so that no
-// Kafka tool sends one (a client listener refuses them as unknown keys and
-// closes the connection):
+// TCPTransport runs on the CONTROLLER listener as a client of package
+// peer, which owns its connections (accept loop, handshake, node
+// identity, dialing, framing, replica connections for replication, the
+// other client). The transport uses peer's message channel with two api
+// keys of its own, far above Kafka's so that no Kafka tool sends one:
 //
-//   - 32000 Handshake (v0), the first frame of every connection, both ways:
-//     cluster id, hash of the peer set (the voters as id@host:port, sorted
-//     by id), sender and intended receiver, and in the answer an error
-//     code (Kafka's INCONSISTENT_CLUSTER_ID 104, INCONSISTENT_VOTER_SET 94)
-//     and message. A mismatch is refused on both sides with a log line
-//     naming both nodes' cluster ids or peer sets. A node that has not
-//     learnt the cluster id yet (a first start) sends "" and accepts any.
-//     A handshake from ProbeNodeID (-1) is a tool asking what the address
-//     is (Probe, probe.go): it is answered with the node's id and closed,
-//     and logged at DEBUG only.
-//     A handshake from the receiver's own id is an identity check
-//     (identity.go): accepted when it is the receiver's own (a nonce in
-//     the client id), else refused with DUPLICATE_BROKER_REGISTRATION
-//     (101) and an ERROR on the receiver, and the process that sent it
-//     stops: a node id belongs to one process.
 //   - 32001 Message (v0): one metalog message, one-way (no response, as a
-//     Produce with acks=0). Layout in wire.go.
+//     Produce with acks=0). Layout in wire.go. A message that does not
+//     decode, or whose sender is not the connection's peer, closes the
+//     connection.
 //   - 32002 App (v0): a body the transport does not read, one-way, for
 //     the cluster package (broker heartbeats, requests forwarded to the
 //     controller and their answers; cluster/forward.go).
-//   - 32003 ReplicaHandshake (v0): the Handshake's body and checks, opening
-//     a replica connection instead (DialReplica, ReplicaConn).
 //
-// The listener is one connection layer with two clients: the metadata
-// quorum (Handshake, then Message and App frames) and replication (a
-// ReplicaHandshake, then Kafka requests a follower sends its leader,
-// Fetch with its replica id and OffsetForLeaderEpoch, each answered in
-// order). Replica requests are decoded with kmsg, as the client listener
-// decodes its requests, and handed to TCPConfig.OnReplicaRequest, which
-// answers with a wire.Body (a Fetch's records go out with sendfile);
-// ReplicaConn.RoundTrip sends a kmsg request and returns the response
-// body, read into the memory of the previous one when it fits.
+// Messages wait in peer's queue towards each peer (256 frames) and in
+// the driver's inbox (InboxCapacity), both dropping on overflow; the
+// message decoder has a fuzz target. Closing the transport closes the
+// layer: the node leaves the cluster.
 //
-// Each node dials every peer once and sends on that connection only,
-// reconnecting with exponential backoff (50 ms to 2 s, jittered); it
-// receives on the connections it accepted, one per peer (a reconnect
-// replaces the old one). Frames are bounded (16 MiB) either way, the
-// queue towards each peer (256 messages) and the driver's inbox
-// (InboxCapacity) drop on overflow, and every decoder has a fuzz target.
-//
-// TCPTransport counts the frames it writes and reads and their bytes,
-// size prefix and header included, by kind (handshake, metalog, app,
-// replica) and direction (Stats, stats.go): the cost of the control plane
-// on an idle cluster is read from two samples of /metrics.
+// TCPTransport reports the layer's counts of frames and bytes, size
+// prefix and header included, by kind (handshake, metalog, app, replica)
+// and direction (Stats, stats.go): the cost of the control plane on an
+// idle cluster is read from two samples of /metrics.
 package quorum

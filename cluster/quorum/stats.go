@@ -1,6 +1,6 @@
 package quorum
 
-import "sync/atomic"
+import "github.com/wren-broker/wren/peer"
 
 // TrafficKind is what a frame on the CONTROLLER listener carries, for the
 // transport's counters: the control plane's own traffic (handshakes,
@@ -41,9 +41,7 @@ func (k TrafficKind) String() string {
 // Traffic counts frames and their bytes, the 4-byte size prefix and the
 // request or response header included (what the socket carries, less
 // TCP's own overhead).
-type Traffic struct {
-	Frames, Bytes uint64
-}
+type Traffic = peer.Traffic
 
 // TransportStats is what a transport sent and received since it started,
 // by kind (indexed by TrafficKind), over every connection it dialed or
@@ -61,44 +59,4 @@ func Kinds() []TrafficKind {
 // traffic. TCPTransport has it; MemNetwork's transports do not.
 type StatsReporter interface {
 	Stats() TransportStats
-}
-
-// trafficCounters are a transport's counters; frames of any connection
-// add to them, so only atomics.
-type trafficCounters struct {
-	sent, received [numTrafficKinds]struct{ frames, bytes atomic.Uint64 }
-}
-
-// count adds one frame of frameBytes (size prefix included) sent or
-// received.
-func (c *trafficCounters) count(sent bool, kind TrafficKind, frameBytes int) {
-	side := &c.received
-	if sent {
-		side = &c.sent
-	}
-	side[kind].frames.Add(1)
-	side[kind].bytes.Add(uint64(frameBytes))
-}
-
-func (c *trafficCounters) snapshot() TransportStats {
-	var st TransportStats
-	for k := range numTrafficKinds {
-		st.Sent[k] = Traffic{Frames: c.sent[k].frames.Load(), Bytes: c.sent[k].bytes.Load()}
-		st.Received[k] = Traffic{Frames: c.received[k].frames.Load(), Bytes: c.received[k].bytes.Load()}
-	}
-	return st
-}
-
-// kindOfKey is the kind of a frame with a quorum api key; any other key
-// is a Kafka request on a replica connection.
-func kindOfKey(key int16) TrafficKind {
-	switch key {
-	case APIKeyHandshake, APIKeyReplicaHandshake:
-		return TrafficHandshake
-	case APIKeyMessage:
-		return TrafficMetalog
-	case APIKeyApp:
-		return TrafficApp
-	}
-	return TrafficReplica
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wren-broker/wren/cluster/metalog"
 	"github.com/wren-broker/wren/election"
+	"github.com/wren-broker/wren/peer"
 )
 
 // The transport's counters, cross-checked: what one node counts as sent
@@ -18,7 +19,7 @@ func TestTCPStats(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
 	var trs []*TCPTransport
 	for i := range 2 {
-		tr, err := NewTCPTransport(TCPConfig{ID: election.NodeID(1 + i), Voters: voters, Listener: lns[i], Logger: logger,
+		tr, err := newTCP(peer.Config{ID: election.NodeID(1 + i), Voters: voters, Listener: lns[i], Logger: logger,
 			BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -73,7 +74,7 @@ func TestTCPStats(t *testing.T) {
 	}
 	// Each metalog frame: size prefix, header v1 (key, version,
 	// correlation id, client id), then the message.
-	frame := 4 + 2 + 2 + 4 + 2 + len(t1.clientID()) + len(AppendMessage(nil, m))
+	frame := 4 + 2 + 2 + 4 + 2 + len("wren-quorum-1") + len(AppendMessage(nil, m))
 	if got, frames := s1.Sent[TrafficMetalog].Bytes, s1.Sent[TrafficMetalog].Frames; got != frames*uint64(frame) {
 		t.Errorf("node 1 counts %d metalog bytes in %d frames, want %d bytes a frame", got, frames, frame)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/wren-broker/wren/cluster/metalog"
 	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/internal/vfs"
+	"github.com/wren-broker/wren/peer"
 )
 
 // syncBuffer collects log lines from several goroutines.
@@ -51,10 +52,24 @@ func listeners(t testing.TB, n int) ([]net.Listener, map[election.NodeID]string)
 	return lns, voters
 }
 
+// newTCP starts a peer layer for cfg with a TCPTransport as its message
+// channel's client.
+func newTCP(cfg peer.Config) (*TCPTransport, error) {
+	l, err := peer.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tr := NewTCPTransport(l, nil)
+	if err := l.Start(); err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
 func tcpNode(t *testing.T, id election.NodeID, ln net.Listener, voters map[election.NodeID]string, fs vfs.FS,
 	clusterID string, logger *slog.Logger, apply func([]metalog.Entry)) *Driver {
 	t.Helper()
-	tr, err := NewTCPTransport(TCPConfig{ID: id, Voters: voters, Listener: ln, Logger: logger,
+	tr, err := newTCP(peer.Config{ID: id, Voters: voters, Listener: ln, Logger: logger,
 		ClusterID: func() string { return clusterID }, BackoffMin: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -186,13 +201,13 @@ func TestTCPHandshakeRefusesMismatch(t *testing.T) {
 			}
 			var logs syncBuffer
 			logger := slog.New(slog.NewTextHandler(&logs, nil))
-			t1, err := NewTCPTransport(TCPConfig{ID: 1, Voters: voters, Listener: lns[0], Logger: logger,
+			t1, err := newTCP(peer.Config{ID: 1, Voters: voters, Listener: lns[0], Logger: logger,
 				ClusterID: func() string { return "c1" }, BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer t1.Close()
-			t2, err := NewTCPTransport(TCPConfig{ID: 2, Voters: other, Listener: lns[1], Logger: logger,
+			t2, err := newTCP(peer.Config{ID: 2, Voters: other, Listener: lns[1], Logger: logger,
 				ClusterID: func() string { return tc.otherClusterID }, BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
@@ -222,7 +237,7 @@ func TestTCPHandshakeRefusesMismatch(t *testing.T) {
 // buffered.
 func TestTCPFrameLimit(t *testing.T) {
 	lns, voters := listeners(t, 2)
-	tr, err := NewTCPTransport(TCPConfig{ID: 1, Voters: voters, Listener: lns[0], MaxFrameBytes: 1024,
+	tr, err := newTCP(peer.Config{ID: 1, Voters: voters, Listener: lns[0], MaxFrameBytes: 1024,
 		Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -1,27 +1,23 @@
 package quorum
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/wren-broker/wren/cluster/metalog"
 	"github.com/wren-broker/wren/election"
+	"github.com/wren-broker/wren/peer"
 )
 
-// The internal API keys of the CONTROLLER listener. They sit far above
-// Kafka's own keys, so no Kafka client or tool ever sends one, and a
-// client listener refuses them as it refuses any unknown key (it closes
-// the connection). Part of the wire format; never renumber.
+// The api keys of the metadata quorum's frames on the peer layer's
+// message channel (package peer, whose own keys are 32000 and 32003).
+// They sit far above Kafka's own keys, so no Kafka client or tool ever
+// sends one, and a client listener refuses them as it refuses any unknown
+// key (it closes the connection). Part of the wire format; never
+// renumber.
 const (
-	// APIKeyHandshake opens every peer connection: the dialer says who it
-	// is, which cluster it belongs to and which peer set it was given;
-	// the listener answers with its own and refuses a mismatch.
-	APIKeyHandshake int16 = 32000
 	// APIKeyMessage carries one metalog message. It is one-way, like a
 	// Produce with acks=0: no response.
 	APIKeyMessage int16 = 32001
@@ -29,54 +25,13 @@ const (
 	// cluster package: broker heartbeats to the controller and requests
 	// forwarded to it, and their answers. One-way, like APIKeyMessage.
 	APIKeyApp int16 = 32002
-	// APIKeyReplicaHandshake opens a replica connection: the same body
-	// and checks as APIKeyHandshake, after which the connection carries
-	// Kafka requests a follower sends its leader (Fetch with its replica
-	// id, OffsetForLeaderEpoch), each answered in order.
-	APIKeyReplicaHandshake int16 = 32003
 )
 
-// DefaultMaxFrameBytes bounds one frame on a peer connection, either way.
-const DefaultMaxFrameBytes = 16 << 20
+// DefaultMaxFrameBytes bounds one frame on a peer connection, either way
+// (peer.DefaultMaxFrameBytes).
+const DefaultMaxFrameBytes = peer.DefaultMaxFrameBytes
 
 var errShort = errors.New("quorum: message truncated")
-
-// PeerSetHash is a short hash of the voters as id@host:port, sorted by
-// id: two nodes whose controller.quorum.voters differ (a node missing, a
-// port changed) refuse to talk rather than elect from different peer sets.
-func PeerSetHash(voters map[election.NodeID]string) string {
-	ids := make([]election.NodeID, 0, len(voters))
-	for id := range voters {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	var b strings.Builder
-	for _, id := range ids {
-		fmt.Fprintf(&b, "%d@%s,", id, voters[id])
-	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return hex.EncodeToString(sum[:8])
-}
-
-// Handshake is the body of APIKeyHandshake, request and response alike.
-type Handshake struct {
-	ClusterID   string // "" when this node has not learnt it yet
-	PeerSetHash string
-	From, To    election.NodeID
-	// ErrorCode and ErrorMessage: a response that refuses (0 = accepted).
-	ErrorCode    int16
-	ErrorMessage string
-}
-
-// Kafka's INCONSISTENT_CLUSTER_ID and INCONSISTENT_VOTER_SET codes, which
-// say the same thing in KRaft.
-const (
-	errInconsistentClusterID int16 = 104
-	errInconsistentVoterSet  int16 = 94
-	// errDuplicateNodeID is Kafka's DUPLICATE_BROKER_REGISTRATION: the
-	// dialer claims the id of the node it dialed (identity.go).
-	errDuplicateNodeID int16 = 101
-)
 
 type encoder struct{ b []byte }
 
@@ -170,31 +125,6 @@ func (d *decoder) finish() error {
 		d.err = fmt.Errorf("quorum: %d trailing bytes", len(d.b))
 	}
 	return d.err
-}
-
-// AppendHandshake appends the handshake body. Layout, part of the wire
-// format: cluster id, peer-set hash (int16-length strings), from, to
-// (int32), error code (int16), error message.
-func AppendHandshake(dst []byte, h Handshake) []byte {
-	e := encoder{b: dst}
-	e.str(h.ClusterID)
-	e.str(h.PeerSetHash)
-	e.i32(int32(h.From))
-	e.i32(int32(h.To))
-	e.i16(h.ErrorCode)
-	e.str(h.ErrorMessage)
-	return e.b
-}
-
-// DecodeHandshake reads a handshake body.
-func DecodeHandshake(b []byte) (Handshake, error) {
-	d := decoder{b: b}
-	h := Handshake{ClusterID: d.str(), PeerSetHash: d.str(), From: election.NodeID(d.i32()), To: election.NodeID(d.i32()),
-		ErrorCode: d.i16(), ErrorMessage: d.str()}
-	if err := d.finish(); err != nil {
-		return Handshake{}, fmt.Errorf("quorum: handshake: %w", err)
-	}
-	return h, nil
 }
 
 // AppendMessage appends the body of APIKeyMessage. Layout, part of the

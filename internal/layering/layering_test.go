@@ -102,6 +102,13 @@ var rules = []Rule{
 			"protocol, replication, the peer transport and the engine's reads alike; an import from it would put one of them under another",
 	},
 	{
+		Name:  "the peer layer carries the quorum's messages and replica fetches without knowing either",
+		From:  []string{"wren/peer"},
+		Reach: []string{"wren/cluster/...", "wren/replication/...", "wren/engine/..."},
+		Why: "the CONTROLLER listener's connections (handshake, identity, framing) serve two clients, the metadata " +
+			"quorum's transport and replication's replica connections; they sit on it, never it on them",
+	},
+	{
 		Name: "shared leaves import nothing of wren",
 		From: []string{"wren/internal/vfs", "wren/internal/membudget", "wren/internal/health", "wren/internal/invariants",
 			"wren/internal/buildinfo", "wren/internal/sdnotify", "wren/config"},

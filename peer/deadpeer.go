@@ -1,4 +1,4 @@
-package quorum
+package peer
 
 import (
 	"net"
@@ -14,7 +14,7 @@ import (
 // about 15 minutes: small writes keep landing in the socket buffer, and
 // after the network heals the next retransmission may be seconds away,
 // with the backoff it built up meanwhile. Closed after d, the connection
-// is dialed again with the transport's own backoff, and the first dial
+// is dialed again with the layer's own backoff, and the first dial
 // after the heal succeeds. Kafka gets the same from
 // controller.quorum.request.timeout.ms, by closing a connection whose
 // request timed out. A peer that is slow, not gone, keeps acknowledging:

@@ -1,4 +1,4 @@
-package quorum
+package peer
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ import (
 func TestDuplicateNodeIDRefusedAtStart(t *testing.T) {
 	lns, voters := listeners(t, 2)
 	var realLog syncBuffer
-	real, err := NewTCPTransport(TCPConfig{ID: 2, Voters: voters, Listener: lns[1],
+	real, err := start(Config{ID: 2, Voters: voters, Listener: lns[1],
 		Logger: slog.New(slog.NewTextHandler(&realLog, nil)), IdentityCheckInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("the first node 2: %v", err)
@@ -32,7 +32,7 @@ func TestDuplicateNodeIDRefusedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewTCPTransport(TCPConfig{ID: 2, Voters: voters, Listener: other, Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))})
+	_, err = start(Config{ID: 2, Voters: voters, Listener: other, Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))})
 	if !errors.Is(err, ErrDuplicateNodeID) {
 		t.Fatalf("a second node 2: %v, want ErrDuplicateNodeID", err)
 	}
@@ -67,7 +67,7 @@ func TestDuplicateNodeIDFoundLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := make(chan error, 1)
-	ghost, err := NewTCPTransport(TCPConfig{ID: 2, Voters: voters, Listener: ghostLn, IdentityCheckInterval: 20 * time.Millisecond,
+	ghost, err := start(Config{ID: 2, Voters: voters, Listener: ghostLn, IdentityCheckInterval: 20 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil)), OnDuplicate: func(err error) { found <- err }})
 	if err != nil {
 		t.Fatalf("node 2's address answers nobody, so the check proves nothing: %v", err)
@@ -79,7 +79,7 @@ func TestDuplicateNodeIDFoundLater(t *testing.T) {
 		t.Skipf("node 2's port was taken meanwhile: %v", err)
 	}
 	realFound := make(chan error, 1)
-	real, err := NewTCPTransport(TCPConfig{ID: 2, Voters: voters, Listener: ln, IdentityCheckInterval: 20 * time.Millisecond,
+	real, err := start(Config{ID: 2, Voters: voters, Listener: ln, IdentityCheckInterval: 20 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil)), OnDuplicate: func(err error) { realFound <- err }})
 	if err != nil {
 		t.Fatalf("the real node 2 at its own address: %v", err)
@@ -142,7 +142,7 @@ func TestIdentityCheckThroughForward(t *testing.T) {
 	defer lns[0].Close()
 	voters[2] = forward(t, lns[1].Addr().String())
 	var log syncBuffer
-	real, err := NewTCPTransport(TCPConfig{ID: 2, Voters: voters, Listener: lns[1], IdentityCheckInterval: 20 * time.Millisecond,
+	real, err := start(Config{ID: 2, Voters: voters, Listener: lns[1], IdentityCheckInterval: 20 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatalf("node 2 behind a forward took itself for an intruder: %v", err)
@@ -152,7 +152,7 @@ func TestIdentityCheckThroughForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewTCPTransport(TCPConfig{ID: 2, Voters: voters, Listener: other,
+	if _, err := start(Config{ID: 2, Voters: voters, Listener: other,
 		Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))}); !errors.Is(err, ErrDuplicateNodeID) {
 		t.Fatalf("an intruder through the forward: %v, want ErrDuplicateNodeID", err)
 	}
@@ -170,13 +170,13 @@ func TestIdentityCheckThroughForward(t *testing.T) {
 func TestIdentityCheckOwnEntryElsewhere(t *testing.T) {
 	lns, voters := listeners(t, 2)
 	logger := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
-	n2, err := NewTCPTransport(TCPConfig{ID: 2, Voters: voters, Listener: lns[1], Logger: logger})
+	n2, err := start(Config{ID: 2, Voters: voters, Listener: lns[1], Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer n2.Close()
 	wrong := map[election.NodeID]string{1: voters[2], 2: voters[2]}
-	_, err = NewTCPTransport(TCPConfig{ID: 1, Voters: wrong, Listener: lns[0], Logger: logger})
+	_, err = start(Config{ID: 1, Voters: wrong, Listener: lns[0], Logger: logger})
 	if !errors.Is(err, ErrDuplicateNodeID) || !strings.Contains(err.Error(), "node 1's entry in controller.quorum.voters, "+voters[2]) {
 		t.Fatalf("node 1 whose entry is node 2's address: %v", err)
 	}

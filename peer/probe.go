@@ -1,4 +1,4 @@
-package quorum
+package peer
 
 import (
 	"context"
@@ -54,4 +54,4 @@ func Probe(ctx context.Context, addr string) (node election.NodeID, ok bool) {
 }
 
 // errProbe ends a probe's connection on the listener's side.
-var errProbe = errors.New("quorum: answered a probe")
+var errProbe = errors.New("peer: answered a probe")

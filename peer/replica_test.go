@@ -1,4 +1,4 @@
-package quorum
+package peer
 
 import (
 	"bytes"
@@ -40,8 +40,8 @@ func TestReplicaConnSplicedAnswers(t *testing.T) {
 	// A Fetch asks for a file range: its one partition's FetchOffset is
 	// the position, PartitionMaxBytes the size. A flexible request
 	// (OffsetForLeaderEpoch v4) is answered with a kmsg response.
-	leader, err := NewTCPTransport(TCPConfig{ID: 1, Voters: voters, Listener: lns[0], Logger: logger,
-		OnReplicaRequest: func(from election.NodeID, req kmsg.Request) *wire.Body {
+	leader, err := start(Config{ID: 1, Voters: voters, Listener: lns[0], Logger: logger},
+		func(from election.NodeID, req kmsg.Request) *wire.Body {
 			switch req := req.(type) {
 			case *kmsg.FetchRequest:
 				if from != 2 || req.ReplicaID != 2 || req.GetVersion() != 11 || len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 {
@@ -58,12 +58,12 @@ func TestReplicaConnSplicedAnswers(t *testing.T) {
 				return &wire.Body{Chunks: []wire.Chunk{{Bytes: resp.AppendTo(nil)}}}
 			}
 			return nil
-		}})
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer leader.Close()
-	follower, err := NewTCPTransport(TCPConfig{ID: 2, Voters: voters, Listener: lns[1], Logger: logger})
+	follower, err := start(Config{ID: 2, Voters: voters, Listener: lns[1], Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package quorum
+package peer
 
 import (
 	"net"

@@ -1,4 +1,4 @@
-package quorum
+package peer
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 func TestProbe(t *testing.T) {
 	lns, voters := listeners(t, 2)
 	var logs syncBuffer
-	tr, err := NewTCPTransport(TCPConfig{ID: 1, Voters: voters, Listener: lns[0], Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	tr, err := start(Config{ID: 1, Voters: voters, Listener: lns[0], Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

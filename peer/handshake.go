@@ -1,0 +1,147 @@
+package peer
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/wren-broker/wren/election"
+)
+
+// The internal API keys of the layer itself. They sit far above Kafka's
+// own keys, so no Kafka client or tool ever sends one, and a client
+// listener refuses them as it refuses any unknown key (it closes the
+// connection). A client of the message channel picks its own keys
+// (cluster/quorum's are 32001 and 32002). Part of the wire format; never
+// renumber.
+const (
+	// APIKeyHandshake opens every message channel connection: the dialer
+	// says who it is, which cluster it belongs to and which peer set it
+	// was given; the listener answers with its own and refuses a
+	// mismatch.
+	APIKeyHandshake int16 = 32000
+	// APIKeyReplicaHandshake opens a replica connection: the same body
+	// and checks as APIKeyHandshake, after which the connection carries
+	// Kafka requests and their responses, each answered in order.
+	APIKeyReplicaHandshake int16 = 32003
+)
+
+// DefaultMaxFrameBytes bounds one frame on a peer connection, either way.
+const DefaultMaxFrameBytes = 16 << 20
+
+var errShort = errors.New("peer: handshake truncated")
+
+// PeerSetHash is a short hash of the voters as id@host:port, sorted by
+// id: two nodes whose controller.quorum.voters differ (a node missing, a
+// port changed) refuse to talk rather than elect from different peer sets.
+func PeerSetHash(voters map[election.NodeID]string) string {
+	ids := make([]election.NodeID, 0, len(voters))
+	for id := range voters {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var b strings.Builder
+	for _, id := range ids {
+		fmt.Fprintf(&b, "%d@%s,", id, voters[id])
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Handshake is the body of APIKeyHandshake, request and response alike.
+type Handshake struct {
+	ClusterID   string // "" when this node has not learnt it yet
+	PeerSetHash string
+	From, To    election.NodeID
+	// ErrorCode and ErrorMessage: a response that refuses (0 = accepted).
+	ErrorCode    int16
+	ErrorMessage string
+}
+
+// Kafka's INCONSISTENT_CLUSTER_ID and INCONSISTENT_VOTER_SET codes, which
+// say the same thing in KRaft.
+const (
+	errInconsistentClusterID int16 = 104
+	errInconsistentVoterSet  int16 = 94
+	// errDuplicateNodeID is Kafka's DUPLICATE_BROKER_REGISTRATION: the
+	// dialer claims the id of the node it dialed (identity.go).
+	errDuplicateNodeID int16 = 101
+)
+
+// AppendHandshake appends the handshake body. Layout, part of the wire
+// format: cluster id, peer-set hash (int16-length strings), from, to
+// (int32), error code (int16), error message.
+func AppendHandshake(dst []byte, h Handshake) []byte {
+	e := encoder{b: dst}
+	e.str(h.ClusterID)
+	e.str(h.PeerSetHash)
+	e.i32(int32(h.From))
+	e.i32(int32(h.To))
+	e.i16(h.ErrorCode)
+	e.str(h.ErrorMessage)
+	return e.b
+}
+
+// DecodeHandshake reads a handshake body.
+func DecodeHandshake(b []byte) (Handshake, error) {
+	d := decoder{b: b}
+	h := Handshake{ClusterID: d.str(), PeerSetHash: d.str(), From: election.NodeID(d.i32()), To: election.NodeID(d.i32()),
+		ErrorCode: d.i16(), ErrorMessage: d.str()}
+	if err := d.finish(); err != nil {
+		return Handshake{}, fmt.Errorf("peer: handshake: %w", err)
+	}
+	return h, nil
+}
+
+type encoder struct{ b []byte }
+
+func (e *encoder) i16(v int16)  { e.b = binary.BigEndian.AppendUint16(e.b, uint16(v)) }
+func (e *encoder) i32(v int32)  { e.b = binary.BigEndian.AppendUint32(e.b, uint32(v)) }
+func (e *encoder) str(s string) { e.i16(int16(len(s))); e.b = append(e.b, s...) }
+
+// decoder reads a body; the first error sticks, so a caller checks once.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(d.b) {
+		d.err = errShort
+		return nil
+	}
+	p := d.b[:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *decoder) i16() int16 {
+	if p := d.take(2); p != nil {
+		return int16(binary.BigEndian.Uint16(p))
+	}
+	return 0
+}
+
+func (d *decoder) i32() int32 {
+	if p := d.take(4); p != nil {
+		return int32(binary.BigEndian.Uint32(p))
+	}
+	return 0
+}
+
+func (d *decoder) str() string { return string(d.take(int(d.i16()))) }
+
+// finish fails on trailing bytes: a body is exactly one handshake.
+func (d *decoder) finish() error {
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("peer: %d trailing bytes", len(d.b))
+	}
+	return d.err
+}
