@@ -215,7 +215,7 @@ func (l *Log) planClean(cfg CleanConfig) (*cleanPlan, error) {
 	now := l.nowMs()
 	n, firstUncleanable, firstDirty := l.cleanableRangeLocked(cfg.FirstDirtyOffset, cfg.UpperBound, now)
 	p := &cleanPlan{
-		firstDirty: firstDirty, firstUncleanable: firstUncleanable, nowMs: now, opts: l.opts,
+		firstDirty: firstDirty, firstUncleanable: firstUncleanable, nowMs: now, opts: *l.opts,
 		producerLastOffsets: map[int64]int64{},
 	}
 	for _, e := range l.producers.Entries() {

@@ -119,7 +119,7 @@ func (l *Log) truncateSegment(seg *segment, offset int64) error {
 		return err
 	}
 	seg.size.Store(bp.Position)
-	if err := seg.rescanTail(&l.opts); err != nil {
+	if err := seg.rescanTail(l.opts); err != nil {
 		return err
 	}
 	return seg.flush(true)
@@ -217,7 +217,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.failErr(err)
 	}
-	seg, err := createSegment(l.fs, l.health.handles, l.dir, offset, &l.opts)
+	seg, err := createSegment(l.fs, l.health.handles, l.dir, offset, l.opts)
 	if err != nil {
 		// The old segments are gone: a log with none cannot go on, so
 		// even a shortage of descriptors fails the directory here (the
