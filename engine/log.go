@@ -129,6 +129,9 @@ type Log struct {
 	// truncateCheckpointPending: a truncation's checkpoint failed for a
 	// shortage of descriptors; appends wait for it (under mu).
 	truncateCheckpointPending bool
+	// dirWork is directory work a shortage of descriptors left pending;
+	// nil when there is none (dirwork.go).
+	dirWork *dirWork
 }
 
 // leaderFence is the leadership a leader append must match.
@@ -295,6 +298,9 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 		return AppendInfo{}, err
 	}
 	if err := l.damagedLocked(); err != nil {
+		return AppendInfo{}, err
+	}
+	if err := l.finishDirWorkLocked(); err != nil {
 		return AppendInfo{}, err
 	}
 	if l.truncateCheckpointPending {
@@ -489,6 +495,9 @@ func (l *Log) Roll() error {
 	}
 	if l.active().empty() {
 		return nil
+	}
+	if err := l.finishDirWorkLocked(); err != nil {
+		return err
 	}
 	_, err := l.roll()
 	return err
@@ -775,7 +784,16 @@ func (l *Log) Close() error {
 		return nil
 	}
 	var errs []error
-	if l.health.check() == nil {
+	pending := false
+	if l.health.check() == nil && l.dirWork != nil {
+		// Unfinished, it is left to the next load, as a crash at this
+		// point would be; the log took no append since.
+		if err := l.finishDirWorkLocked(); err != nil {
+			errs = append(errs, err)
+			pending = true
+		}
+	}
+	if l.health.check() == nil && !pending {
 		if err := l.active().flush(true); err != nil {
 			l.fail(err)
 			errs = append(errs, err)
@@ -791,6 +809,7 @@ func (l *Log) Close() error {
 			}
 		}
 	}
+	l.dropDirWorkLocked()
 	l.closed = true
 	segs := l.segments
 	l.mu.Unlock()

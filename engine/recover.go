@@ -155,6 +155,7 @@ func loadedClean(err error) (bool, error) {
 }
 
 func (l *Log) closeAll() {
+	l.dropDirWorkLocked()
 	for _, s := range l.segments {
 		s.closeFiles()
 	}
