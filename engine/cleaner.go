@@ -55,12 +55,18 @@ package engine
 // changed), then:
 //
 //  1. renames the new index files, then the new log file, from .cleaned to
-//     .swap, and fsyncs the directory. The .log.swap is the commit point;
-//  2. deletes the run's other segments' files and renames the .swap files
-//     to their final names (the log file last), over the files of the
-//     run's first segment, whose base offset the new segment keeps, and
-//     fsyncs the directory;
-//  3. opens the new segment and puts it in the log in place of the run.
+//     .swap. The .log.swap is the commit point;
+//  2. checks the new segment through the descriptors it wrote with (they
+//     follow the files through renames and stay pinned until step 3 is
+//     done) and puts it in the log in place of the run;
+//  3. fsyncs the directory, deletes the run's other segments' files,
+//     renames the .swap files to their final names (the log file last),
+//     over the files of the run's first segment, whose base offset the
+//     new segment keeps, and fsyncs the directory again.
+//
+// A shortage of descriptors in step 1 undoes it (the pass aborts); in
+// step 3 it leaves the rest of step 3 pending (dirwork.go), finished
+// before the log's next change or by the next load, as after a crash.
 //
 // On open (completeSwaps, before any other recovery), .cleaned files are
 // deleted: the old segments are all still there. A .log.swap is
