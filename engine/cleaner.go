@@ -658,7 +658,9 @@ func (c *cleaner) swap(g []cleanSeg, base, next int64) error {
 		removeCleanedFiles(l.fs, l.dir, base)
 		return errCleaningAborted
 	}
-	if l.closed {
+	if l.closed || l.dirWork != nil {
+		// Closed, or another change's directory work is pending: that
+		// change replaced the run, or comes first.
 		return abort()
 	}
 	if err := l.health.check(); err != nil {
