@@ -6,8 +6,9 @@ import "fmt"
 // already made in memory, after a shortage of descriptors (EMFILE, ENFILE
 // or the open-file budget: a directory sync opens the directory) stopped
 // its file renames, removals or directory syncs: a truncation to an empty
-// log (truncateFullyAndStartAtLocked) or a cleaner swap past its commit
-// point (cleaner.swap). Such a shortage fails the operation, retriably,
+// log (truncateFullyAndStartAtLocked), a truncation that removed later
+// segments and must sync that before it cuts the segment left (TruncateTo),
+// or a cleaner swap past its commit point (cleaner.swap). Such a shortage fails the operation, retriably,
 // and never the log directory: the log takes no other change until the
 // work is done (finishDirWorkLocked, first thing in every operation that
 // changes the log's files: append, truncation, retention, the cleaner),

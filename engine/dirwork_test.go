@@ -278,3 +278,73 @@ func checkCompactedFrom(t *testing.T, l *Log, m *compactModel, firstDirty, end, 
 		}
 	}
 }
+
+// TestTruncateToOutOfFiles: a truncation that removed later segments and
+// then cannot sync the directory fails retriably, never the directory,
+// and cuts nothing more until the sync is done: after a retry, a restart
+// or a power loss after the retry, the log is a prefix of what it was
+// (never a cut segment with later ones back beside it) and takes appends
+// at its end.
+func TestTruncateToOutOfFiles(t *testing.T) {
+	for _, ending := range []string{"retry", "restart", "crash-after-retry"} {
+		t.Run(ending, func(t *testing.T) {
+			mem := vfs.NewMem()
+			ffs := vfs.NewFaultFS(mem)
+			clock := &testClock{ms: 1_700_000_000_000}
+			opts := testOptions(clock)
+			opts.SegmentBytes = 4096
+			l := openTestLog(t, ffs, opts, OpenOptions{})
+			for i := 0; i < 40; i++ {
+				_, err := l.Append(makeBatch(t, batch.CompressionNone, i, 2, 300, clock.ms), 0)
+				mustNotErr(t, err)
+			}
+			segs := l.Segments()
+			if len(segs) < 4 {
+				t.Fatalf("%d segments, want several", len(segs))
+			}
+			old := readAll(t, l)
+			// Into the middle of the second segment.
+			offset := segs[1].BaseOffset + 2
+			remove := ffs.Inject(emfile(vfs.OpSyncDir, "t-0"))
+			err := l.TruncateTo(offset)
+			if !errors.Is(err, ErrTooManyOpenFiles) {
+				t.Fatalf("truncation under EMFILE: %v, want ErrTooManyOpenFiles", err)
+			}
+			if herr := l.health.check(); herr != nil {
+				t.Fatalf("EMFILE failed the log directory: %v", herr)
+			}
+			if _, err := l.Append(makeBatch(t, batch.CompressionNone, 99, 1, 10, clock.ms), 0); !errors.Is(err, ErrTooManyOpenFiles) {
+				t.Fatalf("append with the truncation pending: %v, want ErrTooManyOpenFiles", err)
+			}
+			switch ending {
+			case "retry", "crash-after-retry":
+				remove()
+				mustNotErr(t, l.TruncateTo(offset))
+				if l.LogEndOffset() > offset || len(l.Segments()) != 2 {
+					t.Fatalf("retried truncation: end %d, %d segments", l.LogEndOffset(), len(l.Segments()))
+				}
+				if ending == "crash-after-retry" {
+					l.Close()
+					l = openTestLog(t, mem.Crash(vfs.CrashOptions{}), opts, OpenOptions{})
+				}
+			case "restart":
+				if err := l.Close(); !errors.Is(err, ErrTooManyOpenFiles) {
+					t.Fatalf("close with the truncation pending: %v", err)
+				}
+				remove()
+				l = openTestLog(t, ffs, opts, OpenOptions{})
+			}
+			defer l.Close()
+			got := readAll(t, l)
+			if !bytes.HasPrefix(old, got) {
+				t.Fatalf("after %s the log (%d bytes, end %d) is not a prefix of what it held", ending, len(got), l.LogEndOffset())
+			}
+			end := l.LogEndOffset()
+			info, err := l.Append(makeBatch(t, batch.CompressionNone, 7, 3, 50, clock.ms), 0)
+			mustNotErr(t, err)
+			if info.FirstOffset != end {
+				t.Fatalf("append after %s at %d, want %d", ending, info.FirstOffset, end)
+			}
+		})
+	}
+}

@@ -112,7 +112,9 @@
 // the rest stays pending (dirwork.go): the log takes no append or other
 // change until it is done, every such operation tries it again first, and
 // a restart finishes it from the files by the crash rules (completeSwaps,
-// the orphan rule).
+// the orphan rule). A truncation that removed later segments and cannot
+// sync the directory likewise cuts the segment left only once the sync is
+// done, so a crash never brings them back beside a cut segment.
 //
 // # Recovery
 //

@@ -53,7 +53,10 @@ func (l *Log) TruncateTo(offset int64) error {
 		return l.failErr(err)
 	}
 	// Later segments go first, durably, so a crash cannot bring them back
-	// beside a truncated segment as if nothing had been removed.
+	// beside a truncated segment as if nothing had been removed. A
+	// directory sync that runs out of descriptors leaves the rest of the
+	// truncation pending (dirWork): the segment is cut only after the
+	// sync, by whichever operation comes next.
 	if i+1 < len(l.segments) {
 		for _, s := range l.segments[i+1:] {
 			if err := s.removeFiles(l.fs, l.dir); err != nil {
@@ -62,10 +65,19 @@ func (l *Log) TruncateTo(offset int64) error {
 			s.release()
 		}
 		l.segments = l.segments[:i+1]
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return l.failErr(err)
+		l.dirWork = &dirWork{
+			what:  fmt.Sprintf("truncating to %d", offset),
+			steps: []func() error{func() error { return l.fs.SyncDir(l.dir) }},
+			then:  func() error { return l.truncateActiveLocked(offset) },
 		}
+		return l.finishDirWorkLocked()
 	}
+	return l.truncateActiveLocked(offset)
+}
+
+// truncateActiveLocked is the end of TruncateTo, once no later segment is
+// left: it cuts the active segment at offset. Repeatable.
+func (l *Log) truncateActiveLocked(offset int64) error {
 	seg := l.active()
 	if err := l.truncateSegment(seg, offset); err != nil {
 		return l.failErr(err)
