@@ -55,12 +55,18 @@ package engine
 // changed), then:
 //
 //  1. renames the new index files, then the new log file, from .cleaned to
-//     .swap, and fsyncs the directory. The .log.swap is the commit point;
-//  2. deletes the run's other segments' files and renames the .swap files
-//     to their final names (the log file last), over the files of the
-//     run's first segment, whose base offset the new segment keeps, and
-//     fsyncs the directory;
-//  3. opens the new segment and puts it in the log in place of the run.
+//     .swap. The .log.swap is the commit point;
+//  2. checks the new segment through the descriptors it wrote with (they
+//     follow the files through renames and stay pinned until step 3 is
+//     done) and puts it in the log in place of the run;
+//  3. fsyncs the directory, deletes the run's other segments' files,
+//     renames the .swap files to their final names (the log file last),
+//     over the files of the run's first segment, whose base offset the
+//     new segment keeps, and fsyncs the directory again.
+//
+// A shortage of descriptors in step 1 undoes it (the pass aborts); in
+// step 3 it leaves the rest of step 3 pending (dirwork.go), finished
+// before the log's next change or by the next load, as after a crash.
 //
 // On open (completeSwaps, before any other recovery), .cleaned files are
 // deleted: the old segments are all still there. A .log.swap is
@@ -212,10 +218,16 @@ func (l *Log) planClean(cfg CleanConfig) (*cleanPlan, error) {
 	if err := l.health.check(); err != nil {
 		return nil, err
 	}
+	if err := l.finishDirWorkLocked(); err != nil {
+		if isTooManyOpenFiles(err) {
+			return nil, errCleaningAborted
+		}
+		return nil, err
+	}
 	now := l.nowMs()
 	n, firstUncleanable, firstDirty := l.cleanableRangeLocked(cfg.FirstDirtyOffset, cfg.UpperBound, now)
 	p := &cleanPlan{
-		firstDirty: firstDirty, firstUncleanable: firstUncleanable, nowMs: now, opts: l.opts,
+		firstDirty: firstDirty, firstUncleanable: firstUncleanable, nowMs: now, opts: *l.opts,
 		producerLastOffsets: map[int64]int64{},
 	}
 	for _, e := range l.producers.Entries() {
@@ -250,6 +262,12 @@ func (l *Log) Clean(ctx context.Context, cfg CleanConfig) (CleanResult, error) {
 		return res, nil
 	}
 	p, err := l.planClean(cfg)
+	if errors.Is(err, errCleaningAborted) {
+		// Directory work of an earlier swap is still pending: tried again
+		// at the next pass.
+		res.Aborted = true
+		return res, nil
+	}
 	if err != nil {
 		return res, err
 	}
@@ -640,7 +658,9 @@ func (c *cleaner) swap(g []cleanSeg, base, next int64) error {
 		removeCleanedFiles(l.fs, l.dir, base)
 		return errCleaningAborted
 	}
-	if l.closed {
+	if l.closed || l.dirWork != nil {
+		// Closed, or another change's directory work is pending: that
+		// change replaced the run, or comes first.
 		return abort()
 	}
 	if err := l.health.check(); err != nil {
@@ -700,39 +720,35 @@ func (c *cleaner) swap(g []cleanSeg, base, next int64) error {
 		hs[i] = h
 	}
 	seg := newSegment(hs, base, &c.plan.opts)
-	defer seg.unpinAll()
-	failed := func(err error) error {
-		// Past the commit point: always the directory, whatever the error.
+	// undo takes back what the commit renamed, before the commit point:
+	// the old segments are all there, and recovery deletes index .swap
+	// files anyway.
+	undo := func(err error) error {
+		seg.unpinAll()
+		seg.closeFiles()
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+			l.fs.Remove(segmentFileName(l.dir, base, suffix+swapSuffix))
+		}
+		removeCleanedFiles(l.fs, l.dir, base)
+		if isTooManyOpenFiles(err) {
+			return errCleaningAborted
+		}
 		l.fail(fmt.Errorf("engine: log cleaner swapping in segment %d: %w", base, err))
 		return l.health.check()
 	}
-	// 1. Commit: the .log.swap, durable.
+	// 1. Commit: the .log.swap. A rename that fails did not happen.
 	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
 		if err := l.fs.Rename(segmentFileName(l.dir, base, suffix+cleanedSuffix), segmentFileName(l.dir, base, suffix+swapSuffix)); err != nil {
-			return failed(err)
+			return undo(err)
 		}
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return failed(err)
-	}
-	// 2. Complete: the run's old files go, the new ones take their names.
-	for _, s := range g[1:] {
-		if err := removeSegmentDataFiles(l.fs, l.dir, s.seg.baseOffset); err != nil {
-			return failed(err)
-		}
-	}
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
-		if err := l.fs.Rename(segmentFileName(l.dir, base, suffix+swapSuffix), segmentFileName(l.dir, base, suffix)); err != nil {
-			return failed(err)
-		}
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return failed(err)
-	}
-	// 3. The new segment, read back and checked as recovery would.
+	// 2. The new segment, read back through its pinned descriptors and
+	// checked as recovery would, takes the run's place in the log.
 	if err := seg.loadClean(&c.plan.opts, next); err != nil {
+		seg.unpinAll()
 		seg.closeFiles()
-		return failed(err)
+		l.fail(fmt.Errorf("engine: log cleaner swapping in segment %d: %w", base, err))
+		return l.health.check()
 	}
 	segs := make([]*segment, 0, len(l.segments)-len(g)+1)
 	segs = append(segs, l.segments[:at]...)
@@ -740,10 +756,40 @@ func (c *cleaner) swap(g []cleanSeg, base, next int64) error {
 	segs = append(segs, l.segments[at+len(g):]...)
 	l.segments = segs
 	for _, s := range g {
+		// The run's files are renamed over or removed below: never
+		// reopened by name (readers keep what they pinned).
+		s.seg.dropHandles()
 		s.seg.release()
 	}
 	c.res.SegmentsCleaned += len(g)
 	c.res.SegmentsWritten++
+	// 3. Complete: the .log.swap made durable, the run's other segments'
+	// files removed, the .swap files renamed to their final names (the
+	// log file last), over the files of the run's first segment, whose
+	// base offset the new segment keeps, and the directory synced. The
+	// new segment's files stay pinned until then. A shortage of
+	// descriptors (a directory sync opens the directory) leaves the rest
+	// pending: the next change to the log, or the next load
+	// (completeSwaps), finishes it.
+	w := &dirWork{what: fmt.Sprintf("engine: log cleaner swapping in segment %d", base), pinned: seg}
+	w.steps = append(w.steps, func() error { return l.fs.SyncDir(l.dir) })
+	for _, s := range g[1:] {
+		old := s.seg.baseOffset
+		w.steps = append(w.steps, func() error { return removeSegmentDataFiles(l.fs, l.dir, old) })
+	}
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		w.steps = append(w.steps, func() error {
+			return l.fs.Rename(segmentFileName(l.dir, base, suffix+swapSuffix), segmentFileName(l.dir, base, suffix))
+		})
+	}
+	w.steps = append(w.steps, func() error { return l.fs.SyncDir(l.dir) })
+	l.dirWork = w
+	if err := l.finishDirWorkLocked(); err != nil {
+		if isTooManyOpenFiles(err) {
+			return errCleaningAborted
+		}
+		return err
+	}
 	return nil
 }
 

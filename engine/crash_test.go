@@ -157,9 +157,10 @@ func runCrashIteration(t *testing.T, seed int64, ops map[string]int) string {
 			ops["delete-records"]++
 			segments = len(l.Segments())
 		case op < 90:
-			l.opts.RetentionBytes = int64(rng.Intn(int(3 * opts.SegmentBytes)))
+			retentionBytes := int64(rng.Intn(int(3 * opts.SegmentBytes)))
+			setOptions(l, func(o *Options) { o.RetentionBytes = retentionBytes })
 			n, err := m.RunRetention(func(l *Log) int64 { return l.LogEndOffset() })
-			l.opts.RetentionBytes = -1
+			setOptions(l, func(o *Options) { o.RetentionBytes = -1 })
 			if err != nil {
 				crashed = true
 				break

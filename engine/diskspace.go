@@ -454,7 +454,7 @@ func (l *Log) recoverAfterNoSpace(cause error) (logRecovery, error) {
 		return r, nil
 	}
 	sizeBefore := seg.size.Load()
-	if err := rebuildSegmentTo(seg, durable, &l.opts); err != nil {
+	if err := rebuildSegmentTo(seg, durable, l.opts); err != nil {
 		return r, err
 	}
 	r.bytesDropped = sizeBefore - seg.size.Load()

@@ -102,9 +102,19 @@
 // the kernel says EMFILE or ENFILE, the operation fails with
 // ErrTooManyOpenFiles (retriable, naming the file, logged at most every
 // 10 s). It never fails the log directory: operations that change several
-// files pin them all before changing anything. One exception: a
-// truncation that removed every segment and then cannot create the new
-// one still fails the directory, as a log without segments cannot go on.
+// files pin them all before changing anything. Two change the directory
+// past a point of no return: a truncation to an empty log creates the new
+// segment's files (under .tmp names, which recovery deletes) before the
+// old ones go, and a cleaner swap is committed by its .log.swap rename.
+// If a directory sync or rename after that point meets a shortage, the
+// change stands in memory (an empty log at the new start; the compacted
+// segment, whose files stay pinned), the operation fails retriably, and
+// the rest stays pending (dirwork.go): the log takes no append or other
+// change until it is done, every such operation tries it again first, and
+// a restart finishes it from the files by the crash rules (completeSwaps,
+// the orphan rule). A truncation that removed later segments and cannot
+// sync the directory likewise cuts the segment left only once the sync is
+// done, so a crash never brings them back beside a cut segment.
 //
 // # Recovery
 //

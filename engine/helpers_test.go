@@ -171,3 +171,13 @@ func envInt(name string, def int) int {
 
 var _ = errors.Is
 var _ = rand.New
+
+// setOptions changes l's options in a copy: the value l points to may be
+// shared with other logs (sharedOptions) and is never written through.
+func setOptions(l *Log, change func(*Options)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	o := *l.opts
+	change(&o)
+	l.opts = &o
+}

@@ -32,6 +32,9 @@ type dirHealth struct {
 	// handles keeps the directory's segment files within its open-file
 	// budget; nil (no budget) for a log opened outside a Manager.
 	handles *HandleCache
+	// options shares the logs' Options values; nil for a log opened
+	// outside a Manager (it then has its own).
+	options *sharedOptions
 }
 
 // SyncObserver is told about one group-commit fdatasync: how long it took,
@@ -68,10 +71,13 @@ func (d *dirHealth) check() error {
 // outside it, shared by every appender waiting at the time (group commit).
 // Reads take mu only to pick a segment and its end, then read without it.
 type Log struct {
-	fs   vfs.FS
-	dir  string
-	tp   TopicPartition
-	opts Options
+	fs  vfs.FS
+	dir string
+	tp  TopicPartition
+	// opts is shared with the Manager's other logs of the same options
+	// (sharedOptions) and never written through: UpdateOptions points it
+	// at another value. Read under mu.
+	opts *Options
 	// clock is opts.Now, kept apart because it never changes: goroutines
 	// that read the time need no lock (UpdateOptions replaces opts).
 	clock  func() time.Time
@@ -123,6 +129,9 @@ type Log struct {
 	// truncateCheckpointPending: a truncation's checkpoint failed for a
 	// shortage of descriptors; appends wait for it (under mu).
 	truncateCheckpointPending bool
+	// dirWork is directory work a shortage of descriptors left pending;
+	// nil when there is none (dirwork.go).
+	dirWork *dirWork
 }
 
 // leaderFence is the leadership a leader append must match.
@@ -291,6 +300,9 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	if err := l.damagedLocked(); err != nil {
 		return AppendInfo{}, err
 	}
+	if err := l.finishDirWorkLocked(); err != nil {
+		return AppendInfo{}, err
+	}
 	if l.truncateCheckpointPending {
 		if err := l.checkpointAfterTruncateLocked(); err != nil {
 			return AppendInfo{}, err
@@ -368,7 +380,7 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	if _, err := seg.log.WriteAt(records, pos); err != nil {
 		return AppendInfo{}, l.appendFailed(mark, err)
 	}
-	if err := seg.indexBatches(hs, pos, &l.opts); err != nil {
+	if err := seg.indexBatches(hs, pos, l.opts); err != nil {
 		return AppendInfo{}, l.appendFailed(mark, err)
 	}
 	seg.size.Store(pos + int64(len(records)))
@@ -459,7 +471,7 @@ func (l *Log) roll() (*segment, error) {
 	if err := l.writeProducerSnapshot(); err != nil {
 		return nil, l.rollFailed(old, err)
 	}
-	seg, err := createSegment(l.fs, l.health.handles, l.dir, l.logEndOffset, &l.opts)
+	seg, err := createSegment(l.fs, l.health.handles, l.dir, l.logEndOffset, l.opts)
 	if err != nil {
 		return nil, l.rollFailed(old, err)
 	}
@@ -483,6 +495,9 @@ func (l *Log) Roll() error {
 	}
 	if l.active().empty() {
 		return nil
+	}
+	if err := l.finishDirWorkLocked(); err != nil {
+		return err
 	}
 	_, err := l.roll()
 	return err
@@ -628,7 +643,7 @@ func (l *Log) nowMs() int64 {
 func (l *Log) Options() Options {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.opts
+	return *l.opts
 }
 
 // UpdateOptions applies changed topic configs (retention, segment size,
@@ -640,7 +655,12 @@ func (l *Log) UpdateOptions(o Options) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	o.Now = l.opts.Now
-	l.opts = o
+	if sameOptions(l.opts, &o) {
+		// The image is applied to every partition again and again: the
+		// usual call changes nothing and keeps the shared value.
+		return nil
+	}
+	l.opts = l.health.options.get(l.tp.Topic, o)
 	return nil
 }
 
@@ -764,7 +784,16 @@ func (l *Log) Close() error {
 		return nil
 	}
 	var errs []error
-	if l.health.check() == nil {
+	pending := false
+	if l.health.check() == nil && l.dirWork != nil {
+		// Unfinished, it is left to the next load, as a crash at this
+		// point would be; the log took no append since.
+		if err := l.finishDirWorkLocked(); err != nil {
+			errs = append(errs, err)
+			pending = true
+		}
+	}
+	if l.health.check() == nil && !pending {
 		if err := l.active().flush(true); err != nil {
 			l.fail(err)
 			errs = append(errs, err)
@@ -780,6 +809,7 @@ func (l *Log) Close() error {
 			}
 		}
 	}
+	l.dropDirWorkLocked()
 	l.closed = true
 	segs := l.segments
 	l.mu.Unlock()

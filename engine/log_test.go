@@ -444,12 +444,12 @@ func TestRetention(t *testing.T) {
 	segs := l.Segments()
 	leo := l.LogEndOffset()
 	// Nothing is old enough yet.
-	l.opts.RetentionMs = 3600_000
+	setOptions(l, func(o *Options) { o.RetentionMs = 3600_000 })
 	if n, err := l.DeleteOldSegments(leo); err != nil || n != 0 {
 		t.Fatalf("retention deleted %d (%v) with nothing expired", n, err)
 	}
 	// Time: segments whose newest record is over 10 s old go.
-	l.opts.RetentionMs = 10_000
+	setOptions(l, func(o *Options) { o.RetentionMs = 10_000 })
 	n, err := l.DeleteOldSegments(leo)
 	mustNotErr(t, err)
 	var want int
@@ -468,7 +468,7 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("read below the log start: %v", err)
 	}
 	// The high watermark holds back deletion.
-	l.opts.RetentionMs = 0
+	setOptions(l, func(o *Options) { o.RetentionMs = 0 })
 	clock.advance(time.Hour)
 	hwSeg := l.Segments()[1]
 	n, err = l.DeleteOldSegments(hwSeg.BaseOffset)
@@ -477,15 +477,15 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("deleted %d segments past the high watermark", n)
 	}
 	// Size: keep at most 3 segments' worth.
-	l.opts.RetentionMs = -1
-	l.opts.RetentionBytes = 3 * 4096
+	setOptions(l, func(o *Options) { o.RetentionMs = -1 })
+	setOptions(l, func(o *Options) { o.RetentionBytes = 3 * 4096 })
 	_, err = l.DeleteOldSegments(leo)
 	mustNotErr(t, err)
 	if l.Size() > 3*4096 {
 		t.Fatalf("size retention left %d bytes", l.Size())
 	}
 	// Everything expired: the active segment goes too, after a roll.
-	l.opts.RetentionBytes = 0
+	setOptions(l, func(o *Options) { o.RetentionBytes = 0 })
 	_, err = l.DeleteOldSegments(leo)
 	mustNotErr(t, err)
 	if l.LogStartOffset() != leo || l.LogEndOffset() != leo || l.Size() != 0 {

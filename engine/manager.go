@@ -150,7 +150,7 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{
 		fs: fsys, dir: dir, cfg: cfg, lock: lock,
-		health:    &dirHealth{onFail: cfg.OnDirFailure, onSync: cfg.OnSync},
+		health:    &dirHealth{onFail: cfg.OnDirFailure, onSync: cfg.OnSync, options: newSharedOptions(cfg.Defaults)},
 		logs:      map[TopicPartition]*Log{},
 		deferred:  map[TopicPartition]loadJob{},
 		retryStop: make(chan struct{}),

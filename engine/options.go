@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"reflect"
+	"sync"
 	"time"
 
 	"github.com/wren-broker/wren/internal/membudget"
@@ -143,3 +145,53 @@ const (
 	// segmentBytesMax: index positions are 32-bit.
 	segmentBytesMax = 1<<31 - 1
 )
+
+// sharedOptions hands the logs of one Manager shared, immutable Options
+// values: one per topic whose options differ from the defaults, and the
+// defaults for every other log, so 10,000 partitions hold 10,000 pointers,
+// not 10,000 copies. A log never changes the value it points to; a topic
+// config change (Log.UpdateOptions) makes a new value, which the topic's
+// other logs then share. Options with an injected clock (tests) are not
+// shared: a func cannot be compared.
+type sharedOptions struct {
+	mu       sync.Mutex
+	defaults *Options
+	byTopic  map[string]*Options
+}
+
+func newSharedOptions(defaults Options) *sharedOptions {
+	return &sharedOptions{defaults: &defaults, byTopic: map[string]*Options{}}
+}
+
+// get returns a value equal to o for a log of topic: a shared one when
+// there is one, else a new one shared from then on.
+func (t *sharedOptions) get(topic string, o Options) *Options {
+	if t == nil || o.Now != nil {
+		return &o
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if sameOptions(t.defaults, &o) {
+		delete(t.byTopic, topic)
+		return t.defaults
+	}
+	if cur := t.byTopic[topic]; cur != nil && sameOptions(cur, &o) {
+		return cur
+	}
+	p := &o
+	t.byTopic[topic] = p
+	return p
+}
+
+// sameOptions reports whether a and b say the same, clocks aside (a func
+// cannot be compared): the decompression budget by identity, every other
+// field by value.
+func sameOptions(a, b *Options) bool {
+	if a == b {
+		return true
+	}
+	x, y := *a, *b
+	x.Now, y.Now = nil, nil
+	x.DecompressionBudget, y.DecompressionBudget = nil, nil
+	return a.DecompressionBudget == b.DecompressionBudget && reflect.DeepEqual(x, y)
+}

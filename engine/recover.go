@@ -76,7 +76,7 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 		return nil, nil, err
 	}
 	started := time.Now()
-	l := &Log{fs: fsys, dir: dir, tp: tp, opts: opts, clock: opts.Now, health: health}
+	l := &Log{fs: fsys, dir: dir, tp: tp, opts: health.options.get(tp.Topic, opts), clock: opts.Now, health: health}
 	stats := &RecoveryStats{ProducerSnapshotOffset: -1}
 	epochs, err := loadEpochCache(fsys, dir)
 	if isOutOfFiles(err) {
@@ -155,6 +155,7 @@ func loadedClean(err error) (bool, error) {
 }
 
 func (l *Log) closeAll() {
+	l.dropDirWorkLocked()
 	for _, s := range l.segments {
 		s.closeFiles()
 	}
@@ -269,7 +270,7 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 	}
 	next := int64(-1)
 	for i, base := range bases {
-		seg, err := openSegmentHandles(l.fs, l.health.handles, l.dir, base, &l.opts, false)
+		seg, err := openSegmentHandles(l.fs, l.health.handles, l.dir, base, l.opts, false)
 		if err != nil {
 			return err
 		}
@@ -304,13 +305,13 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		if !present || forced {
 			clean = false
 		} else if i < firstUnflushed {
-			clean, err = loadedClean(seg.loadClean(&l.opts, -1))
+			clean, err = loadedClean(seg.loadClean(l.opts, -1))
 		} else if i == firstUnflushed && recoveryPoint >= base {
 			// With recoveryPoint == base (an empty active segment, as a
 			// clean stop leaves an idle partition) loadClean passes only
 			// if the segment and its indexes are empty; anything in it
 			// fails the end check and is scanned.
-			clean, err = loadedClean(seg.loadClean(&l.opts, recoveryPoint))
+			clean, err = loadedClean(seg.loadClean(l.opts, recoveryPoint))
 		}
 		if err != nil {
 			return err
@@ -335,7 +336,7 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		next = seg.nextOffset
 	}
 	if len(l.segments) == 0 {
-		seg, err := createSegment(l.fs, l.health.handles, l.dir, max(logStartOffset, 0), &l.opts)
+		seg, err := createSegment(l.fs, l.health.handles, l.dir, max(logStartOffset, 0), l.opts)
 		if err != nil {
 			return err
 		}
@@ -530,7 +531,7 @@ func (l *Log) recoverSegment(s *segment, stats *RecoveryStats, last, listed bool
 			pos = q
 			continue
 		}
-		if err := s.indexBatches([]batch.Header{h}, pos, &l.opts); err != nil {
+		if err := s.indexBatches([]batch.Header{h}, pos, l.opts); err != nil {
 			return err
 		}
 		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)

@@ -24,6 +24,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err := l.damagedLocked(); err != nil {
 		return err
 	}
+	if err := l.finishDirWorkLocked(); err != nil {
+		return err
+	}
 	if offset >= l.logEndOffset {
 		// Nothing to cut but a leader epoch that starts at the log end:
 		// a leader that was deposed before it appended anything leaves
@@ -50,7 +53,10 @@ func (l *Log) TruncateTo(offset int64) error {
 		return l.failErr(err)
 	}
 	// Later segments go first, durably, so a crash cannot bring them back
-	// beside a truncated segment as if nothing had been removed.
+	// beside a truncated segment as if nothing had been removed. A
+	// directory sync that runs out of descriptors leaves the rest of the
+	// truncation pending (dirWork): the segment is cut only after the
+	// sync, by whichever operation comes next.
 	if i+1 < len(l.segments) {
 		for _, s := range l.segments[i+1:] {
 			if err := s.removeFiles(l.fs, l.dir); err != nil {
@@ -59,10 +65,19 @@ func (l *Log) TruncateTo(offset int64) error {
 			s.release()
 		}
 		l.segments = l.segments[:i+1]
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return l.failErr(err)
+		l.dirWork = &dirWork{
+			what:  fmt.Sprintf("truncating to %d", offset),
+			steps: []func() error{func() error { return l.fs.SyncDir(l.dir) }},
+			then:  func() error { return l.truncateActiveLocked(offset) },
 		}
+		return l.finishDirWorkLocked()
 	}
+	return l.truncateActiveLocked(offset)
+}
+
+// truncateActiveLocked is the end of TruncateTo, once no later segment is
+// left: it cuts the active segment at offset. Repeatable.
+func (l *Log) truncateActiveLocked(offset int64) error {
 	seg := l.active()
 	if err := l.truncateSegment(seg, offset); err != nil {
 		return l.failErr(err)
@@ -119,7 +134,7 @@ func (l *Log) truncateSegment(seg *segment, offset int64) error {
 		return err
 	}
 	seg.size.Store(bp.Position)
-	if err := seg.rescanTail(&l.opts); err != nil {
+	if err := seg.rescanTail(l.opts); err != nil {
 		return err
 	}
 	return seg.flush(true)
@@ -205,42 +220,54 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: cannot start the log at %d", ErrOffsetOutOfRange, offset)
 	}
-	// Remove the old files and make that durable before the new segment
-	// exists, so a crash never leaves old data beside the new start.
-	for _, s := range l.segments {
-		if err := s.removeFiles(l.fs, l.dir); err != nil {
-			return l.failErr(err)
-		}
-		s.release()
+	if err := l.finishDirWorkLocked(); err != nil {
+		return err
 	}
-	l.segments = nil
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return l.failErr(err)
-	}
-	seg, err := createSegment(l.fs, l.health.handles, l.dir, offset, &l.opts)
+	// The new segment's files are created first, under temporary names
+	// that recovery deletes, and stay open: once the old segments start
+	// to go, nothing needs a new descriptor but the directory syncs, and
+	// a shortage there leaves the rest pending (dirWork) with the log
+	// empty at offset, never a log without segments. A shortage here
+	// changes nothing.
+	seg, err := createSegmentPinned(l.fs, l.health.handles, l.dir, offset, l.opts, tmpSuffix)
 	if err != nil {
-		// The old segments are gone: a log with none cannot go on, so
-		// even a shortage of descriptors fails the directory here (the
-		// budget makes room by closing idle files before it refuses).
-		l.fail(err)
-		return l.health.check()
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		seg.closeFiles()
 		return l.failErr(err)
 	}
+	old := l.segments
 	l.segments = []*segment{seg}
 	l.setLogStartOffsetLocked(offset)
 	l.logEndOffset = offset
-	if err := l.loadProducerState(); err != nil {
-		return l.failErr(err)
-	}
 	l.epochs.entries = nil
-	if err := l.epochs.flush(); err != nil {
-		return l.failErr(err)
+	if l.commit != nil {
+		l.commit.Reset(offset)
 	}
-	l.commit.Reset(offset)
-	return l.checkpointAfterTruncateLocked()
+	w := &dirWork{what: fmt.Sprintf("truncating fully to start at %d", offset), pinned: seg}
+	// The old files go, durably, before the new ones take their names, so
+	// a crash never leaves old data beside the new start.
+	for _, s := range old {
+		s.dropHandles()
+		base := s.baseOffset
+		w.steps = append(w.steps, func() error { return removeSegmentFiles(l.fs, l.dir, base) })
+		s.release()
+	}
+	w.steps = append(w.steps, func() error { return l.fs.SyncDir(l.dir) })
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		w.steps = append(w.steps, func() error {
+			return l.fs.Rename(segmentFileName(l.dir, offset, suffix+tmpSuffix), segmentFileName(l.dir, offset, suffix))
+		})
+	}
+	w.steps = append(w.steps, func() error { return l.fs.SyncDir(l.dir) })
+	w.then = func() error {
+		if err := l.loadProducerState(); err != nil {
+			return l.failErr(err)
+		}
+		if err := l.epochs.flush(); err != nil {
+			return l.failErr(err)
+		}
+		return l.checkpointAfterTruncateLocked()
+	}
+	l.dirWork = w
+	return l.finishDirWorkLocked()
 }
 
 // AdvanceLogStartOffset moves the log start offset up to offset
@@ -262,6 +289,9 @@ func (l *Log) AdvanceLogStartOffset(offset int64) error {
 	}
 	if offset <= l.logStartOffset {
 		return nil
+	}
+	if err := l.finishDirWorkLocked(); err != nil {
+		return err
 	}
 	l.setLogStartOffsetLocked(offset)
 	l.producers.OnLogStartOffsetIncremented(offset)
@@ -326,6 +356,9 @@ func (l *Log) DeleteOldSegments(highWatermark int64) (int, error) {
 // it is below upperBound. Deleting the active segment rolls first, so the
 // log always has one.
 func (l *Log) deleteSegmentsLocked(shouldDelete func(s, next *segment) bool, upperBound int64) (int, error) {
+	if err := l.finishDirWorkLocked(); err != nil {
+		return 0, err
+	}
 	n := 0
 	for n < len(l.segments) {
 		s := l.segments[n]

@@ -20,6 +20,8 @@ const (
 	deletedSuffix   = ".deleted"
 	cleanedSuffix   = ".cleaned"
 	swapSuffix      = ".swap"
+	// tmpSuffix marks a file not yet in the log: recovery deletes it.
+	tmpSuffix = ".tmp"
 )
 
 // segmentFileName is Kafka's 20-digit zero-padded base offset.
@@ -149,6 +151,39 @@ func createSegment(fsys vfs.FS, hc *HandleCache, dir string, baseOffset int64, o
 	return s, nil
 }
 
+// createSegmentPinned makes a new empty segment whose files are created
+// under their names plus suffix (renamed later, by the caller) and stay
+// pinned, all three, until unpinAll: a descriptor follows its file
+// through a rename, and a pinned handle never reopens by name. On error
+// nothing is left behind.
+func createSegmentPinned(fsys vfs.FS, hc *HandleCache, dir string, baseOffset int64, opts *Options, suffix string) (*segment, error) {
+	var hs [3]*handle
+	undo := func(n int) {
+		for i, h := range hs[:n] {
+			h.release()
+			h.drop()
+			fsys.Remove(segmentFileName(dir, baseOffset, []string{logSuffix, indexSuffix, timeIndexSuffix}[i]+suffix))
+		}
+	}
+	for i, final := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		name := segmentFileName(dir, baseOffset, final+suffix)
+		h, err := adoptHandlePinned(hc, fsys, dir, baseOffset, final, func(string) (vfs.File, error) { return fsys.Create(name) })
+		if err != nil {
+			undo(i)
+			return nil, err
+		}
+		hs[i] = h
+	}
+	s := newSegment(hs, baseOffset, opts)
+	if opts.Preallocate {
+		if err := s.log.Preallocate(0, opts.SegmentBytes); err != nil {
+			undo(3)
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
 func (s *segment) acquire() { s.refs.Add(1) }
 
 func (s *segment) release() {
@@ -238,12 +273,24 @@ func (s *segment) unpinDirty() {
 // any). Open handles stay readable until released.
 func (s *segment) removeFiles(fsys vfs.FS, dir string) error {
 	// Never opened again: a reopen would recreate the file.
+	s.dropHandles()
+	return removeSegmentFiles(fsys, dir, s.baseOffset)
+}
+
+// dropHandles ends the segment's handles: never opened again; open files
+// stay readable until released.
+func (s *segment) dropHandles() {
 	for _, h := range s.handles() {
 		h.drop()
 	}
+}
+
+// removeSegmentFiles deletes the files of the segment at base (and its
+// producer snapshot, if any); files already gone are no error.
+func removeSegmentFiles(fsys vfs.FS, dir string, base int64) error {
 	var errs []error
 	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, snapshotSuffix} {
-		if err := fsys.Remove(segmentFileName(dir, s.baseOffset, suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := fsys.Remove(segmentFileName(dir, base, suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
