@@ -286,7 +286,15 @@ func testFullDiskWaitsForSpace(t *testing.T, controller bool) {
 	hist := &history{entries: map[int64]metalog.Entry{}}
 	var nodes []*testNode
 	for _, id := range voters {
-		n := &testNode{id: id, fs: vfs.NewMem(), hist: hist, voters: voters, seed: seed + uint64(id)*1000}
+		// A longer tick than testTick, as in TestStatusFollowerTimes: at
+		// 2 ms a probe round (5 ticks) lasts 10 ms and the lease (15) 30
+		// ms, shorter than the stalls a goroutine meets on a loaded
+		// 2-core machine (up to 30 ms at the 99.9th percentile, over
+		// 100 ms at times); with such stalls the quorum lost its
+		// controller, or elected none, for a whole 10 s wait. At 20 ms
+		// the lease is 300 ms and the election timeout 400-600 ms.
+		n := &testNode{id: id, fs: vfs.NewMem(), hist: hist, voters: voters, seed: seed + uint64(id)*1000,
+			tick: 20 * time.Millisecond}
 		n.faults = vfs.NewFaultFS(n.fs)
 		n.start(t, net)
 		nodes = append(nodes, n)
@@ -314,12 +322,24 @@ func testFullDiskWaitsForSpace(t *testing.T, controller bool) {
 		Path: func(name string) bool { return strings.Contains(name, "/log/") || strings.Contains(name, snapshotName) }})
 	if controller {
 		// A proposal makes the controller write, and stall; it times
-		// out, though it may commit later.
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		if _, err := full.d.Propose(ctx, []byte("stall")); err == nil {
-			t.Fatalf("node %d, its disk full, acknowledged a proposal (seed %d)", full.id, seed)
-		}
-		cancel()
+		// out, though it may commit later. It is made again until the
+		// controller met its full disk: the first may be refused (the
+		// controller acts before its epoch's entry is applied:
+		// ErrNotCaughtUp) or not be taken before its context ends,
+		// and then nothing was written, the controller stayed healthy
+		// and no other node ever took over.
+		waitFor(t, fmt.Sprintf("node %d, the controller, to meet its full disk (seed %d)", full.id, seed), 10*time.Second,
+			func() bool {
+				if full.faults.Fired() > 0 {
+					return true
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				if _, err := full.d.Propose(ctx, []byte("stall")); err == nil {
+					t.Fatalf("node %d, its disk full, acknowledged a proposal (seed %d)", full.id, seed)
+				}
+				return full.faults.Fired() > 0
+			})
 	}
 	// At least 50 proposals, and more until the full node met its full
 	// disk: a follower whose first fetch reached the controller before it
