@@ -267,6 +267,14 @@ func (m *Manager) retryDeferred(first time.Duration) {
 		}
 		m.retryMu.Lock()
 		reserve, ok := m.takeFDReserve(loadFDReserve)
+		if !ok && m.health.handles != nil {
+			// The open-file cache may hold the descriptors the reserve
+			// wants: at a small limit its budget and the reserve do not
+			// fit side by side. Its idle files close and reopen on use.
+			reserve.release()
+			m.health.handles.closeIdle()
+			reserve, ok = m.takeFDReserve(loadFDReserve)
+		}
 		if !ok {
 			// Still short: loading now would take descriptors the rest of
 			// the broker needs.
