@@ -363,6 +363,19 @@ func TestConsumerGroupAcrossCoordinatorMove(t *testing.T) {
 	}
 	w.waitOwners(ctx, partitions, names...)
 	w.waitConsumed(ctx, perPhase)
+	// The move waits until every member's session is under way. A
+	// member assigned partitions in the last rebalance asks for their
+	// committed offsets (OffsetFetch) before it fetches them; had the
+	// move come first, its client would ask FindCoordinator again and be
+	// told COORDINATOR_NOT_AVAILABLE (the partition's leader, broker 2,
+	// is not live: Kafka answers the same), and franz-go fails an
+	// OffsetFetch at once on that answer, unlike a Heartbeat, which it
+	// retries: the member would lose its session. One more record per
+	// partition, consumed, shows every owner is past its OffsetFetch.
+	if err := produceN(partitions); err != nil {
+		t.Fatal(err)
+	}
+	w.waitConsumed(ctx, producedSoFar())
 	g := groupRequests{t: t, cl: cl, group: group}
 	before := g.describe()
 	if before.ErrorCode != 0 || before.State != "Stable" || len(before.Members) != len(names) {

@@ -29,6 +29,13 @@ import (
 //   NOT_COORDINATOR (groups/coordinator), so a client that asked a node
 //   whose image lagged asks again. An empty group id is INVALID_REQUEST,
 //   as in Kafka.
+// * COORDINATOR_NOT_AVAILABLE here costs a client more than the group
+//   APIs' NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS: franz-go
+//   retries those until its retry timeout, and retries this answer for
+//   JoinGroup, SyncGroup, Heartbeat and OffsetCommit too, but fails an
+//   OffsetFetch (a sharded request) on it at once, which ends the session
+//   of a member that is starting one. So it is given only where Kafka
+//   gives it: while no live broker leads the group's partition.
 // * Transactional ids (type 1) are answered
 //   TRANSACTIONAL_ID_AUTHORIZATION_FAILED with the message "transactions
 //   are not supported by wren": wren has no transaction coordinator, and
