@@ -8,7 +8,7 @@ import (
 )
 
 // The acting controller's liveness decisions, as a pure state machine: no
-// clocks, goroutines or I/O. The driver (quorum_mode.go, maintain) feeds
+// clocks, goroutines or I/O. The driver (quorum_liveness.go, maintain) feeds
 // it the committed image, what this node heard from each broker and the
 // time on the monotonic clock, and carries out the actions it returns
 // through the controller's event loop, where the leader rules turn each
