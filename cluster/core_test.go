@@ -405,7 +405,7 @@ func (e *rulesEnv) image(c *datadriven.Cmd) {
 		e.le.commit([]Record{{Kind: KindBrokerRegistration, BrokerRegistration: reg}})
 	}
 	if c.Has("next-producer-id") {
-		next := int64(c.Int(t, "next-producer-id", 0))
+		next := c.Int64(t, "next-producer-id", 0)
 		e.le.commit([]Record{{Kind: KindProducerIDs, ProducerIDs: &ProducerIDsRecord{NextBlockStart: next, BlockSize: ProducerIDBlockSize}}})
 	}
 	e.printf("%d brokers", len(e.le.im.Brokers()))

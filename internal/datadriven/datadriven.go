@@ -66,6 +66,20 @@ func (c *Cmd) Int(t testing.TB, key string, def int) int {
 	return v
 }
 
+// Int64 is Int for values that need 64 bits on every platform (offsets,
+// producer ids): int is 32 bits on armv7.
+func (c *Cmd) Int64(t testing.TB, key string, def int64) int64 {
+	s := c.Str(key, "")
+	if s == "" {
+		return def
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %s=%q: %v", c.Pos, key, s, err)
+	}
+	return v
+}
+
 // IntArgs returns the positional arguments as integers.
 func (c *Cmd) IntArgs(t testing.TB) []int {
 	out := make([]int, len(c.Args))
