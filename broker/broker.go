@@ -62,6 +62,11 @@ type Options struct {
 	// FS is the file system; nil means the OS.
 	FS     vfs.FS
 	Logger *slog.Logger
+	// MaxFollowerWait bounds how long this node, as a partition's leader,
+	// holds a follower's Fetch whatever replica.fetch.wait.max.ms the
+	// follower asks; zero means 5 s. Tests raise it to show that nothing
+	// waits out a long poll.
+	MaxFollowerWait time.Duration
 }
 
 // Start opens (and recovers) the data directory, the metadata log and
@@ -297,7 +302,7 @@ func (b *Broker) replicasComponent(w *wiring) component {
 				UncleanLeaderElectionEnable: cfg.TopicDefaults.UncleanLeaderElectionEnable,
 			})
 			if w.quorum != nil {
-				b.replicas.SetReplication(replicationConfig(cfg, w.peers, b.controller))
+				b.replicas.SetReplication(replicationConfig(cfg, w.peers, b.controller, w.o.MaxFollowerWait))
 			}
 			// Before the first image: a deferred log loaded from here on
 			// reaches the replicas (LogsLoaded), one loaded before is

@@ -27,6 +27,13 @@ import (
 // every node's file.
 func startThreeBrokersWith(t *testing.T, extra string) []*Broker {
 	t.Helper()
+	return startThreeBrokersOpts(t, extra, Options{})
+}
+
+// startThreeBrokersOpts is startThreeBrokersWith with Options (a test
+// logger is set).
+func startThreeBrokersOpts(t *testing.T, extra string, o Options) []*Broker {
+	t.Helper()
 	ports := freePorts(t, 3)
 	// The data dirs first: cleanups run last-in first-out, so the brokers
 	// close before their directories are removed.
@@ -43,7 +50,8 @@ func startThreeBrokersWith(t *testing.T, extra string) []*Broker {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := Start(cfg, Options{Logger: testLogger(t)})
+		o.Logger = testLogger(t)
+		b, err := Start(cfg, o)
 		if err != nil {
 			t.Fatalf("start node %d: %v", id, err)
 		}

@@ -24,10 +24,11 @@ import (
 
 // replicationConfig is follower fetching over the CONTROLLER listener's
 // replica connections, and ISR changes through the controller.
-func replicationConfig(cfg *config.Config, peers *peer.Layer, c *cluster.Controller) replication.ReplicationConfig {
+func replicationConfig(cfg *config.Config, peers *peer.Layer, c *cluster.Controller, maxFollowerWait time.Duration) replication.ReplicationConfig {
 	return replication.ReplicationConfig{
-		LagTimeMaxMs: cfg.ReplicaLagTimeMaxMs,
-		AlterISR:     c.SubmitAlterISR,
+		LagTimeMaxMs:    cfg.ReplicaLagTimeMaxMs,
+		AlterISR:        c.SubmitAlterISR,
+		MaxFollowerWait: maxFollowerWait,
 		Fetch: replication.FetchConfig{
 			Dial: func(leader int32) (replication.LeaderConn, error) {
 				return peers.DialReplica(election.NodeID(leader))

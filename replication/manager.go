@@ -34,8 +34,12 @@ type Manager struct {
 	// min.insync.replicas and unclean.leader.election.enable.
 	leaderDefaults cluster.LeaderConfig
 
-	hooks    *partitionHooks
-	repl     ReplicationConfig
+	hooks *partitionHooks
+	repl  ReplicationConfig
+	// stopped closes when Run returns: follower fetches held here
+	// answer at once.
+	stopped  chan struct{}
+	stopOnce sync.Once
 	fetchers *fetcherManager
 	// image is the last image applied (LogsLoaded applies it again).
 	image *cluster.Image
@@ -66,6 +70,19 @@ type ReplicationConfig struct {
 	AlterISR func(ctx context.Context, topicID cluster.UUID, partition, leader, leaderEpoch, partitionEpoch int32, isr []int32) (cluster.PartitionImage, error)
 	// Now is the clock of the ISR rules; nil is time.Now.
 	Now func() time.Time
+	// MaxFollowerWait bounds how long this node, as leader, holds a
+	// follower's Fetch whatever wait it asks; zero means 5 s.
+	MaxFollowerWait time.Duration
+}
+
+// maxFollowerWait is how long a follower's Fetch may wait here at most.
+func (m *Manager) maxFollowerWait() time.Duration {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.repl.MaxFollowerWait > 0 {
+		return m.repl.MaxFollowerWait
+	}
+	return maxReplicaFetchWait
 }
 
 // SetReplication turns on replication between nodes; call it before the
@@ -120,7 +137,8 @@ func NewManager(nodeID int32, logs *engine.Manager, topicOptions func(im *cluste
 	return &Manager{nodeID: nodeID, logs: logs, topicOptions: topicOptions, logger: logger,
 		partitions: map[engine.TopicPartition]*Partition{}, topicIDs: map[string]cluster.UUID{},
 		hooks: &partitionHooks{nodeID: nodeID, now: time.Now}, checkpointed: hws,
-		repl: ReplicationConfig{LagTimeMaxMs: 30000}, leaderThrottle: NewThrottle(nil), followerThrottle: NewThrottle(nil)}
+		repl: ReplicationConfig{LagTimeMaxMs: 30000}, leaderThrottle: NewThrottle(nil), followerThrottle: NewThrottle(nil),
+		stopped: make(chan struct{})}
 }
 
 // Logs is the data directory.
@@ -449,6 +467,9 @@ func (m *Manager) Run(ctx context.Context, iv BackgroundIntervals) {
 	if m.fetchers != nil {
 		defer m.fetchers.stopAll()
 	}
+	// Held follower fetches end with Run, so the CONTROLLER listener
+	// closing after it does not wait out their long polls.
+	defer m.stopOnce.Do(func() { close(m.stopped) })
 	for {
 		select {
 		case <-ctx.Done():

@@ -27,7 +27,8 @@ const (
 	ReplicaOffsetForLeaderEpochVersion int16 = 3
 )
 
-// maxReplicaFetchWait bounds a follower's long poll whatever it asks.
+// maxReplicaFetchWait bounds a follower's long poll whatever it asks,
+// unless ReplicationConfig.MaxFollowerWait says otherwise.
 const maxReplicaFetchWait = 5 * time.Second
 
 // ServeReplicaRequest answers a request from peer from on a replica
@@ -62,7 +63,7 @@ type replicaFetchTarget struct {
 // partition's records as a file range, and the Release that lets their
 // segments go.
 func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
-	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxReplicaFetchWait)
+	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, m.maxFollowerWait())
 	deadline := time.Now().Add(wait)
 	targets := m.replicaFetchTargets(req)
 	// appended wakes this fetch at the next append to any partition it
@@ -72,7 +73,13 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 	// moves alone reaches the follower with its next records or at the
 	// end of the wait. Waking on it too costs a round trip per commit.
 	appended := make(chan struct{}, 1)
-	waiting := false
+	// waiting: some partition may get records; failed: some partition
+	// has an error, which the follower hears at once, as Kafka's
+	// ReplicaManager answers a fetch with a read error without delay.
+	// Held, the answer kept a new partition that the follower asked for
+	// before its leader hosted it out of the next Fetch for a whole long
+	// poll, and so a first acks=all produce to it.
+	waiting, failed := false, false
 	for i := range targets {
 		for j := range targets[i] {
 			ft := &targets[i][j]
@@ -83,7 +90,11 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 				ft.err = ft.p.followerFetch(from, rp.FetchOffset, rp.CurrentLeaderEpoch, appended)
 			}
 			waiting = waiting || ft.err == 0
+			failed = failed || ft.err != 0
 		}
+	}
+	if failed {
+		waiting = false
 	}
 	var timer *time.Timer
 	defer func() {
@@ -107,6 +118,8 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 		select {
 		case <-appended:
 		case <-timer.C:
+			return m.answerFetch(req, m.readForFollower(from, req, targets))
+		case <-m.stopped:
 			return m.answerFetch(req, m.readForFollower(from, req, targets))
 		}
 	}
