@@ -308,3 +308,62 @@ func TestFollowerFetchWithErrorAnsweredAtOnce(t *testing.T) {
 		t.Fatalf("error codes %v, want t: 0, new: %d", codes, kerr.UnknownTopicOrPartition.Code)
 	}
 }
+
+// Two fetches of one follower held at once (it closed its connection to
+// send a new Fetch, and the leader took the new one before the old one,
+// which nobody will read) are both woken by the next append. When the
+// old fetch's registration replaced the new one's, only the dead fetch
+// woke and the live one waited out its whole long poll; the leader holds
+// polls for an hour here, longer than within waits.
+func TestFollowerFetchesHeldTogetherBothWoken(t *testing.T) {
+	m, p := leaderWithFollower(t, vfs.NewMem())
+	m.repl.MaxFollowerWait = time.Hour
+	waiting := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			p.mu.Lock()
+			live := 0
+			for _, fw := range p.fetchWaits {
+				if !fw.w.done.Load() {
+					live++
+				}
+			}
+			p.mu.Unlock()
+			if live == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d fetches waiting on the partition, want %d", live, n)
+			}
+			runtime.Gosched()
+		}
+	}
+	live, dead := make(chan int, 1), make(chan int, 1)
+	go func() { live <- followerFetch(t, m, 0, int32(time.Hour/time.Millisecond)) }()
+	waiting(1)
+	go func() { dead <- followerFetch(t, m, 0, int32(time.Hour/time.Millisecond)) }()
+	waiting(2)
+	if _, _, err := p.AppendAsLeaderTimeout(oneRecord(t), 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := within(t, live, "answer to the fetch registered first"); n == 0 {
+		t.Fatal("the fetch registered first was answered with no records")
+	}
+	if n := within(t, dead, "answer to the fetch registered second"); n == 0 {
+		t.Fatal("the fetch registered second was answered with no records")
+	}
+	// Answered fetches leave their places to the follower's next one.
+	go func() { live <- followerFetch(t, m, 1, int32(time.Hour/time.Millisecond)) }()
+	waiting(1)
+	p.mu.Lock()
+	entries := len(p.fetchWaits)
+	p.mu.Unlock()
+	if entries != 2 {
+		t.Fatalf("%d wait entries for one follower after its third fetch, want the 2 of its two fetches held at once", entries)
+	}
+	if _, _, err := p.AppendAsLeaderTimeout(oneRecord(t), 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	within(t, live, "answer to the follower's next fetch")
+}

@@ -49,9 +49,10 @@ type Partition struct {
 	// Made and dropped as hwChanged.
 	appended chan struct{}
 	// fetchWaits are the followers' fetches that wait for the leader's
-	// next append here, one per follower (its latest fetch: a follower has
-	// one in flight per leader), each woken by a send into its buffered
-	// channel. One channel per fetch serves every partition it names, so
+	// next append here, one per follower and fetch still waiting (a
+	// follower has one in flight per leader but for the moment it replaces
+	// a connection; see waitForAppendLocked), each woken by a send into
+	// its buffered channel. One channel per fetch serves every partition it names, so
 	// a fetch of thousands of idle partitions waits on one channel, not
 	// on thousands. Nil until a follower first fetches.
 	fetchWaits []fetchWait

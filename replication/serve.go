@@ -3,6 +3,7 @@ package replication
 import (
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -72,7 +73,9 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 	// New records only, as Kafka's delayed fetch: a high watermark that
 	// moves alone reaches the follower with its next records or at the
 	// end of the wait. Waking on it too costs a round trip per commit.
-	appended := make(chan struct{}, 1)
+	waiter := &fetchWaiter{appended: make(chan struct{}, 1)}
+	defer waiter.done.Store(true)
+	appended := waiter.appended
 	// waiting: some partition may get records; failed: some partition
 	// has an error, which the follower hears at once, as Kafka's
 	// ReplicaManager answers a fetch with a read error without delay.
@@ -87,7 +90,7 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 			if ft.p == nil {
 				ft.err = kerr.UnknownTopicOrPartition.Code
 			} else {
-				ft.err = ft.p.followerFetch(from, rp.FetchOffset, rp.CurrentLeaderEpoch, appended)
+				ft.err = ft.p.followerFetch(from, rp.FetchOffset, rp.CurrentLeaderEpoch, waiter)
 			}
 			waiting = waiting || ft.err == 0
 			failed = failed || ft.err != 0
@@ -128,19 +131,36 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 // fetchWait is a follower's fetch waiting for a leader's next append.
 type fetchWait struct {
 	follower int32
-	appended chan struct{}
+	w        *fetchWaiter
 }
 
-// waitForAppendLocked makes appended the channel that the next append
-// wakes for follower's fetch, in place of its previous fetch's.
-func (p *Partition) waitForAppendLocked(follower int32, appended chan struct{}) {
+// fetchWaiter is one follower Fetch's wake-up, shared by every partition
+// it names: the next append to any of them sends into appended. done is
+// set when the fetch is answered, so its place can go to the follower's
+// next fetch.
+type fetchWaiter struct {
+	appended chan struct{}
+	done     atomic.Bool
+}
+
+// waitForAppendLocked makes w one that the next append wakes. It takes
+// the place of the follower's answered fetch, so an idle partition keeps
+// one entry per follower. A fetch still waiting keeps its own: a follower
+// normally has one fetch in flight per leader, but one that closed its
+// connection to send a new fetch at once (a partition to add) leaves the
+// old fetch held here until its answer fails, and the leader may take the
+// two in either order. Had the old one's registration replaced the new
+// one's, the append would wake only the fetch nobody reads, and the live
+// one would wait out its whole long poll (a first acks=all produce to a
+// new partition took 4.9 s, or a minute with longer polls).
+func (p *Partition) waitForAppendLocked(follower int32, w *fetchWaiter) {
 	for i := range p.fetchWaits {
-		if p.fetchWaits[i].follower == follower {
-			p.fetchWaits[i].appended = appended
+		if fw := &p.fetchWaits[i]; fw.follower == follower && fw.w.done.Load() {
+			fw.w = w
 			return
 		}
 	}
-	p.fetchWaits = append(p.fetchWaits, fetchWait{follower: follower, appended: appended})
+	p.fetchWaits = append(p.fetchWaits, fetchWait{follower: follower, w: w})
 }
 
 // replicaFetchTargets resolves the partitions a follower's Fetch names,
@@ -331,7 +351,7 @@ func (p *Partition) checkLeaderLocked(currentLeaderEpoch int32) int16 {
 // fdatasync before it fetches again) and returns the partition's error
 // code for the fetch. With appended set, the leader's next append here
 // sends into it (notifyAppended): the fetch waits on it for new records.
-func (p *Partition) followerFetch(from int32, fetchOffset int64, currentLeaderEpoch int32, appended chan struct{}) int16 {
+func (p *Partition) followerFetch(from int32, fetchOffset int64, currentLeaderEpoch int32, waiter *fetchWaiter) int16 {
 	lso, leo := p.log.LogStartOffset(), p.log.LogEndOffset()
 	p.mu.Lock()
 	if code := p.checkLeaderLocked(currentLeaderEpoch); code != 0 {
@@ -347,8 +367,8 @@ func (p *Partition) followerFetch(from int32, fetchOffset int64, currentLeaderEp
 		return kerr.OffsetOutOfRange.Code
 	}
 	p.core.followerFetch(from, fetchOffset, p.nowMs())
-	if appended != nil {
-		p.waitForAppendLocked(from, appended)
+	if waiter != nil {
+		p.waitForAppendLocked(from, waiter)
 	}
 	send := p.applyReadyLocked()
 	p.mu.Unlock()
@@ -373,10 +393,13 @@ func (p *Partition) readLimitForFollower() int64 { return p.localOffset() }
 func (p *Partition) notifyAppended() {
 	p.mu.Lock()
 	wakeLocked(&p.appended)
-	for _, w := range p.fetchWaits {
-		// A fetch already woken, or answered, needs no second wake-up.
+	for _, fw := range p.fetchWaits {
+		if fw.w.done.Load() {
+			continue
+		}
+		// A fetch already woken needs no second wake-up.
 		select {
-		case w.appended <- struct{}{}:
+		case fw.w.appended <- struct{}{}:
 		default:
 		}
 	}
