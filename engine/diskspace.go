@@ -467,7 +467,7 @@ func (l *Log) recoverAfterNoSpace(cause error) (logRecovery, error) {
 		return r, err
 	}
 	if r.recordsDropped > 0 {
-		l.logEndOffset = durable
+		l.setLogEndOffsetLocked(durable)
 		if l.epochs.truncateFromEnd(durable) {
 			if err := l.epochs.flush(); err != nil {
 				return r, err

@@ -179,5 +179,5 @@ func setOptions(l *Log, change func(*Options)) {
 	defer l.mu.Unlock()
 	o := *l.opts
 	change(&o)
-	l.opts = &o
+	l.setOptionsLocked(&o)
 }

@@ -21,6 +21,7 @@ func TestAppendInvariantsFire(t *testing.T) {
 	}{
 		{"log start past the end", func(l *Log) { l.logStartOffset = 1000 }, "log start offset 1000, durable offset 3, log end offset 6"},
 		{"durable past the end", func(l *Log) { l.commit.Reset(1000) }, "log start offset 0, durable offset 1000, log end offset 6"},
+		{"a stale lock-free view", func(l *Log) { l.logStartOffsetView.Store(2) }, "the lock-free views say 2 and 6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := openTestLog(t, vfs.NewMem(), testOptions(nil), OpenOptions{})

@@ -76,8 +76,12 @@ type Log struct {
 	tp  TopicPartition
 	// opts is shared with the Manager's other logs of the same options
 	// (sharedOptions) and never written through: UpdateOptions points it
-	// at another value. Read under mu.
+	// at another value. Read under mu. Set only through setOptionsLocked,
+	// which keeps optsView equal to it.
 	opts *Options
+	// optsView is opts for Options, which takes no lock: it is called for
+	// every partition in every replica round.
+	optsView atomic.Pointer[Options]
 	// clock is opts.Now, kept apart because it never changes: goroutines
 	// that read the time need no lock (UpdateOptions replaces opts).
 	clock  func() time.Time
@@ -96,10 +100,17 @@ type Log struct {
 	// setLogStartOffsetLocked, which keeps logStartOffsetView equal to it.
 	logStartOffset int64
 	// logStartOffsetView is logStartOffset for checkpoint writers, which
-	// must never take mu (a truncation checkpoints while holding it).
+	// must never take mu (a truncation checkpoints while holding it), and
+	// for LogStartOffset, which takes no lock.
 	logStartOffsetView atomic.Int64
-	logEndOffset       int64
-	epochs             *epochCache
+	// logEndOffset is set only through setLogEndOffsetLocked, which keeps
+	// logEndOffsetView equal to it for LogEndOffset, which takes no lock
+	// (it is called for every partition in every replica round). Where
+	// both offsets move, they move in the order that keeps
+	// logStartOffsetView <= logEndOffsetView at every moment.
+	logEndOffset     int64
+	logEndOffsetView atomic.Int64
+	epochs           *epochCache
 	// producers is the idempotent producers' state as of logEndOffset.
 	producers *producer.State
 	// unflushedMessages counts records appended since the last sync, for
@@ -393,7 +404,7 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 		}
 	}
 	l.health.space.noteWritten(int64(len(records)))
-	l.logEndOffset = next
+	l.setLogEndOffsetLocked(next)
 	if assignOffsets {
 		l.applyProducerPlan(plan)
 	} else {
@@ -411,7 +422,8 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 // checkAppendLocked panics when an append left the log's offsets out of
 // order: its batches' offsets rise within the active segment, which ends
 // at the log end offset, and neither the log start offset nor the durable
-// offset is past the log end. It runs under mu at the end of every
+// offset is past the log end, and the lock-free views of the offsets and
+// options agree with what mu guards. It runs under mu at the end of every
 // append, in a build with the invariants tag (internal/invariants).
 func (l *Log) checkAppendLocked(seg *segment, hs []batch.Header) {
 	prev := seg.baseOffset - 1
@@ -427,6 +439,11 @@ func (l *Log) checkAppendLocked(seg *segment, hs []batch.Header) {
 	}
 	if durable := l.commit.Durable(); l.logStartOffset > l.logEndOffset || durable > l.logEndOffset {
 		panic(fmt.Sprintf("engine: %s: log start offset %d, durable offset %d, log end offset %d", l.tp, l.logStartOffset, durable, l.logEndOffset))
+	}
+	// The lock-free getters read the views: they must equal what mu guards.
+	if start, end := l.logStartOffsetView.Load(), l.logEndOffsetView.Load(); start != l.logStartOffset || end != l.logEndOffset || l.optsView.Load() != l.opts {
+		panic(fmt.Sprintf("engine: %s: log start offset %d, log end offset %d, but the lock-free views say %d and %d (options same: %v)",
+			l.tp, l.logStartOffset, l.logEndOffset, start, end, l.optsView.Load() == l.opts))
 	}
 }
 
@@ -639,11 +656,13 @@ func (l *Log) nowMs() int64 {
 	return l.clock().UnixMilli()
 }
 
-// Options returns the log's current options.
-func (l *Log) Options() Options {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return *l.opts
+// Options returns the log's current options. It takes no lock: the
+// options a log points at are never written through.
+func (l *Log) Options() Options { return *l.optsView.Load() }
+
+func (l *Log) setOptionsLocked(o *Options) {
+	l.opts = o
+	l.optsView.Store(o)
 }
 
 // UpdateOptions applies changed topic configs (retention, segment size,
@@ -660,15 +679,16 @@ func (l *Log) UpdateOptions(o Options) error {
 		// usual call changes nothing and keeps the shared value.
 		return nil
 	}
-	l.opts = l.health.options.get(l.tp.Topic, o)
+	l.setOptionsLocked(l.health.options.get(l.tp.Topic, o))
 	return nil
 }
 
-// LogEndOffset is the offset the next append gets.
-func (l *Log) LogEndOffset() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.logEndOffset
+// LogEndOffset is the offset the next append gets. It takes no lock.
+func (l *Log) LogEndOffset() int64 { return l.logEndOffsetView.Load() }
+
+func (l *Log) setLogEndOffsetLocked(offset int64) {
+	l.logEndOffset = offset
+	l.logEndOffsetView.Store(offset)
 }
 
 func (l *Log) setLogStartOffsetLocked(offset int64) {
@@ -676,12 +696,9 @@ func (l *Log) setLogStartOffsetLocked(offset int64) {
 	l.logStartOffsetView.Store(offset)
 }
 
-// LogStartOffset is the first offset a reader may fetch.
-func (l *Log) LogStartOffset() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.logStartOffset
-}
+// LogStartOffset is the first offset a reader may fetch. It takes no
+// lock.
+func (l *Log) LogStartOffset() int64 { return l.logStartOffsetView.Load() }
 
 // DurableOffset is the offset below which every appended byte is on disk.
 func (l *Log) DurableOffset() int64 { return l.commit.Durable() }

@@ -76,7 +76,8 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 		return nil, nil, err
 	}
 	started := time.Now()
-	l := &Log{fs: fsys, dir: dir, tp: tp, opts: health.options.get(tp.Topic, opts), clock: opts.Now, health: health}
+	l := &Log{fs: fsys, dir: dir, tp: tp, clock: opts.Now, health: health}
+	l.setOptionsLocked(health.options.get(tp.Topic, opts))
 	stats := &RecoveryStats{ProducerSnapshotOffset: -1}
 	epochs, err := loadEpochCache(fsys, dir)
 	if isOutOfFiles(err) {
@@ -346,7 +347,7 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		}
 		l.segments = []*segment{seg}
 	}
-	l.logEndOffset = l.active().nextOffset
+	l.setLogEndOffsetLocked(l.active().nextOffset)
 	if len(l.damage) > 0 {
 		if err := writeDamagedSegments(l.fs, l.dir, l.damage); err != nil {
 			return err

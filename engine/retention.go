@@ -82,7 +82,7 @@ func (l *Log) truncateActiveLocked(offset int64) error {
 	if err := l.truncateSegment(seg, offset); err != nil {
 		return l.failErr(err)
 	}
-	l.logEndOffset = seg.nextOffset
+	l.setLogEndOffsetLocked(seg.nextOffset)
 	if err := l.loadProducerState(); err != nil {
 		return l.failErr(err)
 	}
@@ -235,8 +235,15 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	}
 	old := l.segments
 	l.segments = []*segment{seg}
-	l.setLogStartOffsetLocked(offset)
-	l.logEndOffset = offset
+	// Readers see the two offsets without mu: move them in the order
+	// that keeps the start at or below the end at every moment.
+	if offset > l.logEndOffset {
+		l.setLogEndOffsetLocked(offset)
+		l.setLogStartOffsetLocked(offset)
+	} else {
+		l.setLogStartOffsetLocked(offset)
+		l.setLogEndOffsetLocked(offset)
+	}
 	l.epochs.entries = nil
 	if l.commit != nil {
 		l.commit.Reset(offset)

@@ -2,14 +2,13 @@ package peer
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/wren-broker/wren/election"
+	"github.com/wren-broker/wren/wire"
 )
 
 // The internal API keys of the layer itself. They sit far above Kafka's
@@ -32,8 +31,6 @@ const (
 
 // DefaultMaxFrameBytes bounds one frame on a peer connection, either way.
 const DefaultMaxFrameBytes = 16 << 20
-
-var errShort = errors.New("peer: handshake truncated")
 
 // PeerSetHash is a short hash of the voters as id@host:port, sorted by
 // id: two nodes whose controller.quorum.voters differ (a node missing, a
@@ -76,72 +73,23 @@ const (
 // format: cluster id, peer-set hash (int16-length strings), from, to
 // (int32), error code (int16), error message.
 func AppendHandshake(dst []byte, h Handshake) []byte {
-	e := encoder{b: dst}
-	e.str(h.ClusterID)
-	e.str(h.PeerSetHash)
-	e.i32(int32(h.From))
-	e.i32(int32(h.To))
-	e.i16(h.ErrorCode)
-	e.str(h.ErrorMessage)
-	return e.b
+	e := wire.Encoder{B: dst}
+	e.String(h.ClusterID)
+	e.String(h.PeerSetHash)
+	e.Int32(int32(h.From))
+	e.Int32(int32(h.To))
+	e.Int16(h.ErrorCode)
+	e.String(h.ErrorMessage)
+	return e.B
 }
 
 // DecodeHandshake reads a handshake body.
 func DecodeHandshake(b []byte) (Handshake, error) {
-	d := decoder{b: b}
-	h := Handshake{ClusterID: d.str(), PeerSetHash: d.str(), From: election.NodeID(d.i32()), To: election.NodeID(d.i32()),
-		ErrorCode: d.i16(), ErrorMessage: d.str()}
-	if err := d.finish(); err != nil {
+	d := wire.NewDecoder(b)
+	h := Handshake{ClusterID: d.String(), PeerSetHash: d.String(), From: election.NodeID(d.Int32()), To: election.NodeID(d.Int32()),
+		ErrorCode: d.Int16(), ErrorMessage: d.String()}
+	if err := d.Finish(); err != nil {
 		return Handshake{}, fmt.Errorf("peer: handshake: %w", err)
 	}
 	return h, nil
-}
-
-type encoder struct{ b []byte }
-
-func (e *encoder) i16(v int16)  { e.b = binary.BigEndian.AppendUint16(e.b, uint16(v)) }
-func (e *encoder) i32(v int32)  { e.b = binary.BigEndian.AppendUint32(e.b, uint32(v)) }
-func (e *encoder) str(s string) { e.i16(int16(len(s))); e.b = append(e.b, s...) }
-
-// decoder reads a body; the first error sticks, so a caller checks once.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) take(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(d.b) {
-		d.err = errShort
-		return nil
-	}
-	p := d.b[:n]
-	d.b = d.b[n:]
-	return p
-}
-
-func (d *decoder) i16() int16 {
-	if p := d.take(2); p != nil {
-		return int16(binary.BigEndian.Uint16(p))
-	}
-	return 0
-}
-
-func (d *decoder) i32() int32 {
-	if p := d.take(4); p != nil {
-		return int32(binary.BigEndian.Uint32(p))
-	}
-	return 0
-}
-
-func (d *decoder) str() string { return string(d.take(int(d.i16()))) }
-
-// finish fails on trailing bytes: a body is exactly one handshake.
-func (d *decoder) finish() error {
-	if d.err == nil && len(d.b) > 0 {
-		d.err = fmt.Errorf("peer: %d trailing bytes", len(d.b))
-	}
-	return d.err
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrTruncated is returned to a waiter whose write a truncation removed
@@ -33,8 +34,10 @@ type GroupCommitter struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	running bool
-	// Invariant: durable only grows, except by Reset.
-	durable int64
+	// durable is written under mu and read without it (Durable, called
+	// for every partition in every replica round, takes no lock).
+	// Invariant: durable only grows, except by Reset and Recover.
+	durable atomic.Int64
 	// gen counts Resets, so that a sync that was running across one does
 	// not apply a position from before the truncation.
 	gen uint64
@@ -63,7 +66,8 @@ type Waiter struct {
 // NewGroupCommitter returns a committer whose durable position starts at
 // durable (what recovery found on disk).
 func NewGroupCommitter(durable int64, syncFn SyncFunc) *GroupCommitter {
-	g := &GroupCommitter{sync: syncFn, durable: durable}
+	g := &GroupCommitter{sync: syncFn}
+	g.durable.Store(durable)
 	g.cond = sync.NewCond(&g.mu)
 	return g
 }
@@ -112,7 +116,7 @@ func (w *Waiter) Wait() error {
 			}
 			return ErrTruncated
 		}
-		if g.durable >= pos {
+		if g.durable.Load() >= pos {
 			return nil
 		}
 		if !g.running {
@@ -129,10 +133,10 @@ func (w *Waiter) Wait() error {
 				if g.err == nil {
 					g.err = fmt.Errorf("wal: fdatasync failed, nothing further is durable: %w", err)
 				}
-			} else if g.err == nil && covered > g.durable && g.gen == startGen {
+			} else if g.err == nil && covered > g.durable.Load() && g.gen == startGen {
 				// A Reset during the sync means covered may name
 				// positions that were truncated away: drop it.
-				g.durable = covered
+				g.durable.Store(covered)
 			}
 			g.cond.Broadcast()
 			continue
@@ -146,8 +150,8 @@ func (w *Waiter) Wait() error {
 // durable position backwards.
 func (g *GroupCommitter) Advance(pos int64) {
 	g.mu.Lock()
-	if g.err == nil && pos > g.durable {
-		g.durable = pos
+	if g.err == nil && pos > g.durable.Load() {
+		g.durable.Store(pos)
 		g.cond.Broadcast()
 	}
 	g.mu.Unlock()
@@ -161,7 +165,7 @@ func (g *GroupCommitter) Advance(pos int64) {
 // or below pos are released, since their writes survived and are durable.
 func (g *GroupCommitter) Reset(pos int64) {
 	g.mu.Lock()
-	g.durable = pos
+	g.durable.Store(pos)
 	g.gen++
 	for w := range g.waiters {
 		if w.pos > pos {
@@ -181,7 +185,7 @@ func (g *GroupCommitter) Reset(pos int64) {
 func (g *GroupCommitter) Recover(pos int64, err error) {
 	g.mu.Lock()
 	g.err = nil
-	g.durable = pos
+	g.durable.Store(pos)
 	g.gen++
 	for w := range g.waiters {
 		if w.pos > pos {
@@ -202,12 +206,9 @@ func (g *GroupCommitter) Fail(err error) {
 	g.mu.Unlock()
 }
 
-// Durable is the highest position a completed sync covered.
-func (g *GroupCommitter) Durable() int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.durable
-}
+// Durable is the highest position a completed sync covered. It takes no
+// lock: every change is one store, made under mu.
+func (g *GroupCommitter) Durable() int64 { return g.durable.Load() }
 
 // Err is the sticky error, or nil.
 func (g *GroupCommitter) Err() error {

@@ -26,11 +26,16 @@
 //     segment file that the engine returns from a read, and SendFile,
 //     which moves one to a socket (sendfile(2), or a pooled copy for
 //     in-memory files, TLS and test pipes).
+//   - Fixed-width bodies (codec.go): Encoder and Decoder, the big-endian
+//     integers, booleans and length-prefixed strings of wren's own
+//     internal bodies that kmsg has no schema for (the peer handshake,
+//     the metadata quorum's messages), with every read of outside bytes
+//     checked against what is left.
 //
 // The package is a leaf: it imports internal/vfs, golang.org/x/sys/unix
 // and the standard library, never the engine or anything above it, so
 // the metadata quorum's transport moves bytes without the storage engine,
 // and the engine itself can use FileSlice. Every decoder of outside bytes
-// here has a fuzz target (FuzzReadFrame, FuzzRequestHeader). See
+// here has a fuzz target (FuzzReadFrame, FuzzRequestHeader, FuzzDecoder). See
 // docs/ARCHITECTURE.md for the fetch path and the package rules.
 package wire

@@ -152,7 +152,9 @@
 // Built with -tags invariants (internal/invariants), every input checks
 // the node's own state when it ends (checkInvariants: its indexes in
 // order, a contiguous log, a controller's log ending in its epoch). The
-// ones across nodes internal/sim checks.
+// log changes only at its ends, so a check walks only the entries
+// appended since the last one and the first against the snapshot
+// (memLog.checked). The ones across nodes internal/sim checks.
 //
 //   - Log matching: two logs holding an entry with the same index and
 //     epoch are equal up to it.

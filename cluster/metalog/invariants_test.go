@@ -41,6 +41,36 @@ func TestMetalogInvariantsFire(t *testing.T) {
 		n.log.ents[2].Epoch = 0
 		invtest.MustPanic(t, "holds entry 0/3 at position 2 after snapshot 0/0, following epoch 1", func() { n.Advance(n.Ready()) })
 	})
+	// The checks after the first walk only what changed: an entry
+	// appended since, and the first entry against a new snapshot.
+	t.Run("a hole appended after a check", func(t *testing.T) {
+		n := node(t)
+		n.Tick()
+		n.log.ents = append(n.log.ents, Entry{Index: 5, Epoch: 2})
+		invtest.MustPanic(t, "holds entry 2/5 at position 3 after snapshot 0/0, following epoch 2", n.Tick)
+	})
+	t.Run("epochs going back after a truncation", func(t *testing.T) {
+		n := node(t)
+		n.Tick()
+		n.log.truncateAfter(2)
+		n.log.ents = append(n.log.ents, Entry{Index: 3, Epoch: 0})
+		invtest.MustPanic(t, "holds entry 0/3 at position 2 after snapshot 0/0, following epoch 1", n.Tick)
+	})
+	t.Run("a snapshot its first entry does not follow", func(t *testing.T) {
+		n := node(t)
+		n.Tick()
+		n.log.compact(Snapshot{Index: 1, Epoch: 3}, true)
+		n.applied, n.appliedDone = 1, 1
+		invtest.MustPanic(t, "holds entry 1/2 at position 0 after snapshot 3/1, following epoch 3", n.Tick)
+	})
+	t.Run("a hole appended after a compaction", func(t *testing.T) {
+		n := node(t)
+		n.Tick()
+		n.log.compact(Snapshot{Index: 1, Epoch: 1}, true)
+		n.applied, n.appliedDone = 1, 1
+		n.log.ents = append(n.log.ents, Entry{Index: 6, Epoch: 2})
+		invtest.MustPanic(t, "holds entry 2/6 at position 2 after snapshot 1/1, following epoch 2", n.Tick)
+	})
 	t.Run("sound state", func(t *testing.T) {
 		n := node(t)
 		for range 100 {

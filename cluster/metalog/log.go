@@ -10,6 +10,13 @@ import "fmt"
 type memLog struct {
 	snap Snapshot
 	ents []Entry
+	// checked counts the leading entries that the node's checkInvariants
+	// has found in order, each after the one before it. Entries change
+	// only through the methods below, at the ends: append adds unchecked
+	// ones, and truncateAfter and compact lower checked by what they drop,
+	// so a check walks only the entries appended since the last one (and
+	// the first against the snapshot), not the whole log after every input.
+	checked int
 }
 
 func (l *memLog) lastIndex() int64 { return l.snap.Index + int64(len(l.ents)) }
@@ -65,6 +72,7 @@ func (l *memLog) truncateAfter(i int64) {
 	}
 	if i < l.lastIndex() {
 		l.ents = l.ents[: i-l.snap.Index : i-l.snap.Index]
+		l.checked = min(l.checked, len(l.ents))
 	}
 }
 
@@ -73,9 +81,12 @@ func (l *memLog) truncateAfter(i int64) {
 // log is just s.
 func (l *memLog) compact(s Snapshot, keep bool) {
 	if keep {
-		l.ents = append([]Entry(nil), l.ents[s.Index-l.snap.Index:]...)
+		drop := int(s.Index - l.snap.Index)
+		l.ents = append([]Entry(nil), l.ents[drop:]...)
+		l.checked = max(l.checked-drop, 0)
 	} else {
 		l.ents = nil
+		l.checked = 0
 	}
 	l.snap = s
 }

@@ -750,14 +750,7 @@ func (n *Node) checkInvariants() {
 	if n.stable > last {
 		panic(fmt.Sprintf("metalog: node %d stable to %d, past its last index %d", n.id, n.stable, last))
 	}
-	epoch := n.log.snap.Epoch
-	for i, ent := range n.log.ents {
-		if ent.Index != n.log.snap.Index+1+int64(i) || ent.Epoch < epoch {
-			panic(fmt.Sprintf("metalog: node %d holds entry %d/%d at position %d after snapshot %d/%d, following epoch %d",
-				n.id, ent.Epoch, ent.Index, i, n.log.snap.Epoch, n.log.snap.Index, epoch))
-		}
-		epoch = ent.Epoch
-	}
+	n.checkLogOrder()
 	if n.leaderEpoch != 0 {
 		// A controller never truncates: its log ends in its own epoch,
 		// with its leader-change entry or an entry it proposed.
@@ -769,5 +762,37 @@ func (n *Node) checkInvariants() {
 	}
 	if n.fetchFrom == n.id {
 		panic(fmt.Sprintf("metalog: node %d fetches from itself", n.id))
+	}
+}
+
+// checkLogOrder panics unless the log's entries follow the snapshot and
+// each other: index one more than the one before, epoch no lower. It
+// checks the first entry against the snapshot (compact moves both) and
+// then only the entries after the prefix an earlier check passed
+// (memLog.checked): every entry was checked against the one before it
+// when it was appended, and the log changes only at its ends, so the
+// whole log stays in order without a walk over it after every input.
+func (n *Node) checkLogOrder() {
+	l := &n.log
+	start := min(l.checked, len(l.ents))
+	if start > 0 {
+		n.checkEntryOrder(0, Entry{Index: l.snap.Index, Epoch: l.snap.Epoch})
+	}
+	for i := start; i < len(l.ents); i++ {
+		prev := Entry{Index: l.snap.Index, Epoch: l.snap.Epoch}
+		if i > 0 {
+			prev = l.ents[i-1]
+		}
+		n.checkEntryOrder(i, prev)
+	}
+	l.checked = len(l.ents)
+}
+
+// checkEntryOrder panics unless entry i follows prev, the entry before
+// it or the snapshot.
+func (n *Node) checkEntryOrder(i int, prev Entry) {
+	if ent := n.log.ents[i]; ent.Index != prev.Index+1 || ent.Epoch < prev.Epoch {
+		panic(fmt.Sprintf("metalog: node %d holds entry %d/%d at position %d after snapshot %d/%d, following epoch %d",
+			n.id, ent.Epoch, ent.Index, i, n.log.snap.Epoch, n.log.snap.Index, prev.Epoch))
 	}
 }
