@@ -3,14 +3,19 @@ package broker
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
+	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/security/scram"
 )
 
@@ -32,15 +37,26 @@ func checkPassword(t *testing.T, im *cluster.Image, user, password string) error
 // TestScramCredentialsOneNode: kadm creates credentials from passwords
 // (it salts them itself), describes them, gets Kafka's codes for what is
 // refused, deletes one; the stored keys check the password; and they
-// survive a restart.
+// survive a restart. ApiVersions lists both APIs.
 func TestScramCredentialsOneNode(t *testing.T) {
 	dir := t.TempDir()
 	b, err := Start(testConfig(t, dir, ""), Options{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, adm := newClient(t, b)
+	cl, adm := newClient(t, b)
 	ctx := testContext(t)
+	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[int16]bool{}
+	for _, k := range versions.ApiKeys {
+		listed[k.ApiKey] = k.MinVersion == 0 && k.MaxVersion == 0
+	}
+	if !listed[int16(kmsg.DescribeUserSCRAMCredentials)] || !listed[int16(kmsg.AlterUserSCRAMCredentials)] {
+		t.Errorf("ApiVersions does not list DescribeUserScramCredentials and AlterUserScramCredentials v0: %+v", versions.ApiKeys)
+	}
 	altered, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
 		{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "alice-pw"},
 		{User: "bob", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "bob-pw"},
@@ -102,72 +118,148 @@ func TestScramCredentialsOneNode(t *testing.T) {
 
 // TestScramCredentialsThreeNodes: a credential created through a node
 // that is not the controller (forwarded) is described by every node,
-// its stored keys the same on each; its delete, through another node,
-// too.
+// its stored keys the same on each; the credentials survive a restart of
+// the whole cluster; a delete through another node, and a credential
+// kadm creates, are seen by every node.
 func TestScramCredentialsThreeNodes(t *testing.T) {
-	brokers := startThreeBrokersWith(t, "")
-	cl, adm := threeNodeAdmin(t, brokers)
-	ctx := testContext(t)
-	ctrl := actingController(t, brokers).Controller().NodeID()
-	var other, third int32 = -1, -1
-	for _, b := range brokers {
-		if id := b.Controller().NodeID(); id != ctrl && other < 0 {
-			other = id
-		} else if id != ctrl {
-			third = id
+	ports := freePorts(t, 3)
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	brokers := make([]*Broker, 3)
+	t.Cleanup(func() {
+		for _, b := range brokers {
+			if b != nil {
+				b.Close()
+			}
 		}
-	}
-	// Alter through a node that forwards it (pinned; kadm would pick).
-	alter := func(at int32, req *kmsg.AlterUserSCRAMCredentialsRequest) {
+	})
+	start := func() {
 		t.Helper()
-		resp, err := req.RequestWith(ctx, cl.Broker(int(at)))
-		if err != nil {
-			t.Fatalf("alter through node %d: %v", at, err)
+		for i := range brokers {
+			cfg, err := config.Parse(fmt.Sprintf("node%d.toml", i+1), []byte(quorumConfigText(i+1, filepath.Join(dirs[i], "data"), ports)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if brokers[i], err = Start(cfg, Options{Logger: testLogger(t)}); err != nil {
+				t.Fatalf("start node %d: %v", i+1, err)
+			}
 		}
-		for _, r := range resp.Results {
+		pollFor(t, "one controller known to all, three brokers registered", 20*time.Second, func() bool {
+			ctrl := brokers[0].Controller().ControllerID()
+			for _, b := range brokers {
+				if ctrl < 0 || b.Controller().ControllerID() != ctrl || len(b.Controller().Brokers()) != 3 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	start()
+	ctx := testContext(t)
+	// request sends req straight to node id, at the address it listens
+	// on now (the Kafka listeners' ports change at a restart).
+	request := func(id int32, req kmsg.Request) (kmsg.Response, error) {
+		t.Helper()
+		c, err := kgo.NewClient(kgo.SeedBrokers(brokers[id-1].Addr().String()), kgo.RequestTimeoutOverhead(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.SeedBrokers()[0].Request(ctx, req)
+	}
+	_, adm := threeNodeAdmin(t, brokers)
+	passwords := map[string]string{"edge-device": "device-pw", "gateway": "gateway-pw", "sensor": "sensor-pw"}
+	// Two nodes that are not the controller, to send changes through.
+	notController := func() []int32 {
+		ctrl := actingController(t, brokers).Controller().NodeID()
+		var ids []int32
+		for _, b := range brokers {
+			if id := b.Controller().NodeID(); id != ctrl {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
+	others := notController()
+	// Alter through a node that forwards it (pinned; kadm would pick).
+	alter := func(node int32, req *kmsg.AlterUserSCRAMCredentialsRequest) {
+		t.Helper()
+		r, err := request(node, req)
+		if err != nil {
+			t.Fatalf("alter through node %d: %v", node, err)
+		}
+		for _, r := range r.(*kmsg.AlterUserSCRAMCredentialsResponse).Results {
 			if r.ErrorCode != 0 {
-				t.Fatalf("alter through node %d: %s: %v", at, r.User, kerr.ErrorForCode(r.ErrorCode))
+				t.Fatalf("alter through node %d: %s: %v", node, r.User, kerr.ErrorForCode(r.ErrorCode))
 			}
 		}
 	}
-	up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
-	up.Name, up.Mechanism, up.Iterations, up.Salt = "edge-device", int8(scram.SHA512), 8192, []byte("a salt of 24 bytes......")
-	up.SaltedPassword, _ = scram.SHA512.SaltedPassword("device-pw", up.Salt, 8192)
-	req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
-	req.Upsertions = append(req.Upsertions, up)
-	alter(other, req)
+	upsert := func(user, password string) *kmsg.AlterUserSCRAMCredentialsRequest {
+		up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+		up.Name, up.Mechanism, up.Iterations, up.Salt = user, int8(scram.SHA512), 8192, []byte("a salt of 24 bytes for "+user)
+		up.SaltedPassword, _ = scram.SHA512.SaltedPassword(password, up.Salt, 8192)
+		req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		req.Upsertions = append(req.Upsertions, up)
+		return req
+	}
+	alter(others[0], upsert("edge-device", passwords["edge-device"]))
+	alter(others[1], upsert("gateway", passwords["gateway"]))
 
-	describeAt := func(id int32) *kmsg.DescribeUserSCRAMCredentialsResponse {
+	// describeAt lists the users node id describes.
+	describeAt := func(id int32) string {
 		t.Helper()
-		resp, err := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest().RequestWith(ctx, cl.Broker(int(id)))
+		r, err := request(id, kmsg.NewPtrDescribeUserSCRAMCredentialsRequest())
 		if err != nil {
 			t.Fatalf("describe at node %d: %v", id, err)
 		}
-		return resp
+		resp := r.(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		var users []string
+		for _, r := range resp.Results {
+			if r.ErrorCode != 0 || len(r.CredentialInfos) != 1 || r.CredentialInfos[0].Iterations != 8192 {
+				t.Fatalf("node %d describes %s as %+v", id, r.User, r)
+			}
+			users = append(users, r.User)
+		}
+		return strings.Join(users, ",")
 	}
-	for _, b := range brokers {
-		id := b.Controller().NodeID()
-		pollFor(t, "the credential described by every node", 10*time.Second, func() bool {
-			r := describeAt(id)
-			return len(r.Results) == 1 && r.Results[0].User == "edge-device" && len(r.Results[0].CredentialInfos) == 1 &&
-				r.Results[0].CredentialInfos[0].Iterations == 8192
-		})
-		if err := checkPassword(t, b.Controller().Image(), "edge-device", "device-pw"); err != nil {
-			t.Errorf("node %d's credential does not check the password: %v", id, err)
+	everyNode := func(what, want string) {
+		t.Helper()
+		for _, b := range brokers {
+			id := b.Controller().NodeID()
+			pollFor(t, fmt.Sprintf("%s: node %d describes %q", what, id, want), 10*time.Second, func() bool { return describeAt(id) == want })
+			for _, u := range strings.Split(want, ",") {
+				if u == "" {
+					continue
+				}
+				if err := checkPassword(t, b.Controller().Image(), u, passwords[u]); err != nil {
+					t.Errorf("%s: node %d's credential of %s does not check the password: %v", what, id, u, err)
+				}
+			}
 		}
 	}
+	everyNode("created", "edge-device,gateway")
 	described, err := adm.DescribeUserSCRAMs(ctx, "edge-device")
 	if err != nil || !described.Ok() {
 		t.Fatalf("kadm describe: %v %+v", err, described)
 	}
 
+	for i, b := range brokers {
+		if err := b.Close(); err != nil {
+			t.Fatalf("close node %d: %v", i+1, err)
+		}
+		brokers[i] = nil
+	}
+	start()
+	everyNode("after the restart", "edge-device,gateway")
+
 	del := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
 	del.Name, del.Mechanism = "edge-device", int8(scram.SHA512)
-	req = kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
 	req.Deletions = append(req.Deletions, del)
-	alter(third, req)
-	for _, b := range brokers {
-		id := b.Controller().NodeID()
-		pollFor(t, "the delete seen by every node", 10*time.Second, func() bool { return len(describeAt(id).Results) == 0 })
+	alter(notController()[1], req)
+	_, adm = threeNodeAdmin(t, brokers)
+	altered, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "sensor", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "sensor-pw"}})
+	if err != nil || !altered.Ok() {
+		t.Fatalf("kadm create after the restart: %v %+v", err, altered)
 	}
+	everyNode("one deleted, one created with kadm", "gateway,sensor")
 }
