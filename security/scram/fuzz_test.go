@@ -64,10 +64,17 @@ func FuzzParsePlain(f *testing.F) {
 func FuzzExchange(f *testing.F) {
 	f.Add([]byte("n,,n=user,r=abc"), []byte("c=biws,r=abcSERVER,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="))
 	f.Add([]byte("n,,n=ghost,r=abc"), []byte("c=biws,r=abcSERVER,p=AAAA"))
+	s := store{}
+	cred, err := SHA256.NewCredential("pencil", []byte("salt"), 4096)
+	if err != nil {
+		f.Fatal(err)
+	}
+	s[SHA256] = map[string]Credential{"user": cred}
+	a, err := New(Config{Lookup: s.lookup, Secret: testSecret, NewNonce: func() (string, error) { return "SERVER", nil }})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, first, final []byte) {
-		s := store{}
-		s.add(t, SHA256, "user", "pencil", []byte("salt"), 4096)
-		a := newAuth(t, s, "SERVER")
 		e, _ := a.Start(SHA256)
 		if _, err := e.Step(first); err != nil {
 			return
