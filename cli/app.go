@@ -76,6 +76,7 @@ func App(env Env) *ucli.App {
 			groupCommand(env),
 			clusterCommand(env),
 			partitionsCommand(env),
+			userCommand(env),
 			dumpLogCommand(env),
 			storageCommand(env),
 			perfCommand(env),

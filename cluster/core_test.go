@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/wren-broker/wren/internal/datadriven"
+	"github.com/wren-broker/wren/security/scram"
 )
 
 // TestRules runs testdata/rules/*.txt, one script per rule of the
@@ -44,8 +45,14 @@ import (
 //	reassign T-P:R,R,R | T-P:cancel ... [allow-rf-change]
 //	list-reassignments [T-P ...]
 //	producer-ids B
+//	alter-scram -USER:MECH ... USER:MECH:ITERATIONS[:nosalt|:short] ...
+//	                                 deletions (-) and upsertions; MECH is
+//	                                 256, 512 or Kafka's type number; an
+//	                                 upsertion's password is pw-USER, its
+//	                                 salt salt-USER (nosalt: none; short: a
+//	                                 salted password a byte short)
 //	cluster-id ID
-//	state                            every partition and broker
+//	state                            every partition, broker and SCRAM user
 //
 // A command with the word summary prints how many records, not each;
 // with fail-entry=N, entry N of its result fails to commit, and the
@@ -303,6 +310,18 @@ func (e *rulesEnv) handle(c *datadriven.Cmd) string {
 		if r.Err == nil {
 			e.printf("> first=%d", r.Response)
 		}
+	case "alter-scram":
+		req := e.scramRequest(c)
+		r := runRule(e, c, func(im *Image, cfg RuleConfig) Result[[]ScramResult] {
+			return DecideAlterScramCredentials(im, cfg, req)
+		})
+		for _, res := range r.Response {
+			if res.Err != nil {
+				e.printf("> %s: %v", res.User, res.Err)
+			} else {
+				e.printf("> %s: ok", res.User)
+			}
+		}
 	case "cluster-id":
 		runRule(e, c, func(im *Image, _ RuleConfig) Result[struct{}] { return DecideClusterID(im, c.Args[0]) })
 		e.printf("> cluster %s", e.le.im.ClusterID)
@@ -321,6 +340,13 @@ func (e *rulesEnv) handle(c *datadriven.Cmd) string {
 		}
 		for _, b := range im.Brokers() {
 			e.printf("broker %d fenced=%t rack=%q log-dir-offline=%t", b.ID, b.Fenced, b.Rack, b.LogDir.Offline)
+		}
+		for _, u := range im.ScramUsers() {
+			var creds []string
+			for _, info := range im.ScramInfos(u) {
+				creds = append(creds, fmt.Sprintf("%s:%d", info.Mechanism, info.Iterations))
+			}
+			e.printf("user %s %s", u, strings.Join(creds, " "))
 		}
 	default:
 		t.Fatalf("%s: unknown command %q", c.Pos, c.Name)
@@ -420,6 +446,52 @@ func (e *rulesEnv) flag(c *datadriven.Cmd, word string) bool {
 	}
 	c.Args = slices.Delete(c.Args, i, i+1)
 	return true
+}
+
+// scramRequest parses alter-scram's arguments.
+func (e *rulesEnv) scramRequest(c *datadriven.Cmd) AlterScramRequest {
+	var req AlterScramRequest
+	mech := func(s string) scram.Mechanism {
+		switch s {
+		case "256":
+			return scram.SHA256
+		case "512":
+			return scram.SHA512
+		}
+		return scram.Mechanism(e.atoi(c, s))
+	}
+	for _, a := range c.Args {
+		if del, ok := strings.CutPrefix(a, "-"); ok {
+			user, m, ok := strings.Cut(del, ":")
+			if !ok {
+				e.le.t.Fatalf("%s: %q is not -USER:MECH", c.Pos, a)
+			}
+			req.Deletions = append(req.Deletions, ScramDeletion{User: user, Mechanism: mech(m)})
+			continue
+		}
+		f := strings.Split(a, ":")
+		if len(f) < 3 {
+			e.le.t.Fatalf("%s: %q is not USER:MECH:ITERATIONS", c.Pos, a)
+		}
+		u := ScramUpsertion{User: f[0], Mechanism: mech(f[1]), Iterations: int32(e.atoi(c, f[2])), Salt: []byte("salt-" + f[0])}
+		if len(f) > 3 && f[3] == "nosalt" {
+			u.Salt = nil
+		}
+		m := u.Mechanism
+		if !m.Valid() {
+			m = scram.SHA256
+		}
+		sp, err := m.SaltedPassword("pw-"+f[0], []byte("salt-"+f[0]), max(u.Iterations, 1))
+		if err != nil {
+			e.le.t.Fatal(err)
+		}
+		if len(f) > 3 && f[3] == "short" {
+			sp = sp[1:]
+		}
+		u.SaltedPassword = sp
+		req.Upsertions = append(req.Upsertions, u)
+	}
+	return req
 }
 
 func (e *rulesEnv) atoi(c *datadriven.Cmd, s string) int {
@@ -538,6 +610,12 @@ func (e *rulesEnv) recordLine(names map[UUID]string, r Record) string {
 		return fmt.Sprintf("broker-log-dir %d offline=%t reason=%q", d.BrokerID, d.Offline, d.Reason)
 	case KindDataLoss:
 		return ledgerString(*r.DataLoss)
+	case KindScramCredential:
+		sc := r.ScramCredential
+		if sc.Credential == nil {
+			return fmt.Sprintf("scram-credential %s %s deleted", sc.User, sc.Mechanism)
+		}
+		return fmt.Sprintf("scram-credential %s %s iterations=%d salt=%q", sc.User, sc.Mechanism, sc.Credential.Iterations, sc.Credential.Salt)
 	}
 	return fmt.Sprintf("%+v", r)
 }

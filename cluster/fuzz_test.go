@@ -58,6 +58,9 @@ func FuzzDecodeEntry(f *testing.F) {
 		{{Kind: KindTopic, Topic: &TopicRecord{Name: "t", ID: id}},
 			{Kind: KindPartition, Partition: &PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
 		{{Kind: KindRemoveTopic, RemoveTopic: &RemoveTopicRecord{ID: id}}},
+		{{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "u", Mechanism: "SCRAM-SHA-256", Credential: &ScramCredential{
+			Salt: []byte("salt"), Iterations: 4096, StoredKey: make([]byte, 32), ServerKey: make([]byte, 32)}}},
+			{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "u", Mechanism: "SCRAM-SHA-256"}}},
 	} {
 		b, err := json.Marshal(recs)
 		if err != nil {
@@ -85,6 +88,8 @@ func FuzzDecodeImage(f *testing.F) {
 		Record{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "c1"}},
 		Record{Kind: KindTopic, Topic: &TopicRecord{Name: "t", ID: id}},
 		Record{Kind: KindPartition, Partition: &PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}},
+		Record{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "u", Mechanism: "SCRAM-SHA-512", Credential: &ScramCredential{
+			Salt: []byte("salt"), Iterations: 8192, StoredKey: make([]byte, 64), ServerKey: make([]byte, 64)}}},
 	)
 	if err != nil {
 		f.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
+
+	"github.com/wren-broker/wren/security/scram"
 )
 
 // Image is the metadata image: the result of applying every committed
@@ -26,6 +28,9 @@ type Image struct {
 	brokers map[int32]*BrokerImage
 	// ledger is the data-loss ledger, oldest first.
 	ledger []DataLossEntry
+	// scram are the users' SCRAM credentials by user, then mechanism
+	// (scram.go).
+	scram map[string]map[scram.Mechanism]ScramCredential
 	// batch is set only while applyRecords applies one entry's records:
 	// what this entry already copied, so it copies each only once. Nil
 	// on every image anyone else sees.
@@ -223,6 +228,10 @@ func (im *Image) apply(offset uint64, r Record) (*Image, error) {
 		}
 	case KindDataLoss:
 		next.applyDataLoss(im, offset, r.DataLoss)
+	case KindScramCredential:
+		if err := next.applyScramCredential(im, offset, r.ScramCredential); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("cluster: metadata record %d of unknown kind %q", offset, r.Kind)
 	}

@@ -26,6 +26,10 @@ const (
 	// KindDataLoss is an entry of the data-loss ledger: an election that
 	// may have lost acknowledged records.
 	KindDataLoss RecordKind = "data_loss"
+	// KindScramCredential sets or deletes one user's SCRAM credential for
+	// one mechanism (Kafka's UserScramCredentialRecord and
+	// RemoveUserScramCredentialRecord).
+	KindScramCredential RecordKind = "scram_credential"
 )
 
 // Record is one entry of the metadata log: a change to the cluster's
@@ -45,6 +49,7 @@ type Record struct {
 	BrokerFence        *BrokerFenceRecord        `json:"broker_fence,omitempty"`
 	BrokerLogDir       *BrokerLogDirRecord       `json:"broker_log_dir,omitempty"`
 	DataLoss           *DataLossRecord           `json:"data_loss,omitempty"`
+	ScramCredential    *ScramCredentialRecord    `json:"scram_credential,omitempty"`
 }
 
 // ProducerIDsRecord hands a block of producer ids to a broker: ids
@@ -124,7 +129,7 @@ func decodeRecord(b []byte) (Record, error) {
 	}
 	set := 0
 	for _, p := range []bool{r.Cluster != nil, r.Topic != nil, r.Partition != nil, r.RemoveTopic != nil, r.Config != nil, r.ProducerIDs != nil,
-		r.BrokerRegistration != nil, r.BrokerFence != nil, r.BrokerLogDir != nil, r.DataLoss != nil} {
+		r.BrokerRegistration != nil, r.BrokerFence != nil, r.BrokerLogDir != nil, r.DataLoss != nil, r.ScramCredential != nil} {
 		if p {
 			set++
 		}
@@ -155,6 +160,8 @@ func decodeRecord(b []byte) (Record, error) {
 		ok = r.BrokerLogDir != nil
 	case KindDataLoss:
 		ok = r.DataLoss != nil
+	case KindScramCredential:
+		ok = r.ScramCredential != nil
 	default:
 		return r, fmt.Errorf("cluster: metadata record of unknown kind %q", r.Kind)
 	}

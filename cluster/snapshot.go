@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wren-broker/wren/cluster/metalog"
+	"github.com/wren-broker/wren/security/scram"
 )
 
 // Snapshots of the metadata image let a quorum's log be trimmed: every
@@ -31,6 +32,9 @@ type imageSnapshot struct {
 	NextProducerID int64                        `json:"next_producer_id"`
 	Brokers        []*BrokerImage               `json:"brokers"`
 	Ledger         []DataLossEntry              `json:"ledger"`
+	// ScramCredentials, sorted by user and mechanism; absent in
+	// snapshots written before SCRAM, which reads as none.
+	ScramCredentials []ScramCredentialRecord `json:"scram_credentials,omitempty"`
 }
 
 // imageSnapshotVersion is the version encodeImage writes; decodeImage
@@ -47,6 +51,7 @@ func encodeImage(im *Image) ([]byte, error) {
 	for _, id := range slices.Sorted(maps.Keys(im.brokers)) {
 		s.Brokers = append(s.Brokers, im.brokers[id])
 	}
+	s.ScramCredentials = im.scramRecords()
 	return json.Marshal(s)
 }
 
@@ -84,6 +89,18 @@ func decodeImage(data []byte) (*Image, error) {
 			return nil, fmt.Errorf("cluster: metadata snapshot: a broker is missing or listed twice")
 		}
 		im.brokers[b.ID] = b
+	}
+	for i := range s.ScramCredentials {
+		r := &s.ScramCredentials[i]
+		if r.Credential == nil {
+			return nil, fmt.Errorf("cluster: metadata snapshot: a SCRAM credential of %q without its keys", r.User)
+		}
+		if m, _ := scram.ParseMechanism(r.Mechanism); im.scram[r.User] != nil && im.scram[r.User][m].StoredKey != nil {
+			return nil, fmt.Errorf("cluster: metadata snapshot: the %s credential of %q is listed twice", r.Mechanism, r.User)
+		}
+		if err := im.applyScramCredential(im, im.Offset, r); err != nil {
+			return nil, fmt.Errorf("cluster: metadata snapshot: %w", err)
+		}
 	}
 	return im, nil
 }

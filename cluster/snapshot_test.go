@@ -37,6 +37,8 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 		{Kind: KindProducerIDs, ProducerIDs: &ProducerIDsRecord{BrokerID: 1, NextBlockStart: 2000, BlockSize: 1000}},
 		{Kind: KindDataLoss, DataLoss: &DataLossRecord{TopicID: a, Topic: "a", Partition: 1, LeaderEpoch: 5, PreviousLeader: 2,
 			NewLeader: 1, PreviousISR: []int32{2}, Reason: "unclean", FromOffset: 10, ToOffset: 20}},
+		{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "alice", Mechanism: "SCRAM-SHA-256", Credential: &ScramCredential{
+			Salt: []byte("salt"), Iterations: 4096, StoredKey: make([]byte, 32), ServerKey: make([]byte, 32)}}},
 	}
 	im := emptyImage()
 	for i, r := range recs {
@@ -63,8 +65,8 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 	// drops it would lose state on every node that restores one.
 	// (batch only lives while one entry is applied: no image it is on is
 	// ever published.)
-	if n := reflect.TypeOf(Image{}).NumField() - 1; n != 8 {
-		t.Fatalf("Image has %d fields, imageSnapshot was written for 8: add the new ones to snapshot.go, then update this number", n)
+	if n := reflect.TypeOf(Image{}).NumField() - 1; n != 9 {
+		t.Fatalf("Image has %d fields, imageSnapshot was written for 9: add the new ones to snapshot.go, then update this number", n)
 	}
 }
 

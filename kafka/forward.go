@@ -44,6 +44,7 @@ var forwardedKeys = map[kmsg.Key]bool{
 	kmsg.IncrementalAlterConfigs:   true,
 	kmsg.ElectLeaders:              true,
 	kmsg.AlterPartitionAssignments: true,
+	kmsg.AlterUserSCRAMCredentials: true,
 }
 
 // maybeForward forwards req to the acting controller when it should go
@@ -293,6 +294,10 @@ func allNotController(msg kmsg.Response) bool {
 		}
 	case *kmsg.AlterConfigsResponse:
 		for _, res := range r.Resources {
+			codes = append(codes, res.ErrorCode)
+		}
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, res := range r.Results {
 			codes = append(codes, res.ErrorCode)
 		}
 	case *kmsg.IncrementalAlterConfigsResponse:

@@ -122,6 +122,9 @@ type ControllerAPI interface {
 	ElectLeaders(ctx context.Context, el cluster.Election, partitions []cluster.TopicPartition) ([]cluster.ElectLeadersResult, error)
 	AlterPartitionReassignments(ctx context.Context, reqs []cluster.Reassignment, allowRFChange bool) ([]cluster.ReassignmentResult, error)
 	ListPartitionReassignments(partitions []cluster.TopicPartition) ([]cluster.OngoingReassignment, error)
+	// AlterScramCredentials deletes and upserts SCRAM credentials, one
+	// result per user (cluster.DecideAlterScramCredentials).
+	AlterScramCredentials(ctx context.Context, req cluster.AlterScramRequest) ([]cluster.ScramResult, error)
 
 	// ShouldForward reports whether requests that change metadata should
 	// go to another node, the acting controller.

@@ -222,6 +222,10 @@ type fakeController struct {
 	listAsked [][]cluster.TopicPartition
 	ongoing   []cluster.OngoingReassignment
 	listErr   error
+	// scramCalls are AlterScramCredentials' calls; scram answers them
+	// (nil: every user ok).
+	scramCalls []cluster.AlterScramRequest
+	scram      func(cluster.AlterScramRequest) ([]cluster.ScramResult, error)
 }
 
 type createPartitionsCall struct {
@@ -331,6 +335,24 @@ func (c *fakeController) ListPartitionReassignments(partitions []cluster.TopicPa
 	}
 	c.listAsked = append(c.listAsked, partitions)
 	return c.ongoing, c.listErr
+}
+
+func (c *fakeController) AlterScramCredentials(_ context.Context, req cluster.AlterScramRequest) ([]cluster.ScramResult, error) {
+	if c.notController {
+		return nil, c.errNotController()
+	}
+	c.scramCalls = append(c.scramCalls, req)
+	if c.scram != nil {
+		return c.scram(req)
+	}
+	var out []cluster.ScramResult
+	for _, d := range req.Deletions {
+		out = append(out, cluster.ScramResult{User: d.User})
+	}
+	for _, u := range req.Upsertions {
+		out = append(out, cluster.ScramResult{User: u.User})
+	}
+	return out, nil
 }
 
 func (c *fakeController) ShouldForward() bool { return c.forward != nil }
