@@ -85,6 +85,11 @@ type conn struct {
 	// tls is nc as a TLS connection, nil on a plaintext listener. The
 	// reader runs its handshake before reading requests.
 	tls *tls.Conn
+	// raw is the TCP connection under nc, closed directly: tls.Conn's
+	// Close first sends close_notify, which can wait 5 s on a client that
+	// stopped reading, and close runs under the Server's lock when it
+	// evicts.
+	raw net.Conn
 
 	// Owned by the writer goroutine.
 	wbuf []byte
@@ -108,6 +113,7 @@ type queued struct {
 
 func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
+	raw := nc
 	var tc *tls.Conn
 	if l != nil && l.TLS != nil {
 		tc = tls.Server(nc, l.TLS)
@@ -141,7 +147,7 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 	if l != nil && l.Name != "" {
 		c.sess.ListenerName = l.Name
 	}
-	c.tls = tc
+	c.tls, c.raw = tc, raw
 	return c
 }
 
@@ -150,7 +156,7 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 func (c *conn) close(reason error) {
 	c.closeOnce.Do(func() {
 		c.cancel()
-		c.nc.Close()
+		c.raw.Close()
 		switch {
 		case isDisconnect(reason), errors.Is(reason, ErrIdle), errors.Is(reason, context.Canceled):
 			c.log.Debug("connection closed", "reason", reason)
