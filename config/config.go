@@ -146,6 +146,10 @@ type Config struct {
 	// listenerSSL holds listener.name.NAME.ssl.* by lower-case listener
 	// name, then by the ssl.* name it overrides.
 	listenerSSL map[string]map[string]given
+	// perNodeSSL: a shared file read for no node in particular sets ssl.*
+	// in [node.N.security] tables; checkSSL leaves the material to the
+	// check of each node.
+	perNodeSSL bool
 }
 
 // given is a value set explicitly rather than defaulted.
@@ -275,7 +279,7 @@ func (c *Config) WithDynamic(dyn *Dynamic) (*Config, error) {
 		}
 	}
 	n := newConfig(c.file, explicit)
-	n.listenerSSL = c.listenerSSL
+	n.listenerSSL, n.perNodeSSL = c.listenerSSL, c.perNodeSSL
 	if errs := check(n, nil); len(errs) > 0 {
 		return nil, &AlterError{Err: ErrInvalidValue, Message: errs[0].Msg}
 	}

@@ -74,6 +74,18 @@ func ParseWith(file string, data []byte, o Options) (*Config, error) {
 	}
 	c := newConfig(file, l.explicit)
 	c.listenerSSL = l.listenerSSL
+	if _, chosen := l.explicit["node.id"]; !chosen {
+		// A shared file checked for no node in particular: TLS material
+		// given per node is checked when a node is chosen (serve, or
+		// --node-id), not reported missing here.
+		for _, values := range l.nodeValues {
+			for name := range values {
+				if slices.Contains(sslKeys, name) {
+					c.perNodeSSL = true
+				}
+			}
+		}
+	}
 	for _, e := range check(c, l.failed) {
 		l.add(e)
 	}

@@ -391,6 +391,9 @@ func (s SSL) TLSConfig(cert func() *tls.Certificate, cas func() *x509.CertPool) 
 // and parse, the key matches the certificate, and client authentication
 // has a trust store.
 func (k *checker) checkSSL(name string) {
+	if k.c.perNodeSSL {
+		return
+	}
 	s := k.c.ListenerSSL(name)
 	if _, err := s.Certificate(); err != nil {
 		var se *SSLError

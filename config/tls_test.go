@@ -172,3 +172,26 @@ func TestSSLKeysSensitive(t *testing.T) {
 		}
 	}
 }
+
+// Certificates given per node in a shared file are checked for the node
+// chosen, and not reported missing when no node is.
+func TestSSLPerNode(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := testKeyPair(t)
+	good := writeFile(t, dir, "good.pem", cert+key)
+	missing := filepath.Join(dir, "missing.pem")
+	file := "[broker]\nlisteners = [\"SSL://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:0\"]\n" +
+		"[cluster]\ncontroller.quorum.voters = [\"1@a:9093\", \"2@b:9093\"]\n" +
+		"[node.1.security]\nssl.keystore.location = " + quoteTOML(good) + "\n" +
+		"[node.2.security]\nssl.keystore.location = " + quoteTOML(missing) + "\n"
+	if _, err := Parse("config.toml", []byte(file)); err != nil {
+		t.Errorf("no node chosen: %v", err)
+	}
+	if _, err := ParseWith("config.toml", []byte(file), Options{NodeID: 1}); err != nil {
+		t.Errorf("node 1: %v", err)
+	}
+	_, err := ParseWith("config.toml", []byte(file), Options{NodeID: 2})
+	if want := "config.toml:8:1: ssl.keystore.location: open " + missing; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("node 2: got %v, want %q", err, want)
+	}
+}
