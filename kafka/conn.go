@@ -122,7 +122,7 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 	c := &conn{
 		s:      s,
 		nc:     nc,
-		log:    s.log.With("remote", nc.RemoteAddr().String()),
+		log:    connLogger(s, l).With("remote", nc.RemoteAddr().String()),
 		ctx:    ctx,
 		cancel: cancel,
 		queue:  make(chan queued, s.cfg.MaxInFlightPerConn),
@@ -485,4 +485,13 @@ func (c *conn) handshake() error {
 	st := c.tls.ConnectionState()
 	c.sess.tlsState = &st
 	return nil
+}
+
+// connLogger is the Server's logger, naming the connection's listener
+// when it is not the Server's own.
+func connLogger(s *Server, l *Listener) *slog.Logger {
+	if l == nil || l.Name == "" || l.Name == s.cfg.ListenerName {
+		return s.log
+	}
+	return s.cfg.Logger.With("listener", l.Name)
 }
