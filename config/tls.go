@@ -351,6 +351,10 @@ func (s SSL) TLSConfig(cert func() *tls.Certificate, cas func() *x509.CertPool) 
 	tc := &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		MaxVersion: tls.VersionTLS12,
+		// Full 16 KiB records from the first byte: dynamic sizing starts
+		// every burst after a second idle with 1 KiB records, for web
+		// pages' first paint; Kafka's clients read whole responses.
+		DynamicRecordSizingDisabled: true,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return cert(), nil
 		},
