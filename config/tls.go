@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -417,4 +418,37 @@ func (k *checker) checkSSL(name string) {
 		k.failAt([]string{s.Key("ssl.client.auth"), "listeners"}, "%s: %s asks for client certificates on listener %s, but no trust store is set (%s or %s)",
 			s.Key("ssl.client.auth"), s.ClientAuth, s.Listener, s.Key("ssl.truststore.location"), s.Key("ssl.truststore.certificates"))
 	}
+}
+
+// sslWarnings warns about ssl.* settings the file gives that no listener
+// uses: the operator believes clients are encrypted and they are not.
+func (c *Config) sslWarnings() []Warning {
+	ssl := map[string]bool{}
+	for _, l := range c.Listeners {
+		if c.ListenerProtocol(l.Name) == ProtocolSSL {
+			ssl[strings.ToLower(l.Name)] = true
+		}
+	}
+	var out []Warning
+	if len(ssl) == 0 {
+		for _, key := range sslKeys {
+			// A value that is the default (as `config dump --all`
+			// writes every key) asks for nothing.
+			if g, ok := c.given[key]; ok && g.source == SourceStaticBroker && !reflect.DeepEqual(g.value, c.defaults[key]) {
+				out = append(out, Warning{File: c.file, Pos: g.pos, Key: key,
+					Msg: fmt.Sprintf("%s has no effect: no listener is SSL (listeners, listener.security.protocol.map)", key)})
+			}
+		}
+	}
+	for name, values := range c.listenerSSL {
+		if ssl[name] {
+			continue
+		}
+		for key, g := range values {
+			full := "listener.name." + name + "." + key
+			out = append(out, Warning{File: c.file, Pos: g.pos, Key: full,
+				Msg: fmt.Sprintf("%s has no effect: listener %s is not SSL", full, strings.ToUpper(name))})
+		}
+	}
+	return out
 }

@@ -195,3 +195,23 @@ func TestSSLPerNode(t *testing.T) {
 		t.Errorf("node 2: got %v, want %q", err, want)
 	}
 }
+
+// ssl.* settings that no listener uses are warned about, by key and line.
+func TestSSLWithoutSSLListenerWarns(t *testing.T) {
+	c, err := Parse("config.toml", []byte("[broker]\nlisteners = [\"PLAINTEXT://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:0\"]\n"+
+		"[security]\nssl.keystore.location = \"/etc/wren/broker.pem\"\nlistener.name.plaintext.ssl.client.auth = \"required\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range c.Warnings() {
+		got = append(got, w.String())
+	}
+	want := []string{
+		"config.toml:4:1: warning: ssl.keystore.location has no effect: no listener is SSL (listeners, listener.security.protocol.map)",
+		"config.toml:5:1: warning: listener.name.plaintext.ssl.client.auth has no effect: listener PLAINTEXT is not SSL",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
