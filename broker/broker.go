@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +43,13 @@ type Broker struct {
 	// this node holds.
 	producerIDs *cluster.ProducerIDManager
 	listener    net.Listener
-	ops         *opsState
+	// listeners are every bound client listener by name, listener the
+	// first of them.
+	listeners map[string]net.Listener
+	// tlsStop ends the SSL listeners' certificate reloaders.
+	tlsStop context.CancelFunc
+	tlsDone sync.WaitGroup
+	ops     *opsState
 	// logDirCtrl is the controller once open, for the log dir's events
 	// (logDirChanged), which start before it.
 	logDirCtrl atomic.Pointer[cluster.Controller]
@@ -67,6 +74,9 @@ type Options struct {
 	// follower asks; zero means 5 s. Tests raise it to show that nothing
 	// waits out a long poll.
 	MaxFollowerWait time.Duration
+	// TLSReloadInterval is how often SSL listeners' key and trust store
+	// files are checked for changes; zero means 5 s.
+	TLSReloadInterval time.Duration
 }
 
 // Start opens (and recovers) the data directory, the metadata log and
@@ -87,13 +97,14 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	if errs := cfg.ServeErrors(); len(errs) > 0 {
 		return nil, fmt.Errorf("broker: %w", errs)
 	}
-	client, err := clientListener(cfg)
+	clients, err := clientListeners(cfg)
 	if err != nil {
 		return nil, err
 	}
+	client := clients[0]
 	logConfigWarnings(cfg, o.Logger)
 	b := &Broker{cfg: cfg, logger: o.Logger, fatal: make(chan error, 1)}
-	w := &wiring{o: o, dir: cfg.LogDirs[0], client: client}
+	w := &wiring{o: o, dir: cfg.LogDirs[0], client: client, clients: clients}
 	b.components = components{list: b.componentList(w), logger: o.Logger}
 	if err := b.components.start(); err != nil {
 		return nil, err
@@ -108,6 +119,8 @@ type wiring struct {
 	o      Options
 	dir    string
 	client listenerAddr
+	// clients are every client listener, client the first.
+	clients []listenerAddr
 	// decompression is one budget for every partition of the node
 	// (max.decompressed.inflight.bytes).
 	decompression *membudget.Budget
@@ -394,16 +407,24 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 	return component{name: "kafka listener",
 		start: func() error {
 			cfg, logger := b.cfg, b.logger
-			ln, err := net.Listen("tcp", w.client.addr)
+			bound, err := b.bindClientListeners(w)
 			if err != nil {
-				return fmt.Errorf("broker: %w", err) // net names the address: "listen tcp ADDR: ..."
+				return err
 			}
-			b.listener = ln
-			host, port := advertised(cfg, w.client, ln.Addr())
+			closeAll := func() {
+				for _, bl := range bound {
+					bl.ln.Close()
+				}
+				b.stopTLS()
+			}
+			host, port := bound[0].spec.Host, bound[0].spec.Port
 			if w.quorum != nil {
 				// The heartbeats to the controller carry this registration.
-				b.controller.SetRegistration(context.Background(), "", []cluster.BrokerListener{
-					{Name: w.client.name, Host: host, Port: port, SecurityProtocol: "PLAINTEXT"}})
+				var regs []cluster.BrokerListener
+				for _, bl := range bound {
+					regs = append(regs, cluster.BrokerListener{Name: bl.spec.Name, Host: bl.spec.Host, Port: bl.spec.Port, SecurityProtocol: bl.protocol})
+				}
+				b.controller.SetRegistration(context.Background(), "", regs)
 			}
 			serverCfg, err := withLimits(kafka.ServerConfig{
 				ListenerName: w.client.name,
@@ -425,14 +446,14 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 			}
 			if err != nil {
 				b.producerIDs.Close()
-				ln.Close()
+				closeAll()
 				return err
 			}
 			// Requests that change metadata and reach a node that is not the
 			// controller are forwarded to it, and served there by this server.
 			b.controller.SetForwardHandler(b.server.ServeForwarded)
 			serve = goTask(func(ctx context.Context) {
-				if err := b.serveWhenCaughtUp(ctx, ln, w.quorum != nil); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+				if err := b.serveWhenCaughtUp(ctx, bound, w.quorum != nil); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 					logger.Error("kafka listener stopped", "err", err)
 				}
 			})
@@ -441,14 +462,24 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 		close: func() error {
 			err := b.server.Close()
 			serve.stop()
+			b.stopTLS()
 			b.producerIDs.Close()
 			return err
 		},
 	}
 }
 
-// Addr is the bound client listener address.
+// Addr is the bound address of the first client listener.
 func (b *Broker) Addr() net.Addr { return b.listener.Addr() }
+
+// ListenerAddr is the bound address of the named client listener, nil
+// for a name the broker does not serve.
+func (b *Broker) ListenerAddr(name string) net.Addr {
+	if ln, ok := b.listeners[strings.ToUpper(name)]; ok {
+		return ln.Addr()
+	}
+	return nil
+}
 
 // Fatal receives an error when the node must stop by itself: another
 // process took its node id. `wren serve` then closes it and exits with
@@ -499,19 +530,23 @@ type listenerAddr struct {
 	port int
 }
 
-// clientListener picks the first listener that is not a controller
-// listener.
-func clientListener(cfg *config.Config) (listenerAddr, error) {
+// clientListeners lists the listeners that are not controller listeners,
+// in file order.
+func clientListeners(cfg *config.Config) ([]listenerAddr, error) {
 	controller := map[string]bool{}
 	for _, n := range cfg.ControllerListenerNames {
-		controller[n] = true
+		controller[strings.ToUpper(n)] = true
 	}
+	var out []listenerAddr
 	for _, l := range cfg.Listeners {
 		if !controller[l.Name] {
-			return listenerAddr{name: l.Name, addr: net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))), host: l.Host, port: int(l.Port)}, nil
+			out = append(out, listenerAddr{name: l.Name, addr: net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))), host: l.Host, port: int(l.Port)})
 		}
 	}
-	return listenerAddr{}, fmt.Errorf("broker: no client listener in listeners %v", cfg.Listeners)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("broker: no client listener in listeners %v", cfg.Listeners)
+	}
+	return out, nil
 }
 
 // advertised is the host and port clients are told to use: the advertised

@@ -277,7 +277,7 @@ const catchUpWarnInterval = 5 * time.Second
 // image reflect whether this restart was clean. A node that cannot reach
 // a controller (the minority side) keeps waiting, and says so in its log
 // and in /readyz.
-func (b *Broker) serveWhenCaughtUp(ctx context.Context, ln net.Listener, quorum bool) error {
+func (b *Broker) serveWhenCaughtUp(ctx context.Context, bound []boundListener, quorum bool) error {
 	if !quorum {
 		// One voter: nobody else holds the partitions, and the metadata
 		// has nothing to change for an unclean shutdown.
@@ -298,14 +298,14 @@ func (b *Broker) serveWhenCaughtUp(ctx context.Context, ln net.Listener, quorum 
 				case <-b.controller.Registered():
 					break wait
 				case <-ctx.Done():
-					return b.server.Serve(ln)
+					return b.serveAll(bound)
 				case <-t.C:
 					b.logger.Warn("not serving clients yet", "reason", b.catchUpStatus(),
 						"waiting_for", time.Since(waiting).Round(time.Second).String())
 				}
 			case <-ctx.Done():
 				// Closing: Serve on a closed server closes the listener.
-				return b.server.Serve(ln)
+				return b.serveAll(bound)
 			case <-t.C:
 				b.logger.Warn("not serving clients yet", "reason", b.catchUpStatus(),
 					"waiting_for", time.Since(waiting).Round(time.Second).String())
@@ -315,13 +315,15 @@ func (b *Broker) serveWhenCaughtUp(ctx context.Context, ln net.Listener, quorum 
 		// a clean close may leave the marker again.
 		b.logs.UncleanShutdownHandled()
 		if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
-			ln.Close()
+			for _, bl := range bound {
+				bl.ln.Close()
+			}
 			return err
 		}
 		b.logger.Info("caught up with the metadata log; serving clients", "metadata_offset", b.controller.Image().Offset,
 			"took", time.Since(waiting).Round(time.Millisecond).String())
 	}
-	return b.server.Serve(ln)
+	return b.serveAll(bound)
 }
 
 // catchUpStatus is why this node does not serve clients yet, "" once it

@@ -241,9 +241,10 @@ const (
 )
 
 func clientFlags(extra ...ucli.Flag) []ucli.Flag {
-	return append([]ucli.Flag{bootstrapFlag(),
+	flags := append([]ucli.Flag{bootstrapFlag(),
 		&ucli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"},
-	}, extra...)
+	}, tlsFlags()...)
+	return append(flags, extra...)
 }
 
 func bootstrapFlag() ucli.Flag {

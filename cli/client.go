@@ -40,7 +40,15 @@ func newClient(c *ucli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(clientID)}, opts...)
+	all := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(clientID)}
+	tc, err := clientTLS(c)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		all = append(all, kgo.DialTLSConfig(tc))
+	}
+	all = append(all, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, fmt.Errorf("cli: kafka client: %w", err)

@@ -23,7 +23,7 @@ func consumeCommand(env Env) *ucli.Command {
 		Name:      "consume",
 		Usage:     "print records (kafka-console-consumer, rpk topic consume, kcat -C)",
 		ArgsUsage: "TOPIC...",
-		Flags: []ucli.Flag{bootstrapFlag(), timeoutFlag(),
+		Flags: append([]ucli.Flag{bootstrapFlag(), timeoutFlag(),
 			// rpk's -f/--format: text and json are the global formats,
 			// anything else is a record format string.
 			&ucli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text",
@@ -39,7 +39,7 @@ func consumeCommand(env Env) *ucli.Command {
 				Usage: "with --group: range, roundrobin, sticky or cooperative-sticky (classic; default cooperative-sticky), range or uniform (consumer; default uniform, also called sticky)"},
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per record (as --format json)"},
 			&ucli.IntFlag{Name: "partition", Aliases: []string{"p"}, Value: -1, Usage: "consume only this partition (-1: all)"},
-		},
+		}, tlsFlags()...),
 		Action: func(c *ucli.Context) error {
 			if err := wantArgs(c, 1, -1, "at least one TOPIC"); err != nil {
 				return err

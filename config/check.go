@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -39,6 +40,28 @@ func (k *checker) fail(keys []string, format string, args ...any) {
 		if g, ok := k.c.given[key]; ok {
 			e.Key, e.Pos = key, g.pos
 			break
+		}
+	}
+	k.errs = append(k.errs, e)
+}
+
+// failAt records a problem at the first of keys the file set, which may
+// be a listener's listener.name.NAME.ssl.* override; the message names
+// keys[0].
+func (k *checker) failAt(keys []string, format string, args ...any) {
+	e := &Error{File: k.c.file, Key: keys[0], Msg: fmt.Sprintf(format, args...)}
+	for _, key := range keys {
+		if g, ok := k.c.given[key]; ok {
+			e.Pos = g.pos
+			break
+		}
+		if rest, ok := strings.CutPrefix(key, "listener.name."); ok {
+			if name, sub, ok := strings.Cut(rest, "."); ok {
+				if g, ok := k.c.listenerSSL[name][sub]; ok {
+					e.Pos = g.pos
+					break
+				}
+			}
 		}
 	}
 	k.errs = append(k.errs, e)
@@ -93,17 +116,14 @@ func (k *checker) replication() {
 	}
 }
 
-// unsupportedProtocols are Kafka's security protocol names: a listener
-// named so would be expected to speak it, and wren speaks only PLAINTEXT.
-var unsupportedProtocols = []string{"SSL", "SASL_PLAINTEXT", "SASL_SSL"}
-
 func (k *checker) listeners() {
 	const (
 		listeners  = "listeners"
 		advertised = "advertised.listeners"
 		names      = "controller.listener.names"
+		protoMap   = "listener.security.protocol.map"
 	)
-	if k.skip(listeners, names) {
+	if k.skip(listeners, names, protoMap) {
 		return
 	}
 	c := k.c
@@ -112,8 +132,15 @@ func (k *checker) listeners() {
 	}
 	var client []Listener
 	for i, l := range c.Listeners {
-		if slices.Contains(unsupportedProtocols, l.Name) {
-			k.fail([]string{listeners}, "listeners: %s: wren speaks only PLAINTEXT so far", l)
+		switch proto := c.ListenerProtocol(l.Name); {
+		case proto == "":
+			k.fail([]string{protoMap, listeners}, "listeners: %s has no security protocol: add %s:PLAINTEXT (or SSL) to %s", l, l.Name, protoMap)
+		case isController(l.Name) && proto != ProtocolPlaintext:
+			k.fail([]string{protoMap, listeners}, "%s: controller listener %s must be PLAINTEXT so far, not %s", protoMap, l.Name, proto)
+		case proto == ProtocolSASLPlaintext || proto == ProtocolSASLSSL:
+			k.fail([]string{protoMap, listeners}, "listeners: %s: security protocol %s is not supported yet (PLAINTEXT and SSL are)", l, proto)
+		case proto == ProtocolSSL:
+			k.checkSSL(l.Name)
 		}
 		for _, m := range c.Listeners[:i] {
 			if l.Port != 0 && l.Port == m.Port && (l.Host == m.Host || l.Host == "" || m.Host == "" || isWildcard(l.Host) || isWildcard(m.Host)) {
@@ -127,6 +154,13 @@ func (k *checker) listeners() {
 	for _, n := range c.ControllerListenerNames {
 		if !slices.ContainsFunc(c.Listeners, func(l Listener) bool { return strings.EqualFold(l.Name, n) }) {
 			k.fail([]string{names, listeners}, "controller.listener.names: listener %s is not in listeners", n)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.listenerSSL)) {
+		if !slices.ContainsFunc(c.Listeners, func(l Listener) bool { return strings.EqualFold(l.Name, name) }) {
+			for _, sub := range slices.Sorted(maps.Keys(c.listenerSSL[name])) {
+				k.failAt([]string{"listener.name." + name + "." + sub}, "listener.name.%s.%s: there is no listener %s in listeners", name, sub, strings.ToUpper(name))
+			}
 		}
 	}
 	if len(client) == 0 {

@@ -22,11 +22,13 @@ type Config struct {
 	Listeners               []Listener `config:"listeners"`
 	AdvertisedListeners     []Listener `config:"advertised.listeners"`
 	ControllerListenerNames []string   `config:"controller.listener.names"`
-	SocketRequestMaxBytes   int32      `config:"socket.request.max.bytes"`
-	QueuedMaxRequestBytes   int64      `config:"queued.max.request.bytes"`
-	QueuedMaxRequests       int32      `config:"queued.max.requests"`
-	MaxConnections          int32      `config:"max.connections"`
-	MaxConnectionsPerIP     int32      `config:"max.connections.per.ip"`
+	// ListenerSecurityProtocolMap is the raw value; ListenerProtocol reads it.
+	ListenerSecurityProtocolMap string `config:"listener.security.protocol.map"`
+	SocketRequestMaxBytes       int32  `config:"socket.request.max.bytes"`
+	QueuedMaxRequestBytes       int64  `config:"queued.max.request.bytes"`
+	QueuedMaxRequests           int32  `config:"queued.max.requests"`
+	MaxConnections              int32  `config:"max.connections"`
+	MaxConnectionsPerIP         int32  `config:"max.connections.per.ip"`
 	// MaxConnectionsPerIPOverrides is the raw value; ParsePerIPOverrides
 	// reads it.
 	MaxConnectionsPerIPOverrides string `config:"max.connections.per.ip.overrides"`
@@ -107,6 +109,20 @@ type Config struct {
 	ProducerIDExpirationCheckIntervalMs int32 `config:"producer.id.expiration.check.interval.ms"`
 	TransactionalIDExpirationMs         int32 `config:"transactional.id.expiration.ms"`
 
+	// [security]: the shared values; ListenerSSL applies a listener's
+	// own listener.name.NAME.ssl.* over them.
+	SSLKeystoreType             string   `config:"ssl.keystore.type"`
+	SSLKeystoreLocation         string   `config:"ssl.keystore.location"`
+	SSLKeystoreCertificateChain string   `config:"ssl.keystore.certificate.chain"`
+	SSLKeystoreKey              string   `config:"ssl.keystore.key"`
+	SSLKeyPassword              string   `config:"ssl.key.password"`
+	SSLTruststoreType           string   `config:"ssl.truststore.type"`
+	SSLTruststoreLocation       string   `config:"ssl.truststore.location"`
+	SSLTruststoreCertificates   string   `config:"ssl.truststore.certificates"`
+	SSLClientAuth               string   `config:"ssl.client.auth"`
+	SSLEnabledProtocols         []string `config:"ssl.enabled.protocols"`
+	SSLCipherSuites             []string `config:"ssl.cipher.suites"`
+
 	// [http]
 	HTTPListen string `config:"http.listen"`
 
@@ -127,6 +143,13 @@ type Config struct {
 	// given holds the settings that were set, in the file or at run time
 	// (WithDynamic), and where.
 	given map[string]given
+	// listenerSSL holds listener.name.NAME.ssl.* by lower-case listener
+	// name, then by the ssl.* name it overrides.
+	listenerSSL map[string]map[string]given
+	// perNodeSSL: a shared file read for no node in particular sets ssl.*
+	// in [node.N.security] tables; checkSSL leaves the material to the
+	// check of each node.
+	perNodeSSL bool
 }
 
 // given is a value set explicitly rather than defaulted.
@@ -216,7 +239,23 @@ func (c *Config) Position(name string) (pos Position, ok bool) {
 
 // Equal reports whether two configs have the same effective values, wherever
 // those came from.
-func (c *Config) Equal(o *Config) bool { return reflect.DeepEqual(c.values, o.values) }
+func (c *Config) Equal(o *Config) bool {
+	if !reflect.DeepEqual(c.values, o.values) || len(c.listenerSSL) != len(o.listenerSSL) {
+		return false
+	}
+	for name, m := range c.listenerSSL {
+		om := o.listenerSSL[name]
+		if len(m) != len(om) {
+			return false
+		}
+		for k, g := range m {
+			if og, ok := om[k]; !ok || !reflect.DeepEqual(g.value, og.value) {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // WithDynamic returns the config this broker runs with after run-time
 // alterations: per-broker values over cluster-wide ones over c. Values are
@@ -240,6 +279,7 @@ func (c *Config) WithDynamic(dyn *Dynamic) (*Config, error) {
 		}
 	}
 	n := newConfig(c.file, explicit)
+	n.listenerSSL, n.perNodeSSL = c.listenerSSL, c.perNodeSSL
 	if errs := check(n, nil); len(errs) > 0 {
 		return nil, &AlterError{Err: ErrInvalidValue, Message: errs[0].Msg}
 	}

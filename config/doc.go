@@ -103,9 +103,18 @@
 // max.decompressed.batch.bytes, max.decompressed.inflight.bytes, http.listen,
 // logging.level, logging.format.
 //
+//   - ssl.keystore.type and ssl.truststore.type PEM instead of JKS: PEM is
+//     the only store format read (Kafka's KIP-651 keys); Java stores are
+//     converted with openssl or keytool.
+//
+// listener.security.protocol.map: Kafka's default map; a client listener
+// named outside it speaks PLAINTEXT while the map is left at its default
+// (files written before the setting existed name listeners INTERNAL and
+// the like), and controller listeners speak PLAINTEXT. SASL_PLAINTEXT and
+// SASL_SSL parse but are refused until SASL is served.
+//
 // Kafka names deliberately absent: process.roles (every wren node is broker
-// and voter), listener.security.protocol.map (every listener speaks
-// PLAINTEXT; listeners named SSL or SASL_* are refused), log.dir (use
+// and voter), log.dir (use
 // log.dirs), and log.segment.ms, which Kafka does not have either (the
 // broker side of segment.ms is log.roll.ms). Pasting one of the older names
 // gets a pointer to the current one.

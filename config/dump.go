@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -42,6 +44,16 @@ func (c *Config) Dump(all bool) string {
 				continue
 			}
 			fmt.Fprintf(&b, "%s = %s\n", e.TOMLKey(), tomlValue(v))
+		}
+		if s.Name == "security" && len(c.listenerSSL) > 0 {
+			if !wrote {
+				fmt.Fprintf(&b, "\n[%s]\n", s.Name)
+			}
+			for _, name := range slices.Sorted(maps.Keys(c.listenerSSL)) {
+				for _, key := range slices.Sorted(maps.Keys(c.listenerSSL[name])) {
+					fmt.Fprintf(&b, "listener.name.%s.%s = %s\n", name, key, tomlValue(c.listenerSSL[name][key].value))
+				}
+			}
 		}
 	}
 	return b.String()

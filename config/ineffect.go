@@ -153,6 +153,7 @@ func (c *Config) Warnings() []Warning {
 	if w, ok := c.votersWarning(); ok {
 		out = append(out, w)
 	}
+	out = append(out, c.sslWarnings()...)
 	slices.SortFunc(out, func(a, b Warning) int {
 		if a.Pos.Line != b.Pos.Line {
 			return a.Pos.Line - b.Pos.Line

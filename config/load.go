@@ -73,6 +73,19 @@ func ParseWith(file string, data []byte, o Options) (*Config, error) {
 		l.selectNode(o)
 	}
 	c := newConfig(file, l.explicit)
+	c.listenerSSL = l.listenerSSL
+	if _, chosen := l.explicit["node.id"]; !chosen {
+		// A shared file checked for no node in particular: TLS material
+		// given per node is checked when a node is chosen (serve, or
+		// --node-id), not reported missing here.
+		for _, values := range l.nodeValues {
+			for name := range values {
+				if slices.Contains(sslKeys, name) {
+					c.perNodeSSL = true
+				}
+			}
+		}
+	}
 	for _, e := range check(c, l.failed) {
 		l.add(e)
 	}
@@ -111,6 +124,53 @@ type loader struct {
 	node       int32
 	nodeValues map[int32]map[string]given
 	nodeTables map[int32]Position
+	// listenerSSL holds listener.name.NAME.ssl.* (Config.listenerSSL).
+	listenerSSL map[string]map[string]given
+}
+
+// listenerOverride handles listener.name.NAME.ssl.x = value: listener
+// NAME's own value of ssl.x.
+func (l *loader) listenerOverride(section *Section, key string, value *unstable.Node, pos Position) {
+	rest := strings.TrimPrefix(key, "listener.name.")
+	name, sub, ok := strings.Cut(rest, ".")
+	switch {
+	case !ok || !validListenerName(name):
+		l.errorf(pos, key, "key %s: a listener's own setting is listener.name.NAME.ssl.*, NAME in lower case", key)
+		return
+	case !slices.Contains(sslKeys, sub):
+		l.errorf(pos, key, "key %s: %s cannot be set per listener (these can: %s)", key, sub, strings.Join(sslKeys, ", "))
+		return
+	case section.Name != "security":
+		l.errorf(pos, key, "key %s belongs in section [security]", key)
+		return
+	case l.node != NoNode:
+		l.errorf(pos, key, "key %s: per-listener settings cannot go in [node.%d.*] yet: set the shared ssl.* there instead", key, l.node)
+		return
+	}
+	name = strings.ToLower(name)
+	e := byName[sub]
+	if first, dup := l.seen[key]; dup {
+		l.errorf(pos, key, "duplicate key %s (first set at %d:%d)", key, first.Line, first.Column)
+		return
+	}
+	l.seen[key] = pos
+	v, vpos, err := l.convert(e, value, pos)
+	if err == nil {
+		if err = e.Validator.Check(v); err != nil {
+			err = fmt.Errorf("invalid value %s: %v", truncate(tomlValue(v), 120), err)
+		}
+	}
+	if err != nil {
+		l.errorf(vpos, key, "%s: %v", key, err)
+		return
+	}
+	if l.listenerSSL == nil {
+		l.listenerSSL = map[string]map[string]given{}
+	}
+	if l.listenerSSL[name] == nil {
+		l.listenerSSL[name] = map[string]given{}
+	}
+	l.listenerSSL[name][sub] = given{value: v, source: SourceStaticBroker, pos: pos}
 }
 
 func (l *loader) add(e *Error) {
@@ -220,6 +280,10 @@ func (l *loader) keyValue(n *unstable.Node, base []string) {
 		}
 	}
 	key := strings.Join(local, ".")
+	if strings.HasPrefix(key, "listener.name.") {
+		l.listenerOverride(section, key, value, pos)
+		return
+	}
 	e, msg := resolve(section, key)
 	if e == nil {
 		l.errorf(pos, key, "%s", msg)

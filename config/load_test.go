@@ -57,7 +57,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown section kafka prefix", "[log]\nsegment.bytes = 1\n",
 			[]string{"config.toml:1:2: unknown section [log]: keys keep their full Kafka name inside a section, as log.dirs in [broker]"}},
 		{"unknown section far", "[zzzzzz]\n",
-			[]string{"config.toml:1:2: unknown section [zzzzzz]: the sections are broker, cluster, topics, storage, replication, groups, producers, http, logging"}},
+			[]string{"config.toml:1:2: unknown section [zzzzzz]: the sections are broker, cluster, topics, storage, replication, groups, producers, security, http, logging"}},
 		{"array of tables", "[[broker]]\nnode.id = 1\n",
 			[]string{"config.toml:1:3: arrays of tables ([[broker]]) have no place in the config file"}},
 
@@ -168,7 +168,7 @@ func TestLoadErrors(t *testing.T) {
 		{"listener problems, all of them",
 			"[broker]\nlisteners = [\"PLAINTEXT://0.0.0.0:9092\", \"SSL://:9094\", \"INTERNAL://:9092\"]\nadvertised.listeners = [\"CONTROLLER://a:1\", \"FOO://b:2\", \"INTERNAL://0.0.0.0:9092\"]\n",
 			[]string{
-				"config.toml:2:1: listeners: SSL://:9094: wren speaks only PLAINTEXT so far",
+				"config.toml:2:1: ssl.keystore.location: listener SSL is SSL and needs a certificate: set it, or ssl.keystore.certificate.chain with ssl.keystore.key",
 				"config.toml:2:1: listeners: PLAINTEXT://0.0.0.0:9092 and INTERNAL://:9092 use the same port",
 				"config.toml:2:1: controller.listener.names: listener CONTROLLER is not in listeners",
 				"config.toml:3:1: advertised.listeners: CONTROLLER://a:1 is a controller listener; clients are never sent there",
@@ -359,7 +359,7 @@ func TestOddKeysStayOnOneLine(t *testing.T) {
 	got := parseErrs(t, "[storage]\n\"a\\nb\" = 1\n[\"x y\"]\n[[\"\\t\"]]\n")
 	want := []string{
 		`config.toml:2:1: unknown key "a\nb"`,
-		`config.toml:3:2: unknown section ["x y"]: the sections are broker, cluster, topics, storage, replication, groups, producers, http, logging`,
+		`config.toml:3:2: unknown section ["x y"]: the sections are broker, cluster, topics, storage, replication, groups, producers, security, http, logging`,
 		`config.toml:4:3: arrays of tables ([["\t"]]) have no place in the config file`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -63,6 +63,14 @@ func genValue(t *rapid.T, e *Entry) any {
 		return rapid.SampledFrom([]string{"", "10.0.0.5:500", "127.0.0.1:0, [fd00::1]:7"}).Draw(t, label)
 	case "http.listen":
 		return rapid.SampledFrom([]string{"", "127.0.0.1:9644", "[::1]:0"}).Draw(t, label)
+	case "listener.security.protocol.map":
+		return rapid.SampledFrom([]string{defaultProtocolMap, "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"}).Draw(t, label)
+	case "ssl.keystore.location", "ssl.truststore.location":
+		return rapid.SampledFrom([]string{"", "/etc/wren/tls.pem"}).Draw(t, label)
+	case "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password", "ssl.truststore.certificates":
+		return rapid.SampledFrom([]string{"", "-----BEGIN X-----\nAA==\n-----END X-----\n"}).Draw(t, label)
+	case "ssl.cipher.suites":
+		return rapid.SampledFrom([][]string{{}, {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256"}}).Draw(t, label)
 	}
 	panic("genValue: no generator for " + e.Name)
 }

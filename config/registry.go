@@ -43,6 +43,10 @@ type Entry struct {
 	TopicScale int64
 	// Wren marks a setting Apache Kafka does not have.
 	Wren bool
+	// Sensitive settings (Kafka's PASSWORD type: private keys and their
+	// passwords) are described with a null value, as Kafka does, so
+	// DescribeConfigs never hands them out.
+	Sensitive bool
 	// KafkaDefault is Kafka 4.0's default where wren's differs, "" where
 	// they agree. Doc says why it differs.
 	KafkaDefault string
@@ -129,6 +133,7 @@ var sections = []Section{
 	{Name: "replication", Doc: "Followers, the ISR and partition leadership."},
 	{Name: "groups", Doc: "Consumer groups and committed offsets."},
 	{Name: "producers", Doc: "Idempotent producer state."},
+	{Name: "security", Doc: "TLS of the client listeners, under Kafka's ssl.* names (PEM only). A listener's own value, listener.name.NAME.ssl.* (NAME in lower case, as Kafka writes it), overrides the shared one for that listener."},
 	{Name: "http", Prefixed: true, Doc: "wren's own: the HTTP server for /metrics, /livez, /readyz and /v1/cluster/health."},
 	{Name: "logging", Prefixed: true, Doc: "wren's own: the broker's log output."},
 }
@@ -150,6 +155,9 @@ var registry = []*Entry{
 	{Name: "controller.listener.names", Section: "broker", Type: TypeList, Default: []string{"CONTROLLER"}, Validator: listenerNamesValidator,
 		Importance: High, Mode: ReadOnly,
 		Doc: "Names of the listeners that serve controller and election traffic between peers. The client listeners refuse those requests."},
+	{Name: "listener.security.protocol.map", Section: "broker", Type: TypeString, Default: defaultProtocolMap, Validator: protocolMapValidator,
+		Importance: High, Mode: ReadOnly,
+		Doc: "The security protocol of each listener name, as NAME:PROTOCOL pairs separated by commas. PLAINTEXT and SSL are served; SASL_PLAINTEXT and SASL_SSL are not yet and refused at start. A listener named after a protocol speaks it without an entry; the controller listeners speak PLAINTEXT."},
 	{Name: "socket.request.max.bytes", Section: "broker", Type: TypeInt, Default: int64(8 * mib), Validator: atLeast(1),
 		Importance: High, Mode: ReadOnly, KafkaDefault: "104857600",
 		Doc: "The largest request frame accepted. A larger size prefix closes the connection before any of the body is read (logged at a bounded rate). A frame is held whole in memory while it is handled, so Kafka's 100 MiB would let one client take more than a 64 MB host has. 8 MiB holds a Produce request with seven batches of the default message.max.bytes: the Java producer (max.request.size) and librdkafka (message.max.bytes) send at most 1 MB per request, and a franz-go producer writing full batches to many partitions at once should set BrokerMaxWriteBytes to this value. A frame larger than queued.max.request.bytes waits for the whole budget and is read alone, so memory for frames stays within the larger of the two."},
@@ -454,6 +462,41 @@ var registry = []*Entry{
 	{Name: "transactional.id.expiration.ms", Section: "producers", Type: TypeInt, Default: int64(604800000), Validator: atLeast(1),
 		Importance: High, Mode: ReadOnly,
 		Doc: "How long an idle transactional id is kept. wren serves no transactions yet; the key is accepted so Kafka configs paste cleanly."},
+
+	// [security]
+	{Name: "ssl.keystore.type", Section: "security", Type: TypeString, Default: "PEM", Validator: oneOf("PEM"),
+		Importance: Medium, Mode: ReadOnly, KafkaDefault: "JKS",
+		Doc: "The format of the key store: PEM only (Kafka's KIP-651). Java's JKS and PKCS12 stores are not read; convert them with openssl or keytool."},
+	{Name: "ssl.keystore.location", Section: "security", Type: TypeString, Default: "",
+		Importance: High, Mode: ReadOnly,
+		Doc: "A PEM file holding this broker's certificate chain (leaf first) and its private key, for SSL listeners. The file is read again when it changes (checked every few seconds): new connections get the new certificate, open ones stay up. Set this or ssl.keystore.certificate.chain with ssl.keystore.key."},
+	{Name: "ssl.keystore.certificate.chain", Section: "security", Type: TypeString, Default: "",
+		Importance: High, Mode: ReadOnly,
+		Doc: "The certificate chain in PEM, inline, instead of ssl.keystore.location; goes with ssl.keystore.key."},
+	{Name: "ssl.keystore.key", Section: "security", Type: TypeString, Default: "", Sensitive: true,
+		Importance: High, Mode: ReadOnly,
+		Doc: "The private key in PEM (PKCS#8, PKCS#1 or SEC 1), inline, instead of ssl.keystore.location; goes with ssl.keystore.certificate.chain."},
+	{Name: "ssl.key.password", Section: "security", Type: TypeString, Default: "", Sensitive: true,
+		Importance: High, Mode: ReadOnly,
+		Doc: "The password of an encrypted private key. Only legacy PEM encryption (Proc-Type: 4,ENCRYPTED) is read; an encrypted PKCS#8 key is refused with an error: decrypt it with `openssl pkcs8 -in key.pem -out plain.pem` and protect the file instead."},
+	{Name: "ssl.truststore.type", Section: "security", Type: TypeString, Default: "PEM", Validator: oneOf("PEM"),
+		Importance: Medium, Mode: ReadOnly, KafkaDefault: "JKS",
+		Doc: "The format of the trust store: PEM only."},
+	{Name: "ssl.truststore.location", Section: "security", Type: TypeString, Default: "",
+		Importance: High, Mode: ReadOnly,
+		Doc: "A PEM file of CA certificates that client certificates must chain to (ssl.client.auth requested or required). Reloaded when it changes, as ssl.keystore.location."},
+	{Name: "ssl.truststore.certificates", Section: "security", Type: TypeString, Default: "",
+		Importance: High, Mode: ReadOnly,
+		Doc: "The trusted CA certificates in PEM, inline, instead of ssl.truststore.location."},
+	{Name: "ssl.client.auth", Section: "security", Type: TypeString, Default: "none", Validator: oneOf("none", "requested", "required"),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "Whether SSL listeners ask clients for a certificate: none; requested (a client may present one, which must then chain to the trust store); required (mutual TLS: a client without a valid certificate is refused during the handshake)."},
+	{Name: "ssl.enabled.protocols", Section: "security", Type: TypeList, Default: []string{"TLSv1.2", "TLSv1.3"}, Validator: listOf("TLSv1.2", "TLSv1.3"),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "The TLS versions SSL listeners accept. Older ones are not offered at all."},
+	{Name: "ssl.cipher.suites", Section: "security", Type: TypeList, Default: []string{}, Validator: cipherSuitesValidator,
+		Importance: Low, Mode: ReadOnly,
+		Doc: "The TLS 1.2 cipher suites SSL listeners accept, by their IANA names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256). Empty: Go's secure defaults. TLS 1.3 suites are always the three of the standard and cannot be narrowed; listing them is allowed and changes nothing."},
 
 	// [http]
 	{Name: "http.listen", Section: "http", Type: TypeString, Default: "127.0.0.1:9644", Validator: httpListenValidator,

@@ -219,7 +219,7 @@ func TestLookup(t *testing.T) {
 	for _, s := range Sections() {
 		names = append(names, s.Name)
 	}
-	if !slices.Equal(names, []string{"broker", "cluster", "topics", "storage", "replication", "groups", "producers", "http", "logging"}) {
+	if !slices.Equal(names, []string{"broker", "cluster", "topics", "storage", "replication", "groups", "producers", "security", "http", "logging"}) {
 		t.Errorf("sections %v", names)
 	}
 }

@@ -86,8 +86,11 @@ type Described struct {
 	Value    *string
 	Source   Source
 	ReadOnly bool
-	Type     Type
-	Doc      string
+	// Sensitive values (private keys, passwords) are described as null,
+	// as Kafka does.
+	Sensitive bool
+	Type      Type
+	Doc       string
 	// Synonyms are every place the value could come from, highest
 	// precedence first (DescribeConfigs' include_synonyms).
 	Synonyms []Synonym
@@ -185,6 +188,12 @@ func (c *Config) DescribeBroker(dyn *Dynamic) ([]Described, error) {
 		if len(chain) > 0 && chain[0].name == e.Name {
 			v := formatString(chain[0].value)
 			d.Value, d.Source = &v, chain[0].source
+		}
+		if e.Sensitive {
+			d.Sensitive, d.Value = true, nil
+			for i := range d.Synonyms {
+				d.Synonyms[i].Value = ""
+			}
 		}
 		out = append(out, d)
 	}

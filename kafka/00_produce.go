@@ -69,6 +69,7 @@ import (
 func (s *Server) handleProduce(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.ProduceRequest)
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	lname, _, _ := s.listenerOf(req.Session)
 	var topLevel int16
 	switch {
 	case req.CompatOnly:
@@ -197,7 +198,7 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 			return Response{}, nil
 		}
 		awaitHandOver(ctx, handing, handOverWait)
-		s.currentLeaders(resp)
+		s.currentLeaders(resp, lname)
 		return Response{Msg: resp}, nil
 	}, nil
 }
@@ -276,7 +277,7 @@ wait:
 // for each partition answered NOT_LEADER_OR_FOLLOWER, with its endpoint
 // (KIP-951): a client moves there at once instead of waiting for its next
 // metadata refresh, which franz-go holds back for 5 s after the last.
-func (s *Server) currentLeaders(resp *kmsg.ProduceResponse) {
+func (s *Server) currentLeaders(resp *kmsg.ProduceResponse, listener string) {
 	if resp.Version < 10 {
 		return
 	}
@@ -295,7 +296,7 @@ func (s *Server) currentLeaders(resp *kmsg.ProduceResponse) {
 				continue
 			}
 			if !slices.Contains(named, p.Leader) {
-				host, port, ok := n.Metadata.BrokerAddr(p.Leader, s.cfg.ListenerName)
+				host, port, ok := n.Metadata.BrokerAddr(p.Leader, listener)
 				if !ok {
 					continue
 				}

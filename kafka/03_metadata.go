@@ -37,12 +37,13 @@ func (s *Server) handleMetadata(req *Request) (Pending, error) {
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	n := s.node()
 	c := n.Metadata
+	lname, lhost, lport := s.listenerOf(req.Session)
 	for _, id := range c.Brokers() {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID = id
 		if id == c.NodeID() {
-			b.Host, b.Port = n.Host, n.Port
-		} else if host, port, ok := c.BrokerAddr(id, s.cfg.ListenerName); ok {
+			b.Host, b.Port = lhost, lport
+		} else if host, port, ok := c.BrokerAddr(id, lname); ok {
 			b.Host, b.Port = host, port
 		}
 		resp.Brokers = append(resp.Brokers, b)

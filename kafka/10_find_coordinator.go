@@ -68,7 +68,7 @@ func (s *Server) handleFindCoordinator(req *Request) (Pending, error) {
 		s.logTransactionsRefused(req)
 	}
 	if r.Version < 4 {
-		c, err := s.findCoordinator(r.Version, r.CoordinatorType, r.CoordinatorKey)
+		c, err := s.findCoordinator(req.Session, r.Version, r.CoordinatorType, r.CoordinatorKey)
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), kafkaMessage(err)
 		resp.NodeID, resp.Host, resp.Port = c.id, c.host, c.port
 		return Respond(resp), nil
@@ -80,7 +80,7 @@ func (s *Server) handleFindCoordinator(req *Request) (Pending, error) {
 		// response, many times the size of the key that asked. The
 		// one exception is short and tells a user why their
 		// transactional producer stopped.
-		c, err := s.findCoordinator(r.Version, r.CoordinatorType, key)
+		c, err := s.findCoordinator(req.Session, r.Version, r.CoordinatorType, key)
 		rc.ErrorCode = errorCode(err)
 		if err == errTransactionsUnsupported {
 			rc.ErrorMessage = kafkaMessage(err)
@@ -102,12 +102,12 @@ type coordinatorAddr struct {
 var noCoordinator = coordinatorAddr{id: -1, host: "", port: -1}
 
 // findCoordinator is the answer for one key.
-func (s *Server) findCoordinator(version int16, coordinatorType int8, key string) (coordinatorAddr, error) {
+func (s *Server) findCoordinator(sess *Session, version int16, coordinatorType int8, key string) (coordinatorAddr, error) {
 	switch {
 	case coordinatorType == coordinatorGroup && key == "":
 		return noCoordinator, fmt.Errorf("%w: empty group id", kerr.InvalidRequest)
 	case coordinatorType == coordinatorGroup:
-		return s.partitionLeader(groups.OffsetsTopic, key)
+		return s.partitionLeader(sess, groups.OffsetsTopic, key)
 	case coordinatorType == coordinatorTransaction:
 		return noCoordinator, errTransactionsUnsupported
 	case coordinatorType == coordinatorShare && version >= 6:
@@ -119,8 +119,9 @@ func (s *Server) findCoordinator(version int16, coordinatorType int8, key string
 // partitionLeader is the coordinator of key among the partitions of an
 // internal topic: the leader of partition groups.PartitionFor(key, count)
 // in the committed image, with its address on this listener.
-func (s *Server) partitionLeader(topic, key string) (coordinatorAddr, error) {
+func (s *Server) partitionLeader(sess *Session, topic, key string) (coordinatorAddr, error) {
 	n := s.node()
+	lname, lhost, lport := s.listenerOf(sess)
 	t := n.Metadata.Image().Topic(topic)
 	if t == nil || len(t.Partitions) == 0 {
 		return noCoordinator, fmt.Errorf("%w: %s does not exist yet", kerr.CoordinatorNotAvailable, topic)
@@ -141,14 +142,14 @@ func (s *Server) partitionLeader(topic, key string) (coordinatorAddr, error) {
 					kerr.CoordinatorNotAvailable, topic, p, epoch, t.Partitions[p].LeaderEpoch)
 			}
 		}
-		return coordinatorAddr{id: leader, host: n.Host, port: n.Port}, nil
+		return coordinatorAddr{id: leader, host: lhost, port: lport}, nil
 	}
 	if !slices.Contains(n.Metadata.Brokers(), leader) {
 		return noCoordinator, fmt.Errorf("%w: %s-%d is led by broker %d, which is not live", kerr.CoordinatorNotAvailable, topic, p, leader)
 	}
-	host, port, ok := n.Metadata.BrokerAddr(leader, s.cfg.ListenerName)
+	host, port, ok := n.Metadata.BrokerAddr(leader, lname)
 	if !ok {
-		return noCoordinator, fmt.Errorf("%w: broker %d, the leader of %s-%d, has no %s listener", kerr.CoordinatorNotAvailable, leader, topic, p, s.cfg.ListenerName)
+		return noCoordinator, fmt.Errorf("%w: broker %d, the leader of %s-%d, has no %s listener", kerr.CoordinatorNotAvailable, leader, topic, p, lname)
 	}
 	return coordinatorAddr{id: leader, host: host, port: port}, nil
 }

@@ -140,6 +140,7 @@ func describedConfig(d config.Described, synonyms, docs bool) kmsg.DescribeConfi
 	c.Name = d.Name
 	c.Value = d.Value
 	c.ReadOnly = d.ReadOnly
+	c.IsSensitive = d.Sensitive
 	c.IsDefault = d.Source == config.SourceDefault
 	// The registry's source and type numbers are the wire's.
 	c.Source = kmsg.ConfigSource(d.Source)
@@ -151,6 +152,9 @@ func describedConfig(d config.Described, synonyms, docs bool) kmsg.DescribeConfi
 		for _, syn := range d.Synonyms {
 			cs := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 			cs.Name, cs.Value, cs.Source = syn.Name, kmsg.StringPtr(syn.Value), kmsg.ConfigSource(syn.Source)
+			if d.Sensitive {
+				cs.Value = nil
+			}
 			c.ConfigSynonyms = append(c.ConfigSynonyms, cs)
 		}
 	}

@@ -92,12 +92,13 @@ func (s *Server) handleDescribeCluster(req *Request) (Pending, error) {
 	c := n.Metadata
 	resp.ClusterID = c.ClusterID()
 	resp.ControllerID = c.ControllerID()
+	lname, lhost, lport := s.listenerOf(req.Session)
 	for _, id := range c.Brokers() {
 		b := kmsg.NewDescribeClusterResponseBroker()
 		b.NodeID = id
 		if id == c.NodeID() {
-			b.Host, b.Port = n.Host, n.Port
-		} else if host, port, ok := c.BrokerAddr(id, s.cfg.ListenerName); ok {
+			b.Host, b.Port = lhost, lport
+		} else if host, port, ok := c.BrokerAddr(id, lname); ok {
 			b.Host, b.Port = host, port
 		}
 		resp.Brokers = append(resp.Brokers, b)

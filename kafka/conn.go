@@ -3,6 +3,7 @@ package kafka
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -81,6 +82,15 @@ type conn struct {
 	// at most one frame of the budgets at a time.
 	admitted int32
 
+	// tls is nc as a TLS connection, nil on a plaintext listener. The
+	// reader runs its handshake before reading requests.
+	tls *tls.Conn
+	// raw is the TCP connection under nc, closed directly: tls.Conn's
+	// Close first sends close_notify, which can wait 5 s on a client that
+	// stopped reading, and close runs under the Server's lock when it
+	// evicts.
+	raw net.Conn
+
 	// Owned by the writer goroutine.
 	wbuf []byte
 	// respBytes is the size of the response just written, for the
@@ -101,12 +111,18 @@ type queued struct {
 	size int64
 }
 
-func newConn(s *Server, nc net.Conn) *conn {
+func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
+	raw := nc
+	var tc *tls.Conn
+	if l != nil && l.TLS != nil {
+		tc = tls.Server(nc, l.TLS)
+		nc = tc
+	}
 	c := &conn{
 		s:      s,
 		nc:     nc,
-		log:    s.log.With("remote", nc.RemoteAddr().String()),
+		log:    connLogger(s, l).With("remote", nc.RemoteAddr().String()),
 		ctx:    ctx,
 		cancel: cancel,
 		queue:  make(chan queued, s.cfg.MaxInFlightPerConn),
@@ -126,7 +142,12 @@ func newConn(s *Server, nc net.Conn) *conn {
 		RemoteAddr:    nc.RemoteAddr(),
 		ctx:           ctx,
 		authenticated: !s.cfg.RequireAuthentication,
+		listener:      l,
 	}
+	if l != nil && l.Name != "" {
+		c.sess.ListenerName = l.Name
+	}
+	c.tls, c.raw = tc, raw
 	return c
 }
 
@@ -135,11 +156,11 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) close(reason error) {
 	c.closeOnce.Do(func() {
 		c.cancel()
-		c.nc.Close()
+		c.raw.Close()
 		switch {
 		case isDisconnect(reason), errors.Is(reason, ErrIdle), errors.Is(reason, context.Canceled):
 			c.log.Debug("connection closed", "reason", reason)
-		case errors.Is(reason, ErrTLSOnPlaintext), errors.Is(reason, ErrHTTPOnKafka):
+		case errors.Is(reason, ErrTLSOnPlaintext), errors.Is(reason, ErrHTTPOnKafka), errors.Is(reason, ErrPlaintextOnTLS):
 			// A misconfigured client retries once a second or faster:
 			// one line names the mistake, the rest are counted.
 			if ok, suppressed := c.s.protoLog.allow(); ok {
@@ -162,6 +183,12 @@ func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer close(c.queue)
 	defer c.releaseAdmitted()
+	if c.tls != nil {
+		if err := c.handshake(); err != nil {
+			c.close(err)
+			return
+		}
+	}
 	for {
 		frame, err := c.fr.ReadFrame(c.frameLimit(), c.checkKey, c.admit)
 		if err != nil {
@@ -424,10 +451,47 @@ func (c *conn) writeSpliced(item queued, sr *SplicedResponse) error {
 	}
 	binary.BigEndian.PutUint32(hdr, uint32(total))
 	chunks := append([]Chunk{{Bytes: hdr}}, sr.Chunks...)
-	if _, err := wire.Write(c.nc, chunks, c.s.cfg.WriteTimeout); err != nil {
+	write := wire.Write
+	if c.tls != nil {
+		// sendfile(2) cannot encrypt: file chunks go through a buffer.
+		write = wire.WriteCopy
+	}
+	if _, err := write(c.nc, chunks, c.s.cfg.WriteTimeout); err != nil {
 		// Part of the frame may be out: the stream is unusable.
 		return fmt.Errorf("kafka: writing %s response: %w", name, err)
 	}
 	c.respBytes = total + 4
 	return nil
+}
+
+// handshake runs the TLS handshake within TLSHandshakeTimeout. A client
+// that speaks plaintext Kafka to a TLS listener fails it at its first five
+// bytes: crypto/tls reads records of at most 16 KiB plus overhead and
+// refuses a first record that is not a handshake, so a size prefix
+// misread as a record length costs no allocation (Kafka's KAFKA-4090).
+func (c *conn) handshake() error {
+	deadline := time.Now().Add(c.s.cfg.TLSHandshakeTimeout)
+	c.nc.SetDeadline(deadline)
+	ctx, cancel := context.WithDeadline(c.ctx, deadline)
+	defer cancel()
+	if err := c.tls.HandshakeContext(ctx); err != nil {
+		var rh tls.RecordHeaderError
+		if errors.As(err, &rh) {
+			return fmt.Errorf("%w: %v", ErrPlaintextOnTLS, err)
+		}
+		return fmt.Errorf("kafka: TLS handshake: %w", err)
+	}
+	c.nc.SetDeadline(time.Time{})
+	st := c.tls.ConnectionState()
+	c.sess.tlsState = &st
+	return nil
+}
+
+// connLogger is the Server's logger, naming the connection's listener
+// when it is not the Server's own.
+func connLogger(s *Server, l *Listener) *slog.Logger {
+	if l == nil || l.Name == "" || l.Name == s.cfg.ListenerName {
+		return s.log
+	}
+	return s.cfg.Logger.With("listener", l.Name)
 }

@@ -129,4 +129,17 @@
 // quorum's internal keys and replicate partitions, is cluster/quorum's
 // transport; a client listener closes a connection that sends one of
 // those keys, as it does for any key it does not know.
+//
+// One Server may serve several client listeners (ServeListener), as
+// Kafka's listener model has them: each connection answers Metadata,
+// DescribeCluster, FindCoordinator and Produce's leader hints with the
+// advertised address of the listener it was accepted on. An SSL listener
+// wraps each connection in crypto/tls: the handshake runs on the reader
+// goroutine within TLSHandshakeTimeout, a plaintext client fails it at
+// its first record header (no allocation from a misread size, Kafka's
+// KAFKA-4090), and spliced Fetch responses are copied through a pooled
+// 64 KiB buffer (wire.WriteCopy) instead of sendfile(2), which cannot
+// encrypt: Kafka copies too. The TLS config's GetCertificate and
+// GetConfigForClient let the broker swap certificates for new handshakes
+// while open connections keep theirs.
 package kafka

@@ -43,6 +43,9 @@ var (
 	// ErrResponseTooLarge: an encoded response does not fit the int32 size
 	// prefix.
 	ErrResponseTooLarge = errors.New("kafka: response too large")
+	// ErrPlaintextOnTLS: a connection to a TLS listener did not open with
+	// a TLS handshake: the client is configured for PLAINTEXT.
+	ErrPlaintextOnTLS = errors.New("kafka: plaintext received on an SSL listener: the client is configured for PLAINTEXT (security.protocol) but this listener is SSL")
 )
 
 // The frame reader's errors (package wire), under the names this package

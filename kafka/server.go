@@ -55,6 +55,9 @@ const (
 	// DefaultWriteTimeout bounds one socket write of a response (or of
 	// one chunk of a spliced response).
 	DefaultWriteTimeout = 60 * time.Second
+	// DefaultTLSHandshakeTimeout bounds a TLS handshake: Kafka's clients
+	// finish it in a few round trips.
+	DefaultTLSHandshakeTimeout = 10 * time.Second
 )
 
 // ServerConfig configures one listener's Server. The zero value of a field
@@ -131,6 +134,10 @@ type ServerConfig struct {
 	// WriteTimeout closes a connection that does not take a response (or
 	// one chunk of a spliced response) within this long.
 	WriteTimeout time.Duration
+	// TLSHandshakeTimeout closes a connection to a TLS listener whose
+	// handshake has not finished within this long after accept (at most
+	// FirstRequestTimeout): a client that opens and stalls holds no slot.
+	TLSHandshakeTimeout time.Duration
 	// BudgetStarvedAfter: a request budget that has had requests waiting
 	// and granted none for this long is starved (BudgetStats.Starved).
 	BudgetStarvedAfter time.Duration
@@ -177,6 +184,10 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	if cfg.TLSHandshakeTimeout == 0 {
+		cfg.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
+	}
+	cfg.TLSHandshakeTimeout = min(cfg.TLSHandshakeTimeout, cfg.FirstRequestTimeout)
 	if cfg.BudgetStarvedAfter == 0 {
 		cfg.BudgetStarvedAfter = DefaultBudgetStarvedAfter
 	}
@@ -338,6 +349,17 @@ func (s *Server) Addr() net.Addr {
 // ErrServerClosed. It closes ln when it returns. It may run on several
 // listeners at once.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.serveListener(ln, nil)
+}
+
+// ServeListener is Serve for one of several client listeners: its
+// connections take l's name and advertised address, and speak TLS when
+// l.TLS is set.
+func (s *Server) ServeListener(ln net.Listener, l Listener) error {
+	return s.serveListener(ln, &l)
+}
+
+func (s *Server) serveListener(ln net.Listener, l *Listener) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -390,7 +412,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		s.startConn(nc)
+		s.startConn(nc, l)
 	}
 }
 
@@ -409,7 +431,7 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-func (s *Server) startConn(nc net.Conn) {
+func (s *Server) startConn(nc net.Conn, l *Listener) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -437,7 +459,7 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := newConn(s, nc)
+	c := newConn(s, nc, l)
 	if hasIP {
 		c.ip, c.hasIP, c.owner = ip, true, ip
 		s.perIP[ip]++

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 )
 
@@ -20,7 +21,17 @@ type Session struct {
 	ctx           context.Context
 	authenticated bool
 	principal     string
+	// listener is what the connection was accepted on; nil for
+	// ServeForwarded's sessions and Serve's (the ServerConfig's and the
+	// Node's listener).
+	listener *Listener
+	tlsState *tls.ConnectionState
 }
+
+// TLS is the connection's TLS state after its handshake, nil on a
+// plaintext listener: the client's certificate, when it gave one, is in
+// PeerCertificates.
+func (s *Session) TLS() *tls.ConnectionState { return s.tlsState }
 
 // Context is canceled when the connection or the server closes.
 func (s *Session) Context() context.Context { return s.ctx }
@@ -39,4 +50,29 @@ func (s *Session) Principal() string { return s.principal }
 func (s *Session) Authenticate(principal string) {
 	s.authenticated = true
 	s.principal = principal
+}
+
+// Listener is one client listener a Server serves: its name, the address
+// Metadata and FindCoordinator give clients connected on it for this node
+// (its advertised listener), and its TLS config, nil for PLAINTEXT.
+type Listener struct {
+	Name string
+	Host string
+	Port int32
+	// TLS, when set, makes every connection a TLS server connection:
+	// the handshake must finish within ServerConfig.TLSHandshakeTimeout,
+	// and file chunks of responses are copied through a reused buffer
+	// instead of sendfile(2).
+	TLS *tls.Config
+}
+
+// listenerOf is the name and this node's advertised address for the
+// listener sess was accepted on: the ServerConfig's and the Node's when
+// the session names none.
+func (s *Server) listenerOf(sess *Session) (name, host string, port int32) {
+	if sess != nil && sess.listener != nil {
+		return sess.listener.Name, sess.listener.Host, sess.listener.Port
+	}
+	n := s.node()
+	return s.cfg.ListenerName, n.Host, n.Port
 }

@@ -31,6 +31,8 @@
 #   WREN_INTEROP_RECORDS   records per check (default 10000)
 #   WREN_INTEROP_TIMEOUT   seconds one client command may take (default 120)
 #   WREN_INTEROP_KEEP      1: keep the work directory even when everything passed
+#   WREN_INTEROP_SSL       0: skip the SSL checks (default 1: one node with an SSL listener
+#                          requiring client certificates, kcat and kafka-python over it)
 #   WREN_BIN               the wren binary (default: built from this checkout)
 #   WREN_INTEROP_JAVA_DIR  where the Java client is built, and used as it is if already built there
 set -euo pipefail
@@ -374,6 +376,107 @@ fault_steps() {
 	fault_heal || true
 }
 
+# ssl_steps: one node whose client listener is SSL with ssl.client.auth = required, certificates
+# made here with openssl (a CA, the broker's for 127.0.0.1, a client's). kcat produces and
+# consumes over it, kafka-python reads the same records back, and kcat without a client
+# certificate is refused.
+ssl_steps() {
+	local dir="$work/ssl" port ctl deadline pid log n
+	tag="[1 node, SSL]"
+	mkdir -p "$dir/data"
+	(
+		cd "$dir"
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+			-subj "/CN=wren interop CA" -keyout ca.key -out ca.pem
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+			-keyout broker.key -out broker.csr
+		openssl x509 -req -in broker.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 \
+			-extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n') -out broker.crt
+		cat broker.crt broker.key >broker.pem
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=interop-client" \
+			-keyout client.key -out client.csr
+		openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 \
+			-extfile <(printf 'extendedKeyUsage=clientAuth\n') -out client.crt
+	) >"$dir/openssl.log" 2>&1 || {
+		fail "openssl could not make the test certificates" "$dir/openssl.log"
+		return 0
+	}
+	port=$(free_port)
+	ctl=$(free_port)
+	cat >"$dir/wren.toml" <<-EOF
+		[broker]
+		node.id = 1
+		log.dirs = ["$dir/data"]
+		listeners = ["SSL://127.0.0.1:$port", "CONTROLLER://127.0.0.1:$ctl"]
+
+		[cluster]
+		controller.quorum.voters = ["1@127.0.0.1:$ctl"]
+
+		[topics]
+		auto.create.topics.enable = true
+
+		[security]
+		ssl.keystore.location = "$dir/broker.pem"
+		ssl.truststore.location = "$dir/ca.pem"
+		ssl.client.auth = "required"
+
+		[http]
+		listen = ""
+	EOF
+	"$wren" serve --config "$dir/wren.toml" >"$dir/wren.log" 2>&1 &
+	pid=$!
+	single_pid=$pid
+	deadline=$((SECONDS + 30))
+	until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+		if ! kill -0 "$pid" 2>/dev/null || ((SECONDS > deadline)); then
+			fail "wren with an SSL listener did not start" "$dir/wren.log"
+			return 0
+		fi
+		sleep 0.1
+	done
+	local -a tls=(-X security.protocol=ssl -X "ssl.ca.location=$dir/ca.pem"
+		-X "ssl.certificate.location=$dir/client.crt" -X "ssl.key.location=$dir/client.key")
+	n=1000
+	log="$dir/kcat-produce.log"
+	if seq 1 "$n" | sed 's/^/k:v/' | tmo kcat -P -b "127.0.0.1:$port" "${tls[@]}" -t ssl -K: -X acks=all >"$log" 2>&1 &&
+		tmo kcat -C -b "127.0.0.1:$port" "${tls[@]}" -t ssl -o beginning -e -q -f '%s\n' >"$dir/kcat.out" 2>"$log" &&
+		[[ $(sort -u "$dir/kcat.out" | wc -l) == "$n" && $(wc -l <"$dir/kcat.out") == "$n" ]]; then
+		ok "kcat produces and consumes $n records over SSL with a client certificate"
+	else
+		fail "kcat over SSL with a client certificate" "$log"
+	fi
+	log="$dir/kafka-python.log"
+	if (cd / && tmo $py - "127.0.0.1:$port" "$dir" "$n" >"$log" 2>&1 <<-'PY'); then
+		import sys
+		from kafka import KafkaConsumer
+		bootstrap, d, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+		c = KafkaConsumer("ssl", bootstrap_servers=bootstrap, security_protocol="SSL",
+		                  ssl_cafile=d + "/ca.pem", ssl_certfile=d + "/client.crt", ssl_keyfile=d + "/client.key",
+		                  auto_offset_reset="earliest", consumer_timeout_ms=10000)
+		values = []
+		for r in c:
+		    values.append(int(r.value[1:]))
+		    if len(values) == n:
+		        break
+		values.sort()
+		assert values == list(range(1, n + 1)), (len(values), values[:5])
+		print("read", len(values))
+		PY
+		ok "kafka-python reads the $n records over SSL with a client certificate"
+	else
+		fail "kafka-python over SSL with a client certificate" "$log"
+	fi
+	log="$dir/kcat-nocert.log"
+	if tmo kcat -L -m 5 -b "127.0.0.1:$port" -X security.protocol=ssl -X "ssl.ca.location=$dir/ca.pem" >"$log" 2>&1; then
+		fail "kcat without a client certificate was served" "$log"
+	else
+		ok "kcat without a client certificate is refused"
+	fi
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	single_pid=""
+}
+
 for target in $targets; do
 	target_up "$target"
 	mkdir -p "$work/$target"
@@ -395,5 +498,11 @@ for target in $targets; do
 	echo "interop: $tag took $((SECONDS - step_started)) s"
 	[[ $target == cluster ]] || target_down
 done
+target_down
+if [[ ${WREN_INTEROP_SSL:-1} != 0 ]]; then
+	step_started=$SECONDS
+	ssl_steps
+	echo "interop: $tag took $((SECONDS - step_started)) s"
+fi
 
 interop_finish

@@ -81,6 +81,64 @@ func Write(nc net.Conn, chunks []Chunk, timeout time.Duration) (int64, error) {
 	return written, flush()
 }
 
+// WriteCopy is Write for a connection that cannot take sendfile(2): a TLS
+// connection, which must encrypt every byte. It copies the chunks, file
+// ranges read with ReadAt, into a pooled buffer of 64 KiB and writes the
+// buffer whenever it fills, so a response goes out in full-sized TLS
+// records whatever its chunks, and memory per response stays at one
+// buffer however large the fetch. Kafka copies the same way under TLS.
+func WriteCopy(nc net.Conn, chunks []Chunk, timeout time.Duration) (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := (*bp)[:0]
+	var written int64
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		nc.SetWriteDeadline(time.Now().Add(timeout))
+		n, err := nc.Write(buf)
+		written += int64(n)
+		copyCounter.Add(int64(n))
+		buf = buf[:0]
+		return err
+	}
+	for _, c := range chunks {
+		if c.File.File == nil {
+			for b := c.Bytes; len(b) > 0; {
+				m := copy(buf[len(buf):cap(buf)], b)
+				buf, b = buf[:len(buf)+m], b[m:]
+				if len(buf) == cap(buf) {
+					if err := flush(); err != nil {
+						return written, err
+					}
+				}
+			}
+			continue
+		}
+		off, n := c.File.Position, c.File.Size
+		for n > 0 {
+			want := min(int64(cap(buf)-len(buf)), n)
+			m, err := c.File.File.ReadAt(buf[len(buf):len(buf)+int(want)], off)
+			buf = buf[:len(buf)+m]
+			off += int64(m)
+			n -= int64(m)
+			if n > 0 && m < int(want) {
+				if err == nil || errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				return written, fmt.Errorf("file chunk (%d of %d bytes left): %w", n, c.File.Size, err)
+			}
+			if len(buf) == cap(buf) {
+				if err := flush(); err != nil {
+					return written, err
+				}
+			}
+		}
+	}
+	return written, flush()
+}
+
 // AppendTo appends the chunks' bytes to b, reading file chunks, for a
 // caller that needs the body in memory (tests, a transport without
 // sendfile).

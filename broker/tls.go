@@ -1,0 +1,211 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/kafka"
+)
+
+// boundListener is a client listener bound to its port.
+type boundListener struct {
+	ln       net.Listener
+	spec     kafka.Listener
+	protocol string
+}
+
+// defaultTLSReloadInterval is how often key and trust store files are
+// checked for changes.
+const defaultTLSReloadInterval = 5 * time.Second
+
+// bindClientListeners binds every client listener, loads the TLS material
+// of the SSL ones and starts their reloaders. On error nothing stays bound.
+func (b *Broker) bindClientListeners(w *wiring) (bound []boundListener, err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.tlsStop = cancel
+	defer func() {
+		if err != nil {
+			for _, bl := range bound {
+				bl.ln.Close()
+			}
+			b.stopTLS()
+		}
+	}()
+	b.listeners = map[string]net.Listener{}
+	for _, l := range w.clients {
+		proto := b.cfg.ListenerProtocol(l.name)
+		spec := kafka.Listener{Name: l.name}
+		switch proto {
+		case config.ProtocolPlaintext:
+		case config.ProtocolSSL:
+			r, err := newCertReloader(b.cfg.ListenerSSL(l.name), b.logger)
+			if err != nil {
+				return bound, fmt.Errorf("broker: listener %s: %w", l.name, err)
+			}
+			spec.TLS = r.tlsConfig()
+			interval := w.o.TLSReloadInterval
+			if interval <= 0 {
+				interval = defaultTLSReloadInterval
+			}
+			b.tlsDone.Add(1)
+			go func() {
+				defer b.tlsDone.Done()
+				r.run(ctx, interval)
+			}()
+		default:
+			// config check refuses these; a config built another way
+			// must not start a listener in the wrong protocol.
+			return bound, fmt.Errorf("broker: listener %s: security protocol %q is not supported", l.name, proto)
+		}
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			return bound, fmt.Errorf("broker: %w", err) // net names the address
+		}
+		spec.Host, spec.Port = advertised(b.cfg, l, ln.Addr())
+		bound = append(bound, boundListener{ln: ln, spec: spec, protocol: proto})
+		b.listeners[l.name] = ln
+		if b.listener == nil {
+			b.listener = ln
+		}
+	}
+	return bound, nil
+}
+
+// stopTLS ends the certificate reloaders and waits for them.
+func (b *Broker) stopTLS() {
+	if b.tlsStop != nil {
+		b.tlsStop()
+	}
+	b.tlsDone.Wait()
+}
+
+// serveAll serves every bound listener until the server closes; the first
+// error wins.
+func (b *Broker) serveAll(bound []boundListener) error {
+	errs := make(chan error, len(bound))
+	for _, bl := range bound[1:] {
+		go func() { errs <- b.server.ServeListener(bl.ln, bl.spec) }()
+	}
+	err := b.server.ServeListener(bound[0].ln, bound[0].spec)
+	for range bound[1:] {
+		if e := <-errs; err == nil || err == kafka.ErrServerClosed {
+			err = e
+		}
+	}
+	return err
+}
+
+// certReloader holds an SSL listener's certificate and trust store and
+// reloads them when their files change (Kafka's dynamic keystore update,
+// KIP-226, driven by the files): new handshakes get the new ones, open
+// connections keep theirs.
+type certReloader struct {
+	ssl    config.SSL
+	logger *slog.Logger
+	cert   atomic.Pointer[tls.Certificate]
+	cas    atomic.Pointer[x509.CertPool]
+	// sum is the hash of the files' contents last loaded; failed the
+	// hash that last failed to load, so a broken file is logged once.
+	sum, failed []byte
+}
+
+func newCertReloader(s config.SSL, logger *slog.Logger) (*certReloader, error) {
+	r := &certReloader{ssl: s, logger: logger}
+	sum, err := r.hashFiles()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+	r.sum = sum
+	return r, nil
+}
+
+// load reads the certificate and trust store and swaps them in.
+func (r *certReloader) load() error {
+	cert, err := r.ssl.Certificate()
+	if err != nil {
+		return err
+	}
+	cas, err := r.ssl.ClientCAs()
+	if err != nil {
+		return err
+	}
+	r.cert.Store(&cert)
+	r.cas.Store(cas)
+	return nil
+}
+
+func (r *certReloader) tlsConfig() *tls.Config {
+	return r.ssl.TLSConfig(r.cert.Load, r.cas.Load)
+}
+
+// hashFiles hashes the contents of the files the settings read.
+func (r *certReloader) hashFiles() ([]byte, error) {
+	h := sha256.New()
+	for _, f := range r.ssl.Files() {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(data))
+		h.Write(data)
+	}
+	return h.Sum(nil), nil
+}
+
+// run checks the files every interval until ctx ends.
+func (r *certReloader) run(ctx context.Context, interval time.Duration) {
+	if len(r.ssl.Files()) == 0 {
+		return // inline PEM: nothing to watch
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.check()
+		}
+	}
+}
+
+// check reloads when the files' contents changed. A file half written or
+// wrong keeps the old certificate (logged once per content) and is tried
+// again at the next check.
+func (r *certReloader) check() {
+	sum, err := r.hashFiles()
+	if err == nil && bytes.Equal(sum, r.sum) {
+		return
+	}
+	if err == nil {
+		err = r.load()
+	}
+	if err != nil {
+		if sum == nil || !bytes.Equal(sum, r.failed) {
+			r.logger.Warn("TLS certificate not reloaded; the previous one stays in use", "listener", r.ssl.Listener, "err", err)
+			r.failed = sum
+		}
+		return
+	}
+	r.sum, r.failed = sum, nil
+	leaf := r.cert.Load().Leaf
+	attrs := []any{"listener", r.ssl.Listener, "files", strings.Join(r.ssl.Files(), ",")}
+	if leaf != nil {
+		attrs = append(attrs, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	r.logger.Info("TLS certificate reloaded", attrs...)
+}

@@ -1,0 +1,217 @@
+package config
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testKeyPair makes a self-signed certificate for 127.0.0.1 and returns
+// the certificate and PKCS#8 key in PEM.
+func testKeyPair(t *testing.T) (certPEM, keyPEM string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "wren test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k}))
+}
+
+func writeFile(t *testing.T, dir, name, data string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// An SSL listener with good material loads, with or without a listener's
+// own settings; the key store may be one file or inline PEM.
+func TestSSLListenerLoads(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := testKeyPair(t)
+	both := writeFile(t, dir, "both.pem", cert+key)
+	ca := writeFile(t, dir, "ca.pem", cert)
+	for name, file := range map[string]string{
+		"file": "[broker]\nlisteners = [\"SSL://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:9093\"]\n" +
+			"[security]\nssl.keystore.location = " + quoteTOML(both) + "\nssl.truststore.location = " + quoteTOML(ca) + "\nssl.client.auth = \"required\"\n",
+		"inline": "[broker]\nlisteners = [\"SSL://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:9093\"]\n" +
+			"[security]\nssl.keystore.certificate.chain = '''\n" + cert + "'''\nssl.keystore.key = '''\n" + key + "'''\n",
+		"per listener": "[broker]\nlisteners = [\"PLAINTEXT://127.0.0.1:0\", \"EXTERNAL://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:9093\"]\n" +
+			"listener.security.protocol.map = \"PLAINTEXT:PLAINTEXT,EXTERNAL:SSL,CONTROLLER:PLAINTEXT\"\n" +
+			"[security]\nlistener.name.external.ssl.keystore.location = " + quoteTOML(both) + "\nlistener.name.external.ssl.enabled.protocols = [\"TLSv1.3\"]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := Parse("config.toml", []byte(file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range c.Listeners {
+				if c.ListenerProtocol(l.Name) != ProtocolSSL {
+					continue
+				}
+				s := c.ListenerSSL(l.Name)
+				if _, err := s.Certificate(); err != nil {
+					t.Fatal(err)
+				}
+				tc := s.TLSConfig(nil, nil)
+				if name == "per listener" && tc.MinVersion != 0x0304 {
+					t.Errorf("per-listener ssl.enabled.protocols not applied: min version %x", tc.MinVersion)
+				}
+			}
+			again, err := Parse("dump.toml", []byte(c.Dump(false)))
+			if err != nil {
+				t.Fatalf("dump does not load: %v\n%s", err, c.Dump(false))
+			}
+			if !again.Equal(c) {
+				t.Errorf("dump does not load back equal:\n%s", c.Dump(false))
+			}
+		})
+	}
+}
+
+// Bad TLS settings are refused with the key and the line to fix.
+func TestSSLConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := testKeyPair(t)
+	_, otherKey := testKeyPair(t)
+	bad := writeFile(t, dir, "bad.pem", "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n")
+	mismatched := writeFile(t, dir, "mismatched.pem", cert+otherKey)
+	encrypted := writeFile(t, dir, "enc.pem", cert+"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n")
+	good := writeFile(t, dir, "good.pem", cert+key)
+	missing := filepath.Join(dir, "missing.pem")
+	const ssl = "[broker]\nlisteners = [\"SSL://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:9093\"]\n[security]\n"
+	for _, tc := range []struct{ name, file, want string }{
+		{"missing file", ssl + "ssl.keystore.location = " + quoteTOML(missing) + "\n",
+			"config.toml:4:1: ssl.keystore.location: open " + missing + ": no such file or directory"},
+		{"bad PEM", ssl + "ssl.keystore.location = " + quoteTOML(bad) + "\n",
+			"config.toml:4:1: ssl.keystore.location: holds no PEM CERTIFICATE block"},
+		{"key of another certificate", ssl + "ssl.keystore.location = " + quoteTOML(mismatched) + "\n",
+			"config.toml:4:1: ssl.keystore.location: certificate and key do not make a key pair"},
+		{"encrypted PKCS#8", ssl + "ssl.keystore.location = " + quoteTOML(encrypted) + "\n",
+			"config.toml:4:1: ssl.keystore.location: the private key is encrypted PKCS#8, which wren cannot read"},
+		{"no certificate", ssl, "config.toml:2:1: ssl.keystore.location: listener SSL is SSL and needs a certificate"},
+		{"client auth without trust store", ssl + "ssl.keystore.location = " + quoteTOML(good) + "\nssl.client.auth = \"required\"\n",
+			"config.toml:5:1: ssl.client.auth: required asks for client certificates on listener SSL, but no trust store is set"},
+		{"bad trust store", ssl + "ssl.keystore.location = " + quoteTOML(good) + "\nssl.truststore.location = " + quoteTOML(bad) + "\n",
+			"config.toml:5:1: ssl.truststore.location: holds no PEM CERTIFICATE block"},
+		{"unknown protocol", "[broker]\nlisteners = [\"A://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:9093\"]\nlistener.security.protocol.map = \"A:TLS\"\n",
+			`config.toml:3:34: listener.security.protocol.map: invalid value "A:TLS": A: unknown security protocol "TLS" (known: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)`},
+		{"listener outside the map", "[broker]\nlisteners = [\"A://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:9093\"]\nlistener.security.protocol.map = \"B:SSL\"\n",
+			"config.toml:3:1: listeners: A://127.0.0.1:0 has no security protocol: add A:PLAINTEXT (or SSL) to listener.security.protocol.map"},
+		{"SASL not yet", "[broker]\nlisteners = [\"SASL_SSL://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:9093\"]\n",
+			"config.toml:2:1: listeners: SASL_SSL://127.0.0.1:0: security protocol SASL_SSL is not supported yet (PLAINTEXT and SSL are)"},
+		{"controller over SSL", "[broker]\nlistener.security.protocol.map = \"PLAINTEXT:PLAINTEXT,CONTROLLER:SSL\"\n",
+			"config.toml:2:1: listener.security.protocol.map: controller listener CONTROLLER must be PLAINTEXT so far, not SSL"},
+		{"unknown cipher suite", ssl + "ssl.keystore.location = " + quoteTOML(good) + "\nssl.cipher.suites = [\"TLS_RSA_WITH_RC4_128_SHA\"]\n",
+			`config.toml:5:1: ssl.cipher.suites: invalid value ["TLS_RSA_WITH_RC4_128_SHA"]: unknown or insecure cipher suite "TLS_RSA_WITH_RC4_128_SHA"`},
+		{"unknown TLS version", ssl + "ssl.keystore.location = " + quoteTOML(good) + "\nssl.enabled.protocols = [\"TLSv1.1\"]\n",
+			`config.toml:5:1: ssl.enabled.protocols: invalid value ["TLSv1.1"]: "TLSv1.1" is not allowed`},
+		{"override of no listener", ssl + "ssl.keystore.location = " + quoteTOML(good) + "\nlistener.name.other.ssl.client.auth = \"none\"\n",
+			"config.toml:5:1: listener.name.other.ssl.client.auth: there is no listener OTHER in listeners"},
+		{"override of a key that has none", ssl + "ssl.keystore.location = " + quoteTOML(good) + "\nlistener.name.ssl.log.dirs = [\"x\"]\n",
+			"config.toml:5:1: key listener.name.ssl.log.dirs: log.dirs cannot be set per listener"},
+		{"override with a bad file", ssl + "ssl.keystore.location = " + quoteTOML(good) + "\nlistener.name.ssl.ssl.keystore.location = " + quoteTOML(missing) + "\n",
+			"config.toml:5:1: listener.name.ssl.ssl.keystore.location: open " + missing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("config.toml", []byte(tc.file))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Private keys and their passwords are never described.
+func TestSSLKeysSensitive(t *testing.T) {
+	c, err := Parse("config.toml", []byte("[security]\nssl.key.password = \"secret\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := c.DescribeBroker(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.Name == "ssl.key.password" || d.Name == "ssl.keystore.key" {
+			if !d.Sensitive || d.Value != nil {
+				t.Errorf("%s described as %v (sensitive %v)", d.Name, d.Value, d.Sensitive)
+			}
+			for _, s := range d.Synonyms {
+				if strings.Contains(s.Value, "secret") {
+					t.Errorf("%s synonym %s shows the value", d.Name, s.Name)
+				}
+			}
+		}
+	}
+}
+
+// Certificates given per node in a shared file are checked for the node
+// chosen, and not reported missing when no node is.
+func TestSSLPerNode(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := testKeyPair(t)
+	good := writeFile(t, dir, "good.pem", cert+key)
+	missing := filepath.Join(dir, "missing.pem")
+	file := "[broker]\nlisteners = [\"SSL://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:0\"]\n" +
+		"[cluster]\ncontroller.quorum.voters = [\"1@a:9093\", \"2@b:9093\"]\n" +
+		"[node.1.security]\nssl.keystore.location = " + quoteTOML(good) + "\n" +
+		"[node.2.security]\nssl.keystore.location = " + quoteTOML(missing) + "\n"
+	if _, err := Parse("config.toml", []byte(file)); err != nil {
+		t.Errorf("no node chosen: %v", err)
+	}
+	if _, err := ParseWith("config.toml", []byte(file), Options{NodeID: 1}); err != nil {
+		t.Errorf("node 1: %v", err)
+	}
+	_, err := ParseWith("config.toml", []byte(file), Options{NodeID: 2})
+	if want := "config.toml:8:1: ssl.keystore.location: open " + missing; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("node 2: got %v, want %q", err, want)
+	}
+}
+
+// ssl.* settings that no listener uses are warned about, by key and line.
+func TestSSLWithoutSSLListenerWarns(t *testing.T) {
+	c, err := Parse("config.toml", []byte("[broker]\nlisteners = [\"PLAINTEXT://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:0\"]\n"+
+		"[security]\nssl.keystore.location = \"/etc/wren/broker.pem\"\nlistener.name.plaintext.ssl.client.auth = \"required\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range c.Warnings() {
+		got = append(got, w.String())
+	}
+	want := []string{
+		"config.toml:4:1: warning: ssl.keystore.location has no effect: no listener is SSL (listeners, listener.security.protocol.map)",
+		"config.toml:5:1: warning: listener.name.plaintext.ssl.client.auth has no effect: listener PLAINTEXT is not SSL",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
