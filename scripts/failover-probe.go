@@ -23,7 +23,8 @@
 // warmup_p50_ms (acknowledgements during the warm-up and their median
 // latency: the slow disk shows there), warmup_controller_changes (how
 // often a node's answer for the controller changed during the warm-up: a
-// controller its slow disk deposes shows there), controller_at_kill
+// controller its slow disk deposes shows there; warmup_first_change_ms says
+// when the first came, from the start of the warm-up), controller_at_kill
 // (whether every node still named it at the kill) and killed_unix_ms.
 //
 // Usage:
@@ -200,13 +201,17 @@ func main() {
 	}()
 	// Meanwhile every node is asked for the controller every 20 ms: a
 	// controller its slow disk deposes shows as changes before the kill.
-	warmChanges, stillCtrl := watchController(ctx, nodes, ctrl, *warmup)
+	warmChanges, firstChange, stillCtrl := watchController(ctx, nodes, ctrl, *warmup)
+	firstChangeMS := "none" // no node's answer changed
+	if warmChanges > 0 {
+		firstChangeMS = fmt.Sprintf("%.0f", ms(firstChange))
+	}
 	mu.Lock()
 	warmAcks := len(warmLat)
 	slices.Sort(warmLat)
-	var warmP50 time.Duration
+	warmP50ms := "none" // no record acknowledged during the warm-up
 	if warmAcks > 0 {
-		warmP50 = warmLat[warmAcks/2]
+		warmP50ms = fmt.Sprintf("%.1f", ms(warmLat[warmAcks/2]))
 	}
 	mu.Unlock()
 
@@ -303,25 +308,30 @@ func main() {
 	_ = prod.Flush(fctx)
 	cancel()
 	prod.Close()
-	fmt.Printf("controller=%d new_controller=%d new_controller_ms=%.0f first_ms=%.0f second_ms=%.0f produce_ms=%.0f partition=%d led_by_controller=%t warmup_acks=%d warmup_p50_ms=%.1f warmup_controller_changes=%d controller_at_kill=%t slow=%t killed_unix_ms=%d\n",
-		ctrl, newCtrl, ms(agreed.Sub(killed)), ms(first.Sub(killed)), ms(second.Sub(killed)), produceMS, partition, ledByCtrl, warmAcks, ms(warmP50), warmChanges, stillCtrl, *slow, killed.UnixMilli())
+	fmt.Printf("controller=%d new_controller=%d new_controller_ms=%.0f first_ms=%.0f second_ms=%.0f produce_ms=%.0f partition=%d led_by_controller=%t warmup_acks=%d warmup_p50_ms=%s warmup_controller_changes=%d warmup_first_change_ms=%s controller_at_kill=%t slow=%t killed_unix_ms=%d\n",
+		ctrl, newCtrl, ms(agreed.Sub(killed)), ms(first.Sub(killed)), ms(second.Sub(killed)), produceMS, partition, ledByCtrl, warmAcks, warmP50ms, warmChanges, firstChangeMS, stillCtrl, *slow, killed.UnixMilli())
 }
 
 // watchController asks every node for the controller every 20 ms for span
 // and returns how often a node's answer changed (a failed request is no
-// answer) and whether every node's last answer still named ctrl.
-func watchController(ctx context.Context, nodes []*node, ctrl int32, span time.Duration) (changes int, still bool) {
+// answer), when the first change was seen (from the start) and whether
+// every node's last answer still named ctrl.
+func watchController(ctx context.Context, nodes []*node, ctrl int32, span time.Duration) (changes int, first time.Duration, still bool) {
 	last := make([]int32, len(nodes))
 	for i := range last {
 		last[i] = ctrl
 	}
-	end := time.Now().Add(span)
+	start := time.Now()
+	end := start.Add(span)
 	for time.Now().Before(end) {
 		for i, n := range nodes {
 			rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 			md, err := metadata(rctx, n, nil)
 			cancel()
 			if err == nil && md.ControllerID != last[i] {
+				if changes == 0 {
+					first = time.Since(start)
+				}
 				changes++
 				last[i] = md.ControllerID
 			}
@@ -330,10 +340,10 @@ func watchController(ctx context.Context, nodes []*node, ctrl int32, span time.D
 	}
 	for _, c := range last {
 		if c != ctrl {
-			return changes, false
+			return changes, first, false
 		}
 	}
-	return changes, true
+	return changes, first, true
 }
 
 func parseNodes(s string) ([]*node, error) {

@@ -8,11 +8,13 @@
 # survivors every 10 ms (scripts/failover-probe.go). Figures:
 #   new_controller_ms  from the kill until both survivors name the same new controller
 #   election_start_ms  from the kill until the first survivor stands for election (its log)
+#   fenced_ms          from the kill until the new controller fences the dead node (its log:
+#                      broker.session.timeout.ms after its last heartbeat)
 #   produce_ms         from the kill until the first record sent after it is acknowledged
 #                      (acks=all; the producer refreshes metadata at most every 10 ms)
 #   warmup_p50_ms      the median produce latency before the kill (shows the slow disk)
 #   the controller changes the nodes showed during the warm-ups (a slow controller deposed
-#   before the kill would show there)
+#   before the kill shows there; such runs are left out of the new-controller figures)
 # and, per mode, the median, minimum and maximum of each over RUNS runs.
 #
 # The slow disk: wren built with the faultfs tag (broker/servefs_faultfs.go) delays every
@@ -80,10 +82,10 @@ wait_ready() { # node timeout_s
 	done
 }
 
-# election_ms KILLED_UNIX_MS CONTROLLER: from the kill to the first survivor's log line saying it
-# stands for election (role pre-candidate or candidate; log times are to the millisecond), or -1.
-election_ms() {
-	local killed=$1 ctrl=$2 best="" n t at
+# log_ms KILLED_UNIX_MS CONTROLLER REGEX: from the kill to the first line after it matching REGEX
+# in a survivor's log (log times are to the millisecond), or -1.
+log_ms() {
+	local killed=$1 ctrl=$2 re=$3 best="" n t at
 	for n in 1 2 3; do
 		[[ "$n" == "$ctrl" ]] && continue
 		while read -r t; do
@@ -92,7 +94,7 @@ election_ms() {
 				[[ -z "$best" ]] || ((at < best)) && best=$at
 				break
 			fi
-		done < <(grep -E 'role changed.* role=(pre-candidate|candidate) ' "$CLUSTER_DIR/node$n.log" | sed -n 's/^time=\([^ ]*\) .*/\1/p')
+		done < <(grep -E "$re" "$CLUSTER_DIR/node$n.log" | sed -n 's/^time=\([^ ]*\) .*/\1/p')
 	done
 	if [[ -n "$best" ]]; then echo $((best - killed)); else echo -1; fi
 }
@@ -126,7 +128,8 @@ one_run() {
 	local c killed
 	c=$(sed 's/^controller=\([0-9]*\).*/\1/' <<<"$out")
 	killed=$(sed 's/.*killed_unix_ms=\([0-9]*\).*/\1/' <<<"$out")
-	out+=" election_start_ms=$(election_ms "$killed" "$c")"
+	out+=" election_start_ms=$(log_ms "$killed" "$c" 'role changed.* role=(pre-candidate|candidate) ')"
+	out+=" fenced_ms=$(log_ms "$killed" "$c" "broker fenced\" broker=$c ")"
 	if [[ "$mode" == slow ]]; then
 		grep -q 'sync delay switched.*on=true' "$CLUSTER_DIR/node$c.log" || {
 			say "$mode run $i: node $c never logged its sync delay on"
@@ -139,9 +142,10 @@ one_run() {
 	[[ "${WREN_KEEP:-}" == 1 ]] || rm -rf "$CLUSTER_DIR"
 }
 
-# stats MODE KEY: median, min and max of KEY over the mode's runs.
+# stats MODE KEY [FILTER]: median, min and max of KEY over the mode's runs (those whose line
+# matches FILTER).
 stats() {
-	sed -n "s/.*\b$2=\([0-9.]*\).*/\1/p" "$work/$1.txt" | sort -n | awk '
+	grep -e "${3:-}" "$work/$1.txt" | sed -n "s/.*\b$2=\([0-9][0-9.]*\).*/\1/p" | sort -n | awk '
 		{ v[NR] = $1 }
 		END {
 			if (NR == 0) { print "no runs"; exit }
@@ -156,6 +160,14 @@ for mode in $modes; do
 done
 say "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 for mode in $modes; do
-	say "$mode: new controller $(stats "$mode" new_controller_ms); produce again $(stats "$mode" produce_ms)"
-	say "$mode: a survivor stands for election $(stats "$mode" election_start_ms); warm-up produce p50 $(stats "$mode" warmup_p50_ms); controller changes during the warm-ups: $(sed -n 's/.*warmup_controller_changes=\([0-9]*\).*/\1/p' "$work/$mode.txt" | awk '{ s += $1 } END { print s + 0 }')"
+	at='controller_at_kill=true'
+	moved=$(grep -c 'controller_at_kill=false' "$work/$mode.txt" || true)
+	say "$mode: new controller $(stats "$mode" new_controller_ms "$at"); produce again $(stats "$mode" produce_ms)"
+	say "$mode: a survivor stands for election $(stats "$mode" election_start_ms "$at"); the dead node fenced $(stats "$mode" fenced_ms)"
+	changes=$(sed -n 's/.*warmup_controller_changes=\([0-9]*\).*/\1/p' "$work/$mode.txt" | awk '{ s += $1 } END { print s + 0 }')
+	if ((changes > 0)); then changes+=", the first $(stats "$mode" warmup_first_change_ms) into a warm-up"; fi
+	say "$mode: warm-up produce p50 $(stats "$mode" warmup_p50_ms); controller changes during the warm-ups: $changes"
+	if ((moved > 0)); then
+		say "$mode: WARNING: in $moved of $runs runs the nodes no longer named the controller at the kill (its slow disk had deposed it): the new-controller and election figures leave those runs out"
+	fi
 done
