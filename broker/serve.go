@@ -41,7 +41,11 @@ func ServeFile(ctx context.Context, configPath, logLevel string, nodeID int32) e
 		return err
 	}
 	applyMemoryLimit(cfg, logger)
-	b, err := Start(cfg, Options{Logger: logger})
+	fsys, err := serveFS(logger)
+	if err != nil {
+		return err
+	}
+	b, err := Start(cfg, Options{Logger: logger, FS: fsys})
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@
 // disk in production and, in tests, on a file system that can lose power or
 // fail on command.
 //
-// Three implementations:
+// Three implementations, and a wrapper for measurements:
 //
 //   - Default / NewOS: the operating system. SyncData is fdatasync(2),
 //     Preallocate is fallocate(2) with FALLOC_FL_KEEP_SIZE, SyncDir fsyncs
@@ -13,6 +13,10 @@
 //   - NewFaultFS: wraps any FS and returns chosen errors (EIO, ENOSPC with a
 //     short write, ...) from chosen operations on chosen paths. Unlike
 //     Pebble's errorfs it does not skip SyncData.
+//   - NewSlowFS: wraps any FS and makes every sync (SyncData, Sync,
+//     SyncDir) wait a delay first, as a disk with slow flushes does; it
+//     keeps the inner FS's descriptors and free-space reports. A wren built
+//     with the faultfs tag runs on it for scripts/failover.sh.
 //
 // # Crash model (MemFS)
 //
