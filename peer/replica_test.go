@@ -41,7 +41,7 @@ func TestReplicaConnSplicedAnswers(t *testing.T) {
 	// the position, PartitionMaxBytes the size. A flexible request
 	// (OffsetForLeaderEpoch v4) is answered with a kmsg response.
 	leader, err := start(Config{ID: 1, Voters: voters, Listener: lns[0], Logger: logger},
-		func(from election.NodeID, req kmsg.Request) *wire.Body {
+		func(from election.NodeID, _ uint64, req kmsg.Request) *wire.Body {
 			switch req := req.(type) {
 			case *kmsg.FetchRequest:
 				if from != 2 || req.ReplicaID != 2 || req.GetVersion() != 11 || len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 {

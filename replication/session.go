@@ -1,0 +1,320 @@
+package replication
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/wire"
+)
+
+// Incremental fetch sessions (KIP-227) between a follower and its leader.
+// Without them every follower names every partition it follows in every
+// Fetch, and the leader answers every one, every round
+// (replica.fetch.wait.max.ms): an idle cluster's replication cost grew
+// with its partition count. With a session, the leader keeps what the
+// follower last asked of each partition and what it last sent of it;
+// the follower's Fetch names only the partitions whose fetch offset, log
+// start offset, maximum bytes or leader epoch changed (and those it
+// forgets), and the answer has only the partitions with records, an
+// error, or a high watermark or log start offset the follower has not
+// been sent.
+//
+// A full fetch with SessionEpoch 0 creates a session (its id in the
+// response; 0 from a leader without sessions, whose follower keeps
+// sending full fetches); SessionEpoch -1 fetches without one, as a
+// follower of an older version does. A session belongs to one replica
+// connection: it goes when the connection closes, so a response lost with
+// its connection never leaves the two sides disagreeing about what was
+// sent. Each follower has at most one session per leader: a new one
+// replaces the old.
+//
+// One departure from Kafka: a partition the follower names in an
+// incremental fetch is always in the answer, with its high watermark and
+// log start offset, whether or not they changed. The follower names a
+// partition whose own state it changed (truncation, a failed append), and
+// so hears the leader's state again without leaving and rejoining the
+// session.
+
+// Fetch session ids and epochs (Kafka's FetchMetadata).
+const (
+	noSessionID         int32 = 0
+	initialSessionEpoch int32 = 0
+	finalSessionEpoch   int32 = -1
+)
+
+// nextSessionEpoch is the epoch after e: 1 after the largest.
+func nextSessionEpoch(e int32) int32 {
+	if e == math.MaxInt32 {
+		return 1
+	}
+	return e + 1
+}
+
+// fetchSession is the leader's side of one follower's session. The
+// connection it belongs to serves one request at a time, so only that
+// connection's requests read or change it (fetchSessions.mu guards the
+// index of sessions, not their contents).
+type fetchSession struct {
+	id       int32
+	follower int32
+	conn     uint64
+	// epoch is the SessionEpoch the next incremental fetch must carry.
+	epoch int32
+	parts map[engine.TopicPartition]*cachedPartition
+	// order is parts by topic, then partition; nil once parts changed.
+	order []*cachedPartition
+}
+
+// cachedPartition is one partition of a session: the follower's last
+// request for it, and the high watermark and log start offset last sent
+// (-1: send them in the next answer).
+type cachedPartition struct {
+	tp      engine.TopicPartition
+	req     kmsg.FetchRequestTopicPartition
+	hw, lso int64
+	// named: the request being served names the partition.
+	named bool
+}
+
+// sorted returns the session's partitions by topic, then partition.
+func (s *fetchSession) sorted() []*cachedPartition {
+	if s.order == nil {
+		s.order = make([]*cachedPartition, 0, len(s.parts))
+		for _, cp := range s.parts {
+			s.order = append(s.order, cp)
+		}
+		slices.SortFunc(s.order, func(a, b *cachedPartition) int {
+			if c := cmp.Compare(a.tp.Topic, b.tp.Topic); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.tp.Partition, b.tp.Partition)
+		})
+	}
+	return s.order
+}
+
+// update takes the partitions a fetch names (added or changed) and
+// forgets those it lists as forgotten, in Kafka's order: adds first.
+func (s *fetchSession) update(req *kmsg.FetchRequest) {
+	for _, t := range req.Topics {
+		for _, rp := range t.Partitions {
+			tp := engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition}
+			cp := s.parts[tp]
+			if cp == nil {
+				cp = &cachedPartition{tp: tp, hw: -1, lso: -1}
+				s.parts[tp] = cp
+				s.order = nil
+			}
+			cp.req = rp
+			cp.named = true
+		}
+	}
+	for _, t := range req.ForgottenTopics {
+		for _, p := range t.Partitions {
+			tp := engine.TopicPartition{Topic: t.Topic, Partition: p}
+			if _, ok := s.parts[tp]; ok {
+				delete(s.parts, tp)
+				s.order = nil
+			}
+		}
+	}
+}
+
+// fetchSessions are a leader's sessions, at most one per follower.
+type fetchSessions struct {
+	mu         sync.Mutex
+	byFollower map[int32]*fetchSession
+	lastID     int32
+
+	// What followers' Fetches asked (ReplicaFetchStats).
+	requests, incremental, partitions atomic.Int64
+}
+
+// ReplicaFetchStats counts the follower Fetches this leader served.
+type ReplicaFetchStats struct {
+	// Requests: every follower Fetch; Incremental: those in a session
+	// that named only what changed.
+	Requests, Incremental int64
+	// Partitions named in them, in all: an idle follower in a session
+	// names none.
+	Partitions int64
+	// Sessions open now.
+	Sessions int
+}
+
+// ReplicaFetchStats says what the followers' Fetches asked of this leader.
+func (m *Manager) ReplicaFetchStats() ReplicaFetchStats {
+	s := &m.sessions
+	s.mu.Lock()
+	n := len(s.byFollower)
+	s.mu.Unlock()
+	return ReplicaFetchStats{Requests: s.requests.Load(), Incremental: s.incremental.Load(), Partitions: s.partitions.Load(), Sessions: n}
+}
+
+// ReplicaConnClosed drops the session of follower from's replica
+// connection conn, which closed (peer.ReplicaClosed).
+func (m *Manager) ReplicaConnClosed(from int32, conn uint64) {
+	s := &m.sessions
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.byFollower[from]; old != nil && old.conn == conn {
+		delete(s.byFollower, from)
+	}
+}
+
+// open creates follower from's session on conn from a full fetch, in
+// place of any it had.
+func (s *fetchSessions) open(from int32, conn uint64, req *kmsg.FetchRequest) *fetchSession {
+	sess := &fetchSession{follower: from, conn: conn, epoch: 1, parts: map[engine.TopicPartition]*cachedPartition{}}
+	sess.update(req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byFollower == nil {
+		s.byFollower = map[int32]*fetchSession{}
+	}
+	if s.lastID == 0 {
+		s.lastID = rand.Int32N(math.MaxInt32)
+	}
+	// Ids in use are at most one per follower: the next free one.
+	for {
+		s.lastID = nextSessionEpoch(s.lastID)
+		if !s.inUseLocked(s.lastID) {
+			break
+		}
+	}
+	sess.id = s.lastID
+	s.byFollower[from] = sess
+	return sess
+}
+
+func (s *fetchSessions) inUseLocked(id int32) bool {
+	for _, o := range s.byFollower {
+		if o.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// closeSession drops follower from's session id, which a fetch without a
+// session (SessionEpoch -1) names.
+func (s *fetchSessions) closeSession(from int32, id int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.byFollower[from]; old != nil && old.id == id {
+		delete(s.byFollower, from)
+	}
+}
+
+// lookup finds the session an incremental fetch names: follower from's,
+// on this connection, at the epoch it expects, or an error code for the
+// follower to go back to a full fetch.
+func (s *fetchSessions) lookup(from int32, conn uint64, id, epoch int32) (*fetchSession, int16) {
+	s.mu.Lock()
+	sess := s.byFollower[from]
+	s.mu.Unlock()
+	switch {
+	case sess == nil || sess.id != id || sess.conn != conn:
+		return nil, kerr.FetchSessionIDNotFound.Code
+	case sess.epoch != epoch:
+		return nil, kerr.InvalidFetchSessionEpoch.Code
+	}
+	return sess, 0
+}
+
+// fetchContext is how a follower's Fetch is served: with sess nil,
+// without a session (every partition named, every one answered); with
+// incremental, from sess's partitions, answering those that changed.
+type fetchContext struct {
+	sess        *fetchSession
+	incremental bool
+}
+
+// newFetchContext resolves the session a follower's Fetch asks for
+// (Kafka's FetchManager.newContext), or returns the top-level error code
+// that refuses it.
+func (m *Manager) newFetchContext(from int32, conn uint64, req *kmsg.FetchRequest) (fetchContext, int16) {
+	s := &m.sessions
+	s.requests.Add(1)
+	n := 0
+	for _, t := range req.Topics {
+		n += len(t.Partitions)
+	}
+	s.partitions.Add(int64(n))
+	switch {
+	case req.SessionEpoch == finalSessionEpoch:
+		if req.SessionID != noSessionID {
+			s.closeSession(from, req.SessionID)
+		}
+		return fetchContext{}, 0
+	case req.SessionEpoch == initialSessionEpoch:
+		return fetchContext{sess: s.open(from, conn, req)}, 0
+	case req.SessionEpoch < finalSessionEpoch:
+		return fetchContext{}, kerr.InvalidFetchSessionEpoch.Code
+	}
+	sess, code := s.lookup(from, conn, req.SessionID, req.SessionEpoch)
+	if code != 0 {
+		return fetchContext{}, code
+	}
+	s.incremental.Add(1)
+	sess.update(req)
+	sess.epoch = nextSessionEpoch(sess.epoch)
+	return fetchContext{sess: sess, incremental: true}, 0
+}
+
+// sessionTargets resolves a session's partitions, by topic, under one
+// hold of the Manager's lock.
+func (m *Manager) sessionTargets(sess *fetchSession) []fetchTargetTopic {
+	var targets []fetchTargetTopic
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, cp := range sess.sorted() {
+		if len(targets) == 0 || targets[len(targets)-1].topic != cp.tp.Topic {
+			targets = append(targets, fetchTargetTopic{topic: cp.tp.Topic})
+		}
+		t := &targets[len(targets)-1]
+		t.parts = append(t.parts, replicaFetchTarget{part: cp.req, p: m.partitions[cp.tp], cp: cp})
+	}
+	return targets
+}
+
+// sessionAnswer keeps, of what readForFollower read for a session's
+// fetch, the partitions the follower is to hear of, and notes what it
+// was sent: all of them in a full fetch; in an incremental one, those it
+// named and those with records, an error, or a high watermark or log
+// start offset other than last sent. A partition with an error is sent
+// again next time (Kafka's CachedPartition: its high watermark is
+// forgotten), so the follower hears when the error is gone.
+func sessionAnswer(ctx fetchContext, targets []fetchTargetTopic, topics []wire.FetchTopic) []wire.FetchTopic {
+	out := topics[:0]
+	for i, t := range topics {
+		kept := t.Partitions[:0]
+		for j, fp := range t.Partitions {
+			cp := targets[i].parts[j].cp
+			send := !ctx.incremental || cp.named || fp.Records.Size > 0 || fp.ErrorCode != 0 ||
+				fp.HighWatermark != cp.hw || fp.LogStartOffset != cp.lso
+			cp.named = false
+			if !send {
+				continue
+			}
+			cp.hw, cp.lso = fp.HighWatermark, fp.LogStartOffset
+			if fp.ErrorCode != 0 {
+				cp.hw = -1
+			}
+			kept = append(kept, fp)
+		}
+		if len(kept) > 0 {
+			t.Partitions = kept
+			out = append(out, t)
+		}
+	}
+	return out
+}
