@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -69,7 +68,11 @@ type fetchSession struct {
 	// epoch is the SessionEpoch the next incremental fetch must carry.
 	epoch int32
 	parts map[engine.TopicPartition]*cachedPartition
-	// order is parts by topic, then partition; nil once parts changed.
+	// order is the order the leader reads parts in: as they joined, but
+	// a partition whose records an answer carried goes to the end, so
+	// that a response's byte budget, spent on the first partitions with
+	// records, reaches every partition in turn (Kafka's FetchSession
+	// does the same).
 	order []*cachedPartition
 }
 
@@ -82,23 +85,24 @@ type cachedPartition struct {
 	hw, lso int64
 	// named: the request being served names the partition.
 	named bool
+	// toBack: marked for fetchSession.toBack.
+	toBack bool
 }
 
-// sorted returns the session's partitions by topic, then partition.
-func (s *fetchSession) sorted() []*cachedPartition {
-	if s.order == nil {
-		s.order = make([]*cachedPartition, 0, len(s.parts))
-		for _, cp := range s.parts {
-			s.order = append(s.order, cp)
-		}
-		slices.SortFunc(s.order, func(a, b *cachedPartition) int {
-			if c := cmp.Compare(a.tp.Topic, b.tp.Topic); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.tp.Partition, b.tp.Partition)
-		})
+// toBack moves the partitions of sent to the end of the session's
+// order, keeping their order among themselves.
+func (s *fetchSession) toBack(sent []*cachedPartition) {
+	if len(sent) == 0 {
+		return
 	}
-	return s.order
+	for _, cp := range sent {
+		cp.toBack = true
+	}
+	s.order = slices.DeleteFunc(s.order, func(cp *cachedPartition) bool { return cp.toBack })
+	for _, cp := range sent {
+		cp.toBack = false
+	}
+	s.order = append(s.order, sent...)
 }
 
 // update takes the partitions a fetch names (added or changed) and
@@ -111,20 +115,24 @@ func (s *fetchSession) update(req *kmsg.FetchRequest) {
 			if cp == nil {
 				cp = &cachedPartition{tp: tp, hw: -1, lso: -1}
 				s.parts[tp] = cp
-				s.order = nil
+				s.order = append(s.order, cp)
 			}
 			cp.req = rp
 			cp.named = true
 		}
 	}
+	forgot := false
 	for _, t := range req.ForgottenTopics {
 		for _, p := range t.Partitions {
 			tp := engine.TopicPartition{Topic: t.Topic, Partition: p}
 			if _, ok := s.parts[tp]; ok {
 				delete(s.parts, tp)
-				s.order = nil
+				forgot = true
 			}
 		}
+	}
+	if forgot {
+		s.order = slices.DeleteFunc(s.order, func(cp *cachedPartition) bool { return s.parts[cp.tp] != cp })
 	}
 }
 
@@ -270,13 +278,14 @@ func (m *Manager) newFetchContext(from int32, conn uint64, req *kmsg.FetchReques
 	return fetchContext{sess: sess, incremental: true}, 0
 }
 
-// sessionTargets resolves a session's partitions, by topic, under one
-// hold of the Manager's lock.
+// sessionTargets resolves a session's partitions, in its order, under
+// one hold of the Manager's lock: consecutive partitions of a topic are
+// one topic of the answer (a topic may come more than once).
 func (m *Manager) sessionTargets(sess *fetchSession) []fetchTargetTopic {
 	var targets []fetchTargetTopic
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	for _, cp := range sess.sorted() {
+	for _, cp := range sess.order {
 		if len(targets) == 0 || targets[len(targets)-1].topic != cp.tp.Topic {
 			targets = append(targets, fetchTargetTopic{topic: cp.tp.Topic})
 		}
@@ -294,6 +303,8 @@ func (m *Manager) sessionTargets(sess *fetchSession) []fetchTargetTopic {
 // again next time (Kafka's CachedPartition: its high watermark is
 // forgotten), so the follower hears when the error is gone.
 func sessionAnswer(ctx fetchContext, targets []fetchTargetTopic, topics []wire.FetchTopic) []wire.FetchTopic {
+	var withRecords []*cachedPartition
+	defer func() { ctx.sess.toBack(withRecords) }()
 	out := topics[:0]
 	for i, t := range topics {
 		kept := t.Partitions[:0]
@@ -304,6 +315,9 @@ func sessionAnswer(ctx fetchContext, targets []fetchTargetTopic, topics []wire.F
 			cp.named = false
 			if !send {
 				continue
+			}
+			if fp.Records.Size > 0 {
+				withRecords = append(withRecords, cp)
 			}
 			cp.hw, cp.lso = fp.HighWatermark, fp.LogStartOffset
 			if fp.ErrorCode != 0 {

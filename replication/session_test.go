@@ -583,3 +583,30 @@ func TestFollowerWithoutSessionFetchesInFull(t *testing.T) {
 		t.Fatalf("leader stats %+v, want no session", st)
 	}
 }
+
+// A session's answer spends its byte budget on the partitions with
+// records in turn: one whose records an answer carried goes to the back,
+// so a follower behind on many partitions gets each of them, not the
+// first ones over and over.
+func TestFetchSessionTakesTurns(t *testing.T) {
+	m, ps := sessionLeader(t, 3)
+	resp, _ := serveSession(t, m, 7, sessionFetch(0, 0, allAt(3, 0)))
+	id := resp.SessionID
+	for _, p := range ps {
+		appendOne(t, p)
+	}
+	got := map[int32]int{}
+	for epoch := int32(1); epoch <= 3; epoch++ {
+		req := sessionFetch(id, epoch, nil)
+		req.MaxBytes = 1 // room for one partition's first batch
+		_, answered := serveSession(t, m, 7, req)
+		for p, a := range answered {
+			if a.records > 0 {
+				got[p]++
+			}
+		}
+	}
+	if len(got) != 3 || got[0] != 1 || got[1] != 1 || got[2] != 1 {
+		t.Fatalf("records per partition over three answers: %v, want one each", got)
+	}
+}
