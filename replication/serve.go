@@ -126,9 +126,9 @@ func (m *Manager) serveFetch(from int32, conn uint64, req *kmsg.FetchRequest) *w
 	}()
 	for {
 		if req.MinBytes <= 0 || !waiting || !time.Now().Before(deadline) || anyReadable(targets) {
-			fr := m.readForFollower(from, req, targets)
+			fr := m.readForFollower(from, req, ctx, targets)
 			if fr.size >= int64(req.MinBytes) || !waiting || !time.Now().Before(deadline) {
-				return m.answerFetch(req, ctx, targets, fr)
+				return m.answerFetch(req, ctx, fr)
 			}
 			fr.release()
 		}
@@ -140,9 +140,9 @@ func (m *Manager) serveFetch(from int32, conn uint64, req *kmsg.FetchRequest) *w
 		select {
 		case <-appended:
 		case <-timer.C:
-			return m.answerFetch(req, ctx, targets, m.readForFollower(from, req, targets))
+			return m.answerFetch(req, ctx, m.readForFollower(from, req, ctx, targets))
 		case <-m.stopped:
-			return m.answerFetch(req, ctx, targets, m.readForFollower(from, req, targets))
+			return m.answerFetch(req, ctx, m.readForFollower(from, req, ctx, targets))
 		}
 	}
 }
@@ -198,24 +198,29 @@ func anyReadable(targets []fetchTargetTopic) bool {
 	return false
 }
 
-// answerFetch encodes what readForFollower read (in a session, what the
-// follower is to hear of: sessionAnswer) and counts it against the
-// leader's replication throttle.
-func (m *Manager) answerFetch(req *kmsg.FetchRequest, ctx fetchContext, targets []fetchTargetTopic, fr followerRead) *wire.Body {
+// answerFetch encodes what readForFollower read and counts it against
+// the leader's replication throttle; in a session, it notes what the
+// follower was sent (sessionSent).
+func (m *Manager) answerFetch(req *kmsg.FetchRequest, ctx fetchContext, fr followerRead) *wire.Body {
 	m.leaderThrottle.recordFetch(fr.th)
-	topics, id := fr.topics, noSessionID
+	id := noSessionID
 	if ctx.sess != nil {
-		topics, id = sessionAnswer(ctx, targets, topics), ctx.sess.id
+		sessionSent(ctx.sess, fr)
+		id = ctx.sess.id
 	}
-	return &wire.Body{Chunks: wire.EncodeFetchResponse(req.GetVersion(), 0, 0, id, topics), Release: fr.release}
+	return &wire.Body{Chunks: wire.EncodeFetchResponse(req.GetVersion(), 0, 0, id, fr.topics), Release: fr.release}
 }
 
-// followerRead is one read of every partition a follower's fetch names.
+// followerRead is one read of every partition a follower's fetch names
+// (in an incremental session fetch, of those the follower is to hear
+// of: sessionSends).
 type followerRead struct {
 	topics  []wire.FetchTopic
 	results []*engine.ReadResult
 	size    int64
 	th      throttledRead
+	// cps are the session's partitions of topics, in their order.
+	cps []*cachedPartition
 }
 
 func (fr followerRead) release() {
@@ -229,16 +234,21 @@ func (fr followerRead) release() {
 // whole batches, as file ranges. The leader's replication throttle holds
 // back the partitions it throttles for from once its rate is used up;
 // what the read took from the throttle is counted when its response is
-// sent.
-func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets []fetchTargetTopic) followerRead {
-	fr := followerRead{topics: make([]wire.FetchTopic, 0, len(targets))}
+// sent. In an incremental session fetch it keeps only the partitions the
+// follower is to hear of (sessionSends): an idle follower's read
+// allocates nothing per partition.
+func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, ctx fetchContext, targets []fetchTargetTopic) followerRead {
+	fr := followerRead{topics: make([]wire.FetchTopic, 0, min(len(targets), 16))}
 	budget := int64(req.MaxBytes)
 	if budget <= 0 {
 		budget = 10 << 20
 	}
 	throttleAvail := int64(-1)
 	for _, t := range targets {
-		rt := wire.FetchTopic{Topic: t.topic, Partitions: make([]wire.FetchPartition, 0, len(t.parts))}
+		rt := wire.FetchTopic{Topic: t.topic}
+		if !ctx.incremental {
+			rt.Partitions = make([]wire.FetchPartition, 0, len(t.parts))
+		}
 		for _, ft := range t.parts {
 			rp := wire.FetchPartition{Partition: ft.part.Partition, ErrorCode: ft.err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 			if ft.p != nil {
@@ -273,6 +283,8 @@ func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets []
 					r, err := l.ReadWhole(ft.part.FetchOffset, limit, ft.p.readLimitForFollower())
 					if err != nil {
 						rp.ErrorCode = errorCodeFor(err)
+					} else if r.Slice.Size == 0 {
+						r.Release() // nothing held
 					} else {
 						fr.results = append(fr.results, r)
 						rp.Records = r.Slice
@@ -287,9 +299,17 @@ func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets []
 					}
 				}
 			}
+			if ctx.incremental && !sessionSends(ft.cp, rp) {
+				continue
+			}
 			rt.Partitions = append(rt.Partitions, rp)
+			if ctx.sess != nil {
+				fr.cps = append(fr.cps, ft.cp)
+			}
 		}
-		fr.topics = append(fr.topics, rt)
+		if len(rt.Partitions) > 0 || !ctx.incremental {
+			fr.topics = append(fr.topics, rt)
+		}
 	}
 	return fr
 }

@@ -74,6 +74,8 @@ type fetchSession struct {
 	// records, reaches every partition in turn (Kafka's FetchSession
 	// does the same).
 	order []*cachedPartition
+	// targets is the memory sessionTargets reuses.
+	targets []fetchTargetTopic
 }
 
 // cachedPartition is one partition of a session: the follower's last
@@ -280,55 +282,57 @@ func (m *Manager) newFetchContext(from int32, conn uint64, req *kmsg.FetchReques
 
 // sessionTargets resolves a session's partitions, in its order, under
 // one hold of the Manager's lock: consecutive partitions of a topic are
-// one topic of the answer (a topic may come more than once).
+// one topic of the answer (a topic may come more than once). It reuses
+// the memory of the session's last fetch, done with once answered.
 func (m *Manager) sessionTargets(sess *fetchSession) []fetchTargetTopic {
-	var targets []fetchTargetTopic
+	targets := sess.targets[:0]
 	m.mu.RLock()
-	defer m.mu.RUnlock()
 	for _, cp := range sess.order {
-		if len(targets) == 0 || targets[len(targets)-1].topic != cp.tp.Topic {
-			targets = append(targets, fetchTargetTopic{topic: cp.tp.Topic})
+		if n := len(targets); n == 0 || targets[n-1].topic != cp.tp.Topic {
+			if n < cap(targets) {
+				targets = targets[:n+1]
+				targets[n].topic, targets[n].parts = cp.tp.Topic, targets[n].parts[:0]
+			} else {
+				targets = append(targets, fetchTargetTopic{topic: cp.tp.Topic})
+			}
 		}
 		t := &targets[len(targets)-1]
 		t.parts = append(t.parts, replicaFetchTarget{part: cp.req, p: m.partitions[cp.tp], cp: cp})
 	}
+	m.mu.RUnlock()
+	sess.targets = targets
 	return targets
 }
 
-// sessionAnswer keeps, of what readForFollower read for a session's
-// fetch, the partitions the follower is to hear of, and notes what it
-// was sent: all of them in a full fetch; in an incremental one, those it
-// named and those with records, an error, or a high watermark or log
-// start offset other than last sent. A partition with an error is sent
-// again next time (Kafka's CachedPartition: its high watermark is
-// forgotten), so the follower hears when the error is gone.
-func sessionAnswer(ctx fetchContext, targets []fetchTargetTopic, topics []wire.FetchTopic) []wire.FetchTopic {
+// sessionSends reports whether an incremental fetch's answer has rp, the
+// session's partition cp as read now: when the fetch named it, or it has
+// records, an error, or a high watermark or log start offset other than
+// last sent.
+func sessionSends(cp *cachedPartition, rp wire.FetchPartition) bool {
+	return cp.named || rp.Records.Size > 0 || rp.ErrorCode != 0 || rp.HighWatermark != cp.hw || rp.LogStartOffset != cp.lso
+}
+
+// sessionSent notes, in the session, what an answer sends the follower:
+// each partition's high watermark and log start offset, but for one in
+// error a high watermark of -1, so that it is sent again once the error
+// is gone (Kafka's CachedPartition); partitions with records go to the
+// back of the session's order.
+func sessionSent(sess *fetchSession, fr followerRead) {
 	var withRecords []*cachedPartition
-	defer func() { ctx.sess.toBack(withRecords) }()
-	out := topics[:0]
-	for i, t := range topics {
-		kept := t.Partitions[:0]
-		for j, fp := range t.Partitions {
-			cp := targets[i].parts[j].cp
-			send := !ctx.incremental || cp.named || fp.Records.Size > 0 || fp.ErrorCode != 0 ||
-				fp.HighWatermark != cp.hw || fp.LogStartOffset != cp.lso
+	k := 0
+	for _, t := range fr.topics {
+		for _, fp := range t.Partitions {
+			cp := fr.cps[k]
+			k++
 			cp.named = false
-			if !send {
-				continue
-			}
-			if fp.Records.Size > 0 {
-				withRecords = append(withRecords, cp)
-			}
 			cp.hw, cp.lso = fp.HighWatermark, fp.LogStartOffset
 			if fp.ErrorCode != 0 {
 				cp.hw = -1
 			}
-			kept = append(kept, fp)
-		}
-		if len(kept) > 0 {
-			t.Partitions = kept
-			out = append(out, t)
+			if fp.Records.Size > 0 {
+				withRecords = append(withRecords, cp)
+			}
 		}
 	}
-	return out
+	sess.toBack(withRecords)
 }
