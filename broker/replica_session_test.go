@@ -18,7 +18,7 @@ import (
 // follower follows there. Records still reach the followers, and with
 // them the high watermark, and the Fetches go back to naming nothing.
 // The figures are the leaders' counts of what the Fetches named
-// (replication.ReplicaFetchStats), not time.
+// (replication.ReplicaFetchStats, on /metrics too), not time.
 func TestIdleReplicaFetchesNameNoPartitions(t *testing.T) {
 	brokers := startThreeBrokersWith(t, "[replication]\nauto.leader.rebalance.enable = false\nreplica.fetch.wait.max.ms = 100\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -96,4 +96,16 @@ func TestIdleReplicaFetchesNameNoPartitions(t *testing.T) {
 		return true
 	})
 	idleWindow("idle again", 6)
+	// /metrics says the same: two sessions at every leader, incremental
+	// fetches among its follower fetches.
+	for _, b := range brokers {
+		m := scrape(t, b)
+		if m["wren_replication_fetch_sessions"] != 2 || m["wren_replication_follower_fetches_incremental_total"] <= 0 ||
+			m["wren_replication_follower_fetches_total"] < m["wren_replication_follower_fetches_incremental_total"] ||
+			m["wren_replication_follower_fetch_partitions_total"] <= 0 {
+			t.Fatalf("node %d metrics: sessions %v, fetches %v, incremental %v, partitions %v", b.cfg.NodeID,
+				m["wren_replication_fetch_sessions"], m["wren_replication_follower_fetches_total"],
+				m["wren_replication_follower_fetches_incremental_total"], m["wren_replication_follower_fetch_partitions_total"])
+		}
+	}
 }
