@@ -610,3 +610,46 @@ func TestFetchSessionTakesTurns(t *testing.T) {
 		t.Fatalf("records per partition over three answers: %v, want one each", got)
 	}
 }
+
+// A partition the follower asks for before its leader hosts it is
+// answered with an error, waits out its backoff outside the session, and
+// joins it once the leader has it: its records reach the follower, and
+// the follower goes back to idle fetches.
+func TestFollowerSessionPartitionLeaderHostsLater(t *testing.T) {
+	m, fm, _, conn := sessionCluster(t, 4)
+	idleFetches(t, conn, 2)
+	tp := engine.TopicPartition{Topic: "late", Partition: 0}
+	open := func(dir string, node int32) *Partition {
+		l, _, err := engine.Open(vfs.NewMem(), dir, tp, engine.DefaultOptions(), engine.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return newPartition(tp, l, &partitionHooks{nodeID: node, now: time.Now}, 0)
+	}
+	fp := open("/f/late-0", 2)
+	if err := fp.becomeLeaderOrFollower(false, 1); err != nil {
+		t.Fatal(err)
+	}
+	fm.follow(tp, fp, 1, 1)
+	// The leader answers UNKNOWN_TOPIC_OR_PARTITION: the follower backs
+	// off from late-0.
+	pollUntil(t, "the follower backing off from late-0", func() bool {
+		fm.mu.Lock()
+		defer fm.mu.Unlock()
+		return !fm.assigned[tp].backoffUntil.IsZero()
+	})
+	lp := open("/l/late-0", 1)
+	lp.setMetadata(1, []int32{1, 2}, []int32{1, 2}, 2, 30000)
+	if err := lp.becomeLeader(1); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	m.partitions[tp] = lp
+	m.mu.Unlock()
+	appendOne(t, lp)
+	pollUntil(t, "late-0's record and high watermark at the follower", func() bool {
+		return fp.Log().LogEndOffset() == 1 && fp.HighWatermark() == 1
+	})
+	idleFetches(t, conn, 3)
+}
