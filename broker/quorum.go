@@ -139,11 +139,16 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 	})
 	// Followers fetch from their leaders on replica connections of this
 	// listener: only a peer that passed the handshake can ask.
-	peers.HandleReplicas(func(from election.NodeID, req kmsg.Request) *wire.Body {
+	// A follower's fetch session lives as long as its connection.
+	peers.HandleReplicas(func(from election.NodeID, conn uint64, req kmsg.Request) *wire.Body {
 		if r := repl.Load(); r != nil {
-			return r.ServeReplicaRequest(int32(from), req)
+			return r.ServeReplicaRequest(int32(from), conn, req)
 		}
 		return nil
+	}, func(from election.NodeID, conn uint64) {
+		if r := repl.Load(); r != nil {
+			r.ReplicaConnClosed(int32(from), conn)
+		}
 	})
 	if err := peers.Start(); err != nil {
 		return nil, nil, err // Start closed the layer and its listener

@@ -252,6 +252,7 @@ func (m *Metrics) writeScraped(w io.Writer) {
 	}
 	if src.Replicas != nil {
 		writeReplicationThrottle(w, src.Replicas)
+		writeReplicaFetches(w, src.Replicas)
 	}
 	if src.Groups != nil && src.Replicas != nil {
 		writeGroupLag(w, src.Groups, src.Replicas)
@@ -351,6 +352,26 @@ func writeReplicationThrottle(w io.Writer, replicas *replication.Manager) {
 	writeFamily(w, "wren_replication_throttle_held_total", "counter", "partition fetches of replicas outside the ISR held back because the throttle's rate was used up")
 	for _, s := range sides {
 		fmt.Fprintf(w, "wren_replication_throttle_held_total{side=%q} %d\n", s.name, s.st.Held)
+	}
+}
+
+// writeReplicaFetches writes what followers' Fetches asked of this node
+// as leader: how many, how many were incremental in a fetch session
+// (KIP-227), how many partitions they named (an idle follower in a
+// session names none), and the sessions open.
+func writeReplicaFetches(w io.Writer, replicas *replication.Manager) {
+	st := replicas.ReplicaFetchStats()
+	for _, c := range []struct {
+		name, typ, help string
+		v               int64
+	}{
+		{"wren_replication_follower_fetches_total", "counter", "follower Fetches this node served as leader", st.Requests},
+		{"wren_replication_follower_fetches_incremental_total", "counter", "follower Fetches in a fetch session that named only what changed", st.Incremental},
+		{"wren_replication_follower_fetch_partitions_total", "counter", "partitions the follower Fetches named", st.Partitions},
+		{"wren_replication_fetch_sessions", "gauge", "followers' fetch sessions open with this node as leader", int64(st.Sessions)},
+	} {
+		writeFamily(w, c.name, c.typ, c.help)
+		fmt.Fprintf(w, "%s %d\n", c.name, c.v)
 	}
 }
 

@@ -12,7 +12,10 @@
 //     metalog messages (32001) and the cluster's app bodies (32002).
 //   - Replica connections (HandleReplicas, DialReplica, ReplicaConn):
 //     Kafka requests a follower sends its leader, each answered in
-//     order. Replication is their client.
+//     order. Replication is their client; it is told each accepted
+//     connection's id with its requests, and when it closes
+//     (ReplicaClosed), for state it keeps per connection (fetch
+//     sessions).
 //
 // The broker creates the layer, registers both clients, then starts it.
 //

@@ -53,7 +53,7 @@ func start(cfg Config, replicas ...ReplicaHandler) (*Layer, error) {
 		return nil, err
 	}
 	for _, h := range replicas {
-		l.HandleReplicas(h)
+		l.HandleReplicas(h, nil)
 	}
 	if err := l.Start(); err != nil {
 		return nil, err

@@ -69,8 +69,16 @@ type MessageHandler func(from election.NodeID, key int16, body []byte) error
 // block (a follower's fetch waits there for data). The answer is the
 // response body as chunks, whose file ranges go out with sendfile; its
 // Done is called once it is written or dropped. A nil answer closes the
-// connection.
-type ReplicaHandler func(from election.NodeID, req kmsg.Request) *wire.Body
+// connection. conn names the connection, unique among this layer's
+// replica connections for the life of the process: a client that keeps
+// state for one connection (replication's fetch sessions) drops it when
+// ReplicaClosed says the connection closed.
+type ReplicaHandler func(from election.NodeID, conn uint64, req kmsg.Request) *wire.Body
+
+// ReplicaClosed is told, once, that the replica connection conn from peer
+// from closed: no request comes on it again. It runs on that
+// connection's goroutine and must not block.
+type ReplicaClosed func(from election.NodeID, conn uint64)
 
 // Encoder is a message channel frame's body, encoded by the peer's
 // sending goroutine into a buffer it reuses.
@@ -107,6 +115,9 @@ type Layer struct {
 	onMessage   MessageHandler
 	messageKeys map[int16]*counters
 	onReplica   ReplicaHandler
+	onClosed    ReplicaClosed
+	// replicaConns numbers the accepted replica connections.
+	replicaConns atomic.Uint64
 	// identityClientID is the client id of this layer's identity checks
 	// (identity.go): a handshake from this node's own id with it is this
 	// process, not an intruder.
@@ -193,12 +204,13 @@ func (l *Layer) HandleMessages(keys []int16, h MessageHandler) {
 
 // HandleReplicas makes h the replica connections' client: it answers the
 // requests peers send on the replica connections they open (DialReplica).
-// Without it replica connections are refused. Called before Start.
-func (l *Layer) HandleReplicas(h ReplicaHandler) {
+// Without it replica connections are refused. closed, if not nil, is
+// told when each of them closes. Called before Start.
+func (l *Layer) HandleReplicas(h ReplicaHandler, closed ReplicaClosed) {
 	if l.started.Load() {
 		panic("peer: HandleReplicas after Start")
 	}
-	l.onReplica = h
+	l.onReplica, l.onClosed = h, closed
 }
 
 // Start accepts on the listener and connects to the other voters. It

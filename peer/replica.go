@@ -15,8 +15,13 @@ import (
 )
 
 // serveReplica answers a follower's requests on a replica connection, one
-// at a time, in order.
+// at a time, in order, and tells the client (ReplicaClosed) once it
+// serves no more.
 func (l *Layer) serveReplica(c net.Conn, fr *wire.FrameReader, from election.NodeID) error {
+	conn := l.replicaConns.Add(1)
+	if l.onClosed != nil {
+		defer l.onClosed(from, conn)
+	}
 	for {
 		frame, err := fr.ReadFrame(int32(l.cfg.MaxFrameBytes), nil, nil)
 		if err != nil {
@@ -27,7 +32,7 @@ func (l *Layer) serveReplica(c net.Conn, fr *wire.FrameReader, from election.Nod
 		if err != nil {
 			return fmt.Errorf("peer: replica request from node %d: %w", from, err)
 		}
-		resp := l.onReplica(from, req)
+		resp := l.onReplica(from, conn, req)
 		if resp == nil {
 			return fmt.Errorf("peer: node %d sent a replica request it may not (%s v%d)", from, kmsg.NameForKey(h.ApiKey), h.ApiVersion)
 		}

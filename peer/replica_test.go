@@ -41,7 +41,7 @@ func TestReplicaConnSplicedAnswers(t *testing.T) {
 	// the position, PartitionMaxBytes the size. A flexible request
 	// (OffsetForLeaderEpoch v4) is answered with a kmsg response.
 	leader, err := start(Config{ID: 1, Voters: voters, Listener: lns[0], Logger: logger},
-		func(from election.NodeID, req kmsg.Request) *wire.Body {
+		func(from election.NodeID, _ uint64, req kmsg.Request) *wire.Body {
 			switch req := req.(type) {
 			case *kmsg.FetchRequest:
 				if from != 2 || req.ReplicaID != 2 || req.GetVersion() != 11 || len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 {
@@ -135,5 +135,81 @@ func TestKeepReplicaBuffer(t *testing.T) {
 		if got := keepReplicaBuffer(make([]byte, 0, c.cap), c.n); got != c.keep {
 			t.Errorf("cap %d holding %d: keep %v, want %v", c.cap, c.n, got, c.keep)
 		}
+	}
+}
+
+// Each replica connection has its own id, the same for every request on
+// it; the client is told once the connection closes, with that id.
+func TestReplicaConnIDAndClosed(t *testing.T) {
+	lns, voters := listeners(t, 2)
+	logger := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
+	seen := make(chan uint64, 16)
+	closed := make(chan uint64, 16)
+	leader, err := New(Config{ID: 1, Voters: voters, Listener: lns[0], Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader.HandleReplicas(func(from election.NodeID, conn uint64, req kmsg.Request) *wire.Body {
+		seen <- conn
+		resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+		return &wire.Body{Chunks: []wire.Chunk{{Bytes: resp.AppendTo(nil)}}}
+	}, func(from election.NodeID, conn uint64) {
+		if from != 2 {
+			t.Errorf("closed connection from node %d, want 2", from)
+		}
+		closed <- conn
+	})
+	if err := leader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer leader.Close()
+	follower, err := start(Config{ID: 2, Voters: voters, Listener: lns[1], Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer follower.Close()
+	ask := func(rc *ReplicaConn) uint64 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.SetVersion(3)
+		req.ReplicaID = 2
+		if _, err := rc.RoundTrip(req, time.Now().Add(10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		return <-seen
+	}
+	wait := func(ch chan uint64, what string) uint64 {
+		t.Helper()
+		select {
+		case v := <-ch:
+			return v
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s within 10 s", what)
+			return 0
+		}
+	}
+	a, err := follower.DialReplica(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := follower.DialReplica(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idA := ask(a)
+	if again := ask(a); again != idA {
+		t.Fatalf("one connection, ids %d and %d", idA, again)
+	}
+	idB := ask(b)
+	if idB == idA {
+		t.Fatalf("two connections, one id %d", idA)
+	}
+	a.Close()
+	if got := wait(closed, "closed callback"); got != idA {
+		t.Fatalf("closed callback for %d, want %d", got, idA)
+	}
+	b.Close()
+	if got := wait(closed, "closed callback"); got != idB {
+		t.Fatalf("closed callback for %d, want %d", got, idB)
 	}
 }

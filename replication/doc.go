@@ -62,6 +62,19 @@
 // appended, and that fetch answers the acks=all appends it covers. See
 // docs/ARCHITECTURE.md.
 //
+// A follower fetches in an incremental fetch session (session.go, Kafka's
+// KIP-227) with each leader: after a first full Fetch, its Fetches name
+// only the partitions whose fetch state changed (and forget those it no
+// longer fetches), and the leader answers only partitions with records,
+// an error, or a high watermark or log start offset it has not sent, so
+// an idle follower's Fetch and its answer carry no partition however
+// many it follows. The leader still takes every partition of the session
+// as fetched at its last offset (the ISR's caught-up times), and wakes
+// the long poll on an append to any of them. A session belongs to one
+// replica connection (the peer layer says when it closes) and each
+// follower has at most one per leader; a follower or leader of an older
+// version fetches without one (SessionEpoch -1, or SessionID 0 answered).
+//
 // sim_test.go is a seeded, deterministic simulator of this package's data
 // plane: real Partitions over real engine logs on crashable in-memory file
 // systems, a simulated controller using cluster's pure rules, a lossy

@@ -51,6 +51,9 @@ type fetcherManager struct {
 	// throttles nothing.
 	throttle *Throttle
 
+	// sessionResets counts the fetch sessions a leader refused
+	// (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH).
+	sessionResets atomic.Int64
 	// unwritable: the last round found the log dir taking no writes
 	// (logged when it changes).
 	unwritable atomic.Bool
@@ -84,6 +87,10 @@ type followed struct {
 	// watermark (Kafka's isReplicaInSync of a fetch state); the
 	// replication throttle leaves such a replica alone.
 	caughtUp atomic.Bool
+	// resend: this replica's state changed under what the leader last
+	// sent of it (a truncation, a response it could not apply): the next
+	// Fetch in a session names it, and the leader answers it whole.
+	resend atomic.Bool
 }
 
 type fetcher struct {
@@ -96,6 +103,35 @@ type fetcher struct {
 	// for up to replica.fetch.wait.max.ms; interrupted: follow closed
 	// conn under it, for a partition that Fetch lacks.
 	polling, interrupted bool
+	// session is the fetch session on conn (session.go); only the
+	// fetcher's goroutine uses it.
+	session followerSession
+}
+
+// followerSession is the follower's side of a fetch session (KIP-227)
+// with one leader, on one connection: id 0 is none (the next Fetch is
+// full, and asks for one); sent is what the leader holds of each
+// partition in it.
+type followerSession struct {
+	id, epoch int32
+	sent      map[engine.TopicPartition]sentPartition
+	// round numbers the Fetches: a partition in sent but not in this
+	// round's is forgotten.
+	round uint64
+}
+
+// sentPartition is what a session's leader was last told of a partition.
+type sentPartition struct {
+	fl                     *followed
+	fetchOffset, logStart  int64
+	maxBytes, currentEpoch int32
+	round                  uint64
+}
+
+// reset ends the session: the next Fetch is full.
+func (s *followerSession) reset() {
+	s.id, s.epoch = noSessionID, initialSessionEpoch
+	clear(s.sent)
 }
 
 func newFetcherManager(self int32, cfg FetchConfig, logger *slog.Logger) *fetcherManager {
@@ -245,6 +281,8 @@ func (fm *fetcherManager) run(f *fetcher) {
 			conn = nil
 			fm.setConn(f, nil)
 		}
+		// The leader drops a session with its connection.
+		f.session.reset()
 	}
 	defer closeConn()
 	pause := func(d time.Duration) bool {
@@ -347,6 +385,11 @@ func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) 
 	}
 	fm.mu.Unlock()
 	if len(truncate) > 0 {
+		// A truncation may lower the high watermark: the leader, in a
+		// session, sends it again.
+		for _, fl := range truncate {
+			fl.resend.Store(true)
+		}
 		if err := fm.truncate(conn, truncate); err != nil {
 			return err
 		}
@@ -380,7 +423,7 @@ func (fm *fetcherManager) round(f *fetcher, conn LeaderConn, parts []*followed) 
 		return nil
 	}
 	defer fm.setPolling(f, false)
-	return fm.fetch(conn, fetch, limits, fm.fetchWaitMs(parts))
+	return fm.fetch(f, conn, fetch, limits, fm.fetchWaitMs(parts))
 }
 
 // fetchWaitMs is how long a Fetch may wait at the leader: up to
@@ -504,23 +547,85 @@ func (fm *fetcherManager) truncate(conn LeaderConn, parts []*followed) error {
 
 // fetch sends one Fetch for parts, asking at most limits[i] bytes of
 // parts[i] and waiting at most waitMs at the leader, and appends what
-// comes back.
-func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int32, waitMs int32) error {
+// comes back. In f's fetch session it names only the partitions that
+// changed since the last Fetch, and forgets those no longer fetched.
+func (fm *fetcherManager) fetch(f *fetcher, conn LeaderConn, parts []*followed, limits []int32, waitMs int32) error {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(ReplicaFetchVersion)
 	req.ReplicaID = fm.self
 	req.MaxWaitMillis = waitMs
 	req.MinBytes = 1
 	req.MaxBytes = fm.cfg.ResponseBytes
-	req.SessionEpoch = -1
-	// asked[i][k] is the partition req.Topics[i].Partitions[k] names: the
-	// leader answers in the request's order, so a response partition is
-	// found by its place (checked), not looked up by name. Each topic's
-	// place is found once per partition, and its arrays are made once.
-	byTopic := map[string]int{}
-	topicOf := make([]int, len(parts))
-	var counts []int
+	sess := &f.session
+	if sess.sent == nil {
+		sess.sent = map[engine.TopicPartition]sentPartition{}
+	}
+	sess.round++
+	full := sess.id == noSessionID
+	if full {
+		// Asks for a session; a leader without them answers SessionID 0
+		// and serves it as one without (SessionEpoch -1).
+		clear(sess.sent)
+		req.SessionID, req.SessionEpoch = noSessionID, initialSessionEpoch
+	} else {
+		req.SessionID, req.SessionEpoch = sess.id, sess.epoch
+	}
+	// named: the partitions this Fetch names (all, in a full one), each
+	// with its limit.
+	named := parts
+	if !full {
+		named = make([]*followed, 0, 8)
+	}
+	namedLimits := limits
+	if !full {
+		namedLimits = make([]int32, 0, 8)
+	}
 	for j, fl := range parts {
+		st := sentPartition{fl: fl, fetchOffset: fl.p.log.LogEndOffset(), logStart: fl.p.log.LogStartOffset(),
+			maxBytes: limits[j], currentEpoch: fl.epoch, round: sess.round}
+		prev, ok := sess.sent[fl.p.tp]
+		sess.sent[fl.p.tp] = st
+		resend := fl.resend.Swap(false)
+		if full {
+			continue
+		}
+		prev.round = st.round
+		if ok && prev == st && !resend {
+			continue
+		}
+		named = append(named, fl)
+		namedLimits = append(namedLimits, limits[j])
+	}
+	if !full {
+		// Partitions in the session that this round does not fetch (no
+		// longer followed here, waiting out a backoff, truncating): the
+		// leader forgets them; they come back named in full.
+		forgotten := map[string]int{}
+		for tp, st := range sess.sent {
+			if st.round == sess.round {
+				continue
+			}
+			delete(sess.sent, tp)
+			i, ok := forgotten[tp.Topic]
+			if !ok {
+				i = len(req.ForgottenTopics)
+				forgotten[tp.Topic] = i
+				ft := kmsg.NewFetchRequestForgottenTopic()
+				ft.Topic = tp.Topic
+				req.ForgottenTopics = append(req.ForgottenTopics, ft)
+			}
+			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
+		}
+	}
+	// asked[i][k] is the partition req.Topics[i].Partitions[k] names: the
+	// leader answers a fetch without a session in the request's order, so
+	// a response partition is found by its place (checked), not looked up
+	// by name. Each topic's place is found once per partition, and its
+	// arrays are made once.
+	byTopic := map[string]int{}
+	topicOf := make([]int, len(named))
+	var counts []int
+	for j, fl := range named {
 		i, ok := byTopic[fl.p.tp.Topic]
 		if !ok {
 			i = len(counts)
@@ -537,15 +642,16 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 		req.Topics[i].Partitions = make([]kmsg.FetchRequestTopicPartition, 0, n)
 		asked[i] = make([]*followed, 0, n)
 	}
-	for j, fl := range parts {
+	for j, fl := range named {
 		i := topicOf[j]
+		st := sess.sent[fl.p.tp]
 		req.Topics[i].Topic = fl.p.tp.Topic
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = fl.p.tp.Partition
 		rp.CurrentLeaderEpoch = fl.epoch
-		rp.FetchOffset = fl.p.log.LogEndOffset()
-		rp.LogStartOffset = fl.p.log.LogStartOffset()
-		rp.PartitionMaxBytes = limits[j]
+		rp.FetchOffset = st.fetchOffset
+		rp.LogStartOffset = st.logStart
+		rp.PartitionMaxBytes = namedLimits[j]
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		asked[i] = append(asked[i], fl)
 	}
@@ -558,8 +664,29 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 	if err := resp.ReadFrom(body); err != nil {
 		return fmt.Errorf("replication: Fetch response: %w", err)
 	}
-	if resp.ErrorCode != 0 {
+	switch resp.ErrorCode {
+	case 0:
+	case kerr.FetchSessionIDNotFound.Code, kerr.InvalidFetchSessionEpoch.Code:
+		// The leader has no such session (it restarted, or evicted it):
+		// the next Fetch is full and opens a new one. Nothing was read.
+		fm.logger.Debug("replica fetcher: fetch session refused; fetching in full", "leader", f.leader,
+			"err", kerr.ErrorForCode(resp.ErrorCode))
+		fm.sessionResets.Add(1)
+		sess.reset()
+		return nil
+	default:
 		return fmt.Errorf("replication: Fetch refused: %w", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	switch {
+	case full:
+		// SessionID 0: a leader without sessions, or one that keeps
+		// none for this follower; the next Fetch is full again.
+		sess.id, sess.epoch = resp.SessionID, 1
+	case resp.SessionID == sess.id:
+		sess.epoch = nextSessionEpoch(sess.epoch)
+	default:
+		// Not the session asked for: apply the answer, then start over.
+		sess.reset()
 	}
 	// Partitions with records append (and fdatasync, under flush policy
 	// ack) concurrently: one round costs about one fdatasync. One of them
@@ -577,8 +704,14 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 	withRecords := false
 	var logStartMoved atomic.Bool
 	handle := func(a answered) {
-		if fm.handlePartition(a.fl, *a.rp) {
+		moved, applied := fm.handlePartition(a.fl, *a.rp)
+		if moved {
 			logStartMoved.Store(true)
+		}
+		if !applied {
+			// The leader, in a session, takes its high watermark and
+			// log start offset as sent: name the partition next time.
+			a.fl.resend.Store(true)
 		}
 		fm.noteCaughtUp(a.fl, *a.rp)
 	}
@@ -587,7 +720,8 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 		if ti < len(asked) && req.Topics[ti].Topic == topic && pi < len(asked[ti]) && asked[ti][pi].p.tp.Partition == partition {
 			return asked[ti][pi]
 		}
-		// Out of the request's order: by name.
+		// Out of the request's order, or not named in it (a session's
+		// answer): by name, among every partition this round fetches.
 		if byTP == nil {
 			byTP = make(map[engine.TopicPartition]*followed, len(parts))
 			for _, fl := range parts {
@@ -637,8 +771,11 @@ func (fm *fetcherManager) fetch(conn LeaderConn, parts []*followed, limits []int
 }
 
 // handlePartition applies one partition of a fetch response; it reports
-// whether the log start offset moved (the caller checkpoints it).
-func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTopicPartition) (logStartMoved bool) {
+// whether the log start offset moved (the caller checkpoints it), and
+// whether the leader's high watermark and log start offset were taken
+// (not so after an error: the next Fetch in a session names the
+// partition, for the leader to send them again).
+func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTopicPartition) (logStartMoved, applied bool) {
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
 	case errors.Is(err, kerr.OffsetOutOfRange):
@@ -648,14 +785,14 @@ func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTop
 				fm.logger.Log(context.Background(), followerErrorLevel(err), "follower cannot restart its log at the leader's log start", "partition", fl.p.tp.String(), "err", err)
 				fm.backoff(fl)
 			}
-			return false
+			return false, false
 		}
 		fm.setTruncated(fl, false)
-		return false
+		return false, false
 	default:
 		// Fenced, unknown epoch, not the leader: new metadata mends it.
 		fm.backoff(fl)
-		return false
+		return false, false
 	}
 	if len(rp.RecordBatches) > 0 {
 		if err := fl.p.appendAsFollower(fl.epoch, rp.RecordBatches); err != nil {
@@ -665,7 +802,7 @@ func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTop
 				fm.appendFailed(fl, err)
 				fm.backoff(fl)
 			}
-			return false
+			return false, false
 		}
 	}
 	fl.p.setFollowerHighWatermark(rp.HighWatermark)
@@ -673,8 +810,9 @@ func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTop
 	if err != nil {
 		fm.logger.Log(context.Background(), followerErrorLevel(err), "follower cannot move its log start offset to the leader's",
 			"partition", fl.p.tp.String(), "leader_log_start_offset", rp.LogStartOffset, "err", err)
+		return moved, false
 	}
-	return moved
+	return moved, true
 }
 
 // appendFailed logs a follower's failed append: at DEBUG when its

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,9 +24,14 @@ import (
 type loopbackConn struct {
 	leader *Manager
 	from   int32
+	// id is the connection's, for the leader's fetch sessions.
+	id     uint64
 	buf    []byte
 	closed chan struct{}
 }
+
+// loopbackConns numbers loopbackConns.
+var loopbackConns atomic.Uint64
 
 func (c *loopbackConn) RoundTrip(r kmsg.Request, _ time.Time) ([]byte, error) {
 	select {
@@ -38,7 +44,7 @@ func (c *loopbackConn) RoundTrip(r kmsg.Request, _ time.Time) ([]byte, error) {
 	if err := req.ReadFrom(r.AppendTo(c.buf[:0])); err != nil {
 		return nil, err
 	}
-	body := c.leader.ServeReplicaRequest(c.from, req)
+	body := c.leader.ServeReplicaRequest(c.from, c.id, req)
 	if body == nil {
 		return nil, fmt.Errorf("loopbackConn: the leader closed the connection")
 	}
@@ -53,6 +59,7 @@ func (c *loopbackConn) Close() error {
 	case <-c.closed:
 	default:
 		close(c.closed)
+		c.leader.ReplicaConnClosed(c.from, c.id)
 	}
 	return nil
 }
@@ -96,7 +103,7 @@ func newIdleReplicaCluster(tb testing.TB, n int, waitMaxMs int32) *idleReplicaCl
 	}
 	for node := int32(2); node <= 3; node++ {
 		dial := func(int32) (LeaderConn, error) {
-			return &loopbackConn{leader: c.leader, from: node, closed: make(chan struct{})}, nil
+			return &loopbackConn{leader: c.leader, from: node, id: loopbackConns.Add(1), closed: make(chan struct{})}, nil
 		}
 		fm := newFetcherManager(node, FetchConfig{Dial: dial, WaitMaxMs: waitMaxMs}, slog.New(slog.DiscardHandler))
 		tb.Cleanup(fm.stopAll)
@@ -295,7 +302,7 @@ func TestFollowerFetchWithErrorAnsweredAtOnce(t *testing.T) {
 	}
 	answered := make(chan kmsg.FetchResponse, 1)
 	go func() {
-		body := m.serveFetch(2, req)
+		body := m.serveFetch(2, 0, req)
 		defer body.Done()
 		answered <- *decodeFetch(t, body.Chunks)
 	}()

@@ -135,7 +135,7 @@ func followerFetch(t *testing.T, m *Manager, offset int64, waitMs int32) int {
 	rp.CurrentLeaderEpoch, rp.PartitionMaxBytes, rp.FetchOffset = 1, 1<<20, offset
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	body := m.serveFetch(2, req)
+	body := m.serveFetch(2, 0, req)
 	defer body.Done()
 	resp := decodeFetch(t, body.Chunks)
 	got := resp.Topics[0].Partitions[0]

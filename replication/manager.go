@@ -57,6 +57,9 @@ type Manager struct {
 	// applyAgain are topics whose last pass failed somewhere.
 	applyAll   bool
 	applyAgain map[string]bool
+	// sessions are the followers' fetch sessions with this leader
+	// (session.go).
+	sessions fetchSessions
 }
 
 // ReplicationConfig connects the Manager to its peers: follower fetching,

@@ -261,8 +261,8 @@ func TestFollowerFetchReadsOnlyDurable(t *testing.T) {
 			rp := kmsg.NewFetchRequestTopicPartition()
 			rp.PartitionMaxBytes = 1 << 20
 			req.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{rp}}}
-			targets := [][]replicaFetchTarget{{{p: p, part: rp, err: p.followerFetch(2, 0, 1, nil)}}}
-			fr := (&Manager{}).readForFollower(2, req, targets)
+			targets := []fetchTargetTopic{{topic: "t", parts: []replicaFetchTarget{{p: p, part: rp, err: p.followerFetch(2, 0, 1, nil)}}}}
+			fr := (&Manager{}).readForFollower(2, req, fetchContext{}, targets)
 			defer fr.release()
 			resp := decodeFetch(t, wire.EncodeFetchResponse(ReplicaFetchVersion, 0, 0, 0, fr.topics))
 			if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
@@ -430,7 +430,7 @@ func TestReplicaFetchStaysWithinResponseBytes(t *testing.T) {
 		targets = append(targets, replicaFetchTarget{p: p, part: rp, err: p.followerFetch(2, 0, 1, nil)})
 	}
 	req.Topics = []kmsg.FetchRequestTopic{t1}
-	fr := (&Manager{}).readForFollower(2, req, [][]replicaFetchTarget{targets})
+	fr := (&Manager{}).readForFollower(2, req, fetchContext{}, []fetchTargetTopic{{topic: req.Topics[0].Topic, parts: targets}})
 	defer fr.release()
 	resp := decodeFetch(t, wire.EncodeFetchResponse(ReplicaFetchVersion, 0, 0, 0, fr.topics))
 	total, with := 0, 0

@@ -32,19 +32,21 @@ const (
 // unless ReplicationConfig.MaxFollowerWait says otherwise.
 const maxReplicaFetchWait = 5 * time.Second
 
-// ServeReplicaRequest answers a request from peer from on a replica
-// connection, decoded by the transport with kmsg: the response body as
-// chunks (a Fetch's record data as file ranges of this node's segments,
-// which the transport sends with sendfile; it calls Done once written),
-// or nil to close the connection (an API or version other than the two
-// above, or a replica id that is not the peer's).
-func (m *Manager) ServeReplicaRequest(from int32, req kmsg.Request) *wire.Body {
+// ServeReplicaRequest answers a request from peer from on its replica
+// connection conn, decoded by the transport with kmsg: the response body
+// as chunks (a Fetch's record data as file ranges of this node's
+// segments, which the transport sends with sendfile; it calls Done once
+// written), or nil to close the connection (an API or version other than
+// the two above, or a replica id that is not the peer's). A fetch session
+// (session.go) belongs to conn; the transport says when conn closes
+// (ReplicaConnClosed).
+func (m *Manager) ServeReplicaRequest(from int32, conn uint64, req kmsg.Request) *wire.Body {
 	switch req := req.(type) {
 	case *kmsg.FetchRequest:
 		if req.GetVersion() != ReplicaFetchVersion || req.ReplicaID != from {
 			return nil
 		}
-		return m.serveFetch(from, req)
+		return m.serveFetch(from, conn, req)
 	case *kmsg.OffsetForLeaderEpochRequest:
 		if req.GetVersion() != ReplicaOffsetForLeaderEpochVersion || req.ReplicaID != from {
 			return nil
@@ -58,15 +60,35 @@ type replicaFetchTarget struct {
 	p    *Partition
 	err  int16
 	part kmsg.FetchRequestTopicPartition
+	// cp is the partition in the fetch's session, if it has one.
+	cp *cachedPartition
 }
 
-// serveFetch answers a follower's Fetch: the response body with each
-// partition's records as a file range, and the Release that lets their
-// segments go.
-func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
+// fetchTargetTopic is one topic of the partitions a fetch reads.
+type fetchTargetTopic struct {
+	topic string
+	parts []replicaFetchTarget
+}
+
+// serveFetch answers a follower's Fetch on its connection conn: the
+// response body with each partition's records as a file range, and the
+// Release that lets their segments go. In a fetch session (session.go)
+// it reads every partition of the session, named or not, and answers
+// those that changed.
+func (m *Manager) serveFetch(from int32, conn uint64, req *kmsg.FetchRequest) *wire.Body {
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, m.maxFollowerWait())
 	deadline := time.Now().Add(wait)
-	targets := m.replicaFetchTargets(req)
+	ctx, code := m.newFetchContext(from, conn, req)
+	if code != 0 {
+		// A session the follower has wrong: it fetches in full again.
+		return &wire.Body{Chunks: wire.EncodeFetchResponse(req.GetVersion(), 0, code, noSessionID, nil)}
+	}
+	var targets []fetchTargetTopic
+	if ctx.sess != nil {
+		targets = m.sessionTargets(ctx.sess)
+	} else {
+		targets = m.replicaFetchTargets(req)
+	}
 	// appended wakes this fetch at the next append to any partition it
 	// waits on: each registers it as it takes the fetch, before the read
 	// below looks for records, so no append between them goes unseen.
@@ -84,8 +106,8 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 	// poll, and so a first acks=all produce to it.
 	waiting, failed := false, false
 	for i := range targets {
-		for j := range targets[i] {
-			ft := &targets[i][j]
+		for j := range targets[i].parts {
+			ft := &targets[i].parts[j]
 			rp := ft.part
 			if ft.p == nil {
 				ft.err = kerr.UnknownTopicOrPartition.Code
@@ -107,9 +129,9 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 	}()
 	for {
 		if req.MinBytes <= 0 || !waiting || !time.Now().Before(deadline) || anyReadable(targets) {
-			fr := m.readForFollower(from, req, targets)
+			fr := m.readForFollower(from, req, ctx, targets)
 			if fr.size >= int64(req.MinBytes) || !waiting || !time.Now().Before(deadline) {
-				return m.answerFetch(req, fr)
+				return m.answerFetch(req, ctx, fr)
 			}
 			fr.release()
 		}
@@ -121,9 +143,9 @@ func (m *Manager) serveFetch(from int32, req *kmsg.FetchRequest) *wire.Body {
 		select {
 		case <-appended:
 		case <-timer.C:
-			return m.answerFetch(req, m.readForFollower(from, req, targets))
+			return m.answerFetch(req, ctx, m.readForFollower(from, req, ctx, targets))
 		case <-m.stopped:
-			return m.answerFetch(req, m.readForFollower(from, req, targets))
+			return m.answerFetch(req, ctx, m.readForFollower(from, req, ctx, targets))
 		}
 	}
 }
@@ -166,14 +188,14 @@ func (p *Partition) waitForAppendLocked(follower int32, w *fetchWaiter) {
 // replicaFetchTargets resolves the partitions a follower's Fetch names,
 // under one hold of the Manager's lock: a fetch names every partition the
 // follower follows here, thousands on a large cluster, every round.
-func (m *Manager) replicaFetchTargets(req *kmsg.FetchRequest) [][]replicaFetchTarget {
-	targets := make([][]replicaFetchTarget, len(req.Topics))
+func (m *Manager) replicaFetchTargets(req *kmsg.FetchRequest) []fetchTargetTopic {
+	targets := make([]fetchTargetTopic, len(req.Topics))
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for i, t := range req.Topics {
-		targets[i] = make([]replicaFetchTarget, len(t.Partitions))
+		targets[i] = fetchTargetTopic{topic: t.Topic, parts: make([]replicaFetchTarget, len(t.Partitions))}
 		for j, rp := range t.Partitions {
-			targets[i][j] = replicaFetchTarget{part: rp, p: m.partitions[engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]}
+			targets[i].parts[j] = replicaFetchTarget{part: rp, p: m.partitions[engine.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]}
 		}
 	}
 	return targets
@@ -185,9 +207,9 @@ func (m *Manager) replicaFetchTargets(req *kmsg.FetchRequest) [][]replicaFetchTa
 // would return no records (Log.ReadWhole returns none at or above its
 // limit, and an error at most), and a fetch that needs some waits
 // without it.
-func anyReadable(targets [][]replicaFetchTarget) bool {
+func anyReadable(targets []fetchTargetTopic) bool {
 	for _, ts := range targets {
-		for _, ft := range ts {
+		for _, ft := range ts.parts {
 			if ft.err == 0 && ft.part.FetchOffset < ft.p.readLimitForFollower() {
 				return true
 			}
@@ -196,19 +218,29 @@ func anyReadable(targets [][]replicaFetchTarget) bool {
 	return false
 }
 
-// answerFetch encodes what readForFollower read and counts it against the
-// leader's replication throttle.
-func (m *Manager) answerFetch(req *kmsg.FetchRequest, fr followerRead) *wire.Body {
+// answerFetch encodes what readForFollower read and counts it against
+// the leader's replication throttle; in a session, it notes what the
+// follower was sent (sessionSent).
+func (m *Manager) answerFetch(req *kmsg.FetchRequest, ctx fetchContext, fr followerRead) *wire.Body {
 	m.leaderThrottle.recordFetch(fr.th)
-	return &wire.Body{Chunks: wire.EncodeFetchResponse(req.GetVersion(), 0, 0, 0, fr.topics), Release: fr.release}
+	id := noSessionID
+	if ctx.sess != nil {
+		sessionSent(ctx.sess, fr)
+		id = ctx.sess.id
+	}
+	return &wire.Body{Chunks: wire.EncodeFetchResponse(req.GetVersion(), 0, 0, id, fr.topics), Release: fr.release}
 }
 
-// followerRead is one read of every partition a follower's fetch names.
+// followerRead is one read of every partition a follower's fetch names
+// (in an incremental session fetch, of those the follower is to hear
+// of: sessionSends).
 type followerRead struct {
 	topics  []wire.FetchTopic
 	results []*engine.ReadResult
 	size    int64
 	th      throttledRead
+	// cps are the session's partitions of topics, in their order.
+	cps []*cachedPartition
 }
 
 func (fr followerRead) release() {
@@ -222,17 +254,22 @@ func (fr followerRead) release() {
 // whole batches, as file ranges. The leader's replication throttle holds
 // back the partitions it throttles for from once its rate is used up;
 // what the read took from the throttle is counted when its response is
-// sent.
-func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets [][]replicaFetchTarget) followerRead {
-	fr := followerRead{topics: make([]wire.FetchTopic, 0, len(req.Topics))}
+// sent. In an incremental session fetch it keeps only the partitions the
+// follower is to hear of (sessionSends): an idle follower's read
+// allocates nothing per partition.
+func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, ctx fetchContext, targets []fetchTargetTopic) followerRead {
+	fr := followerRead{topics: make([]wire.FetchTopic, 0, min(len(targets), 16))}
 	budget := int64(req.MaxBytes)
 	if budget <= 0 {
 		budget = 10 << 20
 	}
 	throttleAvail := int64(-1)
-	for i, t := range req.Topics {
-		rt := wire.FetchTopic{Topic: t.Topic, Partitions: make([]wire.FetchPartition, 0, len(targets[i]))}
-		for _, ft := range targets[i] {
+	for _, t := range targets {
+		rt := wire.FetchTopic{Topic: t.topic}
+		if !ctx.incremental {
+			rt.Partitions = make([]wire.FetchPartition, 0, len(t.parts))
+		}
+		for _, ft := range t.parts {
 			rp := wire.FetchPartition{Partition: ft.part.Partition, ErrorCode: ft.err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 			if ft.p != nil {
 				l := ft.p.Log()
@@ -266,6 +303,8 @@ func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets []
 					r, err := l.ReadWhole(ft.part.FetchOffset, limit, ft.p.readLimitForFollower())
 					if err != nil {
 						rp.ErrorCode = errorCodeFor(err)
+					} else if r.Slice.Size == 0 {
+						r.Release() // nothing held
 					} else {
 						fr.results = append(fr.results, r)
 						rp.Records = r.Slice
@@ -280,9 +319,17 @@ func (m *Manager) readForFollower(from int32, req *kmsg.FetchRequest, targets []
 					}
 				}
 			}
+			if ctx.incremental && !sessionSends(ft.cp, rp) {
+				continue
+			}
 			rt.Partitions = append(rt.Partitions, rp)
+			if ctx.sess != nil {
+				fr.cps = append(fr.cps, ft.cp)
+			}
 		}
-		fr.topics = append(fr.topics, rt)
+		if len(rt.Partitions) > 0 || !ctx.incremental {
+			fr.topics = append(fr.topics, rt)
+		}
 	}
 	return fr
 }

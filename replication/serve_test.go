@@ -69,14 +69,14 @@ func TestServeReplicaRequestKinds(t *testing.T) {
 		"Fetch of a consumer":                     fetch(ReplicaFetchVersion, -1),
 		"Produce":                                 kmsg.NewPtrProduceRequest(),
 	} {
-		if body := m.ServeReplicaRequest(2, req); body != nil {
+		if body := m.ServeReplicaRequest(2, 0, req); body != nil {
 			body.Done()
 			t.Errorf("%s: answered, want refused", name)
 		}
 	}
 
 	req := ofle(ReplicaOffsetForLeaderEpochVersion, 2)
-	body := m.ServeReplicaRequest(2, req)
+	body := m.ServeReplicaRequest(2, 0, req)
 	if body == nil {
 		t.Fatal("OffsetForLeaderEpoch from the follower refused")
 	}
@@ -89,7 +89,7 @@ func TestServeReplicaRequestKinds(t *testing.T) {
 		t.Fatalf("OffsetForLeaderEpoch answers %+v, want t-0 without error and t-9 unknown", got)
 	}
 
-	body = m.ServeReplicaRequest(2, fetch(ReplicaFetchVersion, 2))
+	body = m.ServeReplicaRequest(2, 0, fetch(ReplicaFetchVersion, 2))
 	if body == nil {
 		t.Fatal("Fetch from the follower refused")
 	}

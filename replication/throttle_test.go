@@ -197,7 +197,7 @@ func TestLeaderThrottleHoldsOnlyReplicasOutsideTheISR(t *testing.T) {
 			rt.Partitions = append(rt.Partitions, rp)
 			req.Topics = append(req.Topics, rt)
 		}
-		body := m.serveFetch(from, req)
+		body := m.serveFetch(from, 0, req)
 		defer body.Done()
 		resp := decodeFetch(t, body.Chunks)
 		got := map[string]int{}
