@@ -3,18 +3,12 @@ package broker
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/binary"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	mrand "math/rand/v2"
 	"net"
 	"os"
@@ -28,72 +22,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/internal/testcert"
 	"github.com/wren-broker/wren/wire"
 )
-
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	certPEM []byte
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-var serial int64 = 100
-
-// issue makes a leaf certificate named cn for 127.0.0.1 and returns the
-// certificate and PKCS#8 key in PEM.
-func (ca *testCA) issue(t *testing.T, cn string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k})
-}
-
-func (ca *testCA) pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(ca.cert)
-	return p
-}
 
 // writeAtomically replaces a file the way an operator's tooling should:
 // write aside, then rename.
@@ -110,11 +41,11 @@ func writeAtomically(t *testing.T, path string, data []byte) {
 
 // tlsBroker starts a broker with a PLAINTEXT and an SSL listener whose key
 // store is keystore and trust store the CA, reloading every 20 ms.
-func tlsBroker(t *testing.T, ca *testCA, keystore, clientAuth string) *Broker {
+func tlsBroker(t *testing.T, ca *testcert.CA, keystore, clientAuth string) *Broker {
 	t.Helper()
 	dir := t.TempDir()
 	trust := filepath.Join(dir, "ca.pem")
-	writeAtomically(t, trust, ca.certPEM)
+	writeAtomically(t, trust, ca.PEM)
 	toml := fmt.Sprintf(`
 [broker]
 node.id = 1
@@ -144,9 +75,9 @@ listen = "127.0.0.1:0"
 	return b
 }
 
-func serverKeystore(t *testing.T, ca *testCA, cn string) string {
+func serverKeystore(t *testing.T, ca *testcert.CA, cn string) string {
 	t.Helper()
-	cert, key := ca.issue(t, cn, x509.ExtKeyUsageServerAuth)
+	cert, key := ca.Issue(t, cn, x509.ExtKeyUsageServerAuth)
 	p := filepath.Join(t.TempDir(), "server.pem")
 	writeAtomically(t, p, append(cert, key...))
 	return p
@@ -167,11 +98,11 @@ func tlsClient(t *testing.T, addr string, tc *tls.Config, opts ...kgo.Opt) (*kgo
 // the copy buffer that replaces sendfile under TLS; each listener's
 // Metadata names its own port.
 func TestTLSProduceConsume(t *testing.T) {
-	ca := newTestCA(t, "wren test CA")
+	ca := testcert.NewCA(t, "wren test CA")
 	b := tlsBroker(t, ca, serverKeystore(t, ca, "broker"), "none")
 	ctx := testContext(t)
 	sslAddr := b.ListenerAddr("SSL").String()
-	cl, adm := tlsClient(t, sslAddr, &tls.Config{RootCAs: ca.pool(), ServerName: "127.0.0.1"},
+	cl, adm := tlsClient(t, sslAddr, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"},
 		kgo.FetchMaxBytes(4<<20), kgo.FetchMaxPartitionBytes(4<<20), kgo.ProducerBatchMaxBytes(1<<20),
 		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "secure"); err != nil {
@@ -203,7 +134,7 @@ func TestTLSProduceConsume(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, copiedBefore := wire.SendFileStats()
-	consumer, _ := tlsClient(t, sslAddr, &tls.Config{RootCAs: ca.pool(), ServerName: "127.0.0.1"},
+	consumer, _ := tlsClient(t, sslAddr, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"},
 		kgo.ConsumeTopics("secure"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxBytes(4<<20), kgo.FetchMaxPartitionBytes(4<<20))
 	got := 0
@@ -245,17 +176,17 @@ func portOf(t *testing.T, a net.Addr) string {
 // With ssl.client.auth required, a client without a certificate (or with
 // one from another CA) is refused and one with a certificate is served.
 func TestTLSMutualRequired(t *testing.T) {
-	ca := newTestCA(t, "wren test CA")
+	ca := testcert.NewCA(t, "wren test CA")
 	b := tlsBroker(t, ca, serverKeystore(t, ca, "broker"), "required")
 	addr := b.ListenerAddr("SSL").String()
 
-	clientCert, clientKey := ca.issue(t, "device-7", x509.ExtKeyUsageClientAuth)
+	clientCert, clientKey := ca.Issue(t, "device-7", x509.ExtKeyUsageClientAuth)
 	pair, err := tls.X509KeyPair(clientCert, clientKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := newTestCA(t, "another CA")
-	otherCert, otherKey := other.issue(t, "intruder", x509.ExtKeyUsageClientAuth)
+	other := testcert.NewCA(t, "another CA")
+	otherCert, otherKey := other.Issue(t, "intruder", x509.ExtKeyUsageClientAuth)
 	otherPair, err := tls.X509KeyPair(otherCert, otherKey)
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +197,7 @@ func TestTLSMutualRequired(t *testing.T) {
 			// TLS 1.3 finishes the client's side of the handshake before
 			// the server checks its certificate: the refusal arrives as
 			// the first read.
-			conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.pool(), ServerName: "127.0.0.1", Certificates: certs})
+			conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1", Certificates: certs})
 			if err == nil {
 				defer conn.Close()
 				conn.SetDeadline(time.Now().Add(10 * time.Second))
@@ -284,7 +215,7 @@ func TestTLSMutualRequired(t *testing.T) {
 			// And franz-go gets an error, not an answer.
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			_, adm := tlsClient(t, addr, &tls.Config{RootCAs: ca.pool(), ServerName: "127.0.0.1", Certificates: certs})
+			_, adm := tlsClient(t, addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1", Certificates: certs})
 			if _, err := adm.BrokerMetadata(ctx); err == nil {
 				t.Fatal("franz-go without a trusted certificate got metadata")
 			}
@@ -292,7 +223,7 @@ func TestTLSMutualRequired(t *testing.T) {
 	}
 
 	ctx := testContext(t)
-	_, adm := tlsClient(t, addr, &tls.Config{RootCAs: ca.pool(), ServerName: "127.0.0.1", Certificates: []tls.Certificate{pair}})
+	_, adm := tlsClient(t, addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1", Certificates: []tls.Certificate{pair}})
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "mtls"); err != nil {
 		t.Fatalf("client with a certificate: %v", err)
 	}
@@ -332,7 +263,7 @@ func roundTrip(conn net.Conn, corr int32) error {
 // huge length there, and a TLS client on the PLAINTEXT port are all
 // refused with the connection closed, without waiting for a deadline.
 func TestTLSWrongProtocolRefused(t *testing.T) {
-	ca := newTestCA(t, "wren test CA")
+	ca := testcert.NewCA(t, "wren test CA")
 	b := tlsBroker(t, ca, serverKeystore(t, ca, "broker"), "none")
 	sslAddr, plainAddr := b.ListenerAddr("SSL").String(), b.ListenerAddr("PLAINTEXT").String()
 
@@ -366,7 +297,7 @@ func TestTLSWrongProtocolRefused(t *testing.T) {
 
 	t.Run("TLS client on PLAINTEXT", func(t *testing.T) {
 		d := &net.Dialer{Timeout: 10 * time.Second}
-		conn, err := tls.DialWithDialer(d, "tcp", plainAddr, &tls.Config{RootCAs: ca.pool(), ServerName: "127.0.0.1"})
+		conn, err := tls.DialWithDialer(d, "tcp", plainAddr, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"})
 		if err == nil {
 			conn.Close()
 			t.Fatal("a TLS handshake succeeded on the PLAINTEXT listener")
@@ -379,7 +310,7 @@ func TestTLSWrongProtocolRefused(t *testing.T) {
 
 	// The SSL listener still serves.
 	ctx := testContext(t)
-	_, adm := tlsClient(t, sslAddr, &tls.Config{RootCAs: ca.pool(), ServerName: "127.0.0.1"})
+	_, adm := tlsClient(t, sslAddr, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"})
 	if _, err := adm.BrokerMetadata(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -389,13 +320,13 @@ func TestTLSWrongProtocolRefused(t *testing.T) {
 // a connection opened before keeps working with the old one. A broken
 // file keeps the current certificate.
 func TestTLSCertificateReload(t *testing.T) {
-	ca := newTestCA(t, "wren test CA")
+	ca := testcert.NewCA(t, "wren test CA")
 	keystore := serverKeystore(t, ca, "first")
 	b := tlsBroker(t, ca, keystore, "none")
 	addr := b.ListenerAddr("SSL").String()
 	dial := func() *tls.Conn {
 		t.Helper()
-		conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.pool(), ServerName: "127.0.0.1"})
+		conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -414,7 +345,7 @@ func TestTLSCertificateReload(t *testing.T) {
 
 	// A half-written file is not taken.
 	writeAtomically(t, keystore, []byte("-----BEGIN CERTIFICATE-----\n"))
-	cert, key := ca.issue(t, "second", x509.ExtKeyUsageServerAuth)
+	cert, key := ca.Issue(t, "second", x509.ExtKeyUsageServerAuth)
 	writeAtomically(t, keystore, append(cert, key...))
 	pollFor(t, "the new certificate on a new connection", 20*time.Second, func() bool {
 		c := dial()
@@ -431,7 +362,7 @@ func TestTLSCertificateReload(t *testing.T) {
 
 	// A broken file leaves the current certificate in use.
 	writeAtomically(t, keystore, []byte("garbage"))
-	third, thirdKey := ca.issue(t, "third", x509.ExtKeyUsageServerAuth)
+	third, thirdKey := ca.Issue(t, "third", x509.ExtKeyUsageServerAuth)
 	// Still the second until a good file arrives.
 	if c := dial(); leafCN(c) != "second" {
 		t.Fatalf("after a broken file, served %q", leafCN(c))

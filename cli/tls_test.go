@@ -1,24 +1,17 @@
 package cli
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"log/slog"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/wren-broker/wren/broker"
 	"github.com/wren-broker/wren/config"
+	"github.com/wren-broker/wren/internal/testcert"
 )
 
 // sslBroker starts a one-node broker whose client listener is SSL with a
@@ -26,32 +19,15 @@ import (
 // certificate's file (the client's trust store).
 func sslBroker(t *testing.T) (addr, caFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testcert.NewCA(t, "wren test CA")
+	certPEM, keyPEM := ca.Issue(t, "127.0.0.1", x509.ExtKeyUsageServerAuth)
 	dir := t.TempDir()
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	caFile = filepath.Join(dir, "ca.pem")
 	keystore := filepath.Join(dir, "broker.pem")
-	if err := os.WriteFile(caFile, certPEM, 0o600); err != nil {
+	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(keystore, append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k})...), 0o600); err != nil {
+	if err := os.WriteFile(keystore, append(certPEM, keyPEM...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Parse("test.toml", []byte(fmt.Sprintf(`

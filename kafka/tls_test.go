@@ -1,21 +1,17 @@
 package kafka
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"log/slog"
-	"math/big"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/internal/testcert"
 )
 
 // startTLSServer serves the table on an SSL listener with a self-signed
@@ -23,24 +19,8 @@ import (
 // that trusts it.
 func startTLSServer(t *testing.T, cfg ServerConfig) (*testServer, *tls.Config) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testcert.NewCA(t, "wren test CA")
+	cert := ca.TLSCertificate(t, "127.0.0.1")
 	logs := newLogRecorder(t)
 	cfg.Logger = slog.New(logs)
 	cfg.ConnLogLinesPerSecond = 1 << 20
@@ -53,7 +33,6 @@ func startTLSServer(t *testing.T, cfg ServerConfig) (*testServer, *tls.Config) {
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
 	go func() {
 		served <- s.ServeListener(ln, Listener{Name: "SSL", TLS: &tls.Config{Certificates: []tls.Certificate{cert}}})
 	}()
@@ -63,9 +42,7 @@ func startTLSServer(t *testing.T, cfg ServerConfig) (*testServer, *tls.Config) {
 			t.Errorf("ServeListener returned %v, want ErrServerClosed", err)
 		}
 	})
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return &testServer{Server: s, addr: ln.Addr().String(), logs: logs}, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+	return &testServer{Server: s, addr: ln.Addr().String(), logs: logs}, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"}
 }
 
 // A TLS client is served; the connection's session carries the listener's
