@@ -54,6 +54,9 @@ type conn struct {
 	inflight atomic.Int32
 
 	closeOnce sync.Once
+	// authTimer closes the connection if it has not authenticated by
+	// SASLConfig.AuthDeadline; nil without SASL.
+	authTimer *time.Timer
 
 	// ip is the client address counted in Server.perIP (when hasIP).
 	ip    netip.Addr
@@ -94,7 +97,10 @@ type queued struct {
 	// key and version are what the response must carry: the request's,
 	// except the v0 answer to an ApiVersions version we do not serve.
 	key, version int16
-	pending      Pending
+	// closeAfter, when set, closes the connection for this reason once
+	// the response is written (a failed SASL authentication).
+	closeAfter error
+	pending    Pending
 	// read is when the request's frame was read whole and size its bytes
 	// with the prefix, for the Observer.
 	read time.Time
@@ -127,6 +133,13 @@ func newConn(s *Server, nc net.Conn) *conn {
 		ctx:           ctx,
 		authenticated: !s.cfg.RequireAuthentication,
 	}
+	if s.cfg.SASL != nil {
+		c.authTimer = time.AfterFunc(s.cfg.SASL.AuthDeadline, func() {
+			if !c.sess.authDone.Load() {
+				c.close(fmt.Errorf("%w: %v", ErrAuthenticationTimeout, s.cfg.SASL.AuthDeadline))
+			}
+		})
+	}
 	return c
 }
 
@@ -134,6 +147,9 @@ func newConn(s *Server, nc net.Conn) *conn {
 // closes).
 func (c *conn) close(reason error) {
 	c.closeOnce.Do(func() {
+		if c.authTimer != nil {
+			c.authTimer.Stop()
+		}
 		c.cancel()
 		c.nc.Close()
 		switch {
@@ -184,11 +200,19 @@ func (c *conn) readLoop() {
 			return
 		}
 		if item.pending == nil {
+			if item.closeAfter != nil {
+				c.close(item.closeAfter)
+				return
+			}
 			continue
 		}
 		item.read, item.size = read, int64(len(frame))+4
 		c.inflight.Add(1)
 		c.queue <- item
+		if item.closeAfter != nil {
+			// Nothing more is read: the writer answers and closes.
+			return
+		}
 	}
 }
 
@@ -237,7 +261,7 @@ func (s *Server) frameBudget(size int32) *membudget.Budget {
 }
 
 func (c *conn) frameLimit() int32 {
-	if c.sess.authenticated {
+	if c.sess.authenticated && !c.sess.sasl.reauth {
 		return c.s.cfg.MaxRequestBytes
 	}
 	return c.s.cfg.MaxRequestBytesBeforeAuth
@@ -251,6 +275,11 @@ func (c *conn) checkKey(key int16, size int32) error {
 		return fmt.Errorf("%w: %d (%s)", ErrUnknownAPIKey, key, kmsg.NameForKey(key))
 	case !c.sess.authenticated && !e.BeforeAuth:
 		return fmt.Errorf("%w: %s", ErrNotAuthenticated, e.Key.Name())
+	case c.sess.sasl.reauth && e.Key != kmsg.SASLAuthenticate:
+		// Kafka's re-authentication reads SASL messages alone.
+		return fmt.Errorf("%w: %s during re-authentication", ErrNotAuthenticated, e.Key.Name())
+	case !c.sess.sasl.expiry.IsZero() && e.Key != kmsg.SASLHandshake && !c.s.now().Before(c.sess.sasl.expiry):
+		return fmt.Errorf("%w: %s", ErrSessionExpired, e.Key.Name())
 	case e.MaxRequestBytes > 0 && size > e.MaxRequestBytes:
 		return fmt.Errorf("%w: %s frame of %d bytes, limit %d", ErrFrameSize, e.Key.Name(), size, e.MaxRequestBytes)
 	}
@@ -307,7 +336,9 @@ func (c *conn) dispatch(frame []byte) (queued, error) {
 	if err != nil {
 		return queued{}, fmt.Errorf("%s v%d handler: %w", e.Key.Name(), hdr.ApiVersion, err)
 	}
-	return queued{corr: hdr.CorrelationID, key: key, version: hdr.ApiVersion, pending: p}, nil
+	closeAfter := c.sess.closeAfter
+	c.sess.closeAfter = nil
+	return queued{corr: hdr.CorrelationID, key: key, version: hdr.ApiVersion, pending: p, closeAfter: closeAfter}, nil
 }
 
 // dispatchSafely is dispatch with a recover around decoding and the
@@ -331,6 +362,8 @@ func (c *conn) writeLoop() {
 		c.respBytes = 0
 		if err := c.complete(item); err != nil {
 			c.close(err)
+		} else if item.closeAfter != nil {
+			c.close(item.closeAfter)
 		}
 		c.s.cfg.Observer.RequestDone(item.key, item.size, c.respBytes, time.Since(item.read))
 		c.lastActive.Store(time.Now().UnixNano())

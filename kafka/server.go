@@ -82,6 +82,12 @@ type ServerConfig struct {
 	// until a handler calls Session.Authenticate. Without it every
 	// connection is authenticated from the start.
 	RequireAuthentication bool
+	// SASL, when set, makes the listener authenticate its clients with
+	// SaslHandshake and SaslAuthenticate (sasl.go): it implies
+	// RequireAuthentication and replaces MaxRequestBytesBeforeAuth with
+	// SASL.MaxReceiveSize. Nil serves the SASL keys with
+	// ILLEGAL_SASL_STATE, as Kafka does on a listener without SASL.
+	SASL *SASLConfig
 
 	// QueuedMaxRequestBytes is queued.max.request.bytes: the most bytes of
 	// request frames the Server's connections hold at once, from the size
@@ -147,6 +153,18 @@ type ServerConfig struct {
 }
 
 func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
+	sasl, err := cfg.SASL.withDefaults()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.SASL = sasl
+	if sasl != nil {
+		cfg.RequireAuthentication = true
+		if cfg.MaxRequestBytes == 0 {
+			cfg.MaxRequestBytes = DefaultMaxRequestBytes
+		}
+		cfg.MaxRequestBytesBeforeAuth = min(sasl.MaxReceiveSize, cfg.MaxRequestBytes)
+	}
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
@@ -274,6 +292,9 @@ type Server struct {
 	// slowAddrs are the addresses that had a frame closed as too slow,
 	// with when (fairness.go).
 	slowAddrs map[netip.Addr]time.Time
+	// clockSkew is added to the clock that session lifetimes are checked
+	// against; tests move it to expire sessions without waiting.
+	clockSkew atomic.Int64
 	// Counters for BudgetStats.
 	preempted, frameDeadlines, evicted atomic.Uint64
 	// wg counts Serve loops and connection goroutines.
@@ -325,6 +346,11 @@ func newServer(cfg ServerConfig, broker *Node, table []apiEntry) (*Server, error
 		protoLog:  newLogLimiterWindow(1, time.Minute, time.Now),
 		budgetLog: newLogLimiterWindow(1, 10*time.Second, time.Now),
 	}, nil
+}
+
+// now is the clock of session lifetimes.
+func (s *Server) now() time.Time {
+	return time.Now().Add(time.Duration(s.clockSkew.Load()))
 }
 
 // Addr is the address of the first listener passed to Serve, nil before.

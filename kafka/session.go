@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"net"
+	"sync/atomic"
 )
 
 // Session is one connection's state as handlers see it. It is owned by the
@@ -20,6 +21,16 @@ type Session struct {
 	ctx           context.Context
 	authenticated bool
 	principal     string
+
+	// sasl is the SASL exchange's state on a SASL listener.
+	sasl saslSession
+	// closeAfter, when set by a handler, closes the connection for this
+	// reason once the response to the request is written; nothing more
+	// is read from it.
+	closeAfter error
+	// authDone is set once the session authenticated: the
+	// authentication deadline's timer reads it from its own goroutine.
+	authDone atomic.Bool
 }
 
 // Context is canceled when the connection or the server closes.
@@ -29,8 +40,9 @@ func (s *Session) Context() context.Context { return s.ctx }
 // up to ServerConfig.MaxRequestBytes.
 func (s *Session) Authenticated() bool { return s.authenticated }
 
-// Principal is the authenticated identity, "" when none (a listener
-// without authentication is authenticated as "").
+// Principal is the authenticated identity, "User:name" after SASL, ""
+// when none (a listener without authentication is authenticated as "").
+// The authorizer reads it.
 func (s *Session) Principal() string { return s.principal }
 
 // Authenticate marks the session authenticated as principal: the SASL
@@ -39,4 +51,5 @@ func (s *Session) Principal() string { return s.principal }
 func (s *Session) Authenticate(principal string) {
 	s.authenticated = true
 	s.principal = principal
+	s.authDone.Store(true)
 }
