@@ -94,6 +94,8 @@
 //     max.connections.per.ip stays unbounded as in Kafka: a cap refuses the
 //     devices behind one gateway; fair shares of max.connections protect
 //     instead.
+//   - sasl.enabled.mechanisms SCRAM-SHA-512 and SCRAM-SHA-256 instead of
+//     GSSAPI: Kerberos is not served; PLAIN only when listed, as in Kafka.
 //
 // wren's own settings (Entry.Wren): memory.soft.limit.bytes, cluster.id,
 // controller.heartbeat.interval.ms, controller.lease.ms, log.flush.policy,

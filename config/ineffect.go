@@ -23,6 +23,12 @@ var notInEffect = map[string]string{
 	// controller.quorum.fetch.timeout.ms (KRaft's follower timeout), not
 	// from this one.
 	"controller.quorum.election.timeout.ms": "the election times out after controller.quorum.fetch.timeout.ms plus up to controller.quorum.election.backoff.max.ms",
+	// [broker]: the SASL settings take effect on SASL_PLAINTEXT and
+	// SASL_SSL listeners, which the listener model does not start yet.
+	"sasl.enabled.mechanisms":                   "no listener speaks SASL_PLAINTEXT or SASL_SSL yet",
+	"sasl.server.max.receive.size":              "no listener speaks SASL_PLAINTEXT or SASL_SSL yet",
+	"connection.failed.authentication.delay.ms": "no listener speaks SASL_PLAINTEXT or SASL_SSL yet",
+	"connections.max.reauth.ms":                 "no listener speaks SASL_PLAINTEXT or SASL_SSL yet",
 	// Topic configs (and their broker defaults).
 	"compression.type":                "batches are stored as the producer compressed them",
 	"segment.jitter.ms":               "segments roll at segment.ms exactly",

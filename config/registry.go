@@ -177,6 +177,18 @@ var registry = []*Entry{
 	{Name: "memory.soft.limit.bytes", Section: "broker", Type: TypeLong, Default: int64(0), Validator: atLeast(-1),
 		Importance: Medium, Mode: ReadOnly, Wren: true,
 		Doc: "A soft limit on the Go runtime's memory (as GOMEMLIMIT, which wins when set): near it the garbage collector runs more often and returns freed memory to the system, so resident memory comes back down after a burst instead of staying at its peak. 0: three quarters of the memory cgroup's limit when the broker runs under one (systemd MemoryMax=, a container), none otherwise; -1: none. It is soft: the hard bounds are queued.max.request.bytes and max.decompressed.inflight.bytes."},
+	{Name: "sasl.enabled.mechanisms", Section: "broker", Type: TypeList, Default: []string{"SCRAM-SHA-512", "SCRAM-SHA-256"},
+		Validator: listOf("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"), Importance: Medium, Mode: ReadOnly, KafkaDefault: "GSSAPI",
+		Doc: "The SASL mechanisms a SASL_PLAINTEXT or SASL_SSL listener offers: any of PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, checked against the SCRAM credentials of the metadata log (`wren user create`, kafka-configs --entity-type users). Kafka's default, GSSAPI (Kerberos), is not served; PLAIN, which sends the password itself, is offered only when listed, and belongs on SASL_SSL listeners."},
+	{Name: "sasl.server.max.receive.size", Section: "broker", Type: TypeInt, Default: int64(524288), Validator: atLeast(1024),
+		Importance: Low, Mode: ReadOnly,
+		Doc: "The largest frame a SASL connection may send before it authenticates, and while it re-authenticates. A larger size prefix closes the connection before any of the frame is read or allocated."},
+	{Name: "connection.failed.authentication.delay.ms", Section: "broker", Type: TypeInt, Default: int64(100), Validator: atLeast(0),
+		Importance: Low, Mode: ReadOnly,
+		Doc: "A failed SASL authentication is answered, and its connection closed, this long after the failure, which slows a client guessing passwords. 0: at once. Every failure (a wrong password, an unknown user, a malformed message) gets the same answer, SASL_AUTHENTICATION_FAILED with one message."},
+	{Name: "connections.max.reauth.ms", Section: "broker", Type: TypeLong, Default: int64(0), Validator: atLeast(0),
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "When positive, a SASL session lasts this long (KIP-368): clients that support re-authentication (SaslAuthenticate v1+) re-authenticate over their connection before it ends, with the same user and mechanism, and a connection that sends any other request after its session ended is closed. Credentials deleted or changed then stop working on open connections within this time. 0: sessions last as long as their connection."},
 
 	// [cluster]
 	{Name: "controller.quorum.voters", Section: "cluster", Type: TypeList, Default: []string{"1@127.0.0.1:9093"}, Validator: votersValidator,

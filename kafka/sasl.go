@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/security/scram"
 )
 
@@ -154,4 +155,22 @@ type saslSession struct {
 	expiry time.Time
 	// authentications counts the successful ones on this connection.
 	authentications int
+}
+
+// SASLConfigFrom is the SASLConfig of a SASL_PLAINTEXT or SASL_SSL
+// listener under cfg's settings (sasl.enabled.mechanisms,
+// sasl.server.max.receive.size, connection.failed.authentication.delay.ms,
+// connections.max.reauth.ms), checking credentials with auth.
+func SASLConfigFrom(cfg *config.Config, auth *scram.Authenticator) *SASLConfig {
+	delay := time.Duration(cfg.ConnectionFailedAuthenticationDelayMs) * time.Millisecond
+	if delay == 0 {
+		delay = -1 // Kafka's 0: no delay
+	}
+	return &SASLConfig{
+		Mechanisms:     slices.Clone(cfg.SaslEnabledMechanisms),
+		Authenticator:  auth,
+		MaxReceiveSize: cfg.SaslServerMaxReceiveSize,
+		FailedDelay:    delay,
+		MaxReauth:      time.Duration(cfg.ConnectionsMaxReauthMs) * time.Millisecond,
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/security/scram"
 )
 
@@ -440,4 +441,29 @@ func TestSASLReauthentication(t *testing.T) {
 		c.send(requestFrame(metadataRequest(12), 4, "c"))
 		c.expectClosed()
 	})
+}
+
+// TestSASLConfigFrom: the settings' defaults make Kafka's listener
+// defaults, and a delay of 0 means none, as in Kafka.
+func TestSASLConfigFrom(t *testing.T) {
+	cfg := config.Default()
+	auth := testAuthenticator(t)
+	got, err := SASLConfigFrom(cfg, auth).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Mechanisms, DefaultSASLMechanisms) || got.MaxReceiveSize != DefaultSASLMaxReceiveSize ||
+		got.FailedDelay != DefaultSASLFailedDelay || got.MaxReauth != 0 || got.Authenticator != auth {
+		t.Fatalf("from the defaults: %+v", got)
+	}
+	cfg.ConnectionFailedAuthenticationDelayMs = 0
+	cfg.ConnectionsMaxReauthMs = 60000
+	cfg.SaslEnabledMechanisms = []string{MechanismPlain}
+	got, err = SASLConfigFrom(cfg, auth).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.FailedDelay >= 0 || got.MaxReauth != time.Minute || !slices.Equal(got.Mechanisms, []string{MechanismPlain}) {
+		t.Fatalf("from the changed settings: %+v", got)
+	}
 }
