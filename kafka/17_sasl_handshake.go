@@ -61,8 +61,13 @@ func (s *Server) handleSaslHandshake(req *Request) (Pending, error) {
 		resp.SupportedMechanisms = []string{sa.mech}
 		return s.saslFailed(sess, resp, fmt.Sprintf("re-authentication with %q after %q", r.Mechanism, sa.mech))
 	}
+	auth, err := cfg.Authenticator()
+	if err != nil {
+		return nil, err
+	}
+	sa.auth, sa.exchange = auth, nil
 	if m, ok := scram.ParseMechanism(r.Mechanism); ok {
-		ex, err := cfg.Authenticator.Start(m)
+		ex, err := auth.Start(m)
 		if err != nil {
 			return nil, err
 		}

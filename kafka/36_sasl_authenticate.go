@@ -71,7 +71,7 @@ func (s *Server) handleSaslAuthenticate(req *Request) (Pending, error) {
 		resp.SASLAuthBytes = out
 		user = sa.exchange.User()
 	} else {
-		user, err = cfg.Authenticator.Plain(r.SASLAuthBytes)
+		user, err = sa.auth.Plain(r.SASLAuthBytes)
 	}
 	principal := "User:" + user
 	if err == nil && sa.reauth && principal != sess.principal {
@@ -90,7 +90,7 @@ func (s *Server) handleSaslAuthenticate(req *Request) (Pending, error) {
 	}
 
 	sess.Authenticate(principal)
-	sa.step, sa.exchange, sa.reauth = saslIdle, nil, false
+	sa.step, sa.auth, sa.exchange, sa.reauth = saslIdle, nil, nil, false
 	sa.authentications++
 	sa.expiry = time.Time{}
 	if cfg.MaxReauth > 0 {
@@ -105,7 +105,7 @@ func (s *Server) handleSaslAuthenticate(req *Request) (Pending, error) {
 // saslFailed ends the exchange: resp is sent after the failed-authentication
 // delay and the connection closes after it. reason is logged, never sent.
 func (s *Server) saslFailed(sess *Session, resp kmsg.Response, reason string) (Pending, error) {
-	sess.sasl.step, sess.sasl.exchange = saslIdle, nil
+	sess.sasl.step, sess.sasl.auth, sess.sasl.exchange = saslIdle, nil, nil
 	sess.closeAfter = fmt.Errorf("%w: %s", ErrAuthenticationFailed, reason)
 	cfg := s.cfg.SASL
 	return func(ctx context.Context) (Response, error) {

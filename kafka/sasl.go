@@ -2,10 +2,13 @@ package kafka
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/security/scram"
 )
@@ -45,10 +48,12 @@ type SASLConfig struct {
 	// Mechanisms are sasl.enabled.mechanisms: any of PLAIN, SCRAM-SHA-256
 	// and SCRAM-SHA-512 (DefaultSASLMechanisms when empty).
 	Mechanisms []string
-	// Authenticator checks the credentials (required). Its secret must be
-	// the same on every node and across restarts, or an unknown user's
-	// fake salt tells it apart from a known one.
-	Authenticator *scram.Authenticator
+	// Authenticator returns what checks the credentials (required),
+	// called at each SaslHandshake: ImageAuthenticator's, over the
+	// metadata image. Its secret must be the same on every node and
+	// across restarts, or an unknown user's fake salt tells it apart from
+	// a known one. An error closes the connection (the client retries).
+	Authenticator func() (*scram.Authenticator, error)
 	// MaxReceiveSize is sasl.server.max.receive.size: the frame cap before
 	// authentication and while re-authenticating, checked on the size
 	// prefix before the frame is allocated.
@@ -147,6 +152,7 @@ type saslSession struct {
 	// mech is the mechanism of the exchange in progress or of the last
 	// one that succeeded (a re-authentication must use the same).
 	mech     string
+	auth     *scram.Authenticator
 	exchange *scram.Exchange
 	// reauth: the exchange in progress re-authenticates an authenticated
 	// session (KIP-368); only SaslAuthenticate may come until it ends.
@@ -161,7 +167,7 @@ type saslSession struct {
 // listener under cfg's settings (sasl.enabled.mechanisms,
 // sasl.server.max.receive.size, connection.failed.authentication.delay.ms,
 // connections.max.reauth.ms), checking credentials with auth.
-func SASLConfigFrom(cfg *config.Config, auth *scram.Authenticator) *SASLConfig {
+func SASLConfigFrom(cfg *config.Config, auth func() (*scram.Authenticator, error)) *SASLConfig {
 	delay := time.Duration(cfg.ConnectionFailedAuthenticationDelayMs) * time.Millisecond
 	if delay == 0 {
 		delay = -1 // Kafka's 0: no delay
@@ -172,5 +178,41 @@ func SASLConfigFrom(cfg *config.Config, auth *scram.Authenticator) *SASLConfig {
 		MaxReceiveSize: cfg.SaslServerMaxReceiveSize,
 		FailedDelay:    delay,
 		MaxReauth:      time.Duration(cfg.ConnectionsMaxReauthMs) * time.Millisecond,
+	}
+}
+
+// ScramSecretPurpose names the key SCRAM's fake credentials of unknown
+// users are made with, derived from the cluster secret:
+// scram.Config.Secret is cluster.Image.DerivedSecret(ScramSecretPurpose).
+const ScramSecretPurpose = "wren scram fake credentials"
+
+// ImageAuthenticator is a SASLConfig.Authenticator over md's metadata
+// image: credentials are looked up in the image current at each exchange
+// (a user created or deleted counts from the next authentication), and
+// unknown users' fake credentials are keyed by the cluster secret, which
+// the image holds once the controller recorded it; until then it fails.
+func ImageAuthenticator(md interface{ Image() *cluster.Image }) func() (*scram.Authenticator, error) {
+	var built atomic.Pointer[scram.Authenticator]
+	return func() (*scram.Authenticator, error) {
+		if a := built.Load(); a != nil {
+			return a, nil
+		}
+		secret := md.Image().DerivedSecret(ScramSecretPurpose)
+		if secret == nil {
+			return nil, errors.New("kafka: SASL: the metadata image holds no cluster secret yet")
+		}
+		a, err := scram.New(scram.Config{
+			Lookup: func(m scram.Mechanism, user string) (scram.Credential, bool) {
+				return md.Image().ScramCredential(m, user)
+			},
+			Secret: secret,
+			// What kadm, `wren user create` and Kafka's tools use.
+			FakeIterations: 8192,
+		})
+		if err != nil {
+			return nil, err
+		}
+		built.Store(a)
+		return a, nil
 	}
 }

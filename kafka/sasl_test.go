@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/security/scram"
 )
@@ -28,7 +30,7 @@ var testUsers = map[string]string{"alice": "alice-secret", "bob": "bob-secret"}
 
 // testAuthenticator checks against testUsers, stored as the metadata
 // image stores them (salt, iterations, StoredKey, ServerKey).
-func testAuthenticator(t testing.TB) *scram.Authenticator {
+func testAuthenticator(t testing.TB) func() (*scram.Authenticator, error) {
 	t.Helper()
 	type key struct {
 		m    scram.Mechanism
@@ -54,7 +56,7 @@ func testAuthenticator(t testing.TB) *scram.Authenticator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a
+	return func() (*scram.Authenticator, error) { return a, nil }
 }
 
 // saslRows are the production SASL rows, for test tables.
@@ -453,7 +455,7 @@ func TestSASLConfigFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got.Mechanisms, DefaultSASLMechanisms) || got.MaxReceiveSize != DefaultSASLMaxReceiveSize ||
-		got.FailedDelay != DefaultSASLFailedDelay || got.MaxReauth != 0 || got.Authenticator != auth {
+		got.FailedDelay != DefaultSASLFailedDelay || got.MaxReauth != 0 || got.Authenticator == nil {
 		t.Fatalf("from the defaults: %+v", got)
 	}
 	cfg.ConnectionFailedAuthenticationDelayMs = 0
@@ -465,5 +467,70 @@ func TestSASLConfigFrom(t *testing.T) {
 	}
 	if got.FailedDelay >= 0 || got.MaxReauth != time.Minute || !slices.Equal(got.Mechanisms, []string{MechanismPlain}) {
 		t.Fatalf("from the changed settings: %+v", got)
+	}
+}
+
+// imageHolder is the metadata image a test changes while the server runs.
+type imageHolder struct{ p atomic.Pointer[cluster.Image] }
+
+func (h *imageHolder) Image() *cluster.Image { return h.p.Load() }
+
+// TestSASLImageAuthenticator: credentials come from the metadata image
+// current at each authentication, and nothing authenticates before the
+// image holds the cluster secret.
+func TestSASLImageAuthenticator(t *testing.T) {
+	var md imageHolder
+	im, err := cluster.ImageOf(cluster.Record{Kind: cluster.KindCluster, Cluster: &cluster.ClusterRecord{ClusterID: "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.p.Store(im)
+	ts, principals := saslServer(t, SASLConfig{Authenticator: ImageAuthenticator(&md)})
+	ping := func(user, pass string) error {
+		cl := saslClient(t, ts.addr, mechanism(MechanismScramSHA512, user, pass))
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		return cl.Ping(ctx)
+	}
+
+	c := dial(t, ts.addr)
+	req := kmsg.NewPtrSASLHandshakeRequest()
+	req.Version, req.Mechanism = 1, MechanismScramSHA512
+	c.send(requestFrame(req, 1, "c"))
+	c.expectClosed()
+	ts.logs.waitFor(t, "a close without the cluster secret", func(r logRecord) bool {
+		return r.msg == "closing connection" && r.err() != nil && strings.Contains(r.err().Error(), "no cluster secret")
+	})
+
+	cred, err := scram.SHA512.NewCredential(testUsers["alice"], []byte("0123456789abcdef01234567"), 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err = im.With(
+		cluster.Record{Kind: cluster.KindClusterSecret, ClusterSecret: &cluster.ClusterSecretRecord{Secret: bytes.Repeat([]byte{9}, cluster.ClusterSecretBytes)}},
+		cluster.Record{Kind: cluster.KindScramCredential, ScramCredential: &cluster.ScramCredentialRecord{User: "alice", Mechanism: MechanismScramSHA512,
+			Credential: &cluster.ScramCredential{Salt: cred.Salt, Iterations: cred.Iterations, StoredKey: cred.StoredKey, ServerKey: cred.ServerKey}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.p.Store(im)
+	if err := ping("alice", testUsers["alice"]); err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	if p := recv(t, principals, "metadata call"); p != "User:alice" {
+		t.Fatalf("principal %q", p)
+	}
+	if err := ping("alice", "wrong"); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("wrong password: %v", err)
+	}
+
+	im, err = im.With(cluster.Record{Kind: cluster.KindScramCredential, ScramCredential: &cluster.ScramCredentialRecord{User: "alice", Mechanism: MechanismScramSHA512}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.p.Store(im)
+	if err := ping("alice", testUsers["alice"]); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("after the credential's deletion: %v", err)
 	}
 }
