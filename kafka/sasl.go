@@ -3,9 +3,9 @@ package kafka
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/wren-broker/wren/cluster"
