@@ -97,7 +97,7 @@ func (s *Server) handleSaslAuthenticate(req *Request) (Pending, error) {
 		sa.expiry = s.now().Add(cfg.MaxReauth)
 		resp.SessionLifetimeMillis = cfg.MaxReauth.Milliseconds()
 	}
-	s.log.Debug("SASL authenticated", "remote", sess.RemoteAddr.String(), "principal", principal,
+	s.log.Debug("SASL authenticated", "remote", sess.RemoteAddr, "principal", principal,
 		"mechanism", sa.mech, "authentications", sa.authentications)
 	return Respond(resp), nil
 }

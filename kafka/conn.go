@@ -55,8 +55,9 @@ type conn struct {
 
 	closeOnce sync.Once
 	// authTimer closes the connection if it has not authenticated by
-	// SASLConfig.AuthDeadline; nil without SASL.
-	authTimer *time.Timer
+	// SASLConfig.AuthDeadline; nil without SASL. Atomic: the timer's own
+	// goroutine may close the connection before newConn stored it.
+	authTimer atomic.Pointer[time.Timer]
 
 	// ip is the client address counted in Server.perIP (when hasIP).
 	ip    netip.Addr
@@ -134,11 +135,11 @@ func newConn(s *Server, nc net.Conn) *conn {
 		authenticated: !s.cfg.RequireAuthentication,
 	}
 	if s.cfg.SASL != nil {
-		c.authTimer = time.AfterFunc(s.cfg.SASL.AuthDeadline, func() {
+		c.authTimer.Store(time.AfterFunc(s.cfg.SASL.AuthDeadline, func() {
 			if !c.sess.authDone.Load() {
 				c.close(fmt.Errorf("%w: %v", ErrAuthenticationTimeout, s.cfg.SASL.AuthDeadline))
 			}
-		})
+		}))
 	}
 	return c
 }
@@ -147,8 +148,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 // closes).
 func (c *conn) close(reason error) {
 	c.closeOnce.Do(func() {
-		if c.authTimer != nil {
-			c.authTimer.Stop()
+		if t := c.authTimer.Load(); t != nil {
+			t.Stop()
 		}
 		c.cancel()
 		c.nc.Close()
