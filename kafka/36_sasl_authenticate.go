@@ -89,8 +89,10 @@ func (s *Server) handleSaslAuthenticate(req *Request) (Pending, error) {
 		return s.saslFailed(sess, resp, sa.mech+": "+reason)
 	}
 
+	reauth := sa.reauth
 	sess.Authenticate(principal)
 	sa.step, sa.auth, sa.exchange, sa.reauth = saslIdle, nil, nil, false
+	s.observeAuth(sess, sa.mech, true, reauth)
 	sa.authentications++
 	sa.expiry = time.Time{}
 	if cfg.MaxReauth > 0 {
@@ -105,6 +107,11 @@ func (s *Server) handleSaslAuthenticate(req *Request) (Pending, error) {
 // saslFailed ends the exchange: resp is sent after the failed-authentication
 // delay and the connection closes after it. reason is logged, never sent.
 func (s *Server) saslFailed(sess *Session, resp kmsg.Response, reason string) (Pending, error) {
+	mech := ""
+	if sess.sasl.step == saslExchanging {
+		mech = sess.sasl.mech
+	}
+	s.observeAuth(sess, mech, false, sess.sasl.reauth)
 	sess.sasl.step, sess.sasl.auth, sess.sasl.exchange = saslIdle, nil, nil
 	sess.closeAfter = fmt.Errorf("%w: %s", ErrAuthenticationFailed, reason)
 	cfg := s.cfg.SASL
@@ -114,4 +121,11 @@ func (s *Server) saslFailed(sess *Session, resp kmsg.Response, reason string) (P
 		}
 		return Response{Msg: resp}, nil
 	}, nil
+}
+
+// observeAuth tells the Observer, if it counts authentications.
+func (s *Server) observeAuth(sess *Session, mech string, ok, reauth bool) {
+	if o, is := s.cfg.Observer.(AuthObserver); is {
+		o.SASLAuthentication(sess.ListenerName, mech, ok, reauth)
+	}
 }

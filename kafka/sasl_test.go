@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -72,7 +73,7 @@ func saslRows() []apiEntry {
 
 // saslServer serves ApiVersions, the SASL keys and a Metadata that sends
 // the principal of each call to principals.
-func saslServer(t testing.TB, cfg SASLConfig) (*testServer, chan string) {
+func saslServer(t testing.TB, cfg SASLConfig, observer ...Observer) (*testServer, chan string) {
 	t.Helper()
 	if cfg.Authenticator == nil {
 		cfg.Authenticator = testAuthenticator(t)
@@ -85,7 +86,11 @@ func saslServer(t testing.TB, cfg SASLConfig) (*testServer, chan string) {
 		}
 		return Respond(metadataResponse(req)), nil
 	}))...)
-	return startServer(t, ServerConfig{SASL: &cfg}, table), principals
+	sc := ServerConfig{SASL: &cfg, ListenerName: "SASL_PLAINTEXT"}
+	if len(observer) > 0 {
+		sc.Observer = observer[0]
+	}
+	return startServer(t, sc, table), principals
 }
 
 func saslClient(t testing.TB, addr string, m sasl.Mechanism) *kgo.Client {
@@ -532,5 +537,42 @@ func TestSASLImageAuthenticator(t *testing.T) {
 	md.p.Store(im)
 	if err := ping("alice", testUsers["alice"]); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("after the credential's deletion: %v", err)
+	}
+}
+
+// authEvents records what an AuthObserver is told.
+type authEvents struct {
+	nopObserver
+	events chan string
+}
+
+func (o authEvents) SASLAuthentication(listener, mechanism string, ok, reauth bool) {
+	o.events <- fmt.Sprintf("%s %s ok=%t reauth=%t", listener, mechanism, ok, reauth)
+}
+
+// TestSASLObserver: every authentication's outcome reaches an Observer
+// that counts them, by listener and mechanism.
+func TestSASLObserver(t *testing.T) {
+	obs := authEvents{events: make(chan string, 16)}
+	ts, _ := saslServer(t, SASLConfig{Mechanisms: []string{MechanismPlain}, FailedDelay: -1}, obs)
+	c := dial(t, ts.addr)
+	c.handshake(1, MechanismPlain)
+	c.authenticate(2, 2, plainToken("alice", testUsers["alice"]))
+	c.handshake(3, MechanismPlain)
+	c.authenticate(4, 2, plainToken("alice", testUsers["alice"]))
+	c = dial(t, ts.addr)
+	c.handshake(1, MechanismPlain)
+	c.authenticate(2, 2, plainToken("alice", "wrong"))
+	c = dial(t, ts.addr)
+	c.handshake(1, MechanismScramSHA256)
+	for _, want := range []string{
+		"SASL_PLAINTEXT PLAIN ok=true reauth=false",
+		"SASL_PLAINTEXT PLAIN ok=true reauth=true",
+		"SASL_PLAINTEXT PLAIN ok=false reauth=false",
+		"SASL_PLAINTEXT  ok=false reauth=false",
+	} {
+		if got := recv(t, obs.events, want); got != want {
+			t.Fatalf("observed %q, want %q", got, want)
+		}
 	}
 }
