@@ -9,7 +9,7 @@ import (
 	"github.com/wren-broker/wren/security/scram"
 )
 
-// SaslHandshake: v0-1 (served from v1)
+// SaslHandshake: v0-1
 //
 // Behavior:
 // * On a listener without SASL: ILLEGAL_SASL_STATE, as Kafka's KafkaApis
@@ -21,17 +21,18 @@ import (
 //   connection closes (after connection.failed.authentication.delay.ms).
 // * A second handshake while an exchange is in progress:
 //   ILLEGAL_SASL_STATE, then the connection closes.
-// * On an authenticated connection it begins a re-authentication
+// * v0 (clients before Kafka 1.0's KIP-152, kafka-python 2.0): the frames
+//   that follow are the bare SASL tokens, each answered with a bare frame
+//   holding the server's token (PLAIN's is empty), until the exchange
+//   ends; then requests follow. A failure there is answered with nothing:
+//   the connection closes after the failed-authentication delay, as
+//   Kafka's does.
+// * On an authenticated connection v1 begins a re-authentication
 //   (KIP-368), with the mechanism of the first authentication only
 //   (Kafka's rule); until it ends only SaslAuthenticate may come, in
-//   frames of at most sasl.server.max.receive.size.
+//   frames of at most sasl.server.max.receive.size. v0 cannot
+//   re-authenticate: ILLEGAL_SASL_STATE, then the connection closes.
 // * Allowed before authentication.
-//
-// Not implemented:
-// * v0, after which the SASL tokens travel as raw frames without
-//   SaslAuthenticate (pre-1.0 clients): answered UNSUPPORTED_VERSION
-//   with the mechanisms, then the connection closes. Clients that see v1
-//   in ApiVersions use v1.
 
 func (s *Server) handleSaslHandshake(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.SASLHandshakeRequest)
@@ -45,10 +46,10 @@ func (s *Server) handleSaslHandshake(req *Request) (Pending, error) {
 	sess := req.Session
 	sa := &sess.sasl
 	switch {
-	case req.CompatOnly:
-		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		sess.closeAfter = fmt.Errorf("%w: SaslHandshake v0 (raw SASL tokens) is not served", ErrAuthenticationFailed)
-		return Respond(resp), nil
+	case r.Version == 0 && sess.authenticated:
+		// Re-authentication needs SaslAuthenticate (KIP-368).
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return s.saslFailed(sess, resp, "re-authentication with SaslHandshake v0")
 	case sa.step != saslIdle:
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return s.saslFailed(sess, resp, "SaslHandshake during an exchange")
@@ -76,5 +77,6 @@ func (s *Server) handleSaslHandshake(req *Request) (Pending, error) {
 	sa.step = saslExchanging
 	sa.mech = r.Mechanism
 	sa.reauth = sess.authenticated
+	sa.raw = r.Version == 0
 	return Respond(resp), nil
 }

@@ -59,49 +59,85 @@ func (s *Server) handleSaslAuthenticate(req *Request) (Pending, error) {
 		return s.saslFailed(sess, resp, msg)
 	}
 
-	var user string
-	var err error
-	if sa.exchange != nil {
-		var out []byte
-		out, err = sa.exchange.Step(r.SASLAuthBytes)
-		if err == nil && !sa.exchange.Done() {
-			resp.SASLAuthBytes = out
-			return Respond(resp), nil
-		}
-		resp.SASLAuthBytes = out
-		user = sa.exchange.User()
-	} else {
-		user, err = sa.auth.Plain(r.SASLAuthBytes)
-	}
-	principal := "User:" + user
-	if err == nil && sa.reauth && principal != sess.principal {
-		err = fmt.Errorf("%w: re-authentication as %s changes the principal %s", scram.ErrAuthFailed, principal, sess.principal)
-	}
+	out, done, err := s.saslStep(sess, r.SASLAuthBytes)
 	if err != nil {
-		resp.SASLAuthBytes = nil
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		msg := saslFailureMessage(sa.mech)
 		resp.ErrorMessage = &msg
-		reason := "invalid credentials"
-		if errors.Is(err, scram.ErrMalformed) {
-			reason = "malformed token"
-		}
-		return s.saslFailed(sess, resp, sa.mech+": "+reason)
+		return s.saslFailed(sess, resp, saslFailureReason(sa.mech, err))
 	}
-
-	reauth := sa.reauth
-	sess.Authenticate(principal)
-	sa.step, sa.auth, sa.exchange, sa.reauth = saslIdle, nil, nil, false
-	s.observeAuth(sess, sa.mech, true, reauth)
-	sa.authentications++
-	sa.expiry = time.Time{}
-	if cfg.MaxReauth > 0 {
-		sa.expiry = s.now().Add(cfg.MaxReauth)
+	resp.SASLAuthBytes = out
+	if done && cfg.MaxReauth > 0 {
 		resp.SessionLifetimeMillis = cfg.MaxReauth.Milliseconds()
 	}
+	return Respond(resp), nil
+}
+
+// saslFailureReason is what the log says of a failed step.
+func saslFailureReason(mech string, err error) string {
+	if errors.Is(err, scram.ErrMalformed) {
+		return mech + ": malformed token"
+	}
+	return mech + ": invalid credentials"
+}
+
+// saslStep feeds one client token to the exchange in progress and returns
+// the server's token. done: the session is now authenticated (or
+// re-authenticated), with its lifetime set. An error fails the exchange;
+// the caller answers and closes.
+func (s *Server) saslStep(sess *Session, token []byte) (out []byte, done bool, err error) {
+	sa := &sess.sasl
+	var user string
+	if sa.exchange != nil {
+		out, err = sa.exchange.Step(token)
+		if err != nil {
+			return nil, false, err
+		}
+		if !sa.exchange.Done() {
+			return out, false, nil
+		}
+		user = sa.exchange.User()
+	} else if user, err = sa.auth.Plain(token); err != nil {
+		return nil, false, err
+	} else {
+		out = []byte{} // PLAIN's server answer is empty
+	}
+	principal := "User:" + user
+	if sa.reauth && principal != sess.principal {
+		return nil, false, fmt.Errorf("%w: re-authentication as %s changes the principal %s", scram.ErrAuthFailed, principal, sess.principal)
+	}
+	reauth := sa.reauth
+	sess.Authenticate(principal)
+	sa.step, sa.auth, sa.exchange, sa.reauth, sa.raw = saslIdle, nil, nil, false, false
+	sa.authentications++
+	sa.expiry = time.Time{}
+	if maxReauth := s.cfg.SASL.MaxReauth; maxReauth > 0 {
+		sa.expiry = s.now().Add(maxReauth)
+	}
+	s.observeAuth(sess, sa.mech, true, reauth)
 	s.log.Debug("SASL authenticated", "remote", sess.RemoteAddr, "principal", principal,
 		"mechanism", sa.mech, "authentications", sa.authentications)
-	return Respond(resp), nil
+	return out, true, nil
+}
+
+// saslRawToken handles a frame of a connection that chose its mechanism
+// with SaslHandshake v0: the frame is the client's SASL token itself, and
+// the server's token goes back as a frame of its own, without a header
+// (queued.raw). A failure is answered with nothing: the connection closes
+// after the failed-authentication delay, as Kafka's does.
+func (s *Server) saslRawToken(sess *Session, token []byte) queued {
+	item := queued{key: int16(kmsg.SASLAuthenticate), raw: true}
+	out, _, err := s.saslStep(sess, token)
+	if err != nil {
+		sess.sasl.raw = false
+		p, _ := s.saslFailed(sess, nil, saslFailureReason(sess.sasl.mech, err)+" (raw SASL token)")
+		item.pending, item.closeAfter = p, sess.closeAfter
+		sess.closeAfter = nil
+		return item
+	}
+	item.rawOut = out
+	item.pending = func(context.Context) (Response, error) { return Response{}, nil }
+	return item
 }
 
 // saslFailed ends the exchange: resp is sent after the failed-authentication
@@ -116,8 +152,8 @@ func (s *Server) saslFailed(sess *Session, resp kmsg.Response, reason string) (P
 	sess.closeAfter = fmt.Errorf("%w: %s", ErrAuthenticationFailed, reason)
 	cfg := s.cfg.SASL
 	return func(ctx context.Context) (Response, error) {
-		if err := cfg.wait(ctx, cfg.FailedDelay); err != nil {
-			return Response{}, nil // closing
+		if err := cfg.wait(ctx, cfg.FailedDelay); err != nil || resp == nil {
+			return Response{}, nil // closing, or nothing to answer
 		}
 		return Response{Msg: resp}, nil
 	}, nil

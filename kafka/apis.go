@@ -100,7 +100,7 @@ var apiTable = [...]apiEntry{
 	{Key: kmsg.SyncGroup, Min: 0, Max: 5, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleSyncGroup},
 	{Key: kmsg.DescribeGroups, Min: 0, Max: 5, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeGroups},
 	{Key: kmsg.ListGroups, Min: 0, Max: 5, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleListGroups},
-	{Key: kmsg.SASLHandshake, Min: 0, MinServed: 1, Max: 1, BeforeAuth: true,
+	{Key: kmsg.SASLHandshake, Min: 0, Max: 1, BeforeAuth: true,
 		MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleSaslHandshake},
 	{Key: kmsg.ApiVersions, Min: 0, Max: 4, BeforeAuth: true,
 		MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleApiVersions},

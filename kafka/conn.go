@@ -101,7 +101,12 @@ type queued struct {
 	// closeAfter, when set, closes the connection for this reason once
 	// the response is written (a failed SASL authentication).
 	closeAfter error
-	pending    Pending
+	// raw: the answer is rawOut as a bare frame, without a response
+	// header (a SASL token after SaslHandshake v0); nothing is written
+	// when rawOut is nil.
+	raw     bool
+	rawOut  []byte
+	pending Pending
 	// read is when the request's frame was read whole and size its bytes
 	// with the prefix, for the Observer.
 	read time.Time
@@ -180,7 +185,11 @@ func (c *conn) readLoop() {
 	defer close(c.queue)
 	defer c.releaseAdmitted()
 	for {
-		frame, err := c.fr.ReadFrame(c.frameLimit(), c.checkKey, c.admit)
+		checkKey := c.checkKey
+		if c.sess.sasl.raw {
+			checkKey = nil // a bare SASL token: no api key to check
+		}
+		frame, err := c.fr.ReadFrame(c.frameLimit(), checkKey, c.admit)
 		if err != nil {
 			if errors.Is(err, ErrFrameDeadline) {
 				c.s.frameDeadlines.Add(1)
@@ -191,7 +200,7 @@ func (c *conn) readLoop() {
 		c.fr.FirstDeadline = time.Time{}
 		read := time.Now()
 		c.lastActive.Store(read.UnixNano())
-		item, err := c.dispatchSafely(frame)
+		item, err := c.handleFrame(frame)
 		// Handled: what the request still needs is in its Pending, so
 		// the frame's share of the budgets goes to the next reader in
 		// line (Kafka releases a request's buffer at the same point).
@@ -342,6 +351,15 @@ func (c *conn) dispatch(frame []byte) (queued, error) {
 	return queued{corr: hdr.CorrelationID, key: key, version: hdr.ApiVersion, pending: p, closeAfter: closeAfter}, nil
 }
 
+// handleFrame handles one frame: a request, or a bare SASL token while
+// the session expects one.
+func (c *conn) handleFrame(frame []byte) (queued, error) {
+	if c.sess.sasl.raw {
+		return c.s.saslRawToken(&c.sess, frame), nil
+	}
+	return c.dispatchSafely(frame)
+}
+
 // dispatchSafely is dispatch with a recover around decoding and the
 // handler. It is the last line of defence, not a check: a bug in a handler
 // or in the decoder closes this connection instead of the broker.
@@ -390,6 +408,12 @@ func (c *conn) complete(item queued) (err error) {
 	}
 	if c.ctx.Err() != nil {
 		return nil // closing: drop
+	}
+	if item.raw {
+		if item.rawOut == nil {
+			return nil
+		}
+		return c.writeRaw(item.rawOut)
 	}
 	switch {
 	case resp.Msg != nil && resp.Spliced != nil:
@@ -463,5 +487,22 @@ func (c *conn) writeSpliced(item queued, sr *SplicedResponse) error {
 		return fmt.Errorf("kafka: writing %s response: %w", name, err)
 	}
 	c.respBytes = total + 4
+	return nil
+}
+
+// writeRaw writes b as a bare frame: its size, then b (a SASL token after
+// SaslHandshake v0).
+func (c *conn) writeRaw(b []byte) error {
+	buf := binary.BigEndian.AppendUint32(c.wbuf[:0], uint32(len(b)))
+	buf = append(buf, b...)
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+	n, err := c.nc.Write(buf)
+	c.respBytes = int64(n)
+	if cap(buf) <= keptWriteBufferBytes {
+		c.wbuf = buf
+	}
+	if err != nil {
+		return fmt.Errorf("kafka: writing a SASL token: %w", err)
+	}
 	return nil
 }

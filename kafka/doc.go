@@ -87,9 +87,10 @@
 // 17_sasl_handshake.go, 36_sasl_authenticate.go): PLAIN, SCRAM-SHA-256
 // and SCRAM-SHA-512 over security/scram, with the credentials of the
 // metadata image (ImageAuthenticator). Until a connection authenticates
-// it may send only ApiVersions, SaslHandshake v1 and SaslAuthenticate
-// v0-2, in frames of at most sasl.server.max.receive.size checked on the
-// size prefix, and must finish within SASLConfig.AuthDeadline. A failure
+// it may send only ApiVersions, SaslHandshake v0-1 and SaslAuthenticate
+// v0-2 (after SaslHandshake v0, bare SASL tokens: queued's raw), in
+// frames of at most sasl.server.max.receive.size checked on the size
+// prefix, and must finish within SASLConfig.AuthDeadline. A failure
 // of any kind is answered after connection.failed.authentication.delay.ms
 // with one generic SASL_AUTHENTICATION_FAILED message (no user can be told
 // from another), and the connection closes after the answer (the reader

@@ -182,11 +182,12 @@ func FuzzSASLSession(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	handshake := func(mech string) []byte {
+	handshakeV := func(v int16, mech string) []byte {
 		r := kmsg.NewPtrSASLHandshakeRequest()
-		r.Version, r.Mechanism = 1, mech
+		r.Version, r.Mechanism = v, mech
 		return requestFrame(r, 1, "c")
 	}
+	handshake := func(mech string) []byte { return handshakeV(1, mech) }
 	authenticate := func(v int16, token string) []byte {
 		r := kmsg.NewPtrSASLAuthenticateRequest()
 		r.Version, r.SASLAuthBytes = v, []byte(token)
@@ -199,20 +200,29 @@ func FuzzSASLSession(f *testing.F) {
 	f.Add(cat(handshake(MechanismScramSHA256), authenticate(2, "n,,n=alice,r=abcdefgh"), authenticate(2, "c=biws,r=abcdefgh,p=AAAA")))
 	f.Add(cat(handshake(MechanismScramSHA512), authenticate(2, "n,a=bob,n=alice,r=x")))
 	f.Add(cat(authenticate(2, "x"), handshake("GSSAPI")))
+	// SaslHandshake v0: bare tokens follow.
+	f.Add(cat(handshakeV(0, MechanismPlain), frame([]byte("\x00alice\x00alice-secret")), requestFrame(metadataRequest(12), 3, "c")))
+	f.Add(cat(handshakeV(0, MechanismScramSHA512), frame([]byte("n,,n=bob,r=abcdefgh")), frame([]byte("c=biws,r=abcdefgh,p=AAAA"))))
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		c := fuzzConn(t, s, stream)
 		c.sess.authenticated = false
 		for {
 			before := c.sess.authenticated
-			fr, err := c.fr.ReadFrame(c.frameLimit(), c.checkKey, nil)
+			checkKey := c.checkKey
+			if c.sess.sasl.raw {
+				checkKey = nil
+			}
+			fr, err := c.fr.ReadFrame(c.frameLimit(), checkKey, nil)
 			if err != nil {
 				return
 			}
 			if !before && len(fr) > limit {
 				t.Fatalf("a frame of %d bytes before authentication, limit %d", len(fr), limit)
 			}
-			item, err := c.dispatch(fr) // not dispatchSafely: a panic must fail the fuzzer
-			if err != nil {
+			var item queued
+			if c.sess.sasl.raw {
+				item = s.saslRawToken(&c.sess, fr)
+			} else if item, err = c.dispatch(fr); err != nil { // not dispatchSafely: a panic must fail the fuzzer
 				return
 			}
 			if c.sess.authenticated {

@@ -157,6 +157,9 @@ type saslSession struct {
 	// reauth: the exchange in progress re-authenticates an authenticated
 	// session (KIP-368); only SaslAuthenticate may come until it ends.
 	reauth bool
+	// raw: SaslHandshake v0 chose the mechanism, so the frames that
+	// follow until the exchange ends are bare SASL tokens, not requests.
+	raw bool
 	// expiry is when the session must have re-authenticated (zero: never).
 	expiry time.Time
 	// authentications counts the successful ones on this connection.

@@ -241,17 +241,6 @@ func TestSASLOrder(t *testing.T) {
 		}
 		c.expectClosed()
 	})
-	t.Run("handshake v0", func(t *testing.T) {
-		c := dial(t, ts.addr)
-		req := kmsg.NewPtrSASLHandshakeRequest()
-		req.Mechanism = MechanismPlain
-		c.send(requestFrame(req, 1, "c"))
-		_, r := c.readResponse(kmsg.SASLHandshake, 0)
-		if code := r.(*kmsg.SASLHandshakeResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
-			t.Fatalf("error code %d, want UNSUPPORTED_VERSION", code)
-		}
-		c.expectClosed()
-	})
 	t.Run("malformed SCRAM", func(t *testing.T) {
 		c := dial(t, ts.addr)
 		c.handshake(1, MechanismScramSHA512)
@@ -574,5 +563,72 @@ func TestSASLObserver(t *testing.T) {
 		if got := recv(t, obs.events, want); got != want {
 			t.Fatalf("observed %q, want %q", got, want)
 		}
+	}
+}
+
+// TestSASLHandshakeV0: after SaslHandshake v0 the SASL tokens travel as
+// bare frames: franz-go takes that path against a broker whose
+// ApiVersions stops SaslHandshake at v0, for each mechanism; a wrong
+// password closes the connection without an answer; a raw exchange by
+// hand ends in a connection that serves requests.
+func TestSASLHandshakeV0(t *testing.T) {
+	rows := saslRows()
+	for i := range rows {
+		if rows[i].Key == kmsg.SASLHandshake {
+			rows[i].Max = 0
+		}
+	}
+	principals := make(chan string, 16)
+	table := testTable(append(rows, metadataRow(func(s *Server, req *Request) (Pending, error) {
+		principals <- req.Session.Principal()
+		return Respond(metadataResponse(req)), nil
+	}))...)
+	ts := startServer(t, ServerConfig{SASL: &SASLConfig{Mechanisms: allMechanisms, Authenticator: testAuthenticator(t), FailedDelay: -1}}, table)
+	for _, name := range allMechanisms {
+		cl := saslClient(t, ts.addr, mechanism(name, "bob", testUsers["bob"]))
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		err := cl.Ping(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p := recv(t, principals, "metadata call"); p != "User:bob" {
+			t.Fatalf("%s: principal %q", name, p)
+		}
+	}
+	rawAuths := func(r logRecord) bool { return r.msg == "SASL authenticated" }
+	if n := ts.logs.count(rawAuths); n != len(allMechanisms) {
+		t.Fatalf("%d authentications", n)
+	}
+
+	handshakeV0 := func(c *rawClient, mech string) {
+		req := kmsg.NewPtrSASLHandshakeRequest()
+		req.Mechanism = mech
+		c.send(requestFrame(req, 1, "c"))
+		_, r := c.readResponse(kmsg.SASLHandshake, 0)
+		if code := r.(*kmsg.SASLHandshakeResponse).ErrorCode; code != 0 {
+			t.Fatalf("handshake v0: error code %d", code)
+		}
+	}
+	c := dial(t, ts.addr)
+	handshakeV0(c, MechanismPlain)
+	c.send(frame(plainToken("alice", "wrong")))
+	if got := c.expectClosed(); len(got) != 0 {
+		t.Fatalf("a failed raw authentication answered %q", got)
+	}
+	ts.logs.waitClosedWith(t, ErrAuthenticationFailed)
+
+	c = dial(t, ts.addr)
+	handshakeV0(c, MechanismPlain)
+	c.send(frame(plainToken("alice", testUsers["alice"])))
+	c.nc.SetReadDeadline(time.Now().Add(waitTimeout))
+	var size [4]byte
+	if _, err := io.ReadFull(c.nc, size[:]); err != nil || size != [4]byte{} {
+		t.Fatalf("PLAIN's answer: %v %v, want an empty frame", size, err)
+	}
+	c.send(requestFrame(metadataRequest(12), 2, "c"))
+	c.readResponse(kmsg.Metadata, 12)
+	if p := recv(t, principals, "metadata call"); p != "User:alice" {
+		t.Fatalf("principal %q", p)
 	}
 }
