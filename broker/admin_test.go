@@ -111,6 +111,9 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		kmsg.DeleteGroups: {0, 2}, kmsg.OffsetDelete: {0, 0}, kmsg.ElectLeaders: {0, 2},
 		kmsg.AlterPartitionAssignments: {0, 1}, kmsg.ListPartitionReassignments: {0, 0},
 		kmsg.ConsumerGroupHeartbeat: {0, 1}, kmsg.ConsumerGroupDescribe: {0, 1},
+		// Advertised on every listener, as Kafka does; a listener without
+		// SASL answers them ILLEGAL_SASL_STATE.
+		kmsg.SASLHandshake: {0, 1}, kmsg.SASLAuthenticate: {0, 2},
 	}
 	for k, r := range want {
 		if keys[int16(k)] != r {
@@ -118,7 +121,7 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		}
 	}
 	// Unimplemented keys stay unadvertised, so clients do not send them.
-	for _, k := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.TxnOffsetCommit, kmsg.AddPartitionsToTxn, kmsg.EndTxn, kmsg.SASLHandshake} {
+	for _, k := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.TxnOffsetCommit, kmsg.AddPartitionsToTxn, kmsg.EndTxn} {
 		if _, ok := keys[int16(k)]; ok {
 			t.Errorf("%s is advertised but not implemented", k.Name())
 		}

@@ -46,9 +46,14 @@ func (b *Broker) bindClientListeners(w *wiring) (bound []boundListener, err erro
 	for _, l := range w.clients {
 		proto := b.cfg.ListenerProtocol(l.name)
 		spec := kafka.Listener{Name: l.name}
+		if proto == config.ProtocolSASLPlaintext || proto == config.ProtocolSASLSSL {
+			// Credentials are looked up in the metadata image at each
+			// authentication (SCRAM credentials are metadata records).
+			spec.SASL = kafka.SASLConfigFrom(b.cfg, kafka.ImageAuthenticator(b.controller))
+		}
 		switch proto {
-		case config.ProtocolPlaintext:
-		case config.ProtocolSSL:
+		case config.ProtocolPlaintext, config.ProtocolSASLPlaintext:
+		case config.ProtocolSSL, config.ProtocolSASLSSL:
 			r, err := newCertReloader(b.cfg.ListenerSSL(l.name), b.logger)
 			if err != nil {
 				return bound, fmt.Errorf("broker: listener %s: %w", l.name, err)

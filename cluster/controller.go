@@ -142,8 +142,9 @@ func OpenController(fsys vfs.FS, dir string, cfg ControllerConfig) (*Controller,
 }
 
 // startAlone waits for a one-voter controller to act, then gives a new log
-// its cluster id and this node's broker registration, as a one-voter
-// cluster has nobody else to do it.
+// its cluster id and secret (a log from before secrets its secret) and
+// this node's broker registration, as a one-voter cluster has nobody else
+// to do it.
 func (c *Controller) startAlone() error {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
@@ -158,13 +159,20 @@ func (c *Controller) startAlone() error {
 			if id == "" {
 				id = NewUUID().String()
 			}
-			if res = commitResult(c.commit, DecideClusterID(im, id)); res != nil {
+			r, err := decideNewCluster(im, id)
+			if res = errors.Join(err, commitResult(c.commit, r)); res != nil {
 				return
 			}
 		} else if c.cfg.ClusterID != "" && c.cfg.ClusterID != im.ClusterID {
 			res = fmt.Errorf("cluster: the metadata log in %s belongs to cluster %s, but this node was given cluster.id %s (by its config or meta.properties)",
 				c.q.cfg.Dir, im.ClusterID, c.cfg.ClusterID)
 			return
+		} else if !im.HasClusterSecret() {
+			// A log from before cluster secrets.
+			r, err := decideNewCluster(im, im.ClusterID)
+			if res = errors.Join(err, commitResult(c.commit, r)); res != nil {
+				return
+			}
 		}
 		// This node's broker registers itself, so placement has a broker
 		// list in a one-node cluster too. A registration that did not

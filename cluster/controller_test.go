@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -87,6 +88,10 @@ func TestControllerTopicsSurviveRestart(t *testing.T) {
 	after := c2.Image()
 	if after.ClusterID != before.ClusterID || after.ClusterID == "" {
 		t.Fatalf("cluster id %q, then %q", before.ClusterID, after.ClusterID)
+	}
+	// The cluster secret was drawn once, and kept.
+	if d := after.DerivedSecret("x"); d == nil || !bytes.Equal(d, before.DerivedSecret("x")) {
+		t.Fatalf("derived secret %x, then %x", before.DerivedSecret("x"), d)
 	}
 	if got := strings.Join(after.TopicNames(), ","); got != "events,orders" {
 		t.Fatalf("topics after restart: %s", got)

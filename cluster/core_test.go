@@ -322,6 +322,14 @@ func (e *rulesEnv) handle(c *datadriven.Cmd) string {
 				e.printf("> %s: ok", res.User)
 			}
 		}
+	case "cluster-secret":
+		// cluster-secret <text>: the text's bytes as the secret.
+		runRule(e, c, func(im *Image, _ RuleConfig) Result[struct{}] { return DecideClusterSecret(im, []byte(c.Args[0])) })
+		if d := e.le.im.DerivedSecret("test"); d != nil {
+			e.printf("> derived %x", d[:4])
+		} else {
+			e.printf("> none")
+		}
 	case "cluster-id":
 		runRule(e, c, func(im *Image, _ RuleConfig) Result[struct{}] { return DecideClusterID(im, c.Args[0]) })
 		e.printf("> cluster %s", e.le.im.ClusterID)
@@ -610,6 +618,8 @@ func (e *rulesEnv) recordLine(names map[UUID]string, r Record) string {
 		return fmt.Sprintf("broker-log-dir %d offline=%t reason=%q", d.BrokerID, d.Offline, d.Reason)
 	case KindDataLoss:
 		return ledgerString(*r.DataLoss)
+	case KindClusterSecret:
+		return fmt.Sprintf("cluster-secret %q", r.ClusterSecret.Secret)
 	case KindScramCredential:
 		sc := r.ScramCredential
 		if sc.Credential == nil {

@@ -55,6 +55,7 @@ func FuzzDecodeEntry(f *testing.F) {
 	id := UUID{1, 2, 3}
 	for _, recs := range [][]Record{
 		{{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "c1"}}},
+		{{Kind: KindClusterSecret, ClusterSecret: &ClusterSecretRecord{Secret: make([]byte, ClusterSecretBytes)}}},
 		{{Kind: KindTopic, Topic: &TopicRecord{Name: "t", ID: id}},
 			{Kind: KindPartition, Partition: &PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
 		{{Kind: KindRemoveTopic, RemoveTopic: &RemoveTopicRecord{ID: id}}},
@@ -86,6 +87,7 @@ func FuzzDecodeImage(f *testing.F) {
 	id := UUID{1, 2, 3}
 	im, err := emptyImage().With(
 		Record{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "c1"}},
+		Record{Kind: KindClusterSecret, ClusterSecret: &ClusterSecretRecord{Secret: make([]byte, ClusterSecretBytes)}},
 		Record{Kind: KindTopic, Topic: &TopicRecord{Name: "t", ID: id}},
 		Record{Kind: KindPartition, Partition: &PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}},
 		Record{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "u", Mechanism: "SCRAM-SHA-512", Credential: &ScramCredential{

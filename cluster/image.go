@@ -31,6 +31,8 @@ type Image struct {
 	// scram are the users' SCRAM credentials by user, then mechanism
 	// (scram.go).
 	scram map[string]map[scram.Mechanism]ScramCredential
+	// secret is the cluster secret (secret.go), nil until recorded.
+	secret []byte
 	// batch is set only while applyRecords applies one entry's records:
 	// what this entry already copied, so it copies each only once. Nil
 	// on every image anyone else sees.
@@ -230,6 +232,10 @@ func (im *Image) apply(offset uint64, r Record) (*Image, error) {
 		next.applyDataLoss(im, offset, r.DataLoss)
 	case KindScramCredential:
 		if err := next.applyScramCredential(im, offset, r.ScramCredential); err != nil {
+			return nil, err
+		}
+	case KindClusterSecret:
+		if err := next.applyClusterSecret(offset, r.ClusterSecret); err != nil {
 			return nil, err
 		}
 	default:

@@ -83,7 +83,8 @@ func (h BrokerHeard) lastHeard() (time.Duration, bool) {
 type LivenessActionKind uint8
 
 const (
-	// ActionClusterID records the cluster id of a new cluster.
+	// ActionClusterID records the cluster id and the cluster secret of a
+	// new cluster, or the secret alone in a cluster from before secrets.
 	ActionClusterID LivenessActionKind = iota + 1
 	// ActionRegister registers a new broker, one whose rack or listeners
 	// changed (fenced while it catches up or shuts down), or a new
@@ -192,7 +193,9 @@ func (l *Liveness) freshGrace() time.Duration {
 // this node heard from each broker (itself included).
 //
 // The rules:
-//   - a new cluster first gets its cluster id, and nothing else that round;
+//   - a new cluster first gets its cluster id and its secret, and nothing
+//     else that round; so does a cluster without a secret (recorded
+//     before secrets existed) get its secret;
 //   - a broker heard by heartbeat within the session is registered when
 //     new or changed (fenced while it catches up or shuts down), unfenced
 //     when fenced and neither catching up nor shutting down, moved off by
@@ -245,7 +248,7 @@ func (l *Liveness) Decide(now time.Duration, acting bool, im *Image, heard map[i
 	if !l.acting {
 		l.acting, l.actingSince, l.lastRebalance = true, now, now
 	}
-	if im.ClusterID == "" {
+	if im.ClusterID == "" || !im.HasClusterSecret() {
 		return []LivenessAction{{Kind: ActionClusterID}}
 	}
 	var out []LivenessAction

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -65,7 +66,7 @@ func (e *livenessEnv) handle(c *datadriven.Cmd) string {
 		return "ok"
 	case "brokers":
 		if e.le.im.ClusterID == "" {
-			e.le.commit([]Record{{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "test"}}})
+			e.le.commit(newClusterRecords())
 		}
 		for _, id := range ids(e.t, c, strings.Join(c.Args, " ")) {
 			e.le.commit([]Record{{Kind: KindBrokerRegistration, BrokerRegistration: &BrokerRegistrationRecord{BrokerID: id,
@@ -145,7 +146,7 @@ func (e *livenessEnv) apply(a LivenessAction) {
 	var changes []PartitionChange
 	switch a.Kind {
 	case ActionClusterID:
-		e.le.commit([]Record{{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "test"}}})
+		e.le.commit(newClusterRecords())
 	case ActionRegister:
 		r := a.Registration
 		if a.Unclean {
@@ -190,4 +191,11 @@ func (e *livenessEnv) state() string {
 		return "no brokers"
 	}
 	return strings.Join(out, "\n")
+}
+
+// newClusterRecords are the records of a new cluster's first entry: its
+// id and its secret.
+func newClusterRecords() []Record {
+	return []Record{{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "test"}},
+		{Kind: KindClusterSecret, ClusterSecret: &ClusterSecretRecord{Secret: bytes.Repeat([]byte{1}, ClusterSecretBytes)}}}
 }

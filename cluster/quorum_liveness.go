@@ -279,12 +279,25 @@ func (c *Controller) carryOut(ctx context.Context, a LivenessAction) {
 			id = NewUUID().String()
 		}
 		var res error
-		err := c.run(ctx, func() { res = commitResult(c.commit, DecideClusterID(c.Image(), id)) })
+		var recorded []Record
+		err := c.run(ctx, func() {
+			r, err := decideNewCluster(c.Image(), id)
+			if res = errors.Join(err, commitResult(c.commit, r)); res == nil {
+				recorded = r.Records
+			}
+		})
 		if err := errors.Join(err, res); err != nil {
-			q.log.Debug("metadata quorum: cluster id not recorded yet", "err", err)
+			q.log.Debug("metadata quorum: cluster id or secret not recorded yet", "err", err)
 			return
 		}
-		q.log.Info("metadata quorum: new cluster", "cluster.id", id)
+		for _, r := range recorded {
+			switch r.Kind {
+			case KindCluster:
+				q.log.Info("metadata quorum: new cluster", "cluster.id", id)
+			case KindClusterSecret:
+				q.log.Info("metadata quorum: cluster secret recorded")
+			}
+		}
 	case ActionRegister:
 		if err := c.RegisterBroker(ctx, a.Registration, !a.Unclean); err != nil {
 			q.log.Debug("metadata quorum: broker registration not committed", "broker", a.Broker, "err", err)

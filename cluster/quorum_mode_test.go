@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -142,15 +143,21 @@ func TestQuorumControllers(t *testing.T) {
 		}
 		return nil
 	}
-	pollUntil(t, "every node to know the cluster id and all three brokers", 10*time.Second, func() bool {
+	pollUntil(t, "every node to know the cluster id and secret and all three brokers", 10*time.Second, func() bool {
 		for _, n := range nodes {
 			im := n.c.Image()
-			if im.ClusterID == "" || len(im.Brokers()) != 3 || len(n.c.Brokers()) != 3 {
+			if im.ClusterID == "" || !im.HasClusterSecret() || len(im.Brokers()) != 3 || len(n.c.Brokers()) != 3 {
 				return false
 			}
 		}
 		return acting() != nil
 	})
+	// One secret for the cluster: every node derives the same keys.
+	for _, n := range nodes[1:] {
+		if !bytes.Equal(n.c.Image().DerivedSecret("x"), nodes[0].c.Image().DerivedSecret("x")) {
+			t.Fatalf("node %d derives another secret than node %d", n.id, nodes[0].id)
+		}
+	}
 	ctrl := acting()
 	for _, n := range nodes {
 		if got := n.c.ControllerID(); got != ctrl.id {

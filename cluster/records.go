@@ -30,6 +30,8 @@ const (
 	// one mechanism (Kafka's UserScramCredentialRecord and
 	// RemoveUserScramCredentialRecord).
 	KindScramCredential RecordKind = "scram_credential"
+	// KindClusterSecret records the cluster secret (secret.go).
+	KindClusterSecret RecordKind = "cluster_secret"
 )
 
 // Record is one entry of the metadata log: a change to the cluster's
@@ -50,6 +52,7 @@ type Record struct {
 	BrokerLogDir       *BrokerLogDirRecord       `json:"broker_log_dir,omitempty"`
 	DataLoss           *DataLossRecord           `json:"data_loss,omitempty"`
 	ScramCredential    *ScramCredentialRecord    `json:"scram_credential,omitempty"`
+	ClusterSecret      *ClusterSecretRecord      `json:"cluster_secret,omitempty"`
 }
 
 // ProducerIDsRecord hands a block of producer ids to a broker: ids
@@ -129,7 +132,8 @@ func decodeRecord(b []byte) (Record, error) {
 	}
 	set := 0
 	for _, p := range []bool{r.Cluster != nil, r.Topic != nil, r.Partition != nil, r.RemoveTopic != nil, r.Config != nil, r.ProducerIDs != nil,
-		r.BrokerRegistration != nil, r.BrokerFence != nil, r.BrokerLogDir != nil, r.DataLoss != nil, r.ScramCredential != nil} {
+		r.BrokerRegistration != nil, r.BrokerFence != nil, r.BrokerLogDir != nil, r.DataLoss != nil, r.ScramCredential != nil,
+		r.ClusterSecret != nil} {
 		if p {
 			set++
 		}
@@ -162,6 +166,8 @@ func decodeRecord(b []byte) (Record, error) {
 		ok = r.DataLoss != nil
 	case KindScramCredential:
 		ok = r.ScramCredential != nil
+	case KindClusterSecret:
+		ok = r.ClusterSecret != nil
 	default:
 		return r, fmt.Errorf("cluster: metadata record of unknown kind %q", r.Kind)
 	}

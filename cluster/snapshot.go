@@ -35,6 +35,9 @@ type imageSnapshot struct {
 	// ScramCredentials, sorted by user and mechanism; absent in
 	// snapshots written before SCRAM, which reads as none.
 	ScramCredentials []ScramCredentialRecord `json:"scram_credentials,omitempty"`
+	// ClusterSecret; absent in snapshots written before it, and of a
+	// cluster that has none yet.
+	ClusterSecret []byte `json:"cluster_secret,omitempty"`
 }
 
 // imageSnapshotVersion is the version encodeImage writes; decodeImage
@@ -52,6 +55,7 @@ func encodeImage(im *Image) ([]byte, error) {
 		s.Brokers = append(s.Brokers, im.brokers[id])
 	}
 	s.ScramCredentials = im.scramRecords()
+	s.ClusterSecret = im.secret
 	return json.Marshal(s)
 }
 
@@ -89,6 +93,11 @@ func decodeImage(data []byte) (*Image, error) {
 			return nil, fmt.Errorf("cluster: metadata snapshot: a broker is missing or listed twice")
 		}
 		im.brokers[b.ID] = b
+	}
+	if s.ClusterSecret != nil {
+		if err := im.applyClusterSecret(im.Offset, &ClusterSecretRecord{Secret: s.ClusterSecret}); err != nil {
+			return nil, fmt.Errorf("cluster: metadata snapshot: %w", err)
+		}
 	}
 	for i := range s.ScramCredentials {
 		r := &s.ScramCredentials[i]

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 	a, b := NewUUID(), NewUUID()
 	recs := []Record{
 		{Kind: KindCluster, Cluster: &ClusterRecord{ClusterID: "Y2x1c3RlcgAAAAAAAAAAAA"}},
+		{Kind: KindClusterSecret, ClusterSecret: &ClusterSecretRecord{Secret: bytes.Repeat([]byte{5}, ClusterSecretBytes)}},
 		{Kind: KindBrokerRegistration, BrokerRegistration: &BrokerRegistrationRecord{BrokerID: 1, Rack: "r1",
 			Listeners: []BrokerListener{{Name: "PLAINTEXT", Host: "edge-1", Port: 9092, SecurityProtocol: "PLAINTEXT"}}}},
 		{Kind: KindBrokerRegistration, BrokerRegistration: &BrokerRegistrationRecord{BrokerID: 2, IncarnationID: NewUUID(), AcksDurable: true}},
@@ -65,8 +67,8 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 	// drops it would lose state on every node that restores one.
 	// (batch only lives while one entry is applied: no image it is on is
 	// ever published.)
-	if n := reflect.TypeOf(Image{}).NumField() - 1; n != 9 {
-		t.Fatalf("Image has %d fields, imageSnapshot was written for 9: add the new ones to snapshot.go, then update this number", n)
+	if n := reflect.TypeOf(Image{}).NumField() - 1; n != 10 {
+		t.Fatalf("Image has %d fields, imageSnapshot was written for 10: add the new ones to snapshot.go, then update this number", n)
 	}
 }
 

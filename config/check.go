@@ -137,9 +137,7 @@ func (k *checker) listeners() {
 			k.fail([]string{protoMap, listeners}, "listeners: %s has no security protocol: add %s:PLAINTEXT (or SSL) to %s", l, l.Name, protoMap)
 		case isController(l.Name) && proto != ProtocolPlaintext:
 			k.fail([]string{protoMap, listeners}, "%s: controller listener %s must be PLAINTEXT so far, not %s", protoMap, l.Name, proto)
-		case proto == ProtocolSASLPlaintext || proto == ProtocolSASLSSL:
-			k.fail([]string{protoMap, listeners}, "listeners: %s: security protocol %s is not supported yet (PLAINTEXT and SSL are)", l, proto)
-		case proto == ProtocolSSL:
+		case proto == ProtocolSSL || proto == ProtocolSASLSSL:
 			k.checkSSL(l.Name)
 		}
 		for _, m := range c.Listeners[:i] {

@@ -34,6 +34,11 @@ type Config struct {
 	MaxConnectionsPerIPOverrides string `config:"max.connections.per.ip.overrides"`
 	ConnectionsMaxIdleMs         int64  `config:"connections.max.idle.ms"`
 	MemorySoftLimitBytes         int64  `config:"memory.soft.limit.bytes"`
+	// SASL on SASL_PLAINTEXT and SASL_SSL listeners.
+	SaslEnabledMechanisms                 []string `config:"sasl.enabled.mechanisms"`
+	SaslServerMaxReceiveSize              int32    `config:"sasl.server.max.receive.size"`
+	ConnectionFailedAuthenticationDelayMs int32    `config:"connection.failed.authentication.delay.ms"`
+	ConnectionsMaxReauthMs                int64    `config:"connections.max.reauth.ms"`
 
 	// [cluster]
 	Voters                        []Voter `config:"controller.quorum.voters"`

@@ -94,6 +94,8 @@
 //     max.connections.per.ip stays unbounded as in Kafka: a cap refuses the
 //     devices behind one gateway; fair shares of max.connections protect
 //     instead.
+//   - sasl.enabled.mechanisms SCRAM-SHA-512 and SCRAM-SHA-256 instead of
+//     GSSAPI: Kerberos is not served; PLAIN only when listed, as in Kafka.
 //
 // wren's own settings (Entry.Wren): memory.soft.limit.bytes, cluster.id,
 // controller.heartbeat.interval.ms, controller.lease.ms, log.flush.policy,
@@ -111,7 +113,8 @@
 // named outside it speaks PLAINTEXT while the map is left at its default
 // (files written before the setting existed name listeners INTERNAL and
 // the like), and controller listeners speak PLAINTEXT. SASL_PLAINTEXT and
-// SASL_SSL parse but are refused until SASL is served.
+// SASL_SSL listeners authenticate with the sasl.* settings; SASL_SSL takes
+// the ssl.* settings as SSL does.
 //
 // Kafka names deliberately absent: process.roles (every wren node is broker
 // and voter), log.dir (use

@@ -168,7 +168,7 @@ func TestLoadErrors(t *testing.T) {
 		{"listener problems, all of them",
 			"[broker]\nlisteners = [\"PLAINTEXT://0.0.0.0:9092\", \"SSL://:9094\", \"INTERNAL://:9092\"]\nadvertised.listeners = [\"CONTROLLER://a:1\", \"FOO://b:2\", \"INTERNAL://0.0.0.0:9092\"]\n",
 			[]string{
-				"config.toml:2:1: ssl.keystore.location: listener SSL is SSL and needs a certificate: set it, or ssl.keystore.certificate.chain with ssl.keystore.key",
+				"config.toml:2:1: ssl.keystore.location: listener SSL speaks TLS and needs a certificate: set it, or ssl.keystore.certificate.chain with ssl.keystore.key",
 				"config.toml:2:1: listeners: PLAINTEXT://0.0.0.0:9092 and INTERNAL://:9092 use the same port",
 				"config.toml:2:1: controller.listener.names: listener CONTROLLER is not in listeners",
 				"config.toml:3:1: advertised.listeners: CONTROLLER://a:1 is a controller listener; clients are never sent there",

@@ -208,7 +208,7 @@ func (s SSL) Certificate() (tls.Certificate, error) {
 		chainKey, keyKey = s.Key("ssl.keystore.location"), s.Key("ssl.keystore.location")
 	case s.KeystoreChain == "" && s.KeystoreKey == "":
 		return tls.Certificate{}, &SSLError{s.Key("ssl.keystore.location"),
-			fmt.Errorf("listener %s is SSL and needs a certificate: set it, or %s with %s", s.Listener, chainKey, keyKey)}
+			fmt.Errorf("listener %s speaks TLS and needs a certificate: set it, or %s with %s", s.Listener, chainKey, keyKey)}
 	case s.KeystoreChain == "":
 		return tls.Certificate{}, &SSLError{chainKey, fmt.Errorf("%s is set but the certificate chain is empty", keyKey)}
 	case s.KeystoreKey == "":
@@ -425,7 +425,7 @@ func (k *checker) checkSSL(name string) {
 func (c *Config) sslWarnings() []Warning {
 	ssl := map[string]bool{}
 	for _, l := range c.Listeners {
-		if c.ListenerProtocol(l.Name) == ProtocolSSL {
+		if p := c.ListenerProtocol(l.Name); p == ProtocolSSL || p == ProtocolSASLSSL {
 			ssl[strings.ToLower(l.Name)] = true
 		}
 	}
@@ -436,7 +436,7 @@ func (c *Config) sslWarnings() []Warning {
 			// writes every key) asks for nothing.
 			if g, ok := c.given[key]; ok && g.source == SourceStaticBroker && !reflect.DeepEqual(g.value, c.defaults[key]) {
 				out = append(out, Warning{File: c.file, Pos: g.pos, Key: key,
-					Msg: fmt.Sprintf("%s has no effect: no listener is SSL (listeners, listener.security.protocol.map)", key)})
+					Msg: fmt.Sprintf("%s has no effect: no listener is SSL or SASL_SSL (listeners, listener.security.protocol.map)", key)})
 			}
 		}
 	}
@@ -447,7 +447,7 @@ func (c *Config) sslWarnings() []Warning {
 		for key, g := range values {
 			full := "listener.name." + name + "." + key
 			out = append(out, Warning{File: c.file, Pos: g.pos, Key: full,
-				Msg: fmt.Sprintf("%s has no effect: listener %s is not SSL", full, strings.ToUpper(name))})
+				Msg: fmt.Sprintf("%s has no effect: listener %s is not SSL or SASL_SSL", full, strings.ToUpper(name))})
 		}
 	}
 	return out

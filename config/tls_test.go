@@ -92,7 +92,7 @@ func TestSSLConfigErrors(t *testing.T) {
 			"config.toml:4:1: ssl.keystore.location: certificate and key do not make a key pair"},
 		{"encrypted PKCS#8", ssl + "ssl.keystore.location = " + quoteTOML(encrypted) + "\n",
 			"config.toml:4:1: ssl.keystore.location: the private key is encrypted PKCS#8, which wren cannot read"},
-		{"no certificate", ssl, "config.toml:2:1: ssl.keystore.location: listener SSL is SSL and needs a certificate"},
+		{"no certificate", ssl, "config.toml:2:1: ssl.keystore.location: listener SSL speaks TLS and needs a certificate"},
 		{"client auth without trust store", ssl + "ssl.keystore.location = " + quoteTOML(good) + "\nssl.client.auth = \"required\"\n",
 			"config.toml:5:1: ssl.client.auth: required asks for client certificates on listener SSL, but no trust store is set"},
 		{"bad trust store", ssl + "ssl.keystore.location = " + quoteTOML(good) + "\nssl.truststore.location = " + quoteTOML(bad) + "\n",
@@ -101,8 +101,8 @@ func TestSSLConfigErrors(t *testing.T) {
 			`config.toml:3:34: listener.security.protocol.map: invalid value "A:TLS": A: unknown security protocol "TLS" (known: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)`},
 		{"listener outside the map", "[broker]\nlisteners = [\"A://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:9093\"]\nlistener.security.protocol.map = \"B:SSL\"\n",
 			"config.toml:3:1: listeners: A://127.0.0.1:0 has no security protocol: add A:PLAINTEXT (or SSL) to listener.security.protocol.map"},
-		{"SASL not yet", "[broker]\nlisteners = [\"SASL_SSL://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:9093\"]\n",
-			"config.toml:2:1: listeners: SASL_SSL://127.0.0.1:0: security protocol SASL_SSL is not supported yet (PLAINTEXT and SSL are)"},
+		{"SASL_SSL without a certificate", "[broker]\nlisteners = [\"SASL_SSL://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:9093\"]\n",
+			"config.toml:2:1: ssl.keystore.location: listener SASL_SSL speaks TLS and needs a certificate: set it, or ssl.keystore.certificate.chain with ssl.keystore.key"},
 		{"controller over SSL", "[broker]\nlistener.security.protocol.map = \"PLAINTEXT:PLAINTEXT,CONTROLLER:SSL\"\n",
 			"config.toml:2:1: listener.security.protocol.map: controller listener CONTROLLER must be PLAINTEXT so far, not SSL"},
 		{"unknown cipher suite", ssl + "ssl.keystore.location = " + quoteTOML(good) + "\nssl.cipher.suites = [\"TLS_RSA_WITH_RC4_128_SHA\"]\n",
@@ -184,8 +184,8 @@ func TestSSLWithoutSSLListenerWarns(t *testing.T) {
 		got = append(got, w.String())
 	}
 	want := []string{
-		"config.toml:4:1: warning: ssl.keystore.location has no effect: no listener is SSL (listeners, listener.security.protocol.map)",
-		"config.toml:5:1: warning: listener.name.plaintext.ssl.client.auth has no effect: listener PLAINTEXT is not SSL",
+		"config.toml:4:1: warning: ssl.keystore.location has no effect: no listener is SSL or SASL_SSL (listeners, listener.security.protocol.map)",
+		"config.toml:5:1: warning: listener.name.plaintext.ssl.client.auth has no effect: listener PLAINTEXT is not SSL or SASL_SSL",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -55,6 +55,10 @@ type conn struct {
 	inflight atomic.Int32
 
 	closeOnce sync.Once
+	// authTimer closes the connection if it has not authenticated by
+	// SASLConfig.AuthDeadline; nil without SASL. Atomic: the timer's own
+	// goroutine may close the connection before newConn stored it.
+	authTimer atomic.Pointer[time.Timer]
 
 	// ip is the client address counted in Server.perIP (when hasIP).
 	ip    netip.Addr
@@ -104,7 +108,15 @@ type queued struct {
 	// key and version are what the response must carry: the request's,
 	// except the v0 answer to an ApiVersions version we do not serve.
 	key, version int16
-	pending      Pending
+	// closeAfter, when set, closes the connection for this reason once
+	// the response is written (a failed SASL authentication).
+	closeAfter error
+	// raw: the answer is rawOut as a bare frame, without a response
+	// header (a SASL token after SaslHandshake v0); nothing is written
+	// when rawOut is nil.
+	raw     bool
+	rawOut  []byte
+	pending Pending
 	// read is when the request's frame was read whole and size its bytes
 	// with the prefix, for the Observer.
 	read time.Time
@@ -143,11 +155,23 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 		ctx:           ctx,
 		authenticated: !s.cfg.RequireAuthentication,
 		listener:      l,
+		saslConfig:    s.cfg.SASL,
+	}
+	if l != nil && l.SASL != nil {
+		c.sess.saslConfig = l.SASL
+		c.sess.authenticated = false
 	}
 	if l != nil && l.Name != "" {
 		c.sess.ListenerName = l.Name
 	}
 	c.tls, c.raw = tc, raw
+	if sasl := c.sess.saslConfig; sasl != nil {
+		c.authTimer.Store(time.AfterFunc(sasl.AuthDeadline, func() {
+			if !c.sess.authDone.Load() {
+				c.close(fmt.Errorf("%w: %v", ErrAuthenticationTimeout, sasl.AuthDeadline))
+			}
+		}))
+	}
 	return c
 }
 
@@ -155,6 +179,9 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 // closes).
 func (c *conn) close(reason error) {
 	c.closeOnce.Do(func() {
+		if t := c.authTimer.Load(); t != nil {
+			t.Stop()
+		}
 		c.cancel()
 		c.raw.Close()
 		switch {
@@ -190,7 +217,11 @@ func (c *conn) readLoop() {
 		}
 	}
 	for {
-		frame, err := c.fr.ReadFrame(c.frameLimit(), c.checkKey, c.admit)
+		checkKey := c.checkKey
+		if c.sess.sasl.raw {
+			checkKey = nil // a bare SASL token: no api key to check
+		}
+		frame, err := c.fr.ReadFrame(c.frameLimit(), checkKey, c.admit)
 		if err != nil {
 			if errors.Is(err, ErrFrameDeadline) {
 				c.s.frameDeadlines.Add(1)
@@ -201,7 +232,7 @@ func (c *conn) readLoop() {
 		c.fr.FirstDeadline = time.Time{}
 		read := time.Now()
 		c.lastActive.Store(read.UnixNano())
-		item, err := c.dispatchSafely(frame)
+		item, err := c.handleFrame(frame)
 		// Handled: what the request still needs is in its Pending, so
 		// the frame's share of the budgets goes to the next reader in
 		// line (Kafka releases a request's buffer at the same point).
@@ -211,11 +242,19 @@ func (c *conn) readLoop() {
 			return
 		}
 		if item.pending == nil {
+			if item.closeAfter != nil {
+				c.close(item.closeAfter)
+				return
+			}
 			continue
 		}
 		item.read, item.size = read, int64(len(frame))+4
 		c.inflight.Add(1)
 		c.queue <- item
+		if item.closeAfter != nil {
+			// Nothing more is read: the writer answers and closes.
+			return
+		}
 	}
 }
 
@@ -264,8 +303,11 @@ func (s *Server) frameBudget(size int32) *membudget.Budget {
 }
 
 func (c *conn) frameLimit() int32 {
-	if c.sess.authenticated {
+	if c.sess.authenticated && !c.sess.sasl.reauth {
 		return c.s.cfg.MaxRequestBytes
+	}
+	if sasl := c.sess.saslConfig; sasl != nil {
+		return min(sasl.MaxReceiveSize, c.s.cfg.MaxRequestBytes)
 	}
 	return c.s.cfg.MaxRequestBytesBeforeAuth
 }
@@ -278,6 +320,11 @@ func (c *conn) checkKey(key int16, size int32) error {
 		return fmt.Errorf("%w: %d (%s)", ErrUnknownAPIKey, key, kmsg.NameForKey(key))
 	case !c.sess.authenticated && !e.BeforeAuth:
 		return fmt.Errorf("%w: %s", ErrNotAuthenticated, e.Key.Name())
+	case c.sess.sasl.reauth && e.Key != kmsg.SASLAuthenticate:
+		// Kafka's re-authentication reads SASL messages alone.
+		return fmt.Errorf("%w: %s during re-authentication", ErrNotAuthenticated, e.Key.Name())
+	case !c.sess.sasl.expiry.IsZero() && e.Key != kmsg.SASLHandshake && !c.s.now().Before(c.sess.sasl.expiry):
+		return fmt.Errorf("%w: %s", ErrSessionExpired, e.Key.Name())
 	case e.MaxRequestBytes > 0 && size > e.MaxRequestBytes:
 		return fmt.Errorf("%w: %s frame of %d bytes, limit %d", ErrFrameSize, e.Key.Name(), size, e.MaxRequestBytes)
 	}
@@ -334,7 +381,18 @@ func (c *conn) dispatch(frame []byte) (queued, error) {
 	if err != nil {
 		return queued{}, fmt.Errorf("%s v%d handler: %w", e.Key.Name(), hdr.ApiVersion, err)
 	}
-	return queued{corr: hdr.CorrelationID, key: key, version: hdr.ApiVersion, pending: p}, nil
+	closeAfter := c.sess.closeAfter
+	c.sess.closeAfter = nil
+	return queued{corr: hdr.CorrelationID, key: key, version: hdr.ApiVersion, pending: p, closeAfter: closeAfter}, nil
+}
+
+// handleFrame handles one frame: a request, or a bare SASL token while
+// the session expects one.
+func (c *conn) handleFrame(frame []byte) (queued, error) {
+	if c.sess.sasl.raw {
+		return c.s.saslRawToken(&c.sess, frame), nil
+	}
+	return c.dispatchSafely(frame)
 }
 
 // dispatchSafely is dispatch with a recover around decoding and the
@@ -358,6 +416,8 @@ func (c *conn) writeLoop() {
 		c.respBytes = 0
 		if err := c.complete(item); err != nil {
 			c.close(err)
+		} else if item.closeAfter != nil {
+			c.close(item.closeAfter)
 		}
 		c.s.cfg.Observer.RequestDone(item.key, item.size, c.respBytes, time.Since(item.read))
 		c.lastActive.Store(time.Now().UnixNano())
@@ -383,6 +443,12 @@ func (c *conn) complete(item queued) (err error) {
 	}
 	if c.ctx.Err() != nil {
 		return nil // closing: drop
+	}
+	if item.raw {
+		if item.rawOut == nil {
+			return nil
+		}
+		return c.writeRaw(item.rawOut)
 	}
 	switch {
 	case resp.Msg != nil && resp.Spliced != nil:
@@ -494,4 +560,20 @@ func connLogger(s *Server, l *Listener) *slog.Logger {
 		return s.log
 	}
 	return s.cfg.Logger.With("listener", l.Name)
+}
+// writeRaw writes b as a bare frame: its size, then b (a SASL token after
+// SaslHandshake v0).
+func (c *conn) writeRaw(b []byte) error {
+	buf := binary.BigEndian.AppendUint32(c.wbuf[:0], uint32(len(b)))
+	buf = append(buf, b...)
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+	n, err := c.nc.Write(buf)
+	c.respBytes = int64(n)
+	if cap(buf) <= keptWriteBufferBytes {
+		c.wbuf = buf
+	}
+	if err != nil {
+		return fmt.Errorf("kafka: writing a SASL token: %w", err)
+	}
+	return nil
 }

@@ -81,6 +81,26 @@
 //     the rest are counted, and the count rides on the next line let
 //     through. A client that merely goes away (EOF, reset) is DEBUG.
 //
+// # Authentication
+//
+// ServerConfig.SASL makes a listener authenticate with SASL (sasl.go,
+// 17_sasl_handshake.go, 36_sasl_authenticate.go): PLAIN, SCRAM-SHA-256
+// and SCRAM-SHA-512 over security/scram, with the credentials of the
+// metadata image (ImageAuthenticator). Until a connection authenticates
+// it may send only ApiVersions, SaslHandshake v0-1 and SaslAuthenticate
+// v0-2 (after SaslHandshake v0, bare SASL tokens: queued's raw), in
+// frames of at most sasl.server.max.receive.size checked on the size
+// prefix, and must finish within SASLConfig.AuthDeadline. A failure
+// of any kind is answered after connection.failed.authentication.delay.ms
+// with one generic SASL_AUTHENTICATION_FAILED message (no user can be told
+// from another), and the connection closes after the answer (the reader
+// stops at the request, the writer closes once it is written: queued's
+// closeAfter). With connections.max.reauth.ms a session has a lifetime
+// (KIP-368): a SaslHandshake on an authenticated connection begins a
+// re-authentication with the same mechanism, which must end with the same
+// principal; past its lifetime a connection's next request of any other
+// key closes it. The principal, User:name, is Session.Principal.
+//
 // # Metrics
 //
 // ServerConfig.Observer is told about every request (key, bytes in and

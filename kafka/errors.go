@@ -30,6 +30,17 @@ var (
 	// ErrNotAuthenticated: a request other than the handshake keys arrived
 	// before the session authenticated.
 	ErrNotAuthenticated = errors.New("kafka: request before authentication")
+	// ErrAuthenticationFailed: a SASL authentication failed (a wrong
+	// password, an unknown user, a malformed token, a mechanism not
+	// enabled, a request out of order); the connection is closed once
+	// the answer is sent.
+	ErrAuthenticationFailed = errors.New("kafka: SASL authentication failed")
+	// ErrAuthenticationTimeout: the connection did not authenticate
+	// within SASLConfig.AuthDeadline.
+	ErrAuthenticationTimeout = errors.New("kafka: SASL authentication not completed in time")
+	// ErrSessionExpired: a request other than a re-authentication arrived
+	// after the session's lifetime (connections.max.reauth.ms, KIP-368).
+	ErrSessionExpired = errors.New("kafka: SASL session expired without re-authentication")
 	// ErrMalformedBody: kmsg could not decode the request body.
 	ErrMalformedBody = errors.New("kafka: malformed request body")
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -161,6 +162,87 @@ func FuzzProducePrecheck(f *testing.F) {
 		if w.entries != arrays || w.tags < tags {
 			t.Fatalf("v%d: walk counted %d entries and %d tags, kmsg decoded %d and %d",
 				v, w.entries, w.tags, arrays, tags)
+		}
+	})
+}
+
+// FuzzSASLSession writes arbitrary bytes into a SASL connection's reader:
+// frames are read, vetted and handled by the real SASL handlers until the
+// first error or failed authentication. It must never panic, never take
+// a frame above the SASL limit before authentication, and never
+// authenticate anyone but a user of the store, under that user's name.
+func FuzzSASLSession(f *testing.F) {
+	const limit = 4096
+	auth := testAuthenticator(f)
+	table := testTable(append(saslRows(), metadataRow(func(s *Server, req *Request) (Pending, error) {
+		return Respond(metadataResponse(req)), nil
+	}))...)
+	s, err := newServer(ServerConfig{Logger: slog.New(slog.DiscardHandler),
+		SASL: &SASLConfig{Mechanisms: allMechanisms, Authenticator: auth, MaxReceiveSize: limit, FailedDelay: -1}}, nil, table)
+	if err != nil {
+		f.Fatal(err)
+	}
+	handshakeV := func(v int16, mech string) []byte {
+		r := kmsg.NewPtrSASLHandshakeRequest()
+		r.Version, r.Mechanism = v, mech
+		return requestFrame(r, 1, "c")
+	}
+	handshake := func(mech string) []byte { return handshakeV(1, mech) }
+	authenticate := func(v int16, token string) []byte {
+		r := kmsg.NewPtrSASLAuthenticateRequest()
+		r.Version, r.SASLAuthBytes = v, []byte(token)
+		return requestFrame(r, 2, "c")
+	}
+	cat := func(b ...[]byte) []byte { return bytes.Join(b, nil) }
+	f.Add(cat(handshake(MechanismPlain), authenticate(2, "\x00alice\x00alice-secret"), requestFrame(metadataRequest(12), 3, "c"),
+		handshake(MechanismPlain), authenticate(1, "\x00alice\x00alice-secret")))
+	f.Add(cat(handshake(MechanismPlain), authenticate(0, "\x00bob\x00wrong")))
+	f.Add(cat(handshake(MechanismScramSHA256), authenticate(2, "n,,n=alice,r=abcdefgh"), authenticate(2, "c=biws,r=abcdefgh,p=AAAA")))
+	f.Add(cat(handshake(MechanismScramSHA512), authenticate(2, "n,a=bob,n=alice,r=x")))
+	f.Add(cat(authenticate(2, "x"), handshake("GSSAPI")))
+	// SaslHandshake v0: bare tokens follow.
+	f.Add(cat(handshakeV(0, MechanismPlain), frame([]byte("\x00alice\x00alice-secret")), requestFrame(metadataRequest(12), 3, "c")))
+	f.Add(cat(handshakeV(0, MechanismScramSHA512), frame([]byte("n,,n=bob,r=abcdefgh")), frame([]byte("c=biws,r=abcdefgh,p=AAAA"))))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		c := fuzzConn(t, s, stream)
+		c.sess.authenticated = false
+		for {
+			before := c.sess.authenticated
+			checkKey := c.checkKey
+			if c.sess.sasl.raw {
+				checkKey = nil
+			}
+			fr, err := c.fr.ReadFrame(c.frameLimit(), checkKey, nil)
+			if err != nil {
+				return
+			}
+			if !before && len(fr) > limit {
+				t.Fatalf("a frame of %d bytes before authentication, limit %d", len(fr), limit)
+			}
+			var item queued
+			if c.sess.sasl.raw {
+				item = s.saslRawToken(&c.sess, fr)
+			} else if item, err = c.dispatch(fr); err != nil { // not dispatchSafely: a panic must fail the fuzzer
+				return
+			}
+			if c.sess.authenticated {
+				user := strings.TrimPrefix(c.sess.principal, "User:")
+				if _, ok := testUsers[user]; !ok || c.sess.principal != "User:"+user {
+					t.Fatalf("authenticated as %q", c.sess.principal)
+				}
+			}
+			if item.pending != nil {
+				resp, err := item.pending(c.ctx)
+				if err != nil {
+					t.Fatalf("pending: %v", err)
+				}
+				if resp.Msg != nil {
+					resp.Msg.AppendTo(nil)
+				}
+			}
+			if item.closeAfter != nil {
+				return
+			}
 		}
 	})
 }

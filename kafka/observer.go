@@ -23,6 +23,15 @@ type Observer interface {
 	Fetched(topic string, bytes int64)
 }
 
+// AuthObserver is told the outcome of every SASL authentication, for the
+// metrics of authentications per listener and mechanism, when the
+// Server's Observer implements it too. mechanism is "" for a failure
+// before a mechanism was chosen (out of order, or not enabled); reauth
+// marks a re-authentication (KIP-368).
+type AuthObserver interface {
+	SASLAuthentication(listener, mechanism string, ok, reauth bool)
+}
+
 // nopObserver is the Observer of a Server configured without one.
 type nopObserver struct{}
 

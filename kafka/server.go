@@ -85,6 +85,12 @@ type ServerConfig struct {
 	// until a handler calls Session.Authenticate. Without it every
 	// connection is authenticated from the start.
 	RequireAuthentication bool
+	// SASL, when set, makes the listener authenticate its clients with
+	// SaslHandshake and SaslAuthenticate (sasl.go): it implies
+	// RequireAuthentication and replaces MaxRequestBytesBeforeAuth with
+	// SASL.MaxReceiveSize. Nil serves the SASL keys with
+	// ILLEGAL_SASL_STATE, as Kafka does on a listener without SASL.
+	SASL *SASLConfig
 
 	// QueuedMaxRequestBytes is queued.max.request.bytes: the most bytes of
 	// request frames the Server's connections hold at once, from the size
@@ -154,6 +160,18 @@ type ServerConfig struct {
 }
 
 func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
+	sasl, err := cfg.SASL.withDefaults()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.SASL = sasl
+	if sasl != nil {
+		cfg.RequireAuthentication = true
+		if cfg.MaxRequestBytes == 0 {
+			cfg.MaxRequestBytes = DefaultMaxRequestBytes
+		}
+		cfg.MaxRequestBytesBeforeAuth = min(sasl.MaxReceiveSize, cfg.MaxRequestBytes)
+	}
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
@@ -285,6 +303,9 @@ type Server struct {
 	// slowAddrs are the addresses that had a frame closed as too slow,
 	// with when (fairness.go).
 	slowAddrs map[netip.Addr]time.Time
+	// clockSkew is added to the clock that session lifetimes are checked
+	// against; tests move it to expire sessions without waiting.
+	clockSkew atomic.Int64
 	// Counters for BudgetStats.
 	preempted, frameDeadlines, evicted atomic.Uint64
 	// wg counts Serve loops and connection goroutines.
@@ -338,6 +359,11 @@ func newServer(cfg ServerConfig, broker *Node, table []apiEntry) (*Server, error
 	}, nil
 }
 
+// now is the clock of session lifetimes.
+func (s *Server) now() time.Time {
+	return time.Now().Add(time.Duration(s.clockSkew.Load()))
+}
+
 // Addr is the address of the first listener passed to Serve, nil before.
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
@@ -356,6 +382,12 @@ func (s *Server) Serve(ln net.Listener) error {
 // connections take l's name and advertised address, and speak TLS when
 // l.TLS is set.
 func (s *Server) ServeListener(ln net.Listener, l Listener) error {
+	sasl, err := l.SASL.withDefaults()
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("kafka: listener %s: %w", l.Name, err)
+	}
+	l.SASL = sasl
 	return s.serveListener(ln, &l)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"sync/atomic"
 )
 
 // Session is one connection's state as handlers see it. It is owned by the
@@ -26,6 +27,19 @@ type Session struct {
 	// Node's listener).
 	listener *Listener
 	tlsState *tls.ConnectionState
+
+	// sasl is the SASL exchange's state on a SASL listener.
+	sasl saslSession
+	// saslConfig is the SASL settings of the connection's listener; nil
+	// on a listener without SASL.
+	saslConfig *SASLConfig
+	// closeAfter, when set by a handler, closes the connection for this
+	// reason once the response to the request is written; nothing more
+	// is read from it.
+	closeAfter error
+	// authDone is set once the session authenticated: the
+	// authentication deadline's timer reads it from its own goroutine.
+	authDone atomic.Bool
 }
 
 // TLS is the connection's TLS state after its handshake, nil on a
@@ -40,8 +54,9 @@ func (s *Session) Context() context.Context { return s.ctx }
 // up to ServerConfig.MaxRequestBytes.
 func (s *Session) Authenticated() bool { return s.authenticated }
 
-// Principal is the authenticated identity, "" when none (a listener
-// without authentication is authenticated as "").
+// Principal is the authenticated identity, "User:name" after SASL, ""
+// when none (a listener without authentication is authenticated as "").
+// The authorizer reads it.
 func (s *Session) Principal() string { return s.principal }
 
 // Authenticate marks the session authenticated as principal: the SASL
@@ -50,6 +65,7 @@ func (s *Session) Principal() string { return s.principal }
 func (s *Session) Authenticate(principal string) {
 	s.authenticated = true
 	s.principal = principal
+	s.authDone.Store(true)
 }
 
 // Listener is one client listener a Server serves: its name, the address
@@ -64,6 +80,10 @@ type Listener struct {
 	// and file chunks of responses are copied through a reused buffer
 	// instead of sendfile(2).
 	TLS *tls.Config
+	// SASL, when set, makes clients on this listener authenticate with
+	// SaslHandshake and SaslAuthenticate (SASL_PLAINTEXT, or SASL_SSL with
+	// TLS), in place of the ServerConfig's SASL.
+	SASL *SASLConfig
 }
 
 // listenerOf is the name and this node's advertised address for the

@@ -45,8 +45,9 @@
 // (the same salt and iteration count every time for the same name), and
 // fails at the proof with the same error a wrong password gets. For this
 // to hold across nodes and restarts the secret must be the same on every
-// node of a cluster and kept: the protocol's wiring gives one stored in
-// the metadata, not one drawn at each start. Kafka's own server refuses
+// node of a cluster and kept: the broker gives the key the metadata image
+// derives from the cluster secret (cluster.Image.DerivedSecret), not one
+// drawn at each start. Kafka's own server refuses
 // an unknown user at the first message; this one does not. The fake
 // salt has the length kadm's and wren's tools give real ones
 // (FakeSaltBytes) and the fake iteration count is Config.FakeIterations.

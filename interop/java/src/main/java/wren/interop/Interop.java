@@ -82,9 +82,22 @@ public final class Interop {
         System.exit(2);
     }
 
+    // clientProperties are the client settings every mode starts from: those of the
+    // file WREN_INTEROP_CLIENT_PROPERTIES names (security.protocol, sasl.*, ssl.*), if set.
+    private static Properties clientProperties() throws IOException {
+        Properties p = new Properties();
+        String file = System.getenv("WREN_INTEROP_CLIENT_PROPERTIES");
+        if (file != null && !file.isEmpty()) {
+            try (BufferedReader in = Files.newBufferedReader(Path.of(file), StandardCharsets.UTF_8)) {
+                p.load(in);
+            }
+        }
+        return p;
+    }
+
     private static void produce(String bootstrap, String topic, String codec, Path expected, long timeoutS)
             throws IOException, InterruptedException {
-        Properties p = new Properties();
+        Properties p = clientProperties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         // Idempotence stays at the Java client's default (on): InitProducerId, producer
@@ -127,7 +140,7 @@ public final class Interop {
     }
 
     private static void consume(String bootstrap, String topic, Path dump, long timeoutS) throws IOException {
-        Properties p = new Properties();
+        Properties p = clientProperties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         // No group.id: partitions are read by assignment and nothing is committed, since
         // wren has no group coordinator yet.
@@ -170,8 +183,9 @@ public final class Interop {
         }
     }
 
-    private static void group(String bootstrap, String topic, String group, String protocol, long timeoutS) {
-        Properties p = new Properties();
+    private static void group(String bootstrap, String topic, String group, String protocol, long timeoutS)
+            throws IOException {
+        Properties p = clientProperties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
