@@ -561,6 +561,7 @@ func connLogger(s *Server, l *Listener) *slog.Logger {
 	}
 	return s.cfg.Logger.With("listener", l.Name)
 }
+
 // writeRaw writes b as a bare frame: its size, then b (a SASL token after
 // SaslHandshake v0).
 func (c *conn) writeRaw(b []byte) error {
