@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -31,6 +32,9 @@ listeners = ["PLAINTEXT://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0", "CONTROL
 %s
 [cluster]
 controller.quorum.voters = ["1@127.0.0.1:9093"]
+
+[http]
+listen = "127.0.0.1:0"
 `, dir, broker)))
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +103,17 @@ func TestSASLListener(t *testing.T) {
 	}
 	if refusals[0] != refusals[1] {
 		t.Fatalf("a wrong password and an unknown user refused differently:\n%s\n%s", refusals[0], refusals[1])
+	}
+	// The metrics count them by listener, mechanism and result.
+	_, metrics := httpGet(t, b, "/metrics")
+	for _, want := range []string{
+		`wren_sasl_authentications_total{listener="SASL_PLAINTEXT",mechanism="SCRAM-SHA-512",result="success"}`,
+		`wren_sasl_authentications_total{listener="SASL_PLAINTEXT",mechanism="SCRAM-SHA-256",result="success"}`,
+		`wren_sasl_authentications_total{listener="SASL_PLAINTEXT",mechanism="SCRAM-SHA-512",result="failure"}`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 	if err := client(plain.Auth{User: "device-1", Pass: "pw-1"}.AsMechanism()).Ping(ctx); !errors.Is(err, kerr.UnsupportedSaslMechanism) {
 		t.Fatalf("PLAIN: %v, want UNSUPPORTED_SASL_MECHANISM", err)

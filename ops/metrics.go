@@ -174,6 +174,22 @@ func (m *Metrics) makeAPI(key int16) *apiMetrics {
 	return a
 }
 
+// SASLAuthentication implements kafka.AuthObserver: authentications by
+// listener, mechanism ("" when the client failed before choosing one), and
+// result, re-authentications (KIP-368) apart. The labels take few values:
+// the configured listeners and the served mechanisms.
+func (m *Metrics) SASLAuthentication(listener, mechanism string, ok, reauth bool) {
+	result := "failure"
+	if ok {
+		result = "success"
+	}
+	name, help := "wren_sasl_authentications_total", "SASL authentications, by listener, mechanism and result"
+	if reauth {
+		name, help = "wren_sasl_reauthentications_total", "SASL re-authentications (KIP-368), by listener, mechanism and result"
+	}
+	m.set.counter(name, "listener="+quote(listener)+",mechanism="+quote(mechanism)+",result="+quote(result), help).Inc()
+}
+
 // ConnectionRefused implements kafka.Observer.
 func (m *Metrics) ConnectionRefused() { m.refused.Inc() }
 
