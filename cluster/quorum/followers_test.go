@@ -23,7 +23,7 @@ func TestFollowersApplied(t *testing.T) {
 	hist := &history{entries: map[int64]metalog.Entry{}}
 	var nodes []*testNode
 	for _, id := range voters {
-		n := &testNode{id: id, fs: vfs.NewMem(), hist: hist, voters: voters, seed: uint64(id), tick: 20 * time.Millisecond}
+		n := &testNode{id: id, fs: vfs.NewMem(), hist: hist, voters: voters, seed: uint64(id), tick: stableTick}
 		n.start(t, net)
 		nodes = append(nodes, n)
 	}
@@ -138,3 +138,9 @@ func TestFollowersApplied(t *testing.T) {
 		return
 	}
 }
+
+// stableTick is the election tick of tests that follow one controller
+// through their checks: long enough that a process slowed down (CI runs
+// these under qemu, two architectures at once) misses no heartbeat and
+// starts no election meanwhile, which the checks do not expect.
+const stableTick = 50 * time.Millisecond

@@ -62,7 +62,7 @@ func TestStatusFollowerTimes(t *testing.T) {
 	for _, id := range voters {
 		// A longer tick than testTick: the controller must keep its lease
 		// (15 ticks) through the test on a busy machine.
-		n := &testNode{id: id, fs: vfs.NewMem(), hist: hist, voters: voters, seed: uint64(id), tick: 20 * time.Millisecond}
+		n := &testNode{id: id, fs: vfs.NewMem(), hist: hist, voters: voters, seed: uint64(id), tick: stableTick}
 		n.start(t, net)
 		nodes = append(nodes, n)
 	}
