@@ -21,7 +21,7 @@
 # failed. On failure the client's output and the tails of the node logs follow the FAIL line,
 # and the work directory (configs, node logs, client logs) is kept.
 #
-# Installs when missing: Debian's kcat, python3-confluent-kafka, python3-kafka (librdkafka
+# Installs when missing: Debian's kcat, openssl, python3-confluent-kafka, python3-kafka (librdkafka
 # 2.0.2 behind the first two; kafka-python 2.0.x) and, where Debian has them, python3-snappy,
 # python3-lz4 and python3-zstandard (kafka-python's codecs); maven if absent. The Python clients
 # run under /usr/bin/python3, where Debian's packages are, whatever python3 is first on PATH.
@@ -62,6 +62,7 @@ apt_install() {
 }
 
 need=()
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 [[ -x $py ]] || need+=(python3)
 # The checks run from / : in the repository root, Go's kafka/ directory would
