@@ -148,6 +148,9 @@ sasl.enabled.mechanisms = ["SCRAM-SHA-512", "PLAIN"]
 [cluster]
 controller.quorum.voters = ["1@127.0.0.1:9093"]
 
+[http]
+listen = "127.0.0.1:0"
+
 [security]
 ssl.keystore.location = %q
 ssl.truststore.location = %q
