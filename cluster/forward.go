@@ -16,7 +16,17 @@ import (
 // the response body at the same version. The kafka package serves it
 // with the same handlers as its client listeners, so the forwarding node
 // relays exactly the controller's answer.
-type ForwardHandler func(ctx context.Context, key, version int16, body []byte) ([]byte, error)
+type ForwardHandler func(ctx context.Context, key, version int16, body []byte, origin RequestOrigin) ([]byte, error)
+
+// RequestOrigin is who sent a forwarded request to the forwarding node:
+// the client's principal and IP address, which the controller authorizes
+// the request with again (Kafka's Envelope carries the same). Both are
+// empty from a node older than the field: the controller judges such a
+// request as User:ANONYMOUS.
+type RequestOrigin struct {
+	Principal string
+	Host      string
+}
 
 // SetForwardHandler sets what serves the requests other nodes forward to
 // this one. Before it is set, a forwarded request is answered with an
@@ -40,8 +50,9 @@ func (c *Controller) ShouldForward() bool {
 // topic through this node finds it here), or when ctx or the forwarding
 // deadline ends: then an error, and the caller answers as a node that is
 // not the controller does.
-func (c *Controller) ForwardRequest(ctx context.Context, key, version int16, body []byte) ([]byte, error) {
-	a, err := c.forward(ctx, appMessage{Kind: appKafkaRequest, APIKey: key, APIVersion: version, Body: body})
+func (c *Controller) ForwardRequest(ctx context.Context, key, version int16, body []byte, origin RequestOrigin) ([]byte, error) {
+	a, err := c.forward(ctx, appMessage{Kind: appKafkaRequest, APIKey: key, APIVersion: version, Body: body,
+		Principal: origin.Principal, ClientHost: origin.Host})
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +79,7 @@ func (c *Controller) serveForwarded(from election.NodeID, m appMessage) {
 	ans := appMessage{Kind: appAnswer, ID: m.ID}
 	if h := q.forwardHandler.Load(); h == nil {
 		ans.ErrorCode, ans.ErrMessage = kerr.NotController.Code, fmt.Sprintf("node %d does not serve forwarded requests yet", c.cfg.NodeID)
-	} else if out, err := (*h)(ctx, m.APIKey, m.APIVersion, m.Body); err != nil {
+	} else if out, err := (*h)(ctx, m.APIKey, m.APIVersion, m.Body, RequestOrigin{Principal: m.Principal, Host: m.ClientHost}); err != nil {
 		ans.ErrorCode, ans.ErrMessage = errorCode(err), err.Error()
 	} else {
 		ans.Body, ans.Offset = out, c.Image().Offset

@@ -16,6 +16,7 @@ func FuzzDecodeApp(f *testing.F) {
 		{Kind: appAllocateProducerID, ID: 4},
 		{Kind: appControlledShutdown, ID: 5},
 		{Kind: appKafkaRequest, ID: 6, Body: []byte{0, 19, 0, 4}},
+		{Kind: appKafkaRequest, ID: 7, Body: []byte{0, 19, 0, 4}, Principal: "User:CN=device-7,OU=edge", ClientHost: "10.0.0.7"},
 		{Kind: appAnswer, ID: 6, ErrorCode: 41, ErrMessage: "not controller"},
 	} {
 		b, err := json.Marshal(m)

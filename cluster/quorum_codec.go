@@ -42,6 +42,10 @@ type appMessage struct {
 	APIVersion int16  `json:"api_version,omitempty"`
 	Body       []byte `json:"body,omitempty"`
 	Offset     uint64 `json:"offset,omitempty"`
+	// kafka_request: the client's principal and IP address, which the
+	// controller authorizes the request with (absent from older nodes).
+	Principal  string `json:"principal,omitempty"`
+	ClientHost string `json:"client_host,omitempty"`
 }
 
 const (
@@ -77,6 +81,10 @@ type forwardAnswer struct {
 // base64.
 const maxAppBytes = 2 << 20
 
+// maxOriginBytes bounds a forwarded request's principal and client host
+// (a distinguished name is rarely over a few hundred bytes).
+const maxOriginBytes = 4096
+
 // decodeApp reads an APIKeyApp body.
 func decodeApp(body []byte) (appMessage, error) {
 	var m appMessage
@@ -101,6 +109,9 @@ func decodeApp(body []byte) (appMessage, error) {
 	case appKafkaRequest:
 		if m.Body == nil {
 			return m, errors.New("cluster: kafka_request without a body")
+		}
+		if len(m.Principal) > maxOriginBytes || len(m.ClientHost) > maxOriginBytes {
+			return m, errors.New("cluster: kafka_request with an oversized principal or client host")
 		}
 	case appAllocateProducerID, appAnswer, appControlledShutdown, appNodeFacts:
 	default:

@@ -61,6 +61,11 @@ import (
 //   code (its log dir goes offline); Redpanda's BROKER_NOT_AVAILABLE is
 //   fatal to the Java producer.
 //
+// * Authorization: WRITE on each topic, or TOPIC_AUTHORIZATION_FAILED
+//   on each of its partitions and nothing appended; an idempotent
+//   producer needs no more (Kafka 3.x dropped IDEMPOTENT_WRITE on the
+//   cluster here).
+//
 // Not implemented:
 // * Transactions: a request with a transactional id gets
 //   TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition.
@@ -84,16 +89,21 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 	var transient map[engine.TopicPartition]bool
 	var errs []*kmsg.ProduceResponseTopicPartition
 	replicas := s.node().Partitions
+	az := s.authz(req)
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
 		var records, bytes int64
+		denied := topLevel == 0 && !az.allow(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-			if topLevel != 0 {
+			if topLevel != 0 || denied {
 				rp.ErrorCode = topLevel
+				if denied {
+					rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}

@@ -65,7 +65,7 @@ func (s *Server) handleFetch(req *Request) (Pending, error) {
 	if wait < 0 {
 		wait = 0
 	}
-	plan := s.planFetch(r)
+	plan := s.planFetch(r, s.authz(req))
 	return func(ctx context.Context) (Response, error) {
 		deadline := time.Now().Add(wait)
 		for {
@@ -112,15 +112,16 @@ type fetchTarget struct {
 	part kmsg.FetchRequestTopicPartition
 }
 
-func (s *Server) planFetch(r *kmsg.FetchRequest) *fetchPlan {
+func (s *Server) planFetch(r *kmsg.FetchRequest, az authz) *fetchPlan {
 	plan := &fetchPlan{s: s, targets: make([][]*fetchTarget, len(r.Topics))}
 	replicas := s.node().Partitions
 	for i, t := range r.Topics {
+		denied := r.ReplicaID < 0 && !az.allow(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic)
 		for _, p := range t.Partitions {
 			ft := &fetchTarget{part: p}
 			ft.p = replicas.Partition(engine.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 			switch {
-			case r.ReplicaID >= 0:
+			case r.ReplicaID >= 0 || denied:
 				ft.err = kerr.TopicAuthorizationFailed.Code
 			case ft.p == nil:
 				ft.err = kerr.UnknownTopicOrPartition.Code

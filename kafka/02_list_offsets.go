@@ -34,13 +34,20 @@ func (s *Server) handleListOffsets(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.ListOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
 	replicas := s.node().Partitions
+	az := s.authz(req)
 	for _, t := range r.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
+		denied := !az.allow(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			if denied {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			part := replicas.Partition(engine.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 			if part == nil {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code

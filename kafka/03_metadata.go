@@ -27,10 +27,16 @@ import (
 //   on, with the broker's defaults; otherwise UNKNOWN_TOPIC_OR_PARTITION.
 //   An illegal name gets INVALID_TOPIC_EXCEPTION.
 // * v10+: topic ids, and topics may be named by id.
+// * Authorization: all topics lists only those the principal may
+//   DESCRIBE; a named topic it may not DESCRIBE (existing or not) gets
+//   TOPIC_AUTHORIZATION_FAILED, and so does one to auto-create without
+//   CREATE on the cluster or the topic (nothing is created).
+// * Authorized operations (v8+): computed when asked
+//   (include_cluster_authorized_operations,
+//   include_topic_authorized_operations), -2147483648 otherwise, as Kafka.
 //
 // Not implemented:
-// * Authorized operations (v8+) are -2147483648 (not computed), as Kafka
-//   does when not asked; racks are null.
+// * Racks are null.
 
 func (s *Server) handleMetadata(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.MetadataRequest)
@@ -51,15 +57,30 @@ func (s *Server) handleMetadata(req *Request) (Pending, error) {
 	clusterID := c.ClusterID()
 	resp.ClusterID = &clusterID
 	resp.ControllerID = c.ControllerID()
+	az := s.authz(req)
+	if r.IncludeClusterAuthorizedOperations && r.Version >= 8 && r.Version <= 10 {
+		resp.AuthorizedOperations = az.operations(kmsg.ACLResourceTypeCluster, ClusterResourceName)
+	}
+	topicOps := func(mt *kmsg.MetadataResponseTopic) {
+		if r.IncludeTopicAuthorizedOperations && r.Version >= 8 && mt.Topic != nil {
+			mt.AuthorizedOperations = az.operations(kmsg.ACLResourceTypeTopic, *mt.Topic)
+		}
+	}
 
 	im := c.Image()
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
 	if all {
 		for _, name := range im.TopicNames() {
-			resp.Topics = append(resp.Topics, metadataTopic(im.Topic(name)))
+			if !az.check(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
+				continue
+			}
+			mt := metadataTopic(im.Topic(name))
+			topicOps(&mt)
+			resp.Topics = append(resp.Topics, mt)
 		}
 		return Respond(resp), nil
 	}
+	var clusterCreate *bool
 	autoCreate := (r.Version < 4 || r.AllowAutoTopicCreation) && n.Config.AutoCreateTopicsEnable
 	for _, rt := range r.Topics {
 		var t *cluster.TopicImage
@@ -70,7 +91,28 @@ func (s *Server) handleMetadata(req *Request) (Pending, error) {
 		} else if r.Version >= 10 {
 			t = im.TopicByID(cluster.UUID(rt.TopicID))
 		}
-		if t == nil && name != "" && autoCreate {
+		if t != nil {
+			name = t.Name
+		}
+		if az.on() && name != "" && !az.allow(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
+			resp.Topics = append(resp.Topics, refusedTopic(name, rt.TopicID))
+			continue
+		}
+		if az.on() && t == nil && name == "" {
+			// A topic id this principal cannot see or that does not
+			// exist: Kafka does not tell the two apart.
+			resp.Topics = append(resp.Topics, refusedTopic("", rt.TopicID))
+			continue
+		}
+		if t == nil && name != "" && autoCreate && cluster.ValidateTopicName(name) == nil {
+			if clusterCreate == nil {
+				ok := az.check(kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, ClusterResourceName)
+				clusterCreate = &ok
+			}
+			if !*clusterCreate && !az.allow(kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, name) {
+				resp.Topics = append(resp.Topics, refusedTopic(name, rt.TopicID))
+				continue
+			}
 			t = s.autoCreate(name, &im)
 		}
 		if t == nil {
@@ -88,9 +130,22 @@ func (s *Server) handleMetadata(req *Request) (Pending, error) {
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopic(t))
+		mt := metadataTopic(t)
+		topicOps(&mt)
+		resp.Topics = append(resp.Topics, mt)
 	}
 	return Respond(resp), nil
+}
+
+// refusedTopic is a topic the principal may not see or create.
+func refusedTopic(name string, id [16]byte) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	if name != "" {
+		mt.Topic = &name
+	}
+	mt.TopicID = id
+	mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+	return mt
 }
 
 // autoCreate creates a topic with the broker's defaults; on success it

@@ -50,14 +50,21 @@ func (s *Server) handleOffsetCommit(req *Request) (Pending, error) {
 	type slot struct{ t, p int }
 	var index []slot
 	im := s.node().Metadata.Image()
+	az := s.authz(req)
+	groupDenied := !az.allow(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.Group)
 	for ti, t := range r.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		topic := im.Topic(t.Topic)
+		topicDenied := !groupDenied && !az.allow(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic)
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+			if groupDenied {
+				rp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			} else if topicDenied {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				leaderEpoch := p.LeaderEpoch

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/groups"
@@ -29,6 +30,7 @@ import (
 func (s *Server) handleOffsetFetch(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.OffsetFetchRequest)
 	version := r.Version
+	az := s.authz(req)
 	if version < 8 {
 		fr := groups.FetchOffsetsRequest{Group: r.Group}
 		if r.Topics != nil {
@@ -39,12 +41,30 @@ func (s *Server) handleOffsetFetch(req *Request) (Pending, error) {
 				}
 			}
 		}
+		if !az.allow(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.Group) {
+			resp := kmsg.NewPtrOffsetFetchResponse()
+			resp.Version = version
+			code := kerr.GroupAuthorizationFailed.Code
+			if version >= 2 {
+				resp.ErrorCode = code
+			}
+			for _, f := range unfetched(fr.Partitions) {
+				if version < 2 {
+					f.ErrorCode = code
+				}
+				resp.Topics = appendFetchedV0(resp.Topics, f)
+			}
+			return Respond(resp), nil
+		}
+		var refused []groups.FetchedOffset
+		fr.Partitions, refused = az.splitReadable(fr.Partitions)
 		call := s.submitFetchOffsets(req, fr)
 		return func(ctx context.Context) (Response, error) {
 			fres, err := waitFetchOffsets(ctx, call, fr)
 			if err != nil {
 				return Response{}, err
 			}
+			fres.Offsets = append(az.readable(fr.Partitions, fres.Offsets), refused...)
 			resp := kmsg.NewPtrOffsetFetchResponse()
 			resp.Version = version
 			offsets := fres.Offsets
@@ -67,6 +87,8 @@ func (s *Server) handleOffsetFetch(req *Request) (Pending, error) {
 	}
 	reqs := make([]groups.FetchOffsetsRequest, len(r.Groups))
 	calls := make([]groupCall, len(r.Groups))
+	refused := make([][]groups.FetchedOffset, len(r.Groups))
+	groupDenied := make([]bool, len(r.Groups))
 	for i, g := range r.Groups {
 		reqs[i] = groups.FetchOffsetsRequest{Group: g.Group}
 		if g.Topics != nil {
@@ -77,20 +99,30 @@ func (s *Server) handleOffsetFetch(req *Request) (Pending, error) {
 				}
 			}
 		}
+		if !az.allow(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, g.Group) {
+			groupDenied[i] = true
+			continue
+		}
+		reqs[i].Partitions, refused[i] = az.splitReadable(reqs[i].Partitions)
 		calls[i] = s.submitFetchOffsets(req, reqs[i])
 	}
 	return func(ctx context.Context) (Response, error) {
 		resp := kmsg.NewPtrOffsetFetchResponse()
 		resp.Version = version
 		for i := range calls {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = reqs[i].Group
+			if groupDenied[i] {
+				rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				resp.Groups = append(resp.Groups, rg)
+				continue
+			}
 			fres, err := waitFetchOffsets(ctx, calls[i], reqs[i])
 			if err != nil {
 				return Response{}, err
 			}
-			rg := kmsg.NewOffsetFetchResponseGroup()
-			rg.Group = reqs[i].Group
 			rg.ErrorCode = fres.ErrorCode
-			for _, f := range fres.Offsets {
+			for _, f := range append(az.readable(reqs[i].Partitions, fres.Offsets), refused[i]...) {
 				rg.Topics = appendFetchedV8(rg.Topics, f)
 			}
 			resp.Groups = append(resp.Groups, rg)
@@ -117,6 +149,55 @@ func waitFetchOffsets(ctx context.Context, call groupCall, fr groups.FetchOffset
 		return res.Fetch, nil
 	}
 	return &groups.FetchOffsetsResponse{ErrorCode: code, Offsets: unfetched(fr.Partitions)}, nil
+}
+
+// splitReadable splits the partitions asked for into those whose topic
+// the principal may READ and the others, answered
+// TOPIC_AUTHORIZATION_FAILED. A nil list (every partition of the group)
+// stays nil: readable filters the answer instead.
+func (z authz) splitReadable(parts []groups.TopicPartition) ([]groups.TopicPartition, []groups.FetchedOffset) {
+	if parts == nil || !z.on() {
+		return parts, nil
+	}
+	allowed := make([]groups.TopicPartition, 0, len(parts))
+	var refused []groups.FetchedOffset
+	seen := map[string]bool{}
+	for _, tp := range parts {
+		ok, known := seen[tp.Topic]
+		if !known {
+			ok = z.allow(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, tp.Topic)
+			seen[tp.Topic] = ok
+		}
+		if ok {
+			allowed = append(allowed, tp)
+			continue
+		}
+		refused = append(refused, groups.FetchedOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: -1, LeaderEpoch: -1,
+			ErrorCode: kerr.TopicAuthorizationFailed.Code})
+	}
+	return allowed, refused
+}
+
+// readable is the offsets of every partition of a group (asked == nil)
+// without those of topics the principal may not READ, which Kafka leaves
+// out; the offsets of partitions asked for by name, as they are.
+func (z authz) readable(asked []groups.TopicPartition, offsets []groups.FetchedOffset) []groups.FetchedOffset {
+	if asked != nil || !z.on() {
+		return offsets
+	}
+	out := offsets[:0:0]
+	seen := map[string]bool{}
+	for _, f := range offsets {
+		ok, known := seen[f.Topic]
+		if !known {
+			ok = z.check(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, f.Topic)
+			seen[f.Topic] = ok
+		}
+		if ok {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // unfetched is partitions with no offset.

@@ -68,7 +68,7 @@ func (s *Server) handleFindCoordinator(req *Request) (Pending, error) {
 		s.logTransactionsRefused(req)
 	}
 	if r.Version < 4 {
-		c, err := s.findCoordinator(req.Session, r.Version, r.CoordinatorType, r.CoordinatorKey)
+		c, err := s.findCoordinator(req, r.Version, r.CoordinatorType, r.CoordinatorKey)
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), kafkaMessage(err)
 		resp.NodeID, resp.Host, resp.Port = c.id, c.host, c.port
 		return Respond(resp), nil
@@ -80,7 +80,7 @@ func (s *Server) handleFindCoordinator(req *Request) (Pending, error) {
 		// response, many times the size of the key that asked. The
 		// one exception is short and tells a user why their
 		// transactional producer stopped.
-		c, err := s.findCoordinator(req.Session, r.Version, r.CoordinatorType, key)
+		c, err := s.findCoordinator(req, r.Version, r.CoordinatorType, key)
 		rc.ErrorCode = errorCode(err)
 		if err == errTransactionsUnsupported {
 			rc.ErrorMessage = kafkaMessage(err)
@@ -102,12 +102,14 @@ type coordinatorAddr struct {
 var noCoordinator = coordinatorAddr{id: -1, host: "", port: -1}
 
 // findCoordinator is the answer for one key.
-func (s *Server) findCoordinator(sess *Session, version int16, coordinatorType int8, key string) (coordinatorAddr, error) {
+func (s *Server) findCoordinator(req *Request, version int16, coordinatorType int8, key string) (coordinatorAddr, error) {
 	switch {
 	case coordinatorType == coordinatorGroup && key == "":
 		return noCoordinator, fmt.Errorf("%w: empty group id", kerr.InvalidRequest)
+	case coordinatorType == coordinatorGroup && !s.authorized(req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key):
+		return noCoordinator, kerr.GroupAuthorizationFailed
 	case coordinatorType == coordinatorGroup:
-		return s.partitionLeader(sess, groups.OffsetsTopic, key)
+		return s.partitionLeader(req.Session, groups.OffsetsTopic, key)
 	case coordinatorType == coordinatorTransaction:
 		return noCoordinator, errTransactionsUnsupported
 	case coordinatorType == coordinatorShare && version >= 6:

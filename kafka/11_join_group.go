@@ -42,7 +42,7 @@ func (s *Server) handleJoinGroup(req *Request) (Pending, error) {
 	for _, p := range r.Protocols {
 		jr.Protocols = append(jr.Protocols, groups.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
-	call := s.submitGroup(req, r.Group, func(c GroupCore, id uint64, nowMs int64) {
+	call := s.submitGroupAuthorized(req, kmsg.ACLOperationRead, r.Group, func(c GroupCore, id uint64, nowMs int64) {
 		jr.RequestID = id
 		c.Join(jr, nowMs)
 	})

@@ -24,7 +24,7 @@ func (s *Server) handleHeartbeat(req *Request) (Pending, error) {
 		MemberID:   r.MemberID,
 		InstanceID: derefString(r.InstanceID),
 	}
-	call := s.submitGroup(req, r.Group, func(c GroupCore, id uint64, nowMs int64) {
+	call := s.submitGroupAuthorized(req, kmsg.ACLOperationRead, r.Group, func(c GroupCore, id uint64, nowMs int64) {
 		hr.RequestID = id
 		c.Heartbeat(hr, nowMs)
 	})

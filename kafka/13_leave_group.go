@@ -27,7 +27,7 @@ func (s *Server) handleLeaveGroup(req *Request) (Pending, error) {
 			MemberID: m.MemberID, InstanceID: derefString(m.InstanceID), Reason: derefString(m.Reason),
 		})
 	}
-	call := s.submitGroup(req, r.Group, func(c GroupCore, id uint64, nowMs int64) {
+	call := s.submitGroupAuthorized(req, kmsg.ACLOperationRead, r.Group, func(c GroupCore, id uint64, nowMs int64) {
 		lr.RequestID = id
 		c.Leave(lr, nowMs)
 	})

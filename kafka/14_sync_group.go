@@ -31,7 +31,7 @@ func (s *Server) handleSyncGroup(req *Request) (Pending, error) {
 	for _, a := range r.GroupAssignment {
 		sr.Assignments = append(sr.Assignments, groups.MemberAssignment{MemberID: a.MemberID, Assignment: a.MemberAssignment})
 	}
-	call := s.submitGroup(req, r.Group, func(c GroupCore, id uint64, nowMs int64) {
+	call := s.submitGroupAuthorized(req, kmsg.ACLOperationRead, r.Group, func(c GroupCore, id uint64, nowMs int64) {
 		sr.RequestID = id
 		c.Sync(sr, nowMs)
 	})

@@ -26,9 +26,10 @@ func (s *Server) handleDescribeGroups(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeGroupsRequest)
 	version := r.Version
 	names := r.Groups
+	az := s.authz(req)
 	calls := make([]groupCall, len(names))
 	for i, name := range names {
-		calls[i] = s.submitGroup(req, name, func(c GroupCore, id uint64, _ int64) {
+		calls[i] = s.submitGroupAuthorized(req, kmsg.ACLOperationDescribe, name, func(c GroupCore, id uint64, _ int64) {
 			c.DescribeGroup(groups.DescribeGroupRequest{RequestID: id, Group: name})
 		})
 	}
@@ -51,6 +52,9 @@ func (s *Server) handleDescribeGroups(req *Request) (Pending, error) {
 				rg.ErrorCode = 0
 			}
 			rg.State, rg.ProtocolType, rg.Protocol = d.State, d.ProtocolType, d.Protocol
+			if r.IncludeAuthorizedOperations && version >= 3 && rg.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+				rg.AuthorizedOperations = az.operations(kmsg.ACLResourceTypeGroup, names[i])
+			}
 			for _, m := range d.Members {
 				rm := kmsg.NewDescribeGroupsResponseGroupMember()
 				rm.MemberID, rm.InstanceID = m.MemberID, nullableString(m.InstanceID)

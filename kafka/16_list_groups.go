@@ -33,6 +33,10 @@ func (s *Server) handleListGroups(req *Request) (Pending, error) {
 	filter := r.StatesFilter
 	types := r.TypesFilter
 	d := s.node().Groups
+	az := s.authz(req)
+	// As Kafka: every group with DESCRIBE on the cluster, else those the
+	// principal may DESCRIBE, without a log line for the others.
+	everyGroup := az.check(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, ClusterResourceName)
 	return func(ctx context.Context) (Response, error) {
 		resp := kmsg.NewPtrListGroupsResponse()
 		resp.Version = version
@@ -55,6 +59,9 @@ func (s *Server) handleListGroups(req *Request) (Pending, error) {
 		for _, g := range gs {
 			state := g.State
 			if len(filter) > 0 && !containsFold(filter, state) || len(types) > 0 && !containsFold(types, g.Type) {
+				continue
+			}
+			if !everyGroup && !az.check(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
 				continue
 			}
 			rg := kmsg.NewListGroupsResponseGroup()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
@@ -43,7 +44,14 @@ func (s *Server) handleCreateTopics(req *Request) (Pending, error) {
 	// refused holds a topic's config that no run-time request may set; it
 	// is answered without asking the controller.
 	refused := make([]error, len(r.Topics))
+	az := s.authz(req)
+	// As Kafka: CREATE on the cluster allows every topic, else CREATE on
+	// each topic (TOPIC_AUTHORIZATION_FAILED); only the latter is logged.
+	clusterCreate := az.check(kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, ClusterResourceName)
 	for i, t := range r.Topics {
+		if !clusterCreate && !az.allow(kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, t.Topic) {
+			refused[i] = kerr.TopicAuthorizationFailed
+		}
 		spec := cluster.CreateTopic{Name: t.Topic, NumPartitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor, Configs: map[string]*string{}}
 		for _, a := range t.ReplicaAssignment {
 			for int(a.Partition) >= len(spec.Assignment) {
@@ -95,7 +103,12 @@ func (s *Server) handleCreateTopics(req *Request) (Pending, error) {
 		rt.ErrorCode = errorCode(res.Err)
 		rt.ErrorMessage = kafkaMessage(res.Err)
 		rt.NumPartitions, rt.ReplicationFactor = -1, -1
-		if res.Err == nil {
+		if res.Err == nil && !az.check(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic, res.Name) {
+			// Created, but its configs are not the principal's to see.
+			rt.TopicID = res.ID
+			rt.NumPartitions, rt.ReplicationFactor = res.NumPartitions, res.ReplicationFactor
+			rt.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+		} else if res.Err == nil {
 			rt.TopicID = res.ID
 			rt.NumPartitions, rt.ReplicationFactor = res.NumPartitions, res.ReplicationFactor
 			overrides := map[string]string{}

@@ -44,6 +44,16 @@ func (s *Server) handleDeleteTopics(req *Request) (Pending, error) {
 	}
 	c := s.node().Controller
 	targets := resolveDeleteTopics(s.node().Metadata.Image(), entries)
+	az := s.authz(req)
+	for i := range targets {
+		// As Kafka: a name the principal may not DELETE is refused
+		// whether the topic exists or not.
+		t := &targets[i]
+		if t.name != "" && (t.err == nil || t.err == kerr.UnknownTopicOrPartition) &&
+			!az.allow(kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, t.name) {
+			t.err = kerr.TopicAuthorizationFailed
+		}
+	}
 	var names []string
 	var at []int
 	for i, t := range targets {

@@ -42,13 +42,20 @@ func (s *Server) handleDeleteRecords(req *Request) (Pending, error) {
 	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	n := s.node()
 	im := n.Metadata.Image()
+	az := s.authz(req)
 	for _, t := range r.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
 		policyErr := deletePolicy(n, im, t.Topic)
+		denied := !az.allow(kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition = p.Partition
+			if denied {
+				rp.LowWatermark, rp.ErrorCode = -1, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			rp.LowWatermark, rp.ErrorCode = s.deleteRecords(im, t.Topic, p, policyErr)
 			rt.Partitions = append(rt.Partitions, rp)
 		}

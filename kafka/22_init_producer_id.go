@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -37,6 +38,15 @@ func (s *Server) handleInitProducerID(req *Request) (Pending, error) {
 	if r.TransactionalID != nil {
 		s.logTransactionsRefused(req)
 		resp.ErrorCode = errorCode(errTransactionsUnsupported)
+		return Respond(resp), nil
+	}
+	// As Kafka 3.x: an idempotent producer needs IDEMPOTENT_WRITE on the
+	// cluster, or WRITE on some topic.
+	az := s.authz(req)
+	if az.on() && !az.check(kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, ClusterResourceName) &&
+		!az.allowAny(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, s.node().Metadata.Image().TopicNames()) {
+		az.denied(kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, ClusterResourceName)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return Respond(resp), nil
 	}
 	ids := s.node().ProducerIDs

@@ -36,12 +36,28 @@ func (s *Server) handleOffsetForLeaderEpoch(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	im := s.node().Metadata.Image()
+	az := s.authz(req)
+	// As Kafka: a replica's request needs CLUSTER_ACTION, a consumer's
+	// DESCRIBE on each topic.
+	var refusedAll int16
+	if r.Version >= 3 && r.ReplicaID >= 0 && !az.allow(kmsg.ACLOperationClusterAction, kmsg.ACLResourceTypeCluster, ClusterResourceName) {
+		refusedAll = kerr.ClusterAuthorizationFailed.Code
+	}
 	for _, t := range r.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
+		code := refusedAll
+		if code == 0 && !az.allow(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic) {
+			code = kerr.TopicAuthorizationFailed.Code
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
+			if code != 0 {
+				rp.ErrorCode, rp.LeaderEpoch, rp.EndOffset = code, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			s.endOffsetForEpoch(im, t.Topic, p, &rp)
 			rt.Partitions = append(rt.Partitions, rp)
 		}

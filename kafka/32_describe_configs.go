@@ -57,10 +57,16 @@ func (s *Server) handleDescribeConfigs(req *Request) (Pending, error) {
 	synonyms := r.IncludeSynonyms
 	docs := r.Version >= 3 && r.IncludeDocumentation
 	budget := maxDescribedConfigs
+	az := s.authz(req)
 	for i := range r.Resources {
 		rr := &r.Resources[i]
 		res := kmsg.NewDescribeConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		if code := az.allowConfig(kmsg.ACLOperationDescribeConfigs, rr.ResourceType, rr.ResourceName); code != 0 {
+			res.ErrorCode = code
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		described, err := describeResource(n, im, dyn, rr)
 		if err == nil {
 			described = filterConfigs(described, rr.ConfigNames)

@@ -61,11 +61,17 @@ func (s *Server) handleAlterConfigs(req *Request) (Pending, error) {
 		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
 	}
 	dup := duplicateResources(keys)
+	az := s.authz(req)
 	for i := range r.Resources {
 		rr := &r.Resources[i]
 		res := kmsg.NewAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
 		var err error
+		if code := az.allowConfig(kmsg.ACLOperationAlterConfigs, rr.ResourceType, rr.ResourceName); code != 0 && !dup[i] {
+			res.ErrorCode = code
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		if dup[i] {
 			err = errDuplicateResource
 		} else {

@@ -32,6 +32,10 @@ import (
 func (s *Server) handleDescribeLogDirs(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !s.authorized(req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, ClusterResourceName) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return Respond(resp), nil
+	}
 	n := s.node()
 	logs := n.Partitions.LogDir()
 	dir := kmsg.NewDescribeLogDirsResponseDir()

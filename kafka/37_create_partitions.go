@@ -43,11 +43,14 @@ func (s *Server) handleCreatePartitions(req *Request) (Pending, error) {
 	for _, t := range r.Topics {
 		count[t.Topic]++
 	}
+	az := s.authz(req)
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		var err error
 		if count[t.Topic] > 1 {
 			err = fmt.Errorf("%w: Duplicate topic name.", kerr.InvalidRequest)
+		} else if !az.allow(kmsg.ACLOperationAlter, kmsg.ACLResourceTypeTopic, t.Topic) {
+			err = kerr.TopicAuthorizationFailed
 		} else {
 			err = s.createPartitions(req.Session.Context(), t, r.ValidateOnly)
 		}

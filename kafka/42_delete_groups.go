@@ -21,7 +21,7 @@ func (s *Server) handleDeleteGroups(req *Request) (Pending, error) {
 	names := r.Groups
 	calls := make([]groupCall, len(names))
 	for i, name := range names {
-		calls[i] = s.submitGroup(req, name, func(c GroupCore, id uint64, nowMs int64) {
+		calls[i] = s.submitGroupAuthorized(req, kmsg.ACLOperationDelete, name, func(c GroupCore, id uint64, nowMs int64) {
 			c.DeleteGroup(groups.DeleteGroupRequest{RequestID: id, Group: name}, nowMs)
 		})
 	}

@@ -59,10 +59,12 @@ func (s *Server) handleElectLeaders(req *Request) (Pending, error) {
 	}
 	var results []cluster.ElectLeadersResult
 	var err error
-	switch r.ElectionType {
-	case electionPreferred:
+	switch {
+	case !s.authorized(req, kmsg.ACLOperationAlter, kmsg.ACLResourceTypeCluster, ClusterResourceName):
+		err = kerr.ClusterAuthorizationFailed
+	case r.ElectionType == electionPreferred:
 		results, err = s.node().Controller.ElectLeaders(req.Session.Context(), cluster.ElectPreferred, partitions)
-	case electionUnclean:
+	case r.ElectionType == electionUnclean:
 		results, err = s.node().Controller.ElectLeaders(req.Session.Context(), cluster.ElectUnclean, partitions)
 	default:
 		err = fmt.Errorf("%w: unknown election type %d", kerr.InvalidRequest, r.ElectionType)

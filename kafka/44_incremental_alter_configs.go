@@ -62,11 +62,17 @@ func (s *Server) handleIncrementalAlterConfigs(req *Request) (Pending, error) {
 		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
 	}
 	dup := duplicateResources(keys)
+	az := s.authz(req)
 	for i := range r.Resources {
 		rr := &r.Resources[i]
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
 		var err error
+		if code := az.allowConfig(kmsg.ACLOperationAlterConfigs, rr.ResourceType, rr.ResourceName); code != 0 && !dup[i] {
+			res.ErrorCode = code
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		if dup[i] {
 			err = errDuplicateResource
 		} else {

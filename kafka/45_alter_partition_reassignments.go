@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
@@ -46,7 +47,17 @@ func (s *Server) handleAlterPartitionReassignments(req *Request) (Pending, error
 		}
 	}
 	allowRF := r.AllowReplicationFactorChange || r.Version < 1
-	results, err := s.node().Controller.AlterPartitionReassignments(req.Session.Context(), reqs, allowRF)
+	var results []cluster.ReassignmentResult
+	var err error
+	if !s.authorized(req, kmsg.ACLOperationAlter, kmsg.ACLResourceTypeCluster, ClusterResourceName) {
+		// As Kafka: the refusal on the request and on every partition.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		for _, rq := range reqs {
+			results = append(results, cluster.ReassignmentResult{TopicPartition: rq.TopicPartition, Err: kerr.ClusterAuthorizationFailed})
+		}
+	} else {
+		results, err = s.node().Controller.AlterPartitionReassignments(req.Session.Context(), reqs, allowRF)
+	}
 	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), kafkaMessage(err)
 		return Respond(resp), nil

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
@@ -25,6 +26,10 @@ import (
 func (s *Server) handleListPartitionReassignments(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !s.authorized(req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, ClusterResourceName) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return Respond(resp), nil
+	}
 	var partitions []cluster.TopicPartition
 	if r.Topics != nil {
 		partitions = []cluster.TopicPartition{}

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/groups"
@@ -22,15 +23,28 @@ func (s *Server) handleOffsetDelete(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.OffsetDeleteRequest)
 	version := r.Version
 	dr := groups.OffsetDeleteRequest{Group: r.Group}
+	az := s.authz(req)
+	groupAllowed := az.allow(kmsg.ACLOperationDelete, kmsg.ACLResourceTypeGroup, r.Group)
+	// refused are the partitions of topics the principal may not READ:
+	// not deleted, answered TOPIC_AUTHORIZATION_FAILED.
+	var refused []groups.PartitionResult
 	for _, t := range r.Topics {
+		topicAllowed := !groupAllowed || az.allow(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic)
 		for _, p := range t.Partitions {
+			if !topicAllowed {
+				refused = append(refused, groups.PartitionResult{Topic: t.Topic, Partition: p.Partition, ErrorCode: kerr.TopicAuthorizationFailed.Code})
+				continue
+			}
 			dr.Partitions = append(dr.Partitions, groups.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
 	}
-	call := s.submitGroup(req, r.Group, func(c GroupCore, id uint64, nowMs int64) {
-		dr.RequestID = id
-		c.DeleteOffsets(dr, nowMs)
-	})
+	call := groupCall{code: kerr.GroupAuthorizationFailed.Code}
+	if groupAllowed {
+		call = s.submitGroup(req, r.Group, func(c GroupCore, id uint64, nowMs int64) {
+			dr.RequestID = id
+			c.DeleteOffsets(dr, nowMs)
+		})
+	}
 	return func(ctx context.Context) (Response, error) {
 		resp := kmsg.NewPtrOffsetDeleteResponse()
 		resp.Version = version
@@ -45,7 +59,7 @@ func (s *Server) handleOffsetDelete(req *Request) (Pending, error) {
 		if code != 0 {
 			return Response{Msg: resp}, nil
 		}
-		for _, p := range res.OffsetDelete.Partitions {
+		for _, p := range append(res.OffsetDelete.Partitions, refused...) {
 			if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != p.Topic {
 				rt := kmsg.NewOffsetDeleteResponseTopic()
 				rt.Topic = p.Topic

@@ -27,6 +27,10 @@ import (
 func (s *Server) handleDescribeUserScramCredentials(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !s.authorized(req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, ClusterResourceName) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return Respond(resp), nil
+	}
 	im := s.node().Metadata.Image()
 	var users []string
 	count := map[string]int{}

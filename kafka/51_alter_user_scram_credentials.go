@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
@@ -53,7 +54,13 @@ func (s *Server) handleAlterUserScramCredentials(req *Request) (Pending, error) 
 			Iterations: u.Iterations, Salt: u.Salt, SaltedPassword: u.SaltedPassword})
 		note(u.Name)
 	}
-	results, err := s.node().Controller.AlterScramCredentials(req.Session.Context(), areq)
+	var results []cluster.ScramResult
+	var err error
+	if !s.authorized(req, kmsg.ACLOperationAlter, kmsg.ACLResourceTypeCluster, ClusterResourceName) {
+		err = kerr.ClusterAuthorizationFailed
+	} else {
+		results, err = s.node().Controller.AlterScramCredentials(req.Session.Context(), areq)
+	}
 	if err != nil {
 		// Refused as a whole (not the controller): every user gets it.
 		results = nil

@@ -73,6 +73,10 @@ func answeredHere(req *Request) bool {
 func (s *Server) handleDescribeQuorum(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeQuorumRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	if !s.authorized(req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, ClusterResourceName) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return Respond(resp), nil
+	}
 	listed := map[int32]bool{}
 	for _, t := range r.Topics {
 		rt := kmsg.NewDescribeQuorumResponseTopic()

@@ -88,6 +88,14 @@ func (s *Server) handleDescribeCluster(req *Request) (Pending, error) {
 		}
 		return Respond(resp), nil
 	}
+	az := s.authz(req)
+	if !az.allow(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, ClusterResourceName) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return Respond(resp), nil
+	}
+	if r.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = az.operations(kmsg.ACLResourceTypeCluster, ClusterResourceName)
+	}
 	n := s.node()
 	c := n.Metadata
 	resp.ClusterID = c.ClusterID()

@@ -20,12 +20,19 @@ func (s *Server) handleDescribeProducers(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeProducersRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeProducersResponse)
 	replicas := s.node().Partitions
+	az := s.authz(req)
 	for _, t := range r.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
+		denied := !az.allow(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = p
+			if denied {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			part := replicas.Partition(engine.TopicPartition{Topic: t.Topic, Partition: p})
 			if part == nil {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code

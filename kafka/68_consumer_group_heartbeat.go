@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/groups"
@@ -49,10 +50,21 @@ func (s *Server) handleConsumerGroupHeartbeat(req *Request) (Pending, error) {
 	for _, t := range r.Topics {
 		hr.TopicPartitions = append(hr.TopicPartitions, groups.TopicPartitions{TopicID: t.TopicID, Partitions: t.Partitions})
 	}
-	call := s.submitGroup(req, r.Group, func(c GroupCore, id uint64, nowMs int64) {
-		hr.RequestID = id
-		c.ConsumerHeartbeat(hr, nowMs)
-	})
+	var call groupCall
+	az := s.authz(req)
+	switch {
+	case !az.allow(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.Group):
+		call = groupCall{code: kerr.GroupAuthorizationFailed.Code}
+	case !az.allowEvery(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, r.SubscribedTopicNames):
+		// As Kafka: a subscription to a topic the member may not
+		// DESCRIBE is refused whole.
+		call = groupCall{code: kerr.TopicAuthorizationFailed.Code}
+	default:
+		call = s.submitGroup(req, r.Group, func(c GroupCore, id uint64, nowMs int64) {
+			hr.RequestID = id
+			c.ConsumerHeartbeat(hr, nowMs)
+		})
+	}
 	return func(ctx context.Context) (Response, error) {
 		resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 		resp.Version = version

@@ -27,9 +27,10 @@ func (s *Server) handleConsumerGroupDescribe(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	version := r.Version
 	names := r.Groups
+	az := s.authz(req)
 	calls := make([]groupCall, len(names))
 	for i, name := range names {
-		calls[i] = s.submitGroup(req, name, func(c GroupCore, id uint64, _ int64) {
+		calls[i] = s.submitGroupAuthorized(req, kmsg.ACLOperationDescribe, name, func(c GroupCore, id uint64, _ int64) {
 			c.ConsumerDescribe(groups.ConsumerDescribeRequest{RequestID: id, Group: name})
 		})
 	}
@@ -67,6 +68,9 @@ func (s *Server) handleConsumerGroupDescribe(req *Request) (Pending, error) {
 				rg.ErrorMessage = &d.ErrorMessage
 			}
 			rg.State, rg.Epoch, rg.AssignmentEpoch, rg.AssignorName = d.State, d.Epoch, d.AssignmentEpoch, d.AssignorName
+			if r.IncludeAuthorizedOperations {
+				rg.AuthorizedOperations = az.operations(kmsg.ACLResourceTypeGroup, names[i])
+			}
 			for _, m := range d.Members {
 				rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 				rm.MemberID, rm.MemberEpoch, rm.ClientID, rm.ClientHost = m.MemberID, m.MemberEpoch, m.ClientID, m.ClientHost

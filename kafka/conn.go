@@ -152,6 +152,7 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 	c.sess = Session{
 		ListenerName:  s.cfg.ListenerName,
 		RemoteAddr:    nc.RemoteAddr(),
+		host:          hostOf(nc.RemoteAddr()),
 		ctx:           ctx,
 		authenticated: !s.cfg.RequireAuthentication,
 		listener:      l,
@@ -550,6 +551,13 @@ func (c *conn) handshake() error {
 	c.nc.SetDeadline(time.Time{})
 	st := c.tls.ConnectionState()
 	c.sess.tlsState = &st
+	if len(st.PeerCertificates) > 0 && c.sess.saslConfig == nil {
+		p, err := certPrincipal(st.PeerCertificates[0], c.sess.listener)
+		if err != nil {
+			return fmt.Errorf("kafka: TLS client certificate: %w", err)
+		}
+		c.sess.principal = p
+	}
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/cluster"
 )
 
 // Forwarding: a request that changes metadata, sent to a node that is not
@@ -26,9 +28,12 @@ import (
 // answer to a change waits until the other live nodes show it
 // (handleChange, below), so the client reads its write from any node.
 //
-// Not implemented:
-// * The client's principal is not carried (no ACLs yet): the controller
-//   serves a forwarded request as an authenticated session.
+// Authorization: the forwarding node authorizes the request first (it has
+// the same replicated ACLs) and forwards only what it allowed; a request
+// it refused outright is answered here. The forwarded request carries the
+// client's principal and host (cluster.RequestOrigin), and the controller
+// authorizes it again with them, as Kafka's Envelope does; a request
+// from a node too old to carry them is judged as User:ANONYMOUS.
 
 // forwardedKeys are the keys whose requests change the metadata image,
 // and DescribeQuorum, which only the acting controller answers for the
@@ -63,8 +68,13 @@ func (s *Server) maybeForward(req *Request) (Pending, bool) {
 		// to forward; the local handler refuses them.
 		return nil, false
 	}
+	if !s.mayForward(req) {
+		// Refused here: the local handler answers with the refusal.
+		return nil, false
+	}
 	version := req.Header.ApiVersion
-	out, err := n.Controller.ForwardRequest(req.Session.Context(), req.Header.ApiKey, version, req.Body.AppendTo(nil))
+	origin := cluster.RequestOrigin{Principal: req.Session.Principal(), Host: req.Session.Host()}
+	out, err := n.Controller.ForwardRequest(req.Session.Context(), req.Header.ApiKey, version, req.Body.AppendTo(nil), origin)
 	if err != nil {
 		s.log.Debug("forwarding to the controller failed; answering here", "api", kmsg.NameForKey(req.Header.ApiKey), "err", err)
 		return nil, false
@@ -82,7 +92,7 @@ func (s *Server) maybeForward(req *Request) (Pending, bool) {
 // ServeForwarded answers a request another node forwarded to this one
 // (cluster.ForwardHandler): decoded and handled as on a client listener,
 // the response encoded at the request's version.
-func (s *Server) ServeForwarded(ctx context.Context, key, version int16, body []byte) ([]byte, error) {
+func (s *Server) ServeForwarded(ctx context.Context, key, version int16, body []byte, origin cluster.RequestOrigin) ([]byte, error) {
 	e := s.apis.lookup(key)
 	if e == nil || !forwardedKeys[e.Key] {
 		return nil, fmt.Errorf("kafka: key %d is not forwarded", key)
@@ -95,7 +105,8 @@ func (s *Server) ServeForwarded(ctx context.Context, key, version int16, body []
 	if err := r.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("%w: forwarded %s v%d: %w", ErrMalformedBody, e.Key.Name(), version, err)
 	}
-	sess := &Session{ListenerName: forwardedListener, ctx: ctx, authenticated: true}
+	sess := &Session{ListenerName: forwardedListener, ctx: ctx, authenticated: true,
+		principal: origin.Principal, host: origin.Host}
 	p, err := s.handleChange(e, &Request{Header: RequestHeader{ApiKey: key, ApiVersion: version, ClientID: "forwarded"}, Body: r, Session: sess})
 	if err != nil {
 		return nil, err
@@ -329,4 +340,81 @@ func allNotController(msg kmsg.Response) bool {
 		}
 	}
 	return len(codes) > 0
+}
+
+// mayForward reports whether the principal may do at least one item of a
+// request this node would forward: the controller authorizes each item
+// again and refuses the rest, so a request this node refuses whole never
+// leaves it, and its local handler answers the refusals. Without
+// authorization everything is forwarded.
+func (s *Server) mayForward(req *Request) bool {
+	z := s.authz(req)
+	if !z.on() {
+		return true
+	}
+	cl := func(op kmsg.ACLOperation) bool { return z.check(op, kmsg.ACLResourceTypeCluster, ClusterResourceName) }
+	topic := func(op kmsg.ACLOperation, name string) bool { return z.check(op, kmsg.ACLResourceTypeTopic, name) }
+	config := func(t kmsg.ConfigResourceType, name string) bool {
+		rt, rname, _, ok := configResource(t, name)
+		return !ok || z.check(kmsg.ACLOperationAlterConfigs, rt, rname)
+	}
+	switch r := req.Body.(type) {
+	case *kmsg.DescribeQuorumRequest:
+		return cl(kmsg.ACLOperationDescribe)
+	case *kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest, *kmsg.AlterUserSCRAMCredentialsRequest:
+		return cl(kmsg.ACLOperationAlter)
+	case *kmsg.CreateTopicsRequest:
+		if cl(kmsg.ACLOperationCreate) {
+			return true
+		}
+		for _, t := range r.Topics {
+			if topic(kmsg.ACLOperationCreate, t.Topic) {
+				return true
+			}
+		}
+	case *kmsg.DeleteTopicsRequest:
+		if r.Version < 6 {
+			for _, name := range r.TopicNames {
+				if topic(kmsg.ACLOperationDelete, name) {
+					return true
+				}
+			}
+			return false
+		}
+		im := s.node().Metadata.Image()
+		for _, t := range r.Topics {
+			name := ""
+			if t.Topic != nil {
+				name = *t.Topic
+			} else if ti := im.TopicByID(cluster.UUID(t.TopicID)); ti != nil {
+				name = ti.Name
+			}
+			// An id this node cannot resolve may resolve on the
+			// controller, which judges it.
+			if name == "" || topic(kmsg.ACLOperationDelete, name) {
+				return true
+			}
+		}
+	case *kmsg.CreatePartitionsRequest:
+		for _, t := range r.Topics {
+			if topic(kmsg.ACLOperationAlter, t.Topic) {
+				return true
+			}
+		}
+	case *kmsg.AlterConfigsRequest:
+		for _, rr := range r.Resources {
+			if config(rr.ResourceType, rr.ResourceName) {
+				return true
+			}
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		for _, rr := range r.Resources {
+			if config(rr.ResourceType, rr.ResourceName) {
+				return true
+			}
+		}
+	default:
+		return true
+	}
+	return false
 }

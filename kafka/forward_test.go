@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/cluster"
 )
 
 // forwardCases are the requests that change metadata, one per forwarded
@@ -117,7 +119,7 @@ func TestServeForwarded(t *testing.T) {
 	f := newSeamFixture(t)
 	ctx := context.Background()
 	req := alterConfigsRequest(1, alterConfigsResource(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", "2000"))
-	out, err := f.s.ServeForwarded(ctx, req.Key(), 1, req.AppendTo(nil))
+	out, err := f.s.ServeForwarded(ctx, req.Key(), 1, req.AppendTo(nil), cluster.RequestOrigin{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,13 +134,13 @@ func TestServeForwarded(t *testing.T) {
 	}
 
 	read := describeConfigsRequest(4, kmsg.ConfigResourceTypeTopic, "t")
-	if _, err := f.s.ServeForwarded(ctx, read.Key(), 4, read.AppendTo(nil)); err == nil {
+	if _, err := f.s.ServeForwarded(ctx, read.Key(), 4, read.AppendTo(nil), cluster.RequestOrigin{}); err == nil {
 		t.Error("a forwarded DescribeConfigs was served")
 	}
-	if _, err := f.s.ServeForwarded(ctx, req.Key(), 9, req.AppendTo(nil)); err == nil {
+	if _, err := f.s.ServeForwarded(ctx, req.Key(), 9, req.AppendTo(nil), cluster.RequestOrigin{}); err == nil {
 		t.Error("a forwarded AlterConfigs v9 was served")
 	}
-	if _, err := f.s.ServeForwarded(ctx, req.Key(), 1, []byte{0xff}); !errors.Is(err, ErrMalformedBody) {
+	if _, err := f.s.ServeForwarded(ctx, req.Key(), 1, []byte{0xff}, cluster.RequestOrigin{}); !errors.Is(err, ErrMalformedBody) {
 		t.Errorf("a body that does not decode: %v, want ErrMalformedBody", err)
 	}
 }
@@ -265,7 +267,7 @@ func TestChangeWaitsForPropagation(t *testing.T) {
 	pc.lag = []int32{3} // still behind after the wait: answered anyway
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	if _, err := f.s.ServeForwarded(ctx, alter.Key(), 1, alter.AppendTo(nil)); err != nil {
+	if _, err := f.s.ServeForwarded(ctx, alter.Key(), 1, alter.AppendTo(nil), cluster.RequestOrigin{}); err != nil {
 		t.Fatalf("forwarded alter: %v", err)
 	}
 	if want := []propagationWait{{offset, 1500 * time.Millisecond}, {offset, 0}}; !slices.Equal(pc.waits, want) {

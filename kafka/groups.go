@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/engine"
@@ -52,6 +53,16 @@ func (s *Server) submitGroup(req *Request, group string, input groupInput) group
 	}
 	return groupCall{call: d.Submit(req.Session.Context(), group, input),
 		arriving: func() bool { return s.arrivingCoordinator(group) }}
+}
+
+// submitGroupAuthorized is submitGroup when the principal may do op on
+// group; otherwise nothing is submitted and the call answers
+// GROUP_AUTHORIZATION_FAILED.
+func (s *Server) submitGroupAuthorized(req *Request, op kmsg.ACLOperation, group string, input groupInput) groupCall {
+	if !s.authorized(req, op, kmsg.ACLResourceTypeGroup, group) {
+		return groupCall{code: kerr.GroupAuthorizationFailed.Code}
+	}
+	return s.submitGroup(req, group, input)
 }
 
 // wait returns the coordinator's response, or a Kafka error code when no

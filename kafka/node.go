@@ -34,6 +34,10 @@ type Node struct {
 	// carries it, so `wren cluster health` sees this node's facts.
 	// Without it the tag carries ControlPlaneFacts alone.
 	Health func() (health.ClusterHealth, bool)
+	// Authorizer, if set, returns the Authorizer in force now (ACLs
+	// change at run time: it is called once per request); nil, or a nil
+	// Authorizer, allows everything (authorize.go).
+	Authorizer func() Authorizer
 }
 
 // node returns the handlers' view of the broker.

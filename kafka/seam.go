@@ -130,8 +130,9 @@ type ControllerAPI interface {
 	// go to another node, the acting controller.
 	ShouldForward() bool
 	// ForwardRequest sends an encoded request to the acting controller
-	// and returns its encoded response.
-	ForwardRequest(ctx context.Context, key, version int16, body []byte) ([]byte, error)
+	// and returns its encoded response; origin is the client's principal
+	// and host, which the controller authorizes the request with.
+	ForwardRequest(ctx context.Context, key, version int16, body []byte, origin cluster.RequestOrigin) ([]byte, error)
 }
 
 // ChangePropagator is a ControllerAPI that can hold the answer to a

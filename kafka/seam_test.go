@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,7 +195,11 @@ type fakeController struct {
 	// forward, when set, is the acting controller elsewhere: ShouldForward
 	// is true and ForwardRequest calls it.
 	forward func(key, version int16, body []byte) ([]byte, error)
-	created []cluster.CreateTopic
+	// origins are the origins of the requests ForwardRequest sent, under
+	// originsMu (a retry forwards from the writer goroutine).
+	originsMu sync.Mutex
+	origins   []cluster.RequestOrigin
+	created   []cluster.CreateTopic
 	// createErrs are the per-topic results by name.
 	createErrs map[string]error
 
@@ -357,7 +362,10 @@ func (c *fakeController) AlterScramCredentials(_ context.Context, req cluster.Al
 
 func (c *fakeController) ShouldForward() bool { return c.forward != nil }
 
-func (c *fakeController) ForwardRequest(_ context.Context, key, version int16, body []byte) ([]byte, error) {
+func (c *fakeController) ForwardRequest(_ context.Context, key, version int16, body []byte, origin cluster.RequestOrigin) ([]byte, error) {
+	c.originsMu.Lock()
+	c.origins = append(c.origins, origin)
+	c.originsMu.Unlock()
 	return c.forward(key, version, body)
 }
 

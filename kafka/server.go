@@ -291,6 +291,9 @@ type Server struct {
 	// protoLog bounds the lines about clients speaking TLS or HTTP to
 	// this listener: one a minute.
 	protoLog *logLimiter
+	// authLog bounds the lines about refused authorizations: one a
+	// second, with the count held back (authorize.go).
+	authLog *logLimiter
 	// budgetLog bounds the WARN about requests waiting for the request
 	// budget: one every ten seconds.
 	budgetLog *logLimiter
@@ -356,6 +359,7 @@ func newServer(cfg ServerConfig, broker *Node, table []apiEntry) (*Server, error
 		connLog:   newLogLimiter(cfg.ConnLogLinesPerSecond, time.Now),
 		protoLog:  newLogLimiterWindow(1, time.Minute, time.Now),
 		budgetLog: newLogLimiterWindow(1, 10*time.Second, time.Now),
+		authLog:   newLogLimiter(1, time.Now),
 	}, nil
 }
 
@@ -598,6 +602,9 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	if n := s.connLog.flush(); n > 0 {
 		s.log.Info("log lines about refused or bad connections suppressed", "suppressed", n)
+	}
+	if n := s.authLog.flush(); n > 0 {
+		s.log.Info("log lines about refused authorizations suppressed", "suppressed", n)
 	}
 	return nil
 }

@@ -21,7 +21,12 @@ type Session struct {
 
 	ctx           context.Context
 	authenticated bool
-	principal     string
+	// principal is the SASL principal, or the client certificate's
+	// (tlsPrincipal), or "" (User:ANONYMOUS).
+	principal string
+	// host is the client's IP without the port, as ACLs name it; for a
+	// forwarded request, the host the forwarding node's client had.
+	host string
 	// listener is what the connection was accepted on; nil for
 	// ServeForwarded's sessions and Serve's (the ServerConfig's and the
 	// Node's listener).
@@ -54,10 +59,26 @@ func (s *Session) Context() context.Context { return s.ctx }
 // up to ServerConfig.MaxRequestBytes.
 func (s *Session) Authenticated() bool { return s.authenticated }
 
-// Principal is the authenticated identity, "User:name" after SASL, ""
-// when none (a listener without authentication is authenticated as "").
-// The authorizer reads it.
-func (s *Session) Principal() string { return s.principal }
+// Principal is the identity the authorizer judges, as Kafka's
+// DefaultKafkaPrincipalBuilder makes it: "User:name" after SASL; on a
+// TLS listener without SASL whose client gave a certificate,
+// "User:" and the certificate subject's distinguished name in RFC 2253
+// form ("User:CN=device-7,OU=edge"), or what Listener.MapPrincipal made
+// of it; otherwise User:ANONYMOUS.
+func (s *Session) Principal() string {
+	if s.principal == "" {
+		return AnonymousPrincipal
+	}
+	return s.principal
+}
+
+// Host is the client's IP address without the port, as ACLs name hosts.
+func (s *Session) Host() string {
+	if s.host == "" {
+		return hostOf(s.RemoteAddr)
+	}
+	return s.host
+}
 
 // Authenticate marks the session authenticated as principal: the SASL
 // handlers call it when the exchange succeeds. The next frame read is
@@ -84,6 +105,11 @@ type Listener struct {
 	// SaslHandshake and SaslAuthenticate (SASL_PLAINTEXT, or SASL_SSL with
 	// TLS), in place of the ServerConfig's SASL.
 	SASL *SASLConfig
+	// MapPrincipal, if set, turns the RFC 2253 distinguished name of a
+	// client certificate's subject into the principal's name
+	// (ssl.principal.mapping.rules), on a TLS listener without SASL. An
+	// error closes the connection. Without it the name is the DN.
+	MapPrincipal func(dn string) (string, error)
 }
 
 // listenerOf is the name and this node's advertised address for the

@@ -190,6 +190,13 @@ func (m *Metrics) SASLAuthentication(listener, mechanism string, ok, reauth bool
 	m.set.counter(name, "listener="+quote(listener)+",mechanism="+quote(mechanism)+",result="+quote(result), help).Inc()
 }
 
+// AuthorizationDenied implements kafka.AuthzObserver: refused
+// authorizations, by resource type (a handful of values).
+func (m *Metrics) AuthorizationDenied(resourceType string) {
+	m.set.counter("wren_authorization_denials_total", "resource_type="+quote(resourceType),
+		"requests or items of requests refused by the authorizer, by resource type").Inc()
+}
+
 // ConnectionRefused implements kafka.Observer.
 func (m *Metrics) ConnectionRefused() { m.refused.Inc() }
 
