@@ -95,7 +95,8 @@ func (s *Server) handleMetadata(req *Request) (Pending, error) {
 			name = t.Name
 		}
 		if az.on() && name != "" && !az.allow(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
-			resp.Topics = append(resp.Topics, refusedTopic(name, rt.TopicID))
+			// A topic asked for by id is not named to who may not see it.
+			resp.Topics = append(resp.Topics, refusedTopic(derefString(rt.Topic), rt.TopicID))
 			continue
 		}
 		if az.on() && t == nil && name == "" {
