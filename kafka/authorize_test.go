@@ -536,8 +536,10 @@ var authRules = map[kmsg.Key]authRule{
 		refused: []*kerr.Error{gaf},
 	},
 	kmsg.DescribeUserSCRAMCredentials: {
-		req:     func() kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() },
-		codes:   func(m kmsg.Response) []int16 { return []int16{m.(*kmsg.DescribeUserSCRAMCredentialsResponse).ErrorCode} },
+		req: func() kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() },
+		codes: func(m kmsg.Response) []int16 {
+			return []int16{m.(*kmsg.DescribeUserSCRAMCredentialsResponse).ErrorCode}
+		},
 		refused: []*kerr.Error{caf},
 	},
 	kmsg.AlterUserSCRAMCredentials: {
