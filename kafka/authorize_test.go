@@ -1,13 +1,17 @@
 package kafka
 
 import (
+	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
@@ -1030,5 +1034,67 @@ func TestAuthorizationAudit(t *testing.T) {
 	}
 	if first.attrs["resource_type"] != "group" || first.attrs["operation"] != "describe" || first.attrs["api"] != "DescribeGroups" {
 		t.Errorf("the line says %v", first.attrs)
+	}
+}
+
+// TestAuthorizationKgo: franz-go through a SASL listener, with an
+// authorizer that lets alice write to and read t and refuses bob: alice's
+// idempotent producer gets its producer id and its record appended, bob's
+// fails with TOPIC_AUTHORIZATION_FAILED and nothing more is appended.
+func TestAuthorizationKgo(t *testing.T) {
+	a := &fakeAuthorizer{allow: func(q authQuestion) bool {
+		return q.principal == "User:alice" && q.rt == kmsg.ACLResourceTypeTopic && q.name == "t"
+	}}
+	f, _ := authFixture(t, a)
+	s, err := newServer(ServerConfig{SASL: &SASLConfig{Authenticator: testAuthenticator(t)}, ListenerName: "SASL_PLAINTEXT",
+		Logger: slog.New(newLogRecorder(t))}, f.node, apiTable[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		s.Close()
+		<-served
+	})
+	addr := ln.Addr().(*net.TCPAddr)
+	f.node.Host, f.node.Port = "127.0.0.1", int32(addr.Port)
+
+	produce := func(user string) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr.String()), kgo.SASL(mechanism(MechanismScramSHA512, user, testUsers[user])),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Partition: 0, Value: []byte("v")}).FirstErr()
+	}
+	if err := produce("alice"); err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	if n := len(f.replica(0).appended); n != 1 {
+		t.Fatalf("alice's produce appended %d batches, want 1", n)
+	}
+	if err := produce("bob"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("bob: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if n := len(f.replica(0).appended); n != 1 {
+		t.Fatalf("after bob's produce %d batches, want alice's alone", n)
+	}
+	var sawBob bool
+	for _, q := range a.questions() {
+		if q.host != "127.0.0.1" {
+			t.Errorf("asked about a client at %q, want 127.0.0.1", q.host)
+		}
+		sawBob = sawBob || q.principal == "User:bob"
+	}
+	if !sawBob {
+		t.Error("bob was never authorized")
 	}
 }
