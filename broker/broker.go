@@ -77,6 +77,9 @@ type Options struct {
 	// TLSReloadInterval is how often SSL listeners' key and trust store
 	// files are checked for changes; zero means 5 s.
 	TLSReloadInterval time.Duration
+	// Authorizer, if set, returns the authorizer every Kafka request is
+	// judged by (kafka.Node.Authorizer); nil allows everything.
+	Authorizer func() kafka.Authorizer
 }
 
 // Start opens (and recovers) the data directory, the metadata log and
@@ -439,7 +442,7 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 				b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Metadata: b.controller, Controller: b.controller,
 					Partitions: kafkaPartitions{b.replicas}, Host: host, Port: port,
 					ProducerIDs: b.producerIDs, Groups: kafkaGroupCoordinator(b.groups),
-					Health: b.ops.health})
+					Health: b.ops.health, Authorizer: w.o.Authorizer})
 			}
 			if err == nil {
 				err = b.controller.Subscribe(func(_, im *cluster.Image) { applyConnectionLimits(cfg, b.server, im, logger) })
