@@ -206,3 +206,10 @@ func (b *Broker) HTTPAddr() net.Addr {
 
 // Ready is /readyz's verdict: nil when ready, else the reason.
 func (b *Broker) Ready() error { return b.ops.ready() }
+
+// The metrics count the Kafka server's refused authorizations
+// (wren_authorization_denials_total) and SASL authentications.
+var (
+	_ kafka.AuthzObserver = (*ops.Metrics)(nil)
+	_ kafka.AuthObserver  = (*ops.Metrics)(nil)
+)

@@ -184,6 +184,9 @@ func TestMetricsExposition(t *testing.T) {
 	m.ObserveSync(time.Millisecond, 4, nil)
 	m.ObserveSync(0, 0, fmt.Errorf("EIO"))
 	m.ConnectionRefused()
+	m.AuthorizationDenied("topic")
+	m.AuthorizationDenied("topic")
+	m.AuthorizationDenied("cluster")
 	m.Attach(Sources{
 		Version: "v1.2.3", Commit: "abc",
 		Connections:          func() int { return 2 },
@@ -209,6 +212,8 @@ func TestMetricsExposition(t *testing.T) {
 	want := map[string]float64{
 		`wren_kafka_requests_total{request="Produce"}`:                                   3,
 		`wren_kafka_requests_total{request="Fetch"}`:                                     1,
+		`wren_authorization_denials_total{resource_type="topic"}`:                        2,
+		`wren_authorization_denials_total{resource_type="cluster"}`:                      1,
 		`wren_kafka_request_latency_seconds_bucket{request="Produce",le="0.0001"}`:       1,
 		`wren_kafka_request_latency_seconds_bucket{request="Produce",le="0.0032"}`:       2,
 		`wren_kafka_request_latency_seconds_bucket{request="Produce",le="13.1072"}`:      2,
