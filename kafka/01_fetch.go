@@ -36,6 +36,8 @@ import (
 //   UNKNOWN_LEADER_EPOCH when newer.
 // * IsolationLevel read_committed reads to the last stable offset, which
 //   equals the high watermark while there are no transactions.
+// * Authorization: READ on each topic, or TOPIC_AUTHORIZATION_FAILED on each
+//   of its partitions and nothing read.
 //
 // Not implemented:
 // * Fetch sessions (KIP-227): SessionID 0 in every response, so clients

@@ -26,6 +26,8 @@ import (
 //   Partition.fetchOffsetForTimestamp does: its high watermark would name
 //   an offset below records that are already committed, and a consumer
 //   that starts at "latest" would read them again.
+// * Authorization: DESCRIBE on each topic, or TOPIC_AUTHORIZATION_FAILED on
+//   each of its partitions.
 //
 // Not implemented:
 // * -5 (earliest pending upload, tiered storage): UNSUPPORTED_VERSION.

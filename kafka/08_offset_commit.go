@@ -24,6 +24,9 @@ import (
 //   group the generation is the member epoch (STALE_MEMBER_EPOCH when it
 //   is behind); a KIP-848 member committing with v8 or below gets
 //   UNSUPPORTED_VERSION, as in Kafka.
+// * Authorization: READ on the group, or GROUP_AUTHORIZATION_FAILED on every
+//   partition; then READ on each topic, or TOPIC_AUTHORIZATION_FAILED on its
+//   partitions, which are not committed.
 //
 // Not implemented:
 // * v10+ (topic ids).

@@ -21,6 +21,10 @@ import (
 //   coordinator.
 // * RequireStable (v7+) needs nothing: there are no transactional
 //   offset commits yet.
+// * Authorization: READ on the group, or GROUP_AUTHORIZATION_FAILED (per
+//   partition before v2); partitions of a topic the principal may not READ
+//   get TOPIC_AUTHORIZATION_FAILED when named, and are left out of a fetch
+//   of every partition.
 //
 // Not implemented:
 // * v10+ (topic ids).

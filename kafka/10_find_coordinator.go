@@ -48,6 +48,7 @@ import (
 //   types, INVALID_REQUEST.
 // * v4+: the batched form, one result per key, in request order, with no
 //   error message (as Kafka).
+// * Authorization: DESCRIBE on the group, or GROUP_AUTHORIZATION_FAILED.
 //
 // Not implemented:
 // * Transactions are later work; this handler then answers with the

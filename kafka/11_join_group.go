@@ -18,6 +18,8 @@ import (
 // * v4+: a new dynamic member gets MEMBER_ID_REQUIRED and its id first
 //   (KIP-394).
 // * v5+ static membership (group.instance.id), v8+ reason (logged only).
+// * Authorization: READ on the group, or GROUP_AUTHORIZATION_FAILED and the
+//   coordinator is not asked.
 //
 // Not implemented:
 // * SkipAssignment (v9) is always false: the leader assigns.

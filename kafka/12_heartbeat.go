@@ -15,6 +15,7 @@ import (
 // * Keeps the member's session alive; REBALANCE_IN_PROGRESS tells it to
 //   rejoin (groups.Coordinator.Heartbeat).
 // * v3+: static members name their group.instance.id.
+// * Authorization: READ on the group, or GROUP_AUTHORIZATION_FAILED.
 
 func (s *Server) handleHeartbeat(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.HeartbeatRequest)

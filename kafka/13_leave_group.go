@@ -15,6 +15,7 @@ import (
 // * v3+: a batch of members (KIP-345), each with its own error; an
 //   administrator may name a static member by group.instance.id alone.
 // * v5+: a reason per member (informational).
+// * Authorization: READ on the group, or GROUP_AUTHORIZATION_FAILED.
 
 func (s *Server) handleLeaveGroup(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.LeaveGroupRequest)

@@ -17,6 +17,7 @@ import (
 //   group's metadata record to be durable.
 // * v5+: protocol type and name are checked against the group's
 //   (INCONSISTENT_GROUP_PROTOCOL) and echoed back.
+// * Authorization: READ on the group, or GROUP_AUTHORIZATION_FAILED.
 
 func (s *Server) handleSyncGroup(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.SyncGroupRequest)

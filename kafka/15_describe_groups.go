@@ -17,6 +17,8 @@ import (
 // * A group that does not exist is reported with no error and state
 //   "Dead", as Kafka does below v6.
 // * Member metadata and assignments are filled in a Stable group only.
+// * Authorization: DESCRIBE on each group, or GROUP_AUTHORIZATION_FAILED;
+//   its authorized operations (v3+) computed when asked.
 //
 // Not implemented:
 // * Authorized operations (v3+) are never computed: there are no ACLs;

@@ -26,6 +26,8 @@ import (
 //   Kafka's while it is not active.
 // * Unlike the other group reads, the list may show groups whose records
 //   are not durable yet (groups.Coordinator.ListGroups).
+// * Authorization: every group with DESCRIBE on the cluster, else only the
+//   groups the principal may DESCRIBE, as Kafka.
 
 func (s *Server) handleListGroups(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.ListGroupsRequest)

@@ -33,6 +33,7 @@ import (
 //   frames of at most sasl.server.max.receive.size. v0 cannot
 //   re-authenticate: ILLEGAL_SASL_STATE, then the connection closes.
 // * Allowed before authentication.
+// * Authorization: none: it comes before authentication.
 
 func (s *Server) handleSaslHandshake(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.SASLHandshakeRequest)

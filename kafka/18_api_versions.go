@@ -23,6 +23,7 @@ import (
 //   no keys (Kafka's ApiVersionsRequest.isValid). Valid ones are kept on
 //   the Session for logs.
 // * Allowed before authentication.
+// * Authorization: none.
 //
 // Not implemented:
 // * SupportedFeatures and FinalizedFeatures (KIP-584) are empty and

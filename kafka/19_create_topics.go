@@ -32,6 +32,10 @@ import (
 //   gets KAFKA_STORAGE_ERROR with the reason, and nothing is created: its
 //   partitions could not be opened, and would answer
 //   UNKNOWN_TOPIC_OR_PARTITION.
+// * Authorization: CREATE on the cluster, or on each topic
+//   (TOPIC_AUTHORIZATION_FAILED, nothing created); a created topic's configs
+//   only with DESCRIBE_CONFIGS on it (else its config error code is
+//   TOPIC_AUTHORIZATION_FAILED, v5+).
 //
 // Not implemented:
 // * TimeoutMillis is ignored: creation is synchronous.

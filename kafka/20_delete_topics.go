@@ -27,6 +27,8 @@ import (
 //   its partition logs are deleted before the response leaves.
 // * Results keep the request's order. (Kafka shuffles them so that an
 //   unauthorized principal cannot tell which topics exist.)
+// * Authorization: DELETE on each topic, or TOPIC_AUTHORIZATION_FAILED,
+//   whether it exists or not.
 //
 // Not implemented:
 // * TimeoutMillis is ignored: deletion is synchronous.

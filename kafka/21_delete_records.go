@@ -30,6 +30,8 @@ import (
 //   its high watermark), deletes its segments below and checkpoints it,
 //   as Kafka's LeaderOffsetIncremented: the deleted records do not come
 //   back when a follower leads, nor after it restarts.
+// * Authorization: DELETE on each topic, or TOPIC_AUTHORIZATION_FAILED on
+//   each of its partitions.
 //
 // Not implemented:
 // * TimeoutMillis is ignored: the answer comes once the leader's start

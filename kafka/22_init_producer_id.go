@@ -24,6 +24,8 @@ import (
 //   Kafka does) after a short wait for a block.
 // * The id is taken on the connection's writer (in the Pending), so a wait
 //   for a block does not hold up the requests read after it.
+// * Authorization: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+//   (Kafka 3.x), or CLUSTER_AUTHORIZATION_FAILED.
 //
 // Not implemented:
 // * Transactions: a transactional id gets

@@ -28,6 +28,9 @@ import (
 // * ReplicaID (v3+) is not checked: a follower (a node id) and a consumer
 //   (-1) get the same answer, from the leader. Kafka asks its authorizer
 //   for CLUSTER_ACTION or topic DESCRIBE; wren has none yet.
+// * Authorization: a consumer needs DESCRIBE on each topic
+//   (TOPIC_AUTHORIZATION_FAILED), a replica CLUSTER_ACTION on the cluster
+//   (CLUSTER_AUTHORIZATION_FAILED).
 //
 // Not implemented:
 // * v0-1 (removed in Kafka 4.0, KIP-896).

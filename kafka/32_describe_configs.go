@@ -40,6 +40,9 @@ import (
 //   few request bytes lists dozens of settings (about a hundred for a
 //   broker, with documentation if asked), so without a cap a 1 MiB request
 //   could ask for a response of gigabytes. 16384 is over 700 topics.
+// * Authorization: DESCRIBE_CONFIGS on the topic, or on the cluster for a
+//   broker's and a broker logger's configs; else TOPIC_ or
+//   CLUSTER_AUTHORIZATION_FAILED on that resource.
 //
 // Not implemented:
 // * BROKER_LOGGER, CLIENT_METRICS and GROUP resources.

@@ -52,6 +52,9 @@ import (
 // * Altered broker settings take effect at once: the broker layers
 //   (cluster-wide default, then this node's) feed every topic's effective
 //   configs when the next metadata image is applied.
+// * Authorization: ALTER_CONFIGS on the topic, or on the cluster for a
+//   broker's configs; else TOPIC_ or CLUSTER_AUTHORIZATION_FAILED on that
+//   resource, which is not changed.
 
 func (s *Server) handleAlterConfigs(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.AlterConfigsRequest)

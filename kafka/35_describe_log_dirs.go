@@ -25,6 +25,8 @@ import (
 // * v4: the file system's total and usable bytes (statfs: blocks and
 //   blocks available to unprivileged users, times the block size); -1
 //   when statfs fails.
+// * Authorization: DESCRIBE on the cluster, or CLUSTER_AUTHORIZATION_FAILED
+//   and no log dir.
 //
 // Not implemented:
 // * Authorization (Kafka's CLUSTER_AUTHORIZATION_FAILED, v3+).

@@ -34,6 +34,7 @@ import (
 //   re-authenticating, or on a listener without SASL: ILLEGAL_SASL_STATE,
 //   and the connection stays open (Kafka's KafkaApis).
 // * Allowed before authentication.
+// * Authorization: none: it is the authentication.
 
 // saslFailureMessage is the one message of a failed authentication.
 func saslFailureMessage(mech string) string {

@@ -32,6 +32,7 @@ import (
 //   gets KAFKA_STORAGE_ERROR with the reason.
 // * The new partitions are durable in the metadata log, and their logs
 //   open, before the response leaves.
+// * Authorization: ALTER on each topic, or TOPIC_AUTHORIZATION_FAILED.
 //
 // Not implemented:
 // * TimeoutMillis is ignored: creation is synchronous.

@@ -14,6 +14,7 @@ import (
 // * Each group is deleted by its coordinator: only an Empty (or Dead)
 //   group, else NON_EMPTY_GROUP; its offsets and metadata get
 //   tombstones, and the answer waits for them to be durable.
+// * Authorization: DELETE on each group, or GROUP_AUTHORIZATION_FAILED.
 
 func (s *Server) handleDeleteGroups(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DeleteGroupsRequest)

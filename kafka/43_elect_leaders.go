@@ -29,6 +29,8 @@ import (
 //   the top-level error, v1+) is NOT_CONTROLLER, so clients send it again
 //   to the controller Metadata names. The elections are one metadata
 //   entry, committed before the response leaves.
+// * Authorization: ALTER on the cluster, or CLUSTER_AUTHORIZATION_FAILED on
+//   the request and every partition.
 //
 // Not implemented:
 // * TimeoutMillis is ignored: the election is synchronous, bounded by the

@@ -50,6 +50,8 @@ import (
 // * A change is durable in the metadata log before the response, so it
 //   survives a restart; resources are applied one by one, in order.
 //   Altered broker settings take effect at once (see AlterConfigs).
+// * Authorization: as AlterConfigs: ALTER_CONFIGS on the topic or the
+//   cluster.
 //
 // Not implemented:
 // * BROKER_LOGGER, CLIENT_METRICS and GROUP resources.

@@ -30,6 +30,8 @@ import (
 // * Served by the acting controller only: elsewhere the top-level error
 //   is NOT_CONTROLLER. The changes are one metadata entry, committed
 //   before the response leaves; progress is ListPartitionReassignments'.
+// * Authorization: ALTER on the cluster, or CLUSTER_AUTHORIZATION_FAILED on
+//   the request and every partition.
 //
 // Not implemented:
 // * Replication throttles (leader.replication.throttled.rate and the

@@ -18,6 +18,7 @@ import (
 //   unknown topic is a top-level UNKNOWN_TOPIC_OR_PARTITION.
 // * Served by the acting controller only: elsewhere the top-level error
 //   is NOT_CONTROLLER.
+// * Authorization: DESCRIBE on the cluster, or CLUSTER_AUTHORIZATION_FAILED.
 //
 // Not implemented:
 // * TimeoutMillis is ignored: the answer comes from the controller's

@@ -18,6 +18,9 @@ import (
 //   in a rebalance, or one whose subscriptions are unknown, gets
 //   NON_EMPTY_GROUP; an unknown group GROUP_ID_NOT_FOUND.
 // * A partition with no committed offset succeeds, as in Kafka.
+// * Authorization: DELETE on the group (GROUP_AUTHORIZATION_FAILED), and
+//   READ on each topic (TOPIC_AUTHORIZATION_FAILED on its partitions, whose
+//   offsets stay).
 
 func (s *Server) handleOffsetDelete(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.OffsetDeleteRequest)

@@ -17,6 +17,7 @@ import (
 //   a credential, sorted by name.
 // * A user without credentials is RESOURCE_NOT_FOUND, a user named twice
 //   DUPLICATE_RESOURCE (one result for it), with Kafka's messages.
+// * Authorization: DESCRIBE on the cluster, or CLUSTER_AUTHORIZATION_FAILED.
 //
 // Not implemented:
 // * Authorization: Kafka asks DESCRIBE on the CLUSTER and answers a

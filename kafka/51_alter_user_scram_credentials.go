@@ -27,6 +27,8 @@ import (
 // * Forwarded to the acting controller from any node; the answer waits
 //   until the other live nodes show the change, so a Describe on any
 //   node sees it.
+// * Authorization: ALTER on the cluster, or CLUSTER_AUTHORIZATION_FAILED for
+//   every user.
 //
 // Not implemented:
 // * Authorization: Kafka asks ALTER on the CLUSTER and answers each user

@@ -48,6 +48,7 @@ import (
 //   known, no answer in time): Kafka's client then asks again.
 // * A one-voter cluster is its own controller in epoch 0; its log end
 //   and high watermark are the image's offset.
+// * Authorization: DESCRIBE on the cluster, or CLUSTER_AUTHORIZATION_FAILED.
 //
 // Not implemented:
 // * Observers (every node is a voter).

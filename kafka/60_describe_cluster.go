@@ -33,6 +33,8 @@ import (
 //   Before this node knows (while it starts) the tag holds only
 //   health.ControlPlane. Kafka clients send no such tag and ignore the ones
 //   they do not know.
+// * Authorization: DESCRIBE on the cluster, or CLUSTER_AUTHORIZATION_FAILED;
+//   the cluster's authorized operations computed when asked.
 //
 // Not implemented:
 // * ClusterAuthorizedOperations stays -2147483648 (not computed), asked

@@ -15,6 +15,8 @@ import (
 //   open transaction (there are no transactions yet).
 // * UNKNOWN_TOPIC_OR_PARTITION for partitions not hosted here,
 //   NOT_LEADER_OR_FOLLOWER for those it does not lead.
+// * Authorization: READ on each topic, or TOPIC_AUTHORIZATION_FAILED on each
+//   of its partitions.
 
 func (s *Server) handleDescribeProducers(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeProducersRequest)

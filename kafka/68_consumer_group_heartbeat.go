@@ -22,6 +22,9 @@ import (
 //   it); v1 clients name themselves and may subscribe by regex (RE2).
 // * A group in use by the classic protocol is GROUP_ID_NOT_FOUND; an Empty
 //   classic group (offsets only) becomes a consumer group.
+// * Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), and
+//   DESCRIBE on every subscribed topic name (TOPIC_AUTHORIZATION_FAILED), as
+//   Kafka.
 //
 // Not implemented:
 // * Classic members inside a consumer group (the mixed-protocol upgrade

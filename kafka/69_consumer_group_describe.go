@@ -19,6 +19,8 @@ import (
 //   topic names from the metadata image.
 // * A classic group, or none, is GROUP_ID_NOT_FOUND.
 // * v1: MemberType 1 (consumer protocol) for every member.
+// * Authorization: DESCRIBE on each group, or GROUP_AUTHORIZATION_FAILED;
+//   its authorized operations computed when asked.
 //
 // Not implemented:
 // * Authorized operations (no ACLs): the field keeps its default.
