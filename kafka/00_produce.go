@@ -64,12 +64,17 @@ import (
 // * Authorization: WRITE on each topic, or TOPIC_AUTHORIZATION_FAILED
 //   on each of its partitions and nothing appended; an idempotent
 //   producer needs no more (Kafka 3.x dropped IDEMPOTENT_WRITE on the
-//   cluster here).
+//   cluster here). With acks=0 the connection closes after a refusal, as
+//   Kafka's, since no answer tells the producer.
 //
 // Not implemented:
 // * Transactions: a request with a transactional id gets
 //   TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition.
 // * Throttling.
+
+// errProduceRefused closes the connection of an acks=0 producer the
+// authorizer refused.
+var errProduceRefused = errors.New("kafka: an acks=0 produce was refused by the authorizer")
 
 func (s *Server) handleProduce(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.ProduceRequest)
@@ -95,6 +100,11 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 		rt.Topic = t.Topic
 		var records, bytes int64
 		denied := topLevel == 0 && !az.allow(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, t.Topic)
+		if denied && r.Acks == 0 && req.Session != nil {
+			// No answer would tell the producer: as Kafka, the
+			// connection closes once the request is done.
+			req.Session.closeAfter = errProduceRefused
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition

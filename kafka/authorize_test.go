@@ -1098,3 +1098,23 @@ func TestAuthorizationKgo(t *testing.T) {
 		t.Error("bob was never authorized")
 	}
 }
+
+// TestAuthorizationProduceAcks0: a refused acks=0 produce, which gets no
+// answer, closes its connection as Kafka's does, so the producer learns
+// of it; nothing is appended.
+func TestAuthorizationProduceAcks0(t *testing.T) {
+	f, _ := authFixture(t, &fakeAuthorizer{})
+	req := authRules[kmsg.Produce].req().(*kmsg.ProduceRequest)
+	req.Version, req.Acks = 11, 0
+	e := f.s.apis.lookup(int16(kmsg.Produce))
+	sess := &Session{ListenerName: "PLAINTEXT", RemoteAddr: testClientAddr, ctx: t.Context(), authenticated: true}
+	if _, err := f.s.serve(e, &Request{Header: RequestHeader{ApiKey: int16(kmsg.Produce), ApiVersion: 11}, Body: req, Session: sess}); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(sess.closeAfter, errProduceRefused) {
+		t.Fatalf("closeAfter %v, want the refusal", sess.closeAfter)
+	}
+	if len(f.replica(0).appended) > 0 {
+		t.Fatal("a refused acks=0 produce appended")
+	}
+}
