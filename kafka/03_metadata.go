@@ -70,8 +70,10 @@ func (s *Server) handleMetadata(req *Request) (Pending, error) {
 	im := c.Image()
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
 	if all {
-		for _, name := range im.TopicNames() {
-			if !az.check(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
+		names := im.TopicNames()
+		visible := az.checkAll(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, names)
+		for i, name := range names {
+			if !visible[i] {
 				continue
 			}
 			mt := metadataTopic(im.Topic(name))

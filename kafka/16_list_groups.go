@@ -58,12 +58,20 @@ func (s *Server) handleListGroups(req *Request) (Pending, error) {
 			code = kerr.CoordinatorLoadInProgress.Code
 		}
 		resp.ErrorCode = code
-		for _, g := range gs {
+		var visible []bool
+		if !everyGroup {
+			names := make([]string, len(gs))
+			for i, g := range gs {
+				names[i] = g.Group
+			}
+			visible = az.checkAll(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, names)
+		}
+		for i, g := range gs {
 			state := g.State
 			if len(filter) > 0 && !containsFold(filter, state) || len(types) > 0 && !containsFold(types, g.Type) {
 				continue
 			}
-			if !everyGroup && !az.check(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
+			if !everyGroup && !visible[i] {
 				continue
 			}
 			rg := kmsg.NewListGroupsResponseGroup()

@@ -32,6 +32,14 @@ type TypeAuthorizer interface {
 	AuthorizeAny(principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool
 }
 
+// BatchAuthorizer is an optional ability of an Authorizer: many names of
+// one resource type judged in one call (one lock, one look-up of the
+// principal's ACLs), answered in order. Metadata over every topic and
+// ListGroups use it.
+type BatchAuthorizer interface {
+	AuthorizeAll(principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, names []string) []bool
+}
+
 // ClusterResourceName is the name of the one CLUSTER resource, as in
 // Kafka.
 const ClusterResourceName = "kafka-cluster"
@@ -102,12 +110,24 @@ func (z authz) check(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string)
 	return z.a == nil || z.a.Authorize(z.principal, z.host, op, rt, name)
 }
 
-// allowAll is allow over many names of one resource type, in order: the
-// Authorizer is read once for the batch.
-func (z authz) allowAll(op kmsg.ACLOperation, rt kmsg.ACLResourceType, names []string) []bool {
+// checkAll is check over many names of one resource type, in order, in
+// one call when the Authorizer is a BatchAuthorizer.
+func (z authz) checkAll(op kmsg.ACLOperation, rt kmsg.ACLResourceType, names []string) []bool {
 	out := make([]bool, len(names))
+	if z.a == nil {
+		for i := range out {
+			out[i] = true
+		}
+		return out
+	}
+	if b, ok := z.a.(BatchAuthorizer); ok {
+		if got := b.AuthorizeAll(z.principal, z.host, op, rt, names); len(got) == len(names) {
+			return got
+		}
+		return out // a wrong answer allows nothing
+	}
 	for i, name := range names {
-		out[i] = z.allow(op, rt, name)
+		out[i] = z.a.Authorize(z.principal, z.host, op, rt, name)
 	}
 	return out
 }

@@ -648,7 +648,9 @@ func authFixture(t *testing.T, a *fakeAuthorizer) (*seamFixture, *fakeCoordinato
 	f, g := groupFixture(t)
 	f.partitions.logDir = &fakeLogDir{dir: t.TempDir()}
 	g.listed = []groups.ListedGroup{{Group: "g", ProtocolType: "consumer", State: "Stable", Type: "classic"}}
-	f.use(a)
+	if a != nil {
+		f.use(a)
+	}
 	return f, g
 }
 
@@ -1116,5 +1118,38 @@ func TestAuthorizationProduceAcks0(t *testing.T) {
 	}
 	if len(f.replica(0).appended) > 0 {
 		t.Fatal("a refused acks=0 produce appended")
+	}
+}
+
+// batchAuthorizer is a fakeAuthorizer that also judges many names at once.
+type batchAuthorizer struct {
+	*fakeAuthorizer
+	batches int
+}
+
+func (b *batchAuthorizer) AuthorizeAll(principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, names []string) []bool {
+	b.batches++
+	out := make([]bool, len(names))
+	for i, name := range names {
+		out[i] = b.allow(authQuestion{principal, host, op, rt, name})
+	}
+	return out
+}
+
+// TestAuthorizationBatch: Metadata of every topic asks a BatchAuthorizer
+// once, and lists what it allows.
+func TestAuthorizationBatch(t *testing.T) {
+	b := &batchAuthorizer{fakeAuthorizer: &fakeAuthorizer{allow: func(q authQuestion) bool { return q.name == "t" }}}
+	f, _ := authFixture(t, nil)
+	f.node.Authorizer = func() Authorizer { return b }
+	f.addRecords(t, cluster.Record{Kind: cluster.KindTopic, Topic: &cluster.TopicRecord{Name: "u", ID: cluster.UUID{5}}})
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	resp := f.do(t, req).(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 1 || *resp.Topics[0].Topic != "t" {
+		t.Fatalf("%d topics listed, want t alone", len(resp.Topics))
+	}
+	if b.batches != 1 || len(b.questions()) != 0 {
+		t.Fatalf("%d batches and %d single questions, want one batch", b.batches, len(b.questions()))
 	}
 }
