@@ -101,6 +101,23 @@
 // principal; past its lifetime a connection's next request of any other
 // key closes it. The principal, User:name, is Session.Principal.
 //
+// # Authorization
+//
+// Without SASL, a TLS client's certificate names the principal: User: and
+// its subject in RFC 2253 form (principal.go), or what
+// Listener.MapPrincipal makes of it; any other session is User:ANONYMOUS.
+// Node.Authorizer, when set, judges every request (authorize.go) as Kafka's
+// KafkaApis does: each handler asks about the resources it names (topics,
+// groups, the cluster "kafka-cluster") with the session's principal and
+// client IP, answers a refused item with its API's authorization error and
+// never acts on it, and filters what Kafka filters (Metadata's and
+// ListGroups' lists). Each handler's header states its rule;
+// authorize_test.go checks every key of the API table against them.
+// Refusals are logged at most once a second and counted
+// (AuthzObserver). A forwarded request is authorized on the node that got
+// it and again on the controller, with the client's principal and host
+// carried along (forward.go).
+//
 // # Metrics
 //
 // ServerConfig.Observer is told about every request (key, bytes in and
