@@ -19,10 +19,6 @@ import (
 // * Member metadata and assignments are filled in a Stable group only.
 // * Authorization: DESCRIBE on each group, or GROUP_AUTHORIZATION_FAILED;
 //   its authorized operations (v3+) computed when asked.
-//
-// Not implemented:
-// * Authorized operations (v3+) are never computed: there are no ACLs;
-//   the field keeps Kafka's "not requested" value.
 
 func (s *Server) handleDescribeGroups(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeGroupsRequest)

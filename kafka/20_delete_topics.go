@@ -19,9 +19,9 @@ import (
 //   the id it resolves to given together; an unknown name is
 //   UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID.
 // * Internal topics (__consumer_offsets, __transaction_state) are refused
-//   with TOPIC_AUTHORIZATION_FAILED. Kafka leaves them to its authorizer
-//   (a principal granted DELETE on them may) and its tools refuse them;
-//   wren has no authorizer yet, so nobody may: they hold the brokers' own
+//   with TOPIC_AUTHORIZATION_FAILED whatever the ACLs. Kafka leaves them
+//   to its authorizer (a principal granted DELETE on them may) and its
+//   tools refuse them; in wren nobody may: they hold the brokers' own
 //   state.
 // * A topic is deleted once its removal is durable in the metadata log;
 //   its partition logs are deleted before the response leaves.

@@ -25,9 +25,8 @@ import (
 //   metadata is newer than ours).
 // * NOT_LEADER_OR_FOLLOWER when this node does not lead the partition,
 //   UNKNOWN_TOPIC_OR_PARTITION when the metadata does not have it.
-// * ReplicaID (v3+) is not checked: a follower (a node id) and a consumer
-//   (-1) get the same answer, from the leader. Kafka asks its authorizer
-//   for CLUSTER_ACTION or topic DESCRIBE; wren has none yet.
+// * A follower (ReplicaID v3+, a node id) and a consumer (-1) get the
+//   same answer, from the leader.
 // * Authorization: a consumer needs DESCRIBE on each topic
 //   (TOPIC_AUTHORIZATION_FAILED), a replica CLUSTER_ACTION on the cluster
 //   (CLUSTER_AUTHORIZATION_FAILED).

@@ -26,7 +26,7 @@ import (
 // * Internal topics are refused with TOPIC_AUTHORIZATION_FAILED: adding
 //   partitions to __consumer_offsets would move every group to another
 //   coordinator partition. Kafka's tools refuse this; its broker leaves it
-//   to the authorizer, which wren does not have yet.
+//   to the authorizer; wren refuses it whatever the ACLs.
 // * ValidateOnly checks everything and writes nothing.
 // * While the log dir is failed or below its free-space floor, each topic
 //   gets KAFKA_STORAGE_ERROR with the reason.

@@ -18,12 +18,6 @@ import (
 // * A user without credentials is RESOURCE_NOT_FOUND, a user named twice
 //   DUPLICATE_RESOURCE (one result for it), with Kafka's messages.
 // * Authorization: DESCRIBE on the cluster, or CLUSTER_AUTHORIZATION_FAILED.
-//
-// Not implemented:
-// * Authorization: Kafka asks DESCRIBE on the CLUSTER and answers a
-//   top-level CLUSTER_AUTHORIZATION_FAILED; there is no authorizer yet
-//   (the next step of the security work), so every client may list the
-//   users.
 
 func (s *Server) handleDescribeUserScramCredentials(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)

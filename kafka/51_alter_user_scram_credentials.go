@@ -29,11 +29,6 @@ import (
 //   node sees it.
 // * Authorization: ALTER on the cluster, or CLUSTER_AUTHORIZATION_FAILED for
 //   every user.
-//
-// Not implemented:
-// * Authorization: Kafka asks ALTER on the CLUSTER and answers each user
-//   CLUSTER_AUTHORIZATION_FAILED; there is no authorizer yet (the next
-//   step of the security work), so every client may change credentials.
 
 func (s *Server) handleAlterUserScramCredentials(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.AlterUserSCRAMCredentialsRequest)

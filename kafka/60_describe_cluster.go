@@ -37,8 +37,6 @@ import (
 //   the cluster's authorized operations computed when asked.
 //
 // Not implemented:
-// * ClusterAuthorizedOperations stays -2147483648 (not computed), asked
-//   or not: there is no authorizer.
 // * Fenced brokers (v2): fenced brokers are left out, as in Metadata.
 
 // endpointTypeBroker and endpointTypeController are DescribeCluster's

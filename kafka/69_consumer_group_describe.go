@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
@@ -20,10 +21,9 @@ import (
 // * A classic group, or none, is GROUP_ID_NOT_FOUND.
 // * v1: MemberType 1 (consumer protocol) for every member.
 // * Authorization: DESCRIBE on each group, or GROUP_AUTHORIZATION_FAILED;
-//   its authorized operations computed when asked.
-//
-// Not implemented:
-// * Authorized operations (no ACLs): the field keeps its default.
+//   its authorized operations computed when asked. A group whose members
+//   are assigned a topic the principal may not DESCRIBE is answered
+//   TOPIC_AUTHORIZATION_FAILED without its members, as Kafka.
 
 func (s *Server) handleConsumerGroupDescribe(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
@@ -65,6 +65,14 @@ func (s *Server) handleConsumerGroupDescribe(req *Request) (Pending, error) {
 				continue
 			}
 			d := res.ConsumerDescribe
+			if !az.describesAssigned(im, d.Members) {
+				// As Kafka: a group that shows a topic the principal may
+				// not DESCRIBE is not shown at all.
+				rg.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rg.ErrorMessage = kmsg.StringPtr("The group has described topic(s) that the client is not authorized to describe.")
+				resp.Groups = append(resp.Groups, rg)
+				continue
+			}
 			rg.ErrorCode = d.ErrorCode
 			if d.ErrorMessage != "" {
 				rg.ErrorMessage = &d.ErrorMessage
@@ -90,6 +98,30 @@ func (s *Server) handleConsumerGroupDescribe(req *Request) (Pending, error) {
 		}
 		return Response{Msg: resp}, nil
 	}, nil
+}
+
+// describesAssigned reports whether the principal may DESCRIBE every
+// topic in the members' assignments and target assignments.
+func (z authz) describesAssigned(im *cluster.Image, members []groups.ConsumerDescribedMember) bool {
+	if !z.on() {
+		return true
+	}
+	seen := map[[16]byte]bool{}
+	for _, m := range members {
+		for _, tps := range [][]groups.TopicPartitions{m.Assignment, m.TargetAssignment} {
+			for _, tp := range tps {
+				if seen[tp.TopicID] {
+					continue
+				}
+				seen[tp.TopicID] = true
+				t := im.TopicByID(cluster.UUID(tp.TopicID))
+				if t != nil && !z.allow(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // optionalString is nil for "", the wire's null.

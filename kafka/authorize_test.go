@@ -1153,3 +1153,28 @@ func TestAuthorizationBatch(t *testing.T) {
 		t.Fatalf("%d batches and %d single questions, want one batch", b.batches, len(b.questions()))
 	}
 }
+
+// TestAuthorizationConsumerGroupDescribe: a consumer group whose members
+// are assigned a topic the principal may not DESCRIBE is answered
+// TOPIC_AUTHORIZATION_FAILED without its members, as Kafka.
+func TestAuthorizationConsumerGroupDescribe(t *testing.T) {
+	a := &fakeAuthorizer{allow: func(q authQuestion) bool { return q.rt == kmsg.ACLResourceTypeGroup }}
+	f, g := authFixture(t, a)
+	g.answer = func(req any) (groups.Response, error) {
+		return groups.Response{ConsumerDescribe: &groups.ConsumerDescribeResponse{Group: "g", State: "Stable",
+			Members: []groups.ConsumerDescribedMember{{MemberID: "m1",
+				Assignment: []groups.TopicPartitions{{TopicID: testTopicID, Partitions: []int32{0}}}}}}}, nil
+	}
+	req := authRules[kmsg.ConsumerGroupDescribe].req()
+	req.SetVersion(1)
+	resp := f.do(t, req).(*kmsg.ConsumerGroupDescribeResponse)
+	wantCode(t, "g", resp.Groups[0].ErrorCode, taf)
+	if len(resp.Groups[0].Members) > 0 {
+		t.Fatal("the members are shown")
+	}
+	a.allow = allowAll
+	resp = f.do(t, req).(*kmsg.ConsumerGroupDescribeResponse)
+	if wantCode(t, "g allowed", resp.Groups[0].ErrorCode, nil); len(resp.Groups[0].Members) != 1 {
+		t.Fatal("the member is not shown to who may see its topic")
+	}
+}
