@@ -1178,3 +1178,35 @@ func TestAuthorizationConsumerGroupDescribe(t *testing.T) {
 		t.Fatal("the member is not shown to who may see its topic")
 	}
 }
+
+// TestAuthorizationOldVersions: the versions before a request's shape
+// changed are refused in their own shape: OffsetFetch before v8 (per
+// partition before v2, top level after), FindCoordinator before v4.
+func TestAuthorizationOldVersions(t *testing.T) {
+	f, g := authFixture(t, &fakeAuthorizer{})
+	for _, v := range []int16{1, 5} {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version, req.Group = v, "g"
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = "t", []int32{0, 1}
+		req.Topics = append(req.Topics, rt)
+		resp := f.do(t, req).(*kmsg.OffsetFetchResponse)
+		top, part := resp.ErrorCode, int16(0)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+			t.Fatalf("v%d: %+v, want t's two partitions", v, resp.Topics)
+		}
+		part = resp.Topics[0].Partitions[0].ErrorCode
+		if v < 2 {
+			wantCode(t, "offset fetch v1 partition", part, gaf)
+		} else {
+			wantCode(t, "offset fetch v5", top, gaf)
+		}
+	}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.Version, fc.CoordinatorKey = 2, "g"
+	resp := f.do(t, fc).(*kmsg.FindCoordinatorResponse)
+	wantCode(t, "find coordinator v2", resp.ErrorCode, gaf)
+	if len(g.submitted) > 0 {
+		t.Fatalf("the coordinator was asked: %v", g.submitted)
+	}
+}

@@ -203,3 +203,22 @@ func TestPrincipals(t *testing.T) {
 		t.Errorf("plaintext: %+v", w)
 	}
 }
+
+// TestHostOf: ACLs name a client by its IP address alone: no port, no
+// IPv4-in-IPv6 prefix, no IPv6 brackets.
+func TestHostOf(t *testing.T) {
+	for _, c := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 5}, "192.0.2.7"},
+		{&net.TCPAddr{IP: net.ParseIP("::ffff:10.0.0.1"), Port: 5}, "10.0.0.1"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8::1"), Port: 5}, "2001:db8::1"},
+		{&net.UnixAddr{Name: "/run/x", Net: "unix"}, "/run/x"},
+		{nil, ""},
+	} {
+		if got := hostOf(c.addr); got != c.want {
+			t.Errorf("%v: %q, want %q", c.addr, got, c.want)
+		}
+	}
+}
