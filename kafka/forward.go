@@ -45,6 +45,7 @@ var forwardedKeys = map[kmsg.Key]bool{
 	kmsg.ElectLeaders:              true,
 	kmsg.AlterPartitionAssignments: true,
 	kmsg.AlterUserSCRAMCredentials: true,
+	kmsg.AlterClientQuotas:         true,
 }
 
 // maybeForward forwards req to the acting controller when it should go
@@ -298,6 +299,10 @@ func allNotController(msg kmsg.Response) bool {
 		}
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
 		for _, res := range r.Results {
+			codes = append(codes, res.ErrorCode)
+		}
+	case *kmsg.AlterClientQuotasResponse:
+		for _, res := range r.Entries {
 			codes = append(codes, res.ErrorCode)
 		}
 	case *kmsg.IncrementalAlterConfigsResponse:
