@@ -271,6 +271,8 @@ func changeTimeout(body kmsg.Request) (time.Duration, bool) {
 		return ms(r.TimeoutMillis), false
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		return ms(r.TimeoutMillis), false
+	case *kmsg.AlterClientQuotasRequest:
+		return 0, r.ValidateOnly
 	}
 	return 0, false
 }
