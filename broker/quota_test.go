@@ -44,7 +44,8 @@ func (h *throttles) seen() []time.Duration {
 // one client id reaches every node's image (described on each); a
 // producer of that client id sending past it gets throttle_time_ms in its
 // responses and the throttle counted in the metrics, while a producer of
-// another client id sending the same is not throttled. The windows are
+// another client id sending the same is not throttled. The same for a
+// consumer_byte_rate and consumers. The windows are
 // short (2 of 1 s) so the throttles are seconds at most; nothing measures
 // time, only the throttles the responses carry.
 func TestClientQuotasThreeNodes(t *testing.T) {
@@ -180,12 +181,56 @@ func TestClientQuotasThreeNodes(t *testing.T) {
 		t.Fatalf("the metrics count %d throttled produce responses, the client saw %d", throttled, len(got))
 	}
 
+	// A consumer_byte_rate holds back a consumer of that client id (the
+	// fetch response's bytes count); another client id reads freely.
+	slowConsumer := "slow-consumer"
+	altered, err = adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &slowConsumer}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: rate}},
+	}})
+	if err != nil || altered[0].Err != nil {
+		t.Fatalf("consumer quota: %v %+v", err, altered)
+	}
+	consume := func(clientID string) []time.Duration {
+		t.Helper()
+		h := &throttles{}
+		var seeds []string
+		for _, b := range brokers {
+			seeds = append(seeds, b.Addr().String())
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID(clientID), kgo.WithHooks(h),
+			kgo.ConsumeTopics("quota"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RequestTimeoutOverhead(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		for n := 0; n < 18; {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err0(); err != nil {
+				t.Fatalf("%s after %d records: %v", clientID, n, err)
+			}
+			n += fs.NumRecords()
+		}
+		return h.seen()
+	}
+	if got := consume("fast-consumer"); len(got) != 0 {
+		t.Fatalf("a consumer without a quota was throttled: %v", got)
+	}
+	if got := consume(slowConsumer); len(got) == 0 {
+		t.Fatal("a consumer past its consumer_byte_rate saw no throttle_time_ms")
+	} else {
+		t.Logf("throttles of %s: %v", slowConsumer, got)
+	}
+
 	// Removed: described nowhere.
 	altered, err = adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
 		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &slow}},
 		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Remove: true}},
+	}, {
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &slowConsumer}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Remove: true}},
 	}})
-	if err != nil || altered[0].Err != nil {
+	if err != nil || altered[0].Err != nil || altered[1].Err != nil {
 		t.Fatalf("remove: %v %+v", err, altered)
 	}
 	described, err := adm.DescribeClientQuotas(ctx, false, nil)
