@@ -1,10 +1,16 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/cluster"
 )
@@ -184,4 +190,98 @@ func BenchmarkQuotaRecord(b *testing.B) {
 			m.resolve(&q, im, "User:alice", "c")
 		}
 	})
+}
+
+// tickingClock advances a millisecond at every reading, so a handler's
+// measured time is a whole number of readings.
+type tickingClock struct{ ns atomic.Int64 }
+
+func (c *tickingClock) now() time.Time { return time.Unix(0, c.ns.Add(int64(time.Millisecond))) }
+
+// quotaObserver records QuotaObserver calls.
+type quotaObserver struct {
+	nopObserver
+	mu    sync.Mutex
+	calls []string
+}
+
+func (o *quotaObserver) Throttled(quota string, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls = append(o.calls, fmt.Sprintf("%s %v", quota, d))
+}
+
+// TestRequestPercentageThrottle: over a socket, with franz-go, a client
+// id over its request_percentage gets Kafka's throttle (bounded by one
+// sample window, 1 s) in throttle_time_ms, the Observer is told, and the
+// connection is muted until the throttle ends; another client id is
+// neither throttled nor counted.
+func TestRequestPercentageThrottle(t *testing.T) {
+	f := newSeamFixture(t)
+	clock := &tickingClock{}
+	clock.ns.Store(int64(1000 * time.Hour))
+	f.s.quotas.now = clock.now
+	obs := &quotaObserver{}
+	f.s.cfg.Observer = obs
+	f.addRecords(t, cluster.Record{Kind: cluster.KindClientQuota, ClientQuota: &cluster.ClientQuotaRecord{
+		Entity: cluster.QuotaEntity{ClientID: cluster.Named("busy")}.Data(), Key: cluster.QuotaRequestPercentage, Value: 0.0001}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go f.s.Serve(ln)
+	t.Cleanup(func() { f.s.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+
+	// muted counts the connections muted now.
+	muted := func() int {
+		n := 0
+		f.s.mu.Lock()
+		defer f.s.mu.Unlock()
+		for c := range f.s.conns {
+			if c.mutedUntil.Load() > clock.ns.Load() {
+				n++
+			}
+		}
+		return n
+	}
+	var mutedAfter int
+	request := func(clientID string) int32 {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()), kgo.ClientID(clientID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		resp, err := cl.SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mutedAfter = muted()
+		return resp.(*kmsg.MetadataResponse).ThrottleMillis
+	}
+	if got := request("idle"); got != 0 || mutedAfter != 0 {
+		t.Fatalf("a client id without a quota: throttle %d ms, %d connections muted", got, mutedAfter)
+	}
+	// The handler took at least one tick (1 ms, 0.1% of a second) against
+	// 0.0001%: far over, so the bound, one window.
+	// (The client's ApiVersions before it is throttled too, and the
+	// connection muted for it: the Metadata request waits.)
+	if got := request("busy"); got != 1000 || mutedAfter != 1 {
+		t.Fatalf("a client id over its request_percentage: throttle %d ms, want 1000; %d connections muted, want 1", got, mutedAfter)
+	}
+	// The writer tells the Observer once the response is out: poll.
+	var calls []string
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(time.Millisecond) {
+		obs.mu.Lock()
+		calls = append(calls[:0], obs.calls...)
+		obs.mu.Unlock()
+		if len(calls) >= 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(calls) != 2 || calls[0] != "request 1s" || calls[1] != "request 1s" {
+		t.Fatalf("observer told %v, want [request 1s] for ApiVersions and Metadata", calls)
+	}
 }
