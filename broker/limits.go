@@ -13,6 +13,7 @@ import (
 	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/kafka"
+	"github.com/wren-broker/wren/ops"
 )
 
 // withLimits fills the client listener's memory and connection bounds from
@@ -33,6 +34,8 @@ func withLimits(sc kafka.ServerConfig, cfg *config.Config) (kafka.ServerConfig, 
 	sc.MaxConnections, sc.MaxConnectionsPerIP, sc.MaxConnectionsPerIPOverrides = limits.Max, limits.PerIP, limits.PerIPOverrides
 	sc.IdleTimeout = time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	sc.FirstRequestTimeout = min(kafka.DefaultFirstRequestTimeout, sc.IdleTimeout)
+	sc.QuotaWindowNum = int(cfg.QuotaWindowNum)
+	sc.QuotaWindowSize = time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second
 	return sc, nil
 }
 
@@ -151,3 +154,7 @@ func readLimit(file string) (int64, bool) {
 	}
 	return n, true
 }
+
+// The metrics count client quota throttles (the Kafka server finds the
+// interface on its Observer).
+var _ kafka.QuotaObserver = (*ops.Metrics)(nil)

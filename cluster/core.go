@@ -19,9 +19,10 @@ import "fmt"
 // core_leaders.go (ElectLeaders, leader rebalance), core_isr.go
 // (AlterPartition), core_reassign.go (AlterPartitionReassignments),
 // core_producer_ids.go (producer-id blocks), core_scram.go (SCRAM
-// credentials, AlterUserScramCredentials); each has a script under
-// testdata/rules. The partition rules they compose (leader.go,
-// leadership.go, reassign.go, placement.go) are pure in the same way.
+// credentials, AlterUserScramCredentials), core_quota.go (client quotas,
+// AlterClientQuotas); each has a script under testdata/rules. The
+// partition rules they compose (leader.go, leadership.go, reassign.go,
+// placement.go) are pure in the same way.
 //
 // No rule reads the time today: one that needs it takes it in its
 // request, as Liveness.Decide takes the monotonic now.

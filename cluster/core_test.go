@@ -51,8 +51,14 @@ import (
 //	                                 upsertion's password is pw-USER, its
 //	                                 salt salt-USER (nosalt: none; short: a
 //	                                 salted password a byte short)
+//	alter-quotas ENTITY|KEY:VALUE,KEY:- ...
+//	                                 one entry per argument: ENTITY is
+//	                                 TYPE/NAME parts joined by +, NAME *
+//	                                 the default, - an empty entity; a
+//	                                 VALUE of - removes the key
 //	cluster-id ID
-//	state                            every partition, broker and SCRAM user
+//	state                            every partition, broker, SCRAM user
+//	                                 and client quota
 //
 // A command with the word summary prints how many records, not each;
 // with fail-entry=N, entry N of its result fails to commit, and the
@@ -322,6 +328,19 @@ func (e *rulesEnv) handle(c *datadriven.Cmd) string {
 				e.printf("> %s: ok", res.User)
 			}
 		}
+	case "alter-quotas":
+		alts := e.quotaAlterations(c)
+		r := runRule(e, c, func(im *Image, cfg RuleConfig) Result[[]QuotaResult] {
+			return DecideAlterClientQuotas(im, cfg, alts)
+		})
+		for i, res := range r.Response {
+			entity, _, _ := strings.Cut(c.Args[i], "|")
+			if res.Err != nil {
+				e.printf("> %s: %v", entity, res.Err)
+			} else {
+				e.printf("> %s: ok", entity)
+			}
+		}
 	case "cluster-secret":
 		// cluster-secret <text>: the text's bytes as the secret.
 		runRule(e, c, func(im *Image, _ RuleConfig) Result[struct{}] { return DecideClusterSecret(im, []byte(c.Args[0])) })
@@ -355,6 +374,15 @@ func (e *rulesEnv) handle(c *datadriven.Cmd) string {
 				creds = append(creds, fmt.Sprintf("%s:%d", info.Mechanism, info.Iterations))
 			}
 			e.printf("user %s %s", u, strings.Join(creds, " "))
+		}
+		for _, q := range im.QuotaEntities() {
+			var kv []string
+			for _, k := range QuotaKeys {
+				if v, ok := im.ClientQuota(q, k); ok {
+					kv = append(kv, fmt.Sprintf("%s=%v", k, v))
+				}
+			}
+			e.printf("quota %s %s", q, strings.Join(kv, " "))
 		}
 	default:
 		t.Fatalf("%s: unknown command %q", c.Pos, c.Name)
@@ -454,6 +482,42 @@ func (e *rulesEnv) flag(c *datadriven.Cmd, word string) bool {
 	}
 	c.Args = slices.Delete(c.Args, i, i+1)
 	return true
+}
+
+// quotaAlterations parses alter-quotas' arguments.
+func (e *rulesEnv) quotaAlterations(c *datadriven.Cmd) []QuotaAlteration {
+	var alts []QuotaAlteration
+	for _, a := range c.Args {
+		entity, ops, ok := strings.Cut(a, "|")
+		if !ok {
+			e.le.t.Fatalf("%s: %q is not ENTITY|OPS", c.Pos, a)
+		}
+		var alt QuotaAlteration
+		if entity != "-" {
+			for _, part := range strings.Split(entity, "+") {
+				typ, name, _ := strings.Cut(part, "/")
+				d := QuotaEntityData{Type: typ}
+				if name != "*" {
+					d.Name = &name
+				}
+				alt.Entity = append(alt.Entity, d)
+			}
+		}
+		for _, op := range strings.Split(ops, ",") {
+			k, v, _ := strings.Cut(op, ":")
+			if v == "-" {
+				alt.Ops = append(alt.Ops, QuotaOp{Key: k, Remove: true})
+				continue
+			}
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				e.le.t.Fatalf("%s: %q: %v", c.Pos, op, err)
+			}
+			alt.Ops = append(alt.Ops, QuotaOp{Key: k, Value: f})
+		}
+		alts = append(alts, alt)
+	}
+	return alts
 }
 
 // scramRequest parses alter-scram's arguments.
@@ -626,6 +690,16 @@ func (e *rulesEnv) recordLine(names map[UUID]string, r Record) string {
 			return fmt.Sprintf("scram-credential %s %s deleted", sc.User, sc.Mechanism)
 		}
 		return fmt.Sprintf("scram-credential %s %s iterations=%d salt=%q", sc.User, sc.Mechanism, sc.Credential.Iterations, sc.Credential.Salt)
+	case KindClientQuota:
+		q := r.ClientQuota
+		e, err := q.entity()
+		if err != nil {
+			return fmt.Sprintf("client-quota (bad entity: %v)", err)
+		}
+		if q.Remove {
+			return fmt.Sprintf("client-quota %s %s removed", e, q.Key)
+		}
+		return fmt.Sprintf("client-quota %s %s=%v", e, q.Key, q.Value)
 	}
 	return fmt.Sprintf("%+v", r)
 }

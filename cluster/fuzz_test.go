@@ -63,6 +63,8 @@ func FuzzDecodeEntry(f *testing.F) {
 		{{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "u", Mechanism: "SCRAM-SHA-256", Credential: &ScramCredential{
 			Salt: []byte("salt"), Iterations: 4096, StoredKey: make([]byte, 32), ServerKey: make([]byte, 32)}}},
 			{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "u", Mechanism: "SCRAM-SHA-256"}}},
+		{{Kind: KindClientQuota, ClientQuota: &ClientQuotaRecord{Entity: QuotaEntity{User: Named("u"), ClientID: DefaultName()}.Data(), Key: QuotaProducerByteRate, Value: 100}},
+			{Kind: KindClientQuota, ClientQuota: &ClientQuotaRecord{Entity: QuotaEntity{User: Named("u"), ClientID: DefaultName()}.Data(), Key: QuotaProducerByteRate, Remove: true}}},
 	} {
 		b, err := json.Marshal(recs)
 		if err != nil {
@@ -93,6 +95,7 @@ func FuzzDecodeImage(f *testing.F) {
 		Record{Kind: KindPartition, Partition: &PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}},
 		Record{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "u", Mechanism: "SCRAM-SHA-512", Credential: &ScramCredential{
 			Salt: []byte("salt"), Iterations: 8192, StoredKey: make([]byte, 64), ServerKey: make([]byte, 64)}}},
+		Record{Kind: KindClientQuota, ClientQuota: &ClientQuotaRecord{Entity: QuotaEntity{ClientID: Named("c")}.Data(), Key: QuotaConsumerByteRate, Value: 1 << 20}},
 	)
 	if err != nil {
 		f.Fatal(err)

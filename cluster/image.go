@@ -31,6 +31,8 @@ type Image struct {
 	// scram are the users' SCRAM credentials by user, then mechanism
 	// (scram.go).
 	scram map[string]map[scram.Mechanism]ScramCredential
+	// quotas are the client quotas by entity, then key (quota.go).
+	quotas map[QuotaEntity]map[string]float64
 	// secret is the cluster secret (secret.go), nil until recorded.
 	secret []byte
 	// batch is set only while applyRecords applies one entry's records:
@@ -236,6 +238,10 @@ func (im *Image) apply(offset uint64, r Record) (*Image, error) {
 		}
 	case KindClusterSecret:
 		if err := next.applyClusterSecret(offset, r.ClusterSecret); err != nil {
+			return nil, err
+		}
+	case KindClientQuota:
+		if err := next.applyClientQuota(im, offset, r.ClientQuota); err != nil {
 			return nil, err
 		}
 	default:

@@ -32,6 +32,10 @@ const (
 	KindScramCredential RecordKind = "scram_credential"
 	// KindClusterSecret records the cluster secret (secret.go).
 	KindClusterSecret RecordKind = "cluster_secret"
+	// KindClientQuota sets or removes one quota (producer_byte_rate,
+	// consumer_byte_rate, request_percentage) of one client quota entity
+	// (Kafka's QuotaRecord; quota.go).
+	KindClientQuota RecordKind = "client_quota"
 )
 
 // Record is one entry of the metadata log: a change to the cluster's
@@ -53,6 +57,7 @@ type Record struct {
 	DataLoss           *DataLossRecord           `json:"data_loss,omitempty"`
 	ScramCredential    *ScramCredentialRecord    `json:"scram_credential,omitempty"`
 	ClusterSecret      *ClusterSecretRecord      `json:"cluster_secret,omitempty"`
+	ClientQuota        *ClientQuotaRecord        `json:"client_quota,omitempty"`
 }
 
 // ProducerIDsRecord hands a block of producer ids to a broker: ids
@@ -133,7 +138,7 @@ func decodeRecord(b []byte) (Record, error) {
 	set := 0
 	for _, p := range []bool{r.Cluster != nil, r.Topic != nil, r.Partition != nil, r.RemoveTopic != nil, r.Config != nil, r.ProducerIDs != nil,
 		r.BrokerRegistration != nil, r.BrokerFence != nil, r.BrokerLogDir != nil, r.DataLoss != nil, r.ScramCredential != nil,
-		r.ClusterSecret != nil} {
+		r.ClusterSecret != nil, r.ClientQuota != nil} {
 		if p {
 			set++
 		}
@@ -168,6 +173,8 @@ func decodeRecord(b []byte) (Record, error) {
 		ok = r.ScramCredential != nil
 	case KindClusterSecret:
 		ok = r.ClusterSecret != nil
+	case KindClientQuota:
+		ok = r.ClientQuota != nil
 	default:
 		return r, fmt.Errorf("cluster: metadata record of unknown kind %q", r.Kind)
 	}

@@ -38,6 +38,9 @@ type imageSnapshot struct {
 	// ClusterSecret; absent in snapshots written before it, and of a
 	// cluster that has none yet.
 	ClusterSecret []byte `json:"cluster_secret,omitempty"`
+	// ClientQuotas, one record per entity and key, sorted; absent in
+	// snapshots written before client quotas, which reads as none.
+	ClientQuotas []ClientQuotaRecord `json:"client_quotas,omitempty"`
 }
 
 // imageSnapshotVersion is the version encodeImage writes; decodeImage
@@ -56,6 +59,7 @@ func encodeImage(im *Image) ([]byte, error) {
 	}
 	s.ScramCredentials = im.scramRecords()
 	s.ClusterSecret = im.secret
+	s.ClientQuotas = im.clientQuotaRecords()
 	return json.Marshal(s)
 }
 
@@ -108,6 +112,20 @@ func decodeImage(data []byte) (*Image, error) {
 			return nil, fmt.Errorf("cluster: metadata snapshot: the %s credential of %q is listed twice", r.Mechanism, r.User)
 		}
 		if err := im.applyScramCredential(im, im.Offset, r); err != nil {
+			return nil, fmt.Errorf("cluster: metadata snapshot: %w", err)
+		}
+	}
+	for i := range s.ClientQuotas {
+		r := &s.ClientQuotas[i]
+		if r.Remove {
+			return nil, fmt.Errorf("cluster: metadata snapshot: a client quota removal (%s)", r.Key)
+		}
+		if e, err := r.entity(); err == nil {
+			if _, dup := im.quotas[e][r.Key]; dup {
+				return nil, fmt.Errorf("cluster: metadata snapshot: the %s of %s is listed twice", r.Key, e)
+			}
+		}
+		if err := im.applyClientQuota(im, im.Offset, r); err != nil {
 			return nil, fmt.Errorf("cluster: metadata snapshot: %w", err)
 		}
 	}

@@ -41,6 +41,9 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 			NewLeader: 1, PreviousISR: []int32{2}, Reason: "unclean", FromOffset: 10, ToOffset: 20}},
 		{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "alice", Mechanism: "SCRAM-SHA-256", Credential: &ScramCredential{
 			Salt: []byte("salt"), Iterations: 4096, StoredKey: make([]byte, 32), ServerKey: make([]byte, 32)}}},
+		{Kind: KindClientQuota, ClientQuota: &ClientQuotaRecord{Entity: QuotaEntity{User: Named("alice"), ClientID: DefaultName()}.Data(),
+			Key: QuotaProducerByteRate, Value: 1024}},
+		{Kind: KindClientQuota, ClientQuota: &ClientQuotaRecord{Entity: QuotaEntity{ClientID: Named("c")}.Data(), Key: QuotaRequestPercentage, Value: 12.5}},
 	}
 	im := emptyImage()
 	for i, r := range recs {
@@ -67,8 +70,8 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 	// drops it would lose state on every node that restores one.
 	// (batch only lives while one entry is applied: no image it is on is
 	// ever published.)
-	if n := reflect.TypeOf(Image{}).NumField() - 1; n != 10 {
-		t.Fatalf("Image has %d fields, imageSnapshot was written for 10: add the new ones to snapshot.go, then update this number", n)
+	if n := reflect.TypeOf(Image{}).NumField() - 1; n != 11 {
+		t.Fatalf("Image has %d fields, imageSnapshot was written for 11: add the new ones to snapshot.go, then update this number", n)
 	}
 }
 

@@ -34,6 +34,8 @@ type Config struct {
 	MaxConnectionsPerIPOverrides string `config:"max.connections.per.ip.overrides"`
 	ConnectionsMaxIdleMs         int64  `config:"connections.max.idle.ms"`
 	MemorySoftLimitBytes         int64  `config:"memory.soft.limit.bytes"`
+	QuotaWindowNum               int32  `config:"quota.window.num"`
+	QuotaWindowSizeSeconds       int32  `config:"quota.window.size.seconds"`
 	// SASL on SASL_PLAINTEXT and SASL_SSL listeners.
 	SaslEnabledMechanisms                 []string `config:"sasl.enabled.mechanisms"`
 	SaslServerMaxReceiveSize              int32    `config:"sasl.server.max.receive.size"`

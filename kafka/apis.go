@@ -121,6 +121,8 @@ var apiTable = [...]apiEntry{
 	{Key: kmsg.AlterPartitionAssignments, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleAlterPartitionReassignments},
 	{Key: kmsg.ListPartitionReassignments, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleListPartitionReassignments},
 	{Key: kmsg.OffsetDelete, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleOffsetDelete},
+	{Key: kmsg.DescribeClientQuotas, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeClientQuotas},
+	{Key: kmsg.AlterClientQuotas, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleAlterClientQuotas},
 	{Key: kmsg.DescribeUserSCRAMCredentials, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeUserScramCredentials},
 	{Key: kmsg.AlterUserSCRAMCredentials, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleAlterUserScramCredentials},
 	{Key: kmsg.DescribeQuorum, Min: 0, Max: 2, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeQuorum},

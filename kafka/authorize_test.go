@@ -539,6 +539,35 @@ var authRules = map[kmsg.Key]authRule{
 		codes:   func(m kmsg.Response) []int16 { return []int16{m.(*kmsg.OffsetDeleteResponse).ErrorCode} },
 		refused: []*kerr.Error{gaf},
 	},
+	kmsg.DescribeClientQuotas: {
+		req: func() kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() },
+		codes: func(m kmsg.Response) []int16 {
+			return []int16{m.(*kmsg.DescribeClientQuotasResponse).ErrorCode}
+		},
+		refused: []*kerr.Error{caf},
+	},
+	kmsg.AlterClientQuotas: {
+		req: func() kmsg.Request {
+			r := kmsg.NewPtrAlterClientQuotasRequest()
+			e := kmsg.NewAlterClientQuotasRequestEntry()
+			ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
+			name := "sensor"
+			ent.Type, ent.Name = "client-id", &name
+			e.Entity = append(e.Entity, ent)
+			op := kmsg.NewAlterClientQuotasRequestEntryOp()
+			op.Key, op.Value = "producer_byte_rate", 1024
+			e.Ops = append(e.Ops, op)
+			r.Entries = append(r.Entries, e)
+			return r
+		},
+		codes: func(m kmsg.Response) (c []int16) {
+			for _, e := range m.(*kmsg.AlterClientQuotasResponse).Entries {
+				c = append(c, e.ErrorCode)
+			}
+			return c
+		},
+		refused: []*kerr.Error{caf},
+	},
 	kmsg.DescribeUserSCRAMCredentials: {
 		req: func() kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() },
 		codes: func(m kmsg.Response) []int16 {

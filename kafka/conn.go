@@ -78,8 +78,14 @@ type conn struct {
 	// evicted: the Server closed it to make room (guarded by Server.mu).
 	evicted bool
 
+	// mutedUntil is when the connection's quota throttle ends
+	// (UnixNano, 0 never throttled): the reader reads no request before
+	// (quota.go).
+	mutedUntil atomic.Int64
+
 	// Owned by the reader goroutine.
 	sess     Session
+	quotas   connQuotas
 	clientID string // the last client id, reused while it repeats
 	// admitted is the frame size the reader holds of the Server's
 	// request budgets, 0 when it holds none. Invariant: the reader holds
@@ -121,6 +127,10 @@ type queued struct {
 	// with the prefix, for the Observer.
 	read time.Time
 	size int64
+	// quota is the request's client quota use (quota.go): the throttle
+	// the reader decided and, for a consumer's Fetch, the limit the
+	// writer records the response's bytes against.
+	quota quotaUse
 }
 
 func newConn(s *Server, nc net.Conn, l *Listener) *conn {
@@ -218,6 +228,10 @@ func (c *conn) readLoop() {
 		}
 	}
 	for {
+		if err := c.waitMuted(); err != nil {
+			c.close(err)
+			return
+		}
 		checkKey := c.checkKey
 		if c.sess.sasl.raw {
 			checkKey = nil // a bare SASL token: no api key to check
@@ -378,13 +392,27 @@ func (c *conn) dispatch(frame []byte) (queued, error) {
 		return queued{}, fmt.Errorf("%w: %s v%d: %w", ErrMalformedBody, e.Key.Name(), hdr.ApiVersion, err)
 	}
 	req := &Request{Header: hdr, Body: body, CompatOnly: hdr.ApiVersion < e.MinServed, Session: &c.sess}
+	var start time.Time
+	im := c.s.quotaImage()
+	if im != nil {
+		start = c.s.quotas.now()
+	}
 	p, err := c.s.serve(e, req)
 	if err != nil {
 		return queued{}, fmt.Errorf("%s v%d handler: %w", e.Key.Name(), hdr.ApiVersion, err)
 	}
 	closeAfter := c.sess.closeAfter
 	c.sess.closeAfter = nil
-	return queued{corr: hdr.CorrelationID, key: key, version: hdr.ApiVersion, pending: p, closeAfter: closeAfter}, nil
+	item := queued{corr: hdr.CorrelationID, key: key, version: hdr.ApiVersion, pending: p, closeAfter: closeAfter}
+	if im != nil {
+		item.quota = c.quotasAfter(im, key, body, len(frame), c.s.quotas.now().Sub(start))
+		if item.quota.throttle > 0 {
+			// Muted now, not once answered: a producer's next request
+			// waits even while this one waits for its acks.
+			c.muteFor(item.quota.throttle)
+		}
+	}
+	return item, nil
 }
 
 // handleFrame handles one frame: a request, or a bare SASL token while
@@ -455,11 +483,19 @@ func (c *conn) complete(item queued) (err error) {
 	case resp.Msg != nil && resp.Spliced != nil:
 		return fmt.Errorf("%w: %s v%d: both Msg and Spliced set", ErrBadResponse, kmsg.NameForKey(item.key), item.version)
 	case resp.Msg != nil:
-		return c.writeMsg(item, resp.Msg)
+		if t, ok := resp.Msg.(kmsg.ThrottleResponse); ok && item.quota.throttle > 0 {
+			if cur, _ := t.Throttle(); int64(cur) < item.quota.throttle.Milliseconds() {
+				resp.Msg.(kmsg.SetThrottleResponse).SetThrottle(int32(item.quota.throttle.Milliseconds()))
+			}
+		}
+		err = c.writeMsg(item, resp.Msg)
 	case resp.Spliced != nil:
-		return c.writeSpliced(item, resp.Spliced)
+		err = c.writeSpliced(&item, resp.Spliced)
 	}
-	return nil
+	if err == nil {
+		c.throttled(item.quota.typ, item.quota.throttle)
+	}
+	return err
 }
 
 // responseHeader appends size (filled in later), correlation id and, for a
@@ -502,12 +538,12 @@ func (c *conn) writeMsg(item queued, msg kmsg.Response) error {
 
 // writeSpliced writes the header, then each chunk (wire.Write: runs of
 // byte chunks in one writev, file chunks with sendfile).
-func (c *conn) writeSpliced(item queued, sr *SplicedResponse) error {
+func (c *conn) writeSpliced(item *queued, sr *SplicedResponse) error {
 	name := kmsg.NameForKey(item.key)
 	proto := kmsg.ResponseForKey(item.key)
 	proto.SetVersion(item.version)
 	var hb [9]byte
-	hdr := responseHeader(hb[:0], item, proto.IsFlexible())
+	hdr := responseHeader(hb[:0], *item, proto.IsFlexible())
 	body, err := wire.Size(sr.Chunks)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrBadResponse, name, err)
@@ -518,6 +554,19 @@ func (c *conn) writeSpliced(item queued, sr *SplicedResponse) error {
 	}
 	binary.BigEndian.PutUint32(hdr, uint32(total))
 	chunks := append([]Chunk{{Bytes: hdr}}, sr.Chunks...)
+	if q := &item.quota; q.fetch != nil {
+		// A consumer's fetch counts its response's bytes; the throttle
+		// goes into the response's throttle_time_ms, the body's first
+		// field from v1 (a chunk of its own: the body's bytes are not
+		// this writer's to change).
+		if t := c.s.quotas.record(q.fetch, float64(total+4), time.Duration(c.s.quotas.window.full())); t > 0 && t >= q.throttle {
+			q.throttle, q.typ = t, quotaFetch
+		}
+		if first := sr.Chunks; q.throttle > 0 && item.version >= 1 && len(first) > 0 && first[0].File.File == nil && len(first[0].Bytes) >= 4 {
+			ms := binary.BigEndian.AppendUint32(nil, uint32(q.throttle.Milliseconds()))
+			chunks = append([]Chunk{{Bytes: hdr}, {Bytes: ms}, {Bytes: first[0].Bytes[4:]}}, first[1:]...)
+		}
+	}
 	write := wire.Write
 	if c.tls != nil {
 		// sendfile(2) cannot encrypt: file chunks go through a buffer.

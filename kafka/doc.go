@@ -118,6 +118,22 @@
 // it and again on the controller, with the client's principal and host
 // carried along (forward.go).
 //
+// # Client quotas
+//
+// Client quotas (KIP-13, KIP-124, KIP-219) are set with AlterClientQuotas
+// (49_alter_client_quotas.go, decided by the controller and kept in the
+// metadata log) and enforced by every node from its own image
+// (quota.go): producer_byte_rate on Produce request bytes,
+// consumer_byte_rate on a consumer's Fetch response bytes,
+// request_percentage on handler time, each resolved for the
+// connection's user and client id by Kafka's precedence and measured
+// over quota.window.num samples of quota.window.size.seconds
+// (ServerConfig.QuotaWindowNum, QuotaWindowSize). A request over its
+// quota is answered at once with Kafka's throttle in throttle_time_ms and
+// the connection is muted for that long: its reader reads nothing more
+// until then (conn.waitMuted, a timer only while muted). A QuotaObserver
+// is told every throttle. Nothing is counted while no quota is set.
+//
 // # Metrics
 //
 // ServerConfig.Observer is told about every request (key, bytes in and

@@ -50,6 +50,7 @@ var forwardedKeys = map[kmsg.Key]bool{
 	kmsg.ElectLeaders:              true,
 	kmsg.AlterPartitionAssignments: true,
 	kmsg.AlterUserSCRAMCredentials: true,
+	kmsg.AlterClientQuotas:         true,
 }
 
 // maybeForward forwards req to the acting controller when it should go
@@ -281,6 +282,8 @@ func changeTimeout(body kmsg.Request) (time.Duration, bool) {
 		return ms(r.TimeoutMillis), false
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		return ms(r.TimeoutMillis), false
+	case *kmsg.AlterClientQuotasRequest:
+		return 0, r.ValidateOnly
 	}
 	return 0, false
 }
@@ -309,6 +312,10 @@ func allNotController(msg kmsg.Response) bool {
 		}
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
 		for _, res := range r.Results {
+			codes = append(codes, res.ErrorCode)
+		}
+	case *kmsg.AlterClientQuotasResponse:
+		for _, res := range r.Entries {
 			codes = append(codes, res.ErrorCode)
 		}
 	case *kmsg.IncrementalAlterConfigsResponse:
@@ -361,6 +368,8 @@ func (s *Server) mayForward(req *Request) bool {
 	switch r := req.Body.(type) {
 	case *kmsg.DescribeQuorumRequest:
 		return cl(kmsg.ACLOperationDescribe)
+	case *kmsg.AlterClientQuotasRequest:
+		return cl(kmsg.ACLOperationAlterConfigs)
 	case *kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest, *kmsg.AlterUserSCRAMCredentialsRequest:
 		return cl(kmsg.ACLOperationAlter)
 	case *kmsg.CreateTopicsRequest:

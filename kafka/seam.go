@@ -125,6 +125,10 @@ type ControllerAPI interface {
 	// AlterScramCredentials deletes and upserts SCRAM credentials, one
 	// result per user (cluster.DecideAlterScramCredentials).
 	AlterScramCredentials(ctx context.Context, req cluster.AlterScramRequest) ([]cluster.ScramResult, error)
+	// AlterClientQuotas sets and removes client quotas, one result per
+	// entity (cluster.DecideAlterClientQuotas); validateOnly commits
+	// nothing.
+	AlterClientQuotas(ctx context.Context, alts []cluster.QuotaAlteration, validateOnly bool) ([]cluster.QuotaResult, error)
 
 	// ShouldForward reports whether requests that change metadata should
 	// go to another node, the acting controller.

@@ -231,6 +231,10 @@ type fakeController struct {
 	// (nil: every user ok).
 	scramCalls []cluster.AlterScramRequest
 	scram      func(cluster.AlterScramRequest) ([]cluster.ScramResult, error)
+	// quotaCalls are AlterClientQuotas' calls; quotas answers them (nil:
+	// every entity ok).
+	quotaCalls [][]cluster.QuotaAlteration
+	quotas     func([]cluster.QuotaAlteration, bool) ([]cluster.QuotaResult, error)
 }
 
 type createPartitionsCall struct {
@@ -356,6 +360,21 @@ func (c *fakeController) AlterScramCredentials(_ context.Context, req cluster.Al
 	}
 	for _, u := range req.Upsertions {
 		out = append(out, cluster.ScramResult{User: u.User})
+	}
+	return out, nil
+}
+
+func (c *fakeController) AlterClientQuotas(_ context.Context, alts []cluster.QuotaAlteration, validateOnly bool) ([]cluster.QuotaResult, error) {
+	if c.notController {
+		return nil, c.errNotController()
+	}
+	c.quotaCalls = append(c.quotaCalls, alts)
+	if c.quotas != nil {
+		return c.quotas(alts, validateOnly)
+	}
+	out := make([]cluster.QuotaResult, len(alts))
+	for i, a := range alts {
+		out[i] = cluster.QuotaResult{Entity: a.Entity}
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/internal/membudget"
 )
 
@@ -157,6 +158,13 @@ type ServerConfig struct {
 	// Observer is told about every request and connection, for metrics.
 	// Nil observes nothing.
 	Observer Observer
+
+	// QuotaWindowNum and QuotaWindowSize are the client quotas' sampling
+	// (quota.window.num and quota.window.size.seconds, quota.go): a rate
+	// is measured over QuotaWindowNum samples of QuotaWindowSize.
+	// Defaults: DefaultQuotaWindowNum, DefaultQuotaWindowSize.
+	QuotaWindowNum  int
+	QuotaWindowSize time.Duration
 }
 
 func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
@@ -218,6 +226,12 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
+	if cfg.QuotaWindowNum == 0 {
+		cfg.QuotaWindowNum = DefaultQuotaWindowNum
+	}
+	if cfg.QuotaWindowSize == 0 {
+		cfg.QuotaWindowSize = DefaultQuotaWindowSize
+	}
 	switch {
 	case cfg.MaxRequestBytes < minFrameBytes:
 		return cfg, fmt.Errorf("%w: MaxRequestBytes %d < %d", ErrBadConfig, cfg.MaxRequestBytes, minFrameBytes)
@@ -226,6 +240,8 @@ func (cfg ServerConfig) withDefaults() (ServerConfig, error) {
 			ErrBadConfig, cfg.MaxRequestBytesBeforeAuth, minFrameBytes, cfg.MaxRequestBytes)
 	case cfg.MaxInFlightPerConn < 1:
 		return cfg, fmt.Errorf("%w: MaxInFlightPerConn %d < 1", ErrBadConfig, cfg.MaxInFlightPerConn)
+	case cfg.QuotaWindowNum < 1 || cfg.QuotaWindowSize < time.Millisecond:
+		return cfg, fmt.Errorf("%w: QuotaWindowNum %d < 1 or QuotaWindowSize %v < 1ms", ErrBadConfig, cfg.QuotaWindowNum, cfg.QuotaWindowSize)
 	case cfg.ConnLogLinesPerSecond < 1:
 		return cfg, fmt.Errorf("%w: ConnLogLinesPerSecond %d < 1", ErrBadConfig, cfg.ConnLogLinesPerSecond)
 	case cfg.MaxConnections < 1:
@@ -311,6 +327,8 @@ type Server struct {
 	clockSkew atomic.Int64
 	// Counters for BudgetStats.
 	preempted, frameDeadlines, evicted atomic.Uint64
+	// quotas are the client quotas' rates (quota.go).
+	quotas *quotaManager
 	// wg counts Serve loops and connection goroutines.
 	wg sync.WaitGroup
 }
@@ -360,6 +378,7 @@ func newServer(cfg ServerConfig, broker *Node, table []apiEntry) (*Server, error
 		protoLog:  newLogLimiterWindow(1, time.Minute, time.Now),
 		budgetLog: newLogLimiterWindow(1, 10*time.Second, time.Now),
 		authLog:   newLogLimiter(1, time.Now),
+		quotas:    newQuotaManager(cfg.QuotaWindowNum, cfg.QuotaWindowSize, time.Now),
 	}, nil
 }
 
@@ -607,4 +626,18 @@ func (s *Server) Close() error {
 		s.log.Info("log lines about refused authorizations suppressed", "suppressed", n)
 	}
 	return nil
+}
+
+// quotaImage is the image to enforce client quotas from, nil when no
+// quota is set (or no image is there yet): then nothing is recorded.
+func (s *Server) quotaImage() *cluster.Image {
+	n := s.node()
+	if n == nil || n.Metadata == nil {
+		return nil
+	}
+	im := n.Metadata.Image()
+	if im == nil || !im.HasClientQuotas() {
+		return nil
+	}
+	return im
 }

@@ -74,9 +74,13 @@ type Metrics struct {
 
 	received, sent *counter
 	refused        *counter
-	syncLatency    *histogram
-	syncErrors     *counter
-	commitBatch    *histogram
+	// throttled and throttleMs count client quota throttles by quota
+	// type (quotaTypes' order); throttleMs counts milliseconds, exposed
+	// as seconds.
+	throttled, throttleMs [3]*counter
+	syncLatency           *histogram
+	syncErrors            *counter
+	commitBatch           *histogram
 
 	sources atomic.Pointer[Sources]
 }
@@ -121,6 +125,12 @@ func NewMetrics() *Metrics {
 	m.received = m.set.counter("wren_kafka_received_bytes_total", "", "bytes of Kafka requests received")
 	m.sent = m.set.counter("wren_kafka_sent_bytes_total", "", "bytes of Kafka responses sent")
 	m.refused = m.set.counter("wren_kafka_connections_refused_total", "", "client connections refused at the connection limit")
+	for i, q := range quotaTypes {
+		m.throttled[i] = m.set.counter("wren_kafka_quota_throttled_responses_total", "quota="+quote(q),
+			"responses throttled by a client quota, by the quota type that decided the throttle")
+		m.throttleMs[i] = m.set.scaledCounter("wren_kafka_quota_throttle_seconds_total", "quota="+quote(q),
+			"throttle time given to clients over a quota (throttle_time_ms, the connection muted as long), by quota type", 0.001)
+	}
 	m.syncLatency = m.set.histogram("wren_storage_fdatasync_latency_seconds", "", "time one group-commit fdatasync took", syncLatencyBuckets)
 	m.syncErrors = m.set.counter("wren_storage_fdatasync_errors_total", "", "group-commit fdatasyncs that failed")
 	m.commitBatch = m.set.histogram("wren_storage_group_commit_batch_appends", "", "appends made durable by one fdatasync", batchBuckets)
@@ -195,6 +205,20 @@ func (m *Metrics) SASLAuthentication(listener, mechanism string, ok, reauth bool
 func (m *Metrics) AuthorizationDenied(resourceType string) {
 	m.set.counter("wren_authorization_denials_total", "resource_type="+quote(resourceType),
 		"requests or items of requests refused by the authorizer, by resource type").Inc()
+}
+
+// quotaTypes are the client quota types kafka.QuotaObserver names.
+var quotaTypes = [...]string{"produce", "fetch", "request"}
+
+// Throttled implements kafka.QuotaObserver.
+func (m *Metrics) Throttled(quota string, throttle time.Duration) {
+	for i, q := range quotaTypes {
+		if q == quota {
+			m.throttled[i].Inc()
+			m.throttleMs[i].Add(throttle.Milliseconds())
+			return
+		}
+	}
 }
 
 // ConnectionRefused implements kafka.Observer.

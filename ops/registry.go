@@ -34,7 +34,12 @@ type metricFamily struct {
 func newMetricSet() *metricSet { return &metricSet{families: map[string]*metricFamily{}} }
 
 // counter is a monotonically increasing count.
-type counter struct{ v atomic.Uint64 }
+type counter struct {
+	v atomic.Uint64
+	// scale, when set, is the unit of one count in the exposition: a
+	// count of milliseconds exposed as seconds (scaledCounter).
+	scale float64
+}
 
 func (c *counter) Inc() { c.v.Add(1) }
 
@@ -83,6 +88,13 @@ func exponentialBuckets(start, factor float64, n int) []float64 {
 // counter returns the series' counter, making it on first use.
 func (s *metricSet) counter(name, labels, help string) *counter {
 	return s.series(name, "counter", help, labels, func() any { return new(counter) }).(*counter)
+}
+
+// scaledCounter returns the series' counter, making it on first use,
+// whose counts are exposed times scale: Add milliseconds, expose seconds
+// with scale 0.001.
+func (s *metricSet) scaledCounter(name, labels, help string, scale float64) *counter {
+	return s.series(name, "counter", help, labels, func() any { return &counter{scale: scale} }).(*counter)
 }
 
 // histogram returns the series' histogram, making it on first use with
@@ -139,7 +151,11 @@ func (s *metricSet) write(w *bufio.Writer) {
 		for _, e := range all[f] {
 			switch m := e.m.(type) {
 			case *counter:
-				buf = appendSample(buf[:0], f.name, e.labels, float64(m.Get()))
+				v := float64(m.Get())
+				if m.scale != 0 {
+					v *= m.scale
+				}
+				buf = appendSample(buf[:0], f.name, e.labels, v)
 			case *histogram:
 				buf = m.append(buf[:0], f.name, e.labels)
 			}
