@@ -127,6 +127,7 @@ type Config struct {
 	SSLClientAuth               string   `config:"ssl.client.auth"`
 	SSLEnabledProtocols         []string `config:"ssl.enabled.protocols"`
 	SSLCipherSuites             []string `config:"ssl.cipher.suites"`
+	SSLPrincipalMappingRules    string   `config:"ssl.principal.mapping.rules"`
 
 	// [http]
 	HTTPListen string `config:"http.listen"`

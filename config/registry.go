@@ -510,6 +510,10 @@ var registry = []*Entry{
 		Importance: Low, Mode: ReadOnly,
 		Doc: "The TLS 1.2 cipher suites SSL listeners accept, by their IANA names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256). Empty: Go's secure defaults. TLS 1.3 suites are always the three of the standard and cannot be narrowed; listing them is allowed and changes nothing."},
 
+	{Name: "ssl.principal.mapping.rules", Section: "security", Type: TypeString, Default: "DEFAULT", Validator: principalRulesValidator,
+		Importance: Low, Mode: ReadOnly,
+		Doc: "How the distinguished name of a client certificate (RFC 2253: CN=Duke,OU=ServiceUsers,O=Org,C=US) becomes the principal's name on SSL listeners: comma-separated rules, tried in order, as Kafka writes them. RULE:pattern/replacement/ replaces a whole-DN match of pattern (a regular expression; $1 is its first group), with /L or /U after it to lower- or upper-case the result; DEFAULT keeps the DN. A DN no rule matches fails the authentication. Patterns are Go regular expressions: Java's back-references and look-arounds are refused."},
+
 	// [http]
 	{Name: "http.listen", Section: "http", Type: TypeString, Default: "127.0.0.1:9644", Validator: httpListenValidator,
 		Importance: Medium, Mode: ReadOnly, Wren: true,

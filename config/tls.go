@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/wren-broker/wren/security/principal"
 )
 
 // The security protocols of Kafka's listener model.
@@ -108,8 +110,13 @@ func (c *Config) ListenerProtocol(name string) string {
 var sslKeys = []string{
 	"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.certificate.chain", "ssl.keystore.key",
 	"ssl.key.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates",
-	"ssl.client.auth", "ssl.enabled.protocols", "ssl.cipher.suites",
+	"ssl.client.auth", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.principal.mapping.rules",
 }
+
+var principalRulesValidator = custom("Kafka's principal mapping rules: RULE:pattern/replacement/[L|U] and DEFAULT, separated by commas", func(v any) error {
+	_, err := principal.Parse(v.(string))
+	return err
+})
 
 // SSL is one listener's TLS settings, its overrides applied.
 type SSL struct {
@@ -124,6 +131,10 @@ type SSL struct {
 	ClientAuth   string
 	Protocols    []string
 	CipherSuites []string
+	// PrincipalMappingRules maps client certificates' DNs to principal
+	// names (ssl.principal.mapping.rules); mapper is it parsed.
+	PrincipalMappingRules string
+	mapper                *principal.Mapper
 	// keys are the setting names each value came from, for errors.
 	keys map[string]string
 }
@@ -166,7 +177,22 @@ func (c *Config) ListenerSSL(name string) SSL {
 	s.ClientAuth = str("ssl.client.auth")
 	s.Protocols = list("ssl.enabled.protocols")
 	s.CipherSuites = list("ssl.cipher.suites")
+	s.PrincipalMappingRules = str("ssl.principal.mapping.rules")
+	// Checked when the file was read: an error cannot happen here, and
+	// MapPrincipal refuses every DN if one did.
+	s.mapper, _ = principal.Parse(s.PrincipalMappingRules)
 	return s
+}
+
+// MapPrincipal maps the distinguished name of a client certificate (RFC
+// 2253) to the principal's name, without the User: prefix, by the
+// listener's ssl.principal.mapping.rules. A DN no rule matches is an
+// error: the client is not authenticated.
+func (s SSL) MapPrincipal(dn string) (string, error) {
+	if s.mapper == nil {
+		return "", fmt.Errorf("listener %s: %s does not parse", s.Listener, s.Key("ssl.principal.mapping.rules"))
+	}
+	return s.mapper.Map(dn)
 }
 
 // Files lists the files the settings read, for a watcher that reloads
