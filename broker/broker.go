@@ -103,8 +103,12 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	}
 	client := clients[0]
 	logConfigWarnings(cfg, o.Logger)
+	admin, err := bootstrapAdminCredentials(cfg)
+	if err != nil {
+		return nil, err
+	}
 	b := &Broker{cfg: cfg, logger: o.Logger, fatal: make(chan error, 1)}
-	w := &wiring{o: o, dir: cfg.LogDirs[0], client: client, clients: clients}
+	w := &wiring{o: o, dir: cfg.LogDirs[0], client: client, clients: clients, bootstrapAdmin: admin}
 	b.components = components{list: b.componentList(w), logger: o.Logger}
 	if err := b.components.start(); err != nil {
 		return nil, err
@@ -136,6 +140,8 @@ type wiring struct {
 	// offsetsPartitions is the partition count of __consumer_offsets
 	// the group coordinator hashes groups over.
 	offsetsPartitions int32
+	// bootstrapAdmin are the bootstrap admin's credentials, if given.
+	bootstrapAdmin []cluster.ScramUpsertion
 }
 
 // componentList is the broker's components in start order; doc.go says
@@ -168,6 +174,9 @@ func (b *Broker) componentList(w *wiring) []component {
 	)
 	if cfg.LogScrubberEnable {
 		list = append(list, background("scrubber", b.runScrubber))
+	}
+	if cfg.BootstrapAdminUser != "" {
+		list = append(list, background("bootstrap admin", func(ctx context.Context) { b.runBootstrapAdmin(ctx, w.bootstrapAdmin) }))
 	}
 	// Last: /readyz passes only once every part is up, and fails first
 	// when Close begins.

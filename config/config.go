@@ -128,6 +128,9 @@ type Config struct {
 	SSLEnabledProtocols         []string `config:"ssl.enabled.protocols"`
 	SSLCipherSuites             []string `config:"ssl.cipher.suites"`
 	SSLPrincipalMappingRules    string   `config:"ssl.principal.mapping.rules"`
+	// The bootstrap admin (bootstrap.go).
+	BootstrapAdminUser       string `config:"bootstrap.admin.user"`
+	BootstrapAdminScramValue string `config:"bootstrap.admin.scram"`
 
 	// [http]
 	HTTPListen string `config:"http.listen"`
