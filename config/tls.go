@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"reflect"
 	"slices"
@@ -477,4 +478,51 @@ func (c *Config) sslWarnings() []Warning {
 		}
 	}
 	return out
+}
+
+// plaintextWarnings warns about a PLAINTEXT client listener bound to an
+// address other hosts can reach while other client listeners are SSL or
+// SASL: the operator secured the cluster, and this door lets any client in
+// unauthenticated and unencrypted. Loopback binds are local tooling's and
+// pass; controller listeners are the peers' and have their own rules.
+func (c *Config) plaintextWarnings() []Warning {
+	const key = "listeners"
+	controller := func(name string) bool {
+		return slices.ContainsFunc(c.ControllerListenerNames, func(n string) bool { return strings.EqualFold(n, name) })
+	}
+	var secured []string
+	for _, l := range c.Listeners {
+		if p := c.ListenerProtocol(l.Name); !controller(l.Name) && p != "" && p != ProtocolPlaintext {
+			secured = append(secured, l.Name+" ("+p+")")
+		}
+	}
+	g, set := c.given[key]
+	if len(secured) == 0 || !set {
+		return nil
+	}
+	var out []Warning
+	for _, l := range c.Listeners {
+		if controller(l.Name) || c.ListenerProtocol(l.Name) != ProtocolPlaintext || isLoopbackHost(l.Host) {
+			continue
+		}
+		where := l.Host
+		if where == "" || isWildcard(where) {
+			where = "every interface"
+		}
+		out = append(out, Warning{File: c.file, Pos: g.pos, Key: key, Msg: fmt.Sprintf(
+			"listeners: %s is PLAINTEXT on %s, while %s %s secured: any client that reaches it is served without TLS or authentication; "+
+				"bind it to a loopback address, or make it SSL or SASL_SSL",
+			l, where, strings.Join(secured, ", "), map[bool]string{true: "is", false: "are"}[len(secured) == 1])})
+	}
+	return out
+}
+
+// isLoopbackHost reports whether a listener's host is this machine only:
+// a loopback IP or localhost.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
