@@ -49,6 +49,9 @@ type Broker struct {
 	// tlsStop ends the SSL listeners' certificate reloaders.
 	tlsStop context.CancelFunc
 	tlsDone sync.WaitGroup
+	// certReloaders are the SSL listeners' certificates, by listener
+	// name, for the run-time changes of their stores (applyDynamicSSL).
+	certReloaders map[string]*certReloader
 	ops     *opsState
 	// logDirCtrl is the controller once open, for the log dir's events
 	// (logDirChanged), which start before it.
@@ -452,6 +455,9 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 			}
 			if err == nil {
 				err = b.controller.Subscribe(func(_, im *cluster.Image) { applyConnectionLimits(cfg, b.server, im, logger) })
+			}
+			if err == nil {
+				err = b.controller.Subscribe(func(_, im *cluster.Image) { b.applyDynamicSSL(im) })
 			}
 			if err != nil {
 				b.producerIDs.Close()

@@ -280,6 +280,9 @@ func (c *Config) WithDynamic(dyn *Dynamic) (*Config, error) {
 		source Source
 	}{{dyn.ClusterDefault, SourceDynamicDefaultBroker}, {dyn.Broker, SourceDynamicBroker}} {
 		for _, name := range slices.Sorted(maps.Keys(layer.values)) {
+			if _, _, ok := listenerKey(name); ok {
+				continue // withDynamicListenerSSL
+			}
 			v, err := parseBrokerValue(name, layer.values[name], layer.source == SourceDynamicBroker)
 			if err != nil {
 				return nil, err
@@ -289,6 +292,9 @@ func (c *Config) WithDynamic(dyn *Dynamic) (*Config, error) {
 	}
 	n := newConfig(c.file, explicit)
 	n.listenerSSL, n.perNodeSSL = c.listenerSSL, c.perNodeSSL
+	if err := n.withDynamicListenerSSL(dyn.ClusterDefault, dyn.Broker); err != nil {
+		return nil, err
+	}
 	if errs := check(n, nil); len(errs) > 0 {
 		return nil, &AlterError{Err: ErrInvalidValue, Message: errs[0].Msg}
 	}

@@ -133,7 +133,7 @@ var sections = []Section{
 	{Name: "replication", Doc: "Followers, the ISR and partition leadership."},
 	{Name: "groups", Doc: "Consumer groups and committed offsets."},
 	{Name: "producers", Doc: "Idempotent producer state."},
-	{Name: "security", Doc: "TLS of the client listeners, under Kafka's ssl.* names (PEM only). A listener's own value, listener.name.NAME.ssl.* (NAME in lower case, as Kafka writes it), overrides the shared one for that listener."},
+	{Name: "security", Doc: "TLS of the client listeners, under Kafka's ssl.* names (PEM only). A listener's own value, listener.name.NAME.ssl.* (NAME in lower case, as Kafka writes it), overrides the shared one for that listener. A listener's key and trust stores (listener.name.NAME.ssl.keystore.*, ssl.key.password, ssl.truststore.*) may also be altered at run time for one broker with AlterConfigs or IncrementalAlterConfigs on its BROKER resource (kafka-configs --entity-type brokers --entity-name ID), as Kafka's dynamic keystore update: the new stores must load, and new connections get the new certificate while open ones stay up."},
 	{Name: "http", Prefixed: true, Doc: "wren's own: the HTTP server for /metrics, /livez, /readyz and /v1/cluster/health."},
 	{Name: "logging", Prefixed: true, Doc: "wren's own: the broker's log output."},
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"reflect"
@@ -525,4 +526,95 @@ func isLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// dynamicSSLKeys are the ssl.* settings whose listener.name.NAME. form
+// one broker's own layer may alter at run time: the key and trust stores,
+// as Kafka's dynamic keystore update (KIP-226) allows. The listener's
+// certificate is reloaded with them; client authentication, versions,
+// suites and principal rules are read only at start.
+var dynamicSSLKeys = []string{
+	"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.certificate.chain", "ssl.keystore.key",
+	"ssl.key.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates",
+}
+
+// ErrInvalidKeystore is why a run-time change of a listener's key or
+// trust store is refused when the stores it names do not load.
+var ErrInvalidKeystore = errors.New("config: key or trust store does not load")
+
+// listenerKey splits listener.name.NAME.ssl.x into the listener's name
+// (lower case) and ssl.x; ok is false for any other name.
+func listenerKey(name string) (listener, sub string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "listener.name.")
+	if !ok {
+		return "", "", false
+	}
+	listener, sub, ok = strings.Cut(rest, ".")
+	if !ok || !validListenerName(listener) || !strings.HasPrefix(sub, "ssl.") {
+		return "", "", false
+	}
+	return strings.ToLower(listener), sub, true
+}
+
+// parseListenerValue checks a run-time value of listener.name.NAME.ssl.x:
+// only a key or trust store setting, only on one broker's own layer.
+func parseListenerValue(name, sub, value string, perBroker bool) (any, error) {
+	e, ok := byName[sub]
+	switch {
+	case !ok || !slices.Contains(sslKeys, sub):
+		return nil, &AlterError{Err: ErrUnknownConfig, Message: "Unknown broker config name: " + name}
+	case !slices.Contains(dynamicSSLKeys, sub):
+		return nil, &AlterError{Err: ErrNotDynamic, Message: "Cannot update these configs dynamically: Set(" + name + ")"}
+	case !perBroker:
+		return nil, &AlterError{Err: ErrNotDynamic, Message: "Cannot update these configs at default cluster level, broker id must be specified: Set(" + name + ")"}
+	}
+	return parseChecked(name, e.Type, e.Validator, value)
+}
+
+// withDynamicListenerSSL lays the listener.name.NAME.ssl.* values of the
+// run-time layers over the file's (the cluster-wide layer may hold none),
+// and checks
+// that the key and trust stores of each listener they change load: a
+// store that does not is refused, so the certificate in use stays.
+func (n *Config) withDynamicListenerSSL(clusterDefault, broker map[string]string) error {
+	var changed []string
+	for i, layer := range []map[string]string{clusterDefault, broker} {
+		for _, name := range slices.Sorted(maps.Keys(layer)) {
+			listener, sub, ok := listenerKey(name)
+			if !ok {
+				continue
+			}
+			v, err := parseListenerValue(name, sub, layer[name], i == 1)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(changed, listener) {
+				if len(changed) == 0 {
+					n.listenerSSL = maps.Clone(n.listenerSSL)
+					if n.listenerSSL == nil {
+						n.listenerSSL = map[string]map[string]given{}
+					}
+				}
+				n.listenerSSL[listener] = maps.Clone(n.listenerSSL[listener])
+				if n.listenerSSL[listener] == nil {
+					n.listenerSSL[listener] = map[string]given{}
+				}
+				changed = append(changed, listener)
+			}
+			n.listenerSSL[listener][sub] = given{value: v, source: SourceDynamicBroker}
+		}
+	}
+	for _, listener := range changed {
+		if p := n.ListenerProtocol(listener); p != ProtocolSSL && p != ProtocolSASLSSL {
+			continue // check names a listener that is not SSL
+		}
+		s := n.ListenerSSL(listener)
+		if _, err := s.Certificate(); err != nil {
+			return &AlterError{Err: ErrInvalidKeystore, Message: err.Error()}
+		}
+		if _, err := s.ClientCAs(); err != nil {
+			return &AlterError{Err: ErrInvalidKeystore, Message: err.Error()}
+		}
+	}
+	return nil
 }

@@ -334,6 +334,9 @@ func ValidateBrokerConfig(name, value string, perBroker bool) error {
 }
 
 func parseBrokerValue(name, value string, perBroker bool) (any, error) {
+	if _, sub, ok := listenerKey(name); ok {
+		return parseListenerValue(name, sub, value, perBroker)
+	}
 	e, ok := byName[name]
 	if !ok {
 		return nil, &AlterError{Err: ErrUnknownConfig, Message: "Unknown broker config name: " + name}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -46,6 +47,14 @@ import (
 //   that says so: a stored value that changes nothing would mislead.
 //   Deleting such a key is allowed. CreateTopics refuses the same keys the
 //   same way (checkSettable).
+// * A listener's key and trust stores (listener.name.NAME.ssl.keystore.*,
+//   ssl.key.password, ssl.truststore.*: Kafka's dynamic keystore update)
+//   may be set on one broker's own layer only; the stores they name are
+//   loaded first, and ones that do not load are INVALID_CONFIG, the
+//   listener keeping its certificate. Once committed, the listener's new
+//   handshakes get the new certificate; open connections stay up. The
+//   files are read on the node that handles the change (the acting
+//   controller, when forwarded), so the paths must be the same there.
 // * ValidateOnly checks everything and writes nothing.
 // * A change is durable in the metadata log before the response, so it
 //   survives a restart; resources are applied one by one, in order.
@@ -243,6 +252,11 @@ func (s *Server) alterConfigs(ctx context.Context, im *cluster.Image, a configAl
 			next.ClusterDefault = final
 		}
 		if _, err := n.Config.WithDynamic(&next); err != nil {
+			if errors.Is(err, config.ErrInvalidKeystore) {
+				// Kafka refuses a keystore that does not load with
+				// INVALID_CONFIG; the listener keeps its certificate.
+				return fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+			}
 			return fmt.Errorf("%w: %w", kerr.InvalidRequest, err)
 		}
 	}
