@@ -52,7 +52,7 @@ type Broker struct {
 	// certReloaders are the SSL listeners' certificates, by listener
 	// name, for the run-time changes of their stores (applyDynamicSSL).
 	certReloaders map[string]*certReloader
-	ops     *opsState
+	ops           *opsState
 	// logDirCtrl is the controller once open, for the log dir's events
 	// (logDirChanged), which start before it.
 	logDirCtrl atomic.Pointer[cluster.Controller]
