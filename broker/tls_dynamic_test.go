@@ -4,8 +4,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/internal/testcert"
 )
 
@@ -105,4 +108,91 @@ func TestDynamicKeystoreUpdate(t *testing.T) {
 	third, thirdKey := ca.Issue(t, "third", x509.ExtKeyUsageServerAuth)
 	writeAtomically(t, second, append(third, thirdKey...))
 	pollFor(t, "the altered key store's file reloaded", 20*time.Second, func() bool { return served() == "third" })
+}
+
+// In a three-node cluster, a broker that is not the controller loads the
+// key store a change names itself, before forwarding it (the files are
+// its own): one that does not load is INVALID_CONFIG; one that loads is
+// committed by the controller and served by that broker's SSL listener.
+func TestDynamicKeystoreUpdateForwarded(t *testing.T) {
+	ca := testcert.NewCA(t, "wren test CA")
+	ports := freePorts(t, 3)
+	brokers := make([]*Broker, 3)
+	t.Cleanup(func() {
+		for _, b := range brokers {
+			if b != nil {
+				b.Close()
+			}
+		}
+	})
+	for i := range brokers {
+		dir := t.TempDir()
+		text := strings.Replace(quorumConfigText(i+1, filepath.Join(dir, "data"), ports),
+			`listeners = ["PLAINTEXT://127.0.0.1:0", `, `listeners = ["PLAINTEXT://127.0.0.1:0", "SSL://127.0.0.1:0", `, 1)
+		text += fmt.Sprintf("[security]\nssl.keystore.location = %q\n", serverKeystore(t, ca, fmt.Sprintf("node-%d-first", i+1)))
+		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", i+1), []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if brokers[i], err = Start(cfg, Options{Logger: testLogger(t)}); err != nil {
+			t.Fatalf("start node %d: %v", i+1, err)
+		}
+	}
+	pollFor(t, "three brokers registered with one controller", 20*time.Second, func() bool {
+		ctrl := brokers[0].Controller().ControllerID()
+		for _, b := range brokers {
+			if ctrl < 0 || b.Controller().ControllerID() != ctrl || len(b.Controller().Brokers()) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	var target *Broker
+	for _, b := range brokers {
+		if !b.Controller().Acting() {
+			target = b
+			break
+		}
+	}
+	id := target.Controller().NodeID()
+	_, adm := threeNodeAdmin(t, brokers)
+	ctx := testContext(t)
+	const key = "listener.name.ssl.ssl.keystore.location"
+	alter := func(value string) (int16, string) {
+		t.Helper()
+		rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: key, Value: kmsg.StringPtr(value)}}, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ke *kerr.Error
+		if errors.As(rs[0].Err, &ke) {
+			return ke.Code, rs[0].ErrMessage
+		}
+		if rs[0].Err != nil {
+			t.Fatalf("alter: %v", rs[0].Err)
+		}
+		return 0, ""
+	}
+	addr := target.ListenerAddr("SSL").String()
+	served := func() string {
+		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+
+	garbage := filepath.Join(t.TempDir(), "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, msg := alter(garbage); code != kerr.InvalidConfig.Code {
+		t.Fatalf("a key store that does not load, through node %d: code %d %s, want INVALID_CONFIG", id, code, msg)
+	}
+	want := fmt.Sprintf("node-%d-second", id)
+	if code, msg := alter(serverKeystore(t, ca, want)); code != 0 {
+		t.Fatalf("alter through node %d: code %d %s", id, code, msg)
+	}
+	pollFor(t, "the altered certificate on the target's listener", 20*time.Second, func() bool { return served() == want })
 }

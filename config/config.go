@@ -292,7 +292,12 @@ func (c *Config) WithDynamic(dyn *Dynamic) (*Config, error) {
 	}
 	n := newConfig(c.file, explicit)
 	n.listenerSSL, n.perNodeSSL = c.listenerSSL, c.perNodeSSL
-	if err := n.withDynamicListenerSSL(dyn.ClusterDefault, dyn.Broker); err != nil {
+	if dyn.StoresElsewhere {
+		// The TLS material is another node's: checkSSL leaves it alone,
+		// as for a file shared by nodes with their own ssl.* tables.
+		n.perNodeSSL = true
+	}
+	if err := n.withDynamicListenerSSL(dyn.ClusterDefault, dyn.Broker, !dyn.StoresElsewhere); err != nil {
 		return nil, err
 	}
 	if errs := check(n, nil); len(errs) > 0 {

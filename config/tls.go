@@ -542,6 +542,13 @@ var dynamicSSLKeys = []string{
 // trust store is refused when the stores it names do not load.
 var ErrInvalidKeystore = errors.New("config: key or trust store does not load")
 
+// IsListenerKey reports whether a broker config name is a listener's own
+// TLS setting, listener.name.NAME.ssl.x.
+func IsListenerKey(name string) bool {
+	_, _, ok := listenerKey(name)
+	return ok
+}
+
 // listenerKey splits listener.name.NAME.ssl.x into the listener's name
 // (lower case) and ssl.x; ok is false for any other name.
 func listenerKey(name string) (listener, sub string, ok bool) {
@@ -573,10 +580,10 @@ func parseListenerValue(name, sub, value string, perBroker bool) (any, error) {
 
 // withDynamicListenerSSL lays the listener.name.NAME.ssl.* values of the
 // run-time layers over the file's (the cluster-wide layer may hold none),
-// and checks
-// that the key and trust stores of each listener they change load: a
-// store that does not is refused, so the certificate in use stays.
-func (n *Config) withDynamicListenerSSL(clusterDefault, broker map[string]string) error {
+// and, when load is set, checks that the key and trust stores of each
+// listener they change load: a store that does not is refused, so the
+// certificate in use stays.
+func (n *Config) withDynamicListenerSSL(clusterDefault, broker map[string]string, load bool) error {
 	var changed []string
 	for i, layer := range []map[string]string{clusterDefault, broker} {
 		for _, name := range slices.Sorted(maps.Keys(layer)) {
@@ -605,7 +612,7 @@ func (n *Config) withDynamicListenerSSL(clusterDefault, broker map[string]string
 		}
 	}
 	for _, listener := range changed {
-		if p := n.ListenerProtocol(listener); p != ProtocolSSL && p != ProtocolSASLSSL {
+		if p := n.ListenerProtocol(listener); !load || p != ProtocolSSL && p != ProtocolSASLSSL {
 			continue // check names a listener that is not SSL
 		}
 		s := n.ListenerSSL(listener)

@@ -77,6 +77,10 @@ type Dynamic struct {
 	Broker map[string]string
 	// ClusterDefault is the cluster-wide layer (empty resource name).
 	ClusterDefault map[string]string
+	// StoresElsewhere: Broker is another node's layer, whose listener
+	// key and trust stores are files on that node, so they are not
+	// loaded here (that node checked them before forwarding the change).
+	StoresElsewhere bool
 }
 
 // Described is one row of a DescribeConfigs response.

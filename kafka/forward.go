@@ -63,6 +63,9 @@ func (s *Server) maybeForward(req *Request) (Pending, bool) {
 		// to forward; the local handler refuses them.
 		return nil, false
 	}
+	if resp, refused := s.checkStoresBeforeForward(req); refused {
+		return Respond(resp), true
+	}
 	version := req.Header.ApiVersion
 	out, err := n.Controller.ForwardRequest(req.Session.Context(), req.Header.ApiKey, version, req.Body.AppendTo(nil))
 	if err != nil {
