@@ -78,6 +78,20 @@ func TestDynamicKeystoreUpdate(t *testing.T) {
 	if err := roundTrip(old, 2); err != nil {
 		t.Fatalf("the connection opened before the change: %v", err)
 	}
+	// Described as this broker's dynamic config.
+	rcs, err := adm.DescribeBrokerConfigs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	described := false
+	for _, rc := range rcs {
+		for _, c := range rc.Configs {
+			described = described || c.Key == key && c.MaybeValue() == second && c.Source == kmsg.ConfigSourceDynamicBrokerConfig
+		}
+	}
+	if !described {
+		t.Errorf("%s=%s not described as a dynamic broker config", key, second)
+	}
 
 	// A key store that does not load: INVALID_CONFIG, nothing changes.
 	garbage := filepath.Join(t.TempDir(), "garbage.pem")

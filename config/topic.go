@@ -201,6 +201,24 @@ func (c *Config) DescribeBroker(dyn *Dynamic) ([]Described, error) {
 		}
 		out = append(out, d)
 	}
+	if dyn != nil {
+		// A listener's own TLS settings set at run time (Kafka describes
+		// them too); sensitive ones as null.
+		for _, name := range slices.Sorted(maps.Keys(dyn.Broker)) {
+			_, sub, ok := listenerKey(name)
+			e := byName[sub]
+			if !ok || e == nil {
+				continue
+			}
+			v := dyn.Broker[name]
+			d := Described{Name: name, Value: &v, Source: SourceDynamicBroker, Type: e.Type, Doc: e.Doc, Sensitive: e.Sensitive,
+				Synonyms: []Synonym{{Name: name, Value: v, Source: SourceDynamicBroker}}}
+			if e.Sensitive {
+				d.Value, d.Synonyms[0].Value = nil, ""
+			}
+			out = append(out, d)
+		}
+	}
 	return out, nil
 }
 
