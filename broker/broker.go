@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,6 +110,9 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	admin, err := bootstrapAdminCredentials(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if _, set := os.LookupEnv(config.BootstrapAdminPasswordEnv); set && cfg.BootstrapAdminUser == "" {
+		o.Logger.Warn(config.BootstrapAdminPasswordEnv + " is set but bootstrap.admin.user is not: no bootstrap admin is recorded")
 	}
 	b := &Broker{cfg: cfg, logger: o.Logger, fatal: make(chan error, 1)}
 	w := &wiring{o: o, dir: cfg.LogDirs[0], client: client, clients: clients, bootstrapAdmin: admin}
