@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +50,10 @@ type Broker struct {
 	// tlsStop ends the SSL listeners' certificate reloaders.
 	tlsStop context.CancelFunc
 	tlsDone sync.WaitGroup
-	ops     *opsState
+	// certReloaders are the SSL listeners' certificates, by listener
+	// name, for the run-time changes of their stores (applyDynamicSSL).
+	certReloaders map[string]*certReloader
+	ops           *opsState
 	// logDirCtrl is the controller once open, for the log dir's events
 	// (logDirChanged), which start before it.
 	logDirCtrl atomic.Pointer[cluster.Controller]
@@ -106,8 +110,15 @@ func Start(cfg *config.Config, o Options) (*Broker, error) {
 	}
 	client := clients[0]
 	logConfigWarnings(cfg, o.Logger)
+	admin, err := bootstrapAdminCredentials(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, set := os.LookupEnv(config.BootstrapAdminPasswordEnv); set && cfg.BootstrapAdminUser == "" {
+		o.Logger.Warn(config.BootstrapAdminPasswordEnv + " is set but bootstrap.admin.user is not: no bootstrap admin is recorded")
+	}
 	b := &Broker{cfg: cfg, logger: o.Logger, fatal: make(chan error, 1)}
-	w := &wiring{o: o, dir: cfg.LogDirs[0], client: client, clients: clients}
+	w := &wiring{o: o, dir: cfg.LogDirs[0], client: client, clients: clients, bootstrapAdmin: admin}
 	b.components = components{list: b.componentList(w), logger: o.Logger}
 	if err := b.components.start(); err != nil {
 		return nil, err
@@ -139,6 +150,8 @@ type wiring struct {
 	// offsetsPartitions is the partition count of __consumer_offsets
 	// the group coordinator hashes groups over.
 	offsetsPartitions int32
+	// bootstrapAdmin are the bootstrap admin's credentials, if given.
+	bootstrapAdmin []cluster.ScramUpsertion
 }
 
 // componentList is the broker's components in start order; doc.go says
@@ -171,6 +184,9 @@ func (b *Broker) componentList(w *wiring) []component {
 	)
 	if cfg.LogScrubberEnable {
 		list = append(list, background("scrubber", b.runScrubber))
+	}
+	if cfg.BootstrapAdminUser != "" {
+		list = append(list, background("bootstrap admin", func(ctx context.Context) { b.runBootstrapAdmin(ctx, w.bootstrapAdmin) }))
 	}
 	// Last: /readyz passes only once every part is up, and fails first
 	// when Close begins.
@@ -446,6 +462,9 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 			}
 			if err == nil {
 				err = b.controller.Subscribe(func(_, im *cluster.Image) { applyConnectionLimits(cfg, b.server, im, logger) })
+			}
+			if err == nil {
+				err = b.controller.Subscribe(func(_, im *cluster.Image) { b.applyDynamicSSL(im) })
 			}
 			if err != nil {
 				b.producerIDs.Close()

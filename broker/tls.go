@@ -11,9 +11,11 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/kafka"
 )
@@ -43,6 +45,7 @@ func (b *Broker) bindClientListeners(w *wiring) (bound []boundListener, err erro
 		}
 	}()
 	b.listeners = map[string]net.Listener{}
+	b.certReloaders = map[string]*certReloader{}
 	for _, l := range w.clients {
 		proto := b.cfg.ListenerProtocol(l.name)
 		spec := kafka.Listener{Name: l.name}
@@ -58,7 +61,11 @@ func (b *Broker) bindClientListeners(w *wiring) (bound []boundListener, err erro
 			if err != nil {
 				return bound, fmt.Errorf("broker: listener %s: %w", l.name, err)
 			}
+			b.certReloaders[l.name] = r
 			spec.TLS = r.tlsConfig()
+			// A client certificate's subject names the principal through
+			// the listener's ssl.principal.mapping.rules.
+			spec.MapPrincipal = b.cfg.ListenerSSL(l.name).MapPrincipal
 			interval := w.o.TLSReloadInterval
 			if interval <= 0 {
 				interval = defaultTLSReloadInterval
@@ -116,6 +123,9 @@ func (b *Broker) serveAll(bound []boundListener) error {
 // KIP-226, driven by the files): new handshakes get the new ones, open
 // connections keep theirs.
 type certReloader struct {
+	// mu orders the file checks and the run-time changes of the stores
+	// (applyDynamicSSL); it guards ssl, sum and failed.
+	mu     sync.Mutex
 	ssl    config.SSL
 	logger *slog.Logger
 	cert   atomic.Pointer[tls.Certificate]
@@ -173,9 +183,6 @@ func (r *certReloader) hashFiles() ([]byte, error) {
 
 // run checks the files every interval until ctx ends.
 func (r *certReloader) run(ctx context.Context, interval time.Duration) {
-	if len(r.ssl.Files()) == 0 {
-		return // inline PEM: nothing to watch
-	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -192,6 +199,11 @@ func (r *certReloader) run(ctx context.Context, interval time.Duration) {
 // wrong keeps the old certificate (logged once per content) and is tried
 // again at the next check.
 func (r *certReloader) check() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.ssl.Files()) == 0 {
+		return // inline PEM: nothing to watch
+	}
 	sum, err := r.hashFiles()
 	if err == nil && bytes.Equal(sum, r.sum) {
 		return
@@ -213,4 +225,60 @@ func (r *certReloader) check() {
 		attrs = append(attrs, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
 	r.logger.Info("TLS certificate reloaded", attrs...)
+}
+
+// applyDynamicSSL puts the key and trust stores of the image's run-time
+// broker configs (listener.name.NAME.ssl.*, set with AlterConfigs or
+// IncrementalAlterConfigs) in force on each SSL listener: Kafka's dynamic
+// keystore update. New handshakes get the new certificate; open
+// connections keep theirs. The stores were loaded when the change was
+// accepted; if they no longer load here, the listener keeps its
+// certificate and says so. It runs on the controller's subscription.
+func (b *Broker) applyDynamicSSL(im *cluster.Image) {
+	if len(b.certReloaders) == 0 {
+		return
+	}
+	eff, err := b.cfg.WithDynamic(dynamicConfigs(b.cfg, im))
+	if err != nil {
+		b.logger.Error("dynamic TLS settings do not apply; the listeners keep their certificates", "err", err)
+		return
+	}
+	for name, r := range b.certReloaders {
+		r.update(eff.ListenerSSL(name))
+	}
+}
+
+// update switches to other store settings when they differ from the ones
+// in use, loading them first; settings that do not load leave the
+// current certificate in place.
+func (r *certReloader) update(s config.SSL) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if sameStores(r.ssl, s) {
+		return
+	}
+	next := &certReloader{ssl: s, logger: r.logger}
+	sum, err := next.hashFiles()
+	if err == nil {
+		err = next.load()
+	}
+	if err != nil {
+		r.logger.Error("TLS settings altered at run time do not load; the previous certificate stays in use", "listener", s.Listener, "err", err)
+		return
+	}
+	r.ssl, r.sum, r.failed = s, sum, nil
+	r.cert.Store(next.cert.Load())
+	r.cas.Store(next.cas.Load())
+	attrs := []any{"listener", s.Listener}
+	if leaf := r.cert.Load().Leaf; leaf != nil {
+		attrs = append(attrs, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	r.logger.Info("TLS key and trust stores altered at run time are in use", attrs...)
+}
+
+// sameStores reports whether two settings name the same key and trust
+// stores.
+func sameStores(a, b config.SSL) bool {
+	return a.KeystoreLocation == b.KeystoreLocation && a.KeystoreChain == b.KeystoreChain && a.KeystoreKey == b.KeystoreKey &&
+		a.KeyPassword == b.KeyPassword && a.TruststoreLocation == b.TruststoreLocation && a.TruststoreCertificates == b.TruststoreCertificates
 }

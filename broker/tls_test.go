@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -314,6 +315,12 @@ func TestTLSWrongProtocolRefused(t *testing.T) {
 	if _, err := adm.BrokerMetadata(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The failures are counted by listener and reason.
+	want := `wren_tls_handshake_failures_total{listener="SSL",reason="not_tls"} 3`
+	pollFor(t, "the handshake failures in /metrics", 20*time.Second, func() bool {
+		_, metrics := httpGet(t, b, "/metrics")
+		return strings.Contains(metrics, want)
+	})
 }
 
 // A replaced certificate is served to new connections without a restart;

@@ -289,3 +289,32 @@ func TestConfigDumpNodeID(t *testing.T) {
 		t.Errorf("config dump --node-id 7: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// A PLAINTEXT client listener that other hosts can reach, beside secured
+// ones, is a warning at the listeners line; on loopback, or with no
+// secured listener, it is not.
+func TestConfigCheckWarnsPlaintextBesideSecured(t *testing.T) {
+	for _, tc := range []struct {
+		listeners string
+		want      string // "" for no warning
+	}{
+		{`"PLAINTEXT://192.0.2.10:9092", "SASL_PLAINTEXT://192.0.2.10:9094", "CONTROLLER://192.0.2.10:9093"`,
+			":3:1: warning: listeners: PLAINTEXT://192.0.2.10:9092 is PLAINTEXT on 192.0.2.10, while SASL_PLAINTEXT (SASL_PLAINTEXT) is secured"},
+		{`"PLAINTEXT://127.0.0.1:9092", "SASL_PLAINTEXT://192.0.2.10:9094", "CONTROLLER://192.0.2.10:9093"`, ""},
+		{`"PLAINTEXT://localhost:9092", "SASL_PLAINTEXT://192.0.2.10:9094", "CONTROLLER://192.0.2.10:9093"`, ""},
+		{`"PLAINTEXT://192.0.2.10:9092", "CONTROLLER://192.0.2.10:9093"`, ""},
+	} {
+		path := filepath.Join(t.TempDir(), "c.toml")
+		file := "[broker]\nnode.id = 1\nlisteners = [" + tc.listeners + "]\n[cluster]\ncontroller.quorum.voters = [\"1@192.0.2.10:9093\"]\n"
+		if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := mustRun(t, "", "config", "check", path)
+		switch {
+		case tc.want == "" && strings.Contains(r.stderr, "PLAINTEXT on"):
+			t.Errorf("config check of [%s]: stderr %q, want no PLAINTEXT warning", tc.listeners, r.stderr)
+		case tc.want != "" && !strings.Contains(r.stderr, path+tc.want):
+			t.Errorf("config check of [%s]: stderr %q, want %q", tc.listeners, r.stderr, path+tc.want)
+		}
+	}
+}

@@ -120,3 +120,34 @@ func checkScramUser(user string, m scram.Mechanism) error {
 	}
 	return nil
 }
+
+// DecideBootstrapScram records the bootstrap admin's credentials (the
+// config's bootstrap.admin.*) when the image has no credential of that
+// user for any mechanism: once per cluster, and never over a credential
+// an operator set or changed since. The response is whether it wrote
+// any. The upsertions are checked as AlterUserScramCredentials checks
+// them; a bad one is the rule's error and nothing is written.
+func DecideBootstrapScram(im *Image, ups []ScramUpsertion) Result[bool] {
+	if len(ups) == 0 {
+		return Result[bool]{}
+	}
+	user := ups[0].User
+	if len(im.ScramInfos(user)) > 0 {
+		return Result[bool]{}
+	}
+	var r Result[bool]
+	seen := map[scram.Mechanism]bool{}
+	for _, u := range ups {
+		if u.User != user || seen[u.Mechanism] {
+			return Result[bool]{Err: fmt.Errorf("cluster: bootstrap credentials: one user, one credential per mechanism")}
+		}
+		seen[u.Mechanism] = true
+		res := DecideAlterScramCredentials(im, RuleConfig{}, AlterScramRequest{Upsertions: []ScramUpsertion{u}})
+		if err := res.Response[0].Err; err != nil {
+			return Result[bool]{Err: fmt.Errorf("cluster: the bootstrap %s credential of %q: %w", u.Mechanism, user, err)}
+		}
+		r.Records = append(r.Records, res.Records...)
+	}
+	r.Response = true
+	return r
+}

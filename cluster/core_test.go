@@ -341,6 +341,14 @@ func (e *rulesEnv) handle(c *datadriven.Cmd) string {
 				e.printf("> %s: ok", entity)
 			}
 		}
+	case "bootstrap-scram":
+		// bootstrap-scram USER:MECH:ITERATIONS...: the bootstrap admin's
+		// credentials, as alter-scram's upsertions.
+		req := e.scramRequest(c)
+		r := runRule(e, c, func(im *Image, _ RuleConfig) Result[bool] { return DecideBootstrapScram(im, req.Upsertions) })
+		if r.Err == nil {
+			e.printf("> wrote=%v", r.Response)
+		}
 	case "cluster-secret":
 		// cluster-secret <text>: the text's bytes as the secret.
 		runRule(e, c, func(im *Image, _ RuleConfig) Result[struct{}] { return DecideClusterSecret(im, []byte(c.Args[0])) })

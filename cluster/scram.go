@@ -141,3 +141,22 @@ func (c *Controller) AlterScramCredentials(ctx context.Context, req AlterScramRe
 	})
 	return results, err
 }
+
+// BootstrapScram commits the bootstrap admin's credentials when the
+// image has none of that user (DecideBootstrapScram), and reports
+// whether it did. Only the acting controller commits; elsewhere it is
+// NOT_CONTROLLER, and the caller tries again later.
+func (c *Controller) BootstrapScram(ctx context.Context, ups []ScramUpsertion) (bool, error) {
+	var wrote bool
+	var res error
+	err := c.change(ctx, func() {
+		r := DecideBootstrapScram(c.Image(), ups)
+		if res = commitResult(c.commit, r); res == nil {
+			wrote = r.Response && len(r.Records) > 0
+		}
+	})
+	if err != nil {
+		return false, err
+	}
+	return wrote, res
+}

@@ -25,6 +25,7 @@ func check(c *Config, failed map[string]bool) []*Error {
 	k.replication()
 	k.listeners()
 	k.orders()
+	k.bootstrapAdmin()
 	return k.errs
 }
 

@@ -129,6 +129,10 @@ type Config struct {
 	SSLClientAuth               string   `config:"ssl.client.auth"`
 	SSLEnabledProtocols         []string `config:"ssl.enabled.protocols"`
 	SSLCipherSuites             []string `config:"ssl.cipher.suites"`
+	SSLPrincipalMappingRules    string   `config:"ssl.principal.mapping.rules"`
+	// The bootstrap admin (bootstrap.go).
+	BootstrapAdminUser       string `config:"bootstrap.admin.user"`
+	BootstrapAdminScramValue string `config:"bootstrap.admin.scram"`
 
 	// [http]
 	HTTPListen string `config:"http.listen"`
@@ -278,6 +282,9 @@ func (c *Config) WithDynamic(dyn *Dynamic) (*Config, error) {
 		source Source
 	}{{dyn.ClusterDefault, SourceDynamicDefaultBroker}, {dyn.Broker, SourceDynamicBroker}} {
 		for _, name := range slices.Sorted(maps.Keys(layer.values)) {
+			if _, _, ok := listenerKey(name); ok {
+				continue // withDynamicListenerSSL
+			}
 			v, err := parseBrokerValue(name, layer.values[name], layer.source == SourceDynamicBroker)
 			if err != nil {
 				return nil, err
@@ -287,6 +294,14 @@ func (c *Config) WithDynamic(dyn *Dynamic) (*Config, error) {
 	}
 	n := newConfig(c.file, explicit)
 	n.listenerSSL, n.perNodeSSL = c.listenerSSL, c.perNodeSSL
+	if dyn.StoresElsewhere {
+		// The TLS material is another node's: checkSSL leaves it alone,
+		// as for a file shared by nodes with their own ssl.* tables.
+		n.perNodeSSL = true
+	}
+	if err := n.withDynamicListenerSSL(dyn.ClusterDefault, dyn.Broker, !dyn.StoresElsewhere); err != nil {
+		return nil, err
+	}
 	if errs := check(n, nil); len(errs) > 0 {
 		return nil, &AlterError{Err: ErrInvalidValue, Message: errs[0].Msg}
 	}

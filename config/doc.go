@@ -102,7 +102,8 @@
 // log.open.files.max,
 // log.scrubber.enable, log.scrubber.io.max.bytes.per.second,
 // log.scrubber.interval.ms, log.dir.min.free.bytes, log.dir.min.free.percent,
-// max.decompressed.batch.bytes, max.decompressed.inflight.bytes, http.listen,
+// max.decompressed.batch.bytes, max.decompressed.inflight.bytes,
+// bootstrap.admin.user, bootstrap.admin.scram, http.listen,
 // logging.level, logging.format.
 //
 //   - ssl.keystore.type and ssl.truststore.type PEM instead of JKS: PEM is

@@ -154,6 +154,7 @@ func (c *Config) Warnings() []Warning {
 		out = append(out, w)
 	}
 	out = append(out, c.sslWarnings()...)
+	out = append(out, c.plaintextWarnings()...)
 	slices.SortFunc(out, func(a, b Warning) int {
 		if a.Pos.Line != b.Pos.Line {
 			return a.Pos.Line - b.Pos.Line

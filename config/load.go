@@ -157,7 +157,7 @@ func (l *loader) listenerOverride(section *Section, key string, value *unstable.
 	v, vpos, err := l.convert(e, value, pos)
 	if err == nil {
 		if err = e.Validator.Check(v); err != nil {
-			err = fmt.Errorf("invalid value %s: %v", truncate(tomlValue(v), 120), err)
+			err = refusedValue(e, v, err)
 		}
 	}
 	if err != nil {
@@ -305,7 +305,7 @@ func (l *loader) keyValue(n *unstable.Node, base []string) {
 	v, vpos, err := l.convert(e, value, pos)
 	if err == nil {
 		if err = e.Validator.Check(v); err != nil {
-			err = fmt.Errorf("invalid value %s: %v", truncate(tomlValue(v), 120), err)
+			err = refusedValue(e, v, err)
 		}
 	}
 	if err != nil {
@@ -542,4 +542,13 @@ func (l *loader) offsetPos(off int) Position {
 	off = min(max(off, 0), len(l.data))
 	line, _ := slices.BinarySearch(l.lines, off+1)
 	return Position{Line: line, Column: off - l.lines[line-1] + 1}
+}
+
+// refusedValue is a value's refusal; a sensitive setting's value is not
+// repeated, so the error does not carry a secret into logs.
+func refusedValue(e *Entry, v any, err error) error {
+	if e.Sensitive {
+		return fmt.Errorf("invalid value: %v", err)
+	}
+	return fmt.Errorf("invalid value %s: %v", truncate(tomlValue(v), 120), err)
 }

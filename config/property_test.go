@@ -69,6 +69,10 @@ func genValue(t *rapid.T, e *Entry) any {
 		return rapid.SampledFrom([]string{"", "/etc/wren/tls.pem"}).Draw(t, label)
 	case "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password", "ssl.truststore.certificates":
 		return rapid.SampledFrom([]string{"", "-----BEGIN X-----\nAA==\n-----END X-----\n"}).Draw(t, label)
+	case "bootstrap.admin.user", "bootstrap.admin.scram":
+		return ""
+	case "ssl.principal.mapping.rules":
+		return rapid.SampledFrom([]string{"DEFAULT", `RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L, DEFAULT`, `RULE:^CN=([^,\\]*)(,.*|$)/$1/`}).Draw(t, label)
 	case "ssl.cipher.suites":
 		return rapid.SampledFrom([][]string{{}, {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256"}}).Draw(t, label)
 	}

@@ -133,7 +133,7 @@ var sections = []Section{
 	{Name: "replication", Doc: "Followers, the ISR and partition leadership."},
 	{Name: "groups", Doc: "Consumer groups and committed offsets."},
 	{Name: "producers", Doc: "Idempotent producer state."},
-	{Name: "security", Doc: "TLS of the client listeners, under Kafka's ssl.* names (PEM only). A listener's own value, listener.name.NAME.ssl.* (NAME in lower case, as Kafka writes it), overrides the shared one for that listener."},
+	{Name: "security", Doc: "TLS of the client listeners, under Kafka's ssl.* names (PEM only). A listener's own value, listener.name.NAME.ssl.* (NAME in lower case, as Kafka writes it), overrides the shared one for that listener. A listener's key and trust stores (listener.name.NAME.ssl.keystore.*, ssl.key.password, ssl.truststore.*) may also be altered at run time for one broker with AlterConfigs or IncrementalAlterConfigs on its BROKER resource (kafka-configs --entity-type brokers --entity-name ID), as Kafka's dynamic keystore update: the new stores must load, and new connections get the new certificate while open ones stay up."},
 	{Name: "http", Prefixed: true, Doc: "wren's own: the HTTP server for /metrics, /livez, /readyz and /v1/cluster/health."},
 	{Name: "logging", Prefixed: true, Doc: "wren's own: the broker's log output."},
 }
@@ -515,6 +515,17 @@ var registry = []*Entry{
 	{Name: "ssl.cipher.suites", Section: "security", Type: TypeList, Default: []string{}, Validator: cipherSuitesValidator,
 		Importance: Low, Mode: ReadOnly,
 		Doc: "The TLS 1.2 cipher suites SSL listeners accept, by their IANA names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256). Empty: Go's secure defaults. TLS 1.3 suites are always the three of the standard and cannot be narrowed; listing them is allowed and changes nothing."},
+
+	{Name: "ssl.principal.mapping.rules", Section: "security", Type: TypeString, Default: "DEFAULT", Validator: principalRulesValidator,
+		Importance: Low, Mode: ReadOnly,
+		Doc: "How the distinguished name of a client certificate (RFC 2253: CN=Duke,OU=ServiceUsers,O=Org,C=US) becomes the principal's name on SSL listeners: comma-separated rules, tried in order, as Kafka writes them. RULE:pattern/replacement/ replaces a whole-DN match of pattern (a regular expression; $1 is its first group), with /L or /U after it to lower- or upper-case the result; DEFAULT keeps the DN. A DN no rule matches fails the authentication. Patterns are Go regular expressions: Java's back-references and look-arounds are refused."},
+
+	{Name: "bootstrap.admin.user", Section: "security", Type: TypeString, Default: "",
+		Importance: Medium, Mode: ReadOnly, Wren: true,
+		Doc: "A SCRAM user the acting controller records when the metadata log has no credential of that name, so that a cluster whose listeners all ask for SASL can be administered from its first start. Its credential is bootstrap.admin.scram, or a password in the environment variable WREN_BOOTSTRAP_ADMIN_PASSWORD (SCRAM-SHA-512 and SCRAM-SHA-256 are then derived, 8192 iterations). Recorded once: an existing credential of the user is never replaced, so the key may stay in the file and the variable be removed after the first start. Empty: none."},
+	{Name: "bootstrap.admin.scram", Section: "security", Type: TypeString, Default: "", Sensitive: true, Validator: scramSpecValidator,
+		Importance: Medium, Mode: ReadOnly, Wren: true,
+		Doc: "The bootstrap admin's credential, salted, as kafka-storage format --add-scram takes it: SCRAM-SHA-512=[salt=\"base64\",saltedpassword=\"base64\",iterations=8192] (name= may be given too and must be bootstrap.admin.user). A password= field is refused: the file holds no password."},
 
 	// [http]
 	{Name: "http.listen", Section: "http", Type: TypeString, Default: "127.0.0.1:9644", Validator: httpListenValidator,

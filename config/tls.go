@@ -6,10 +6,14 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"os"
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/wren-broker/wren/security/principal"
 )
 
 // The security protocols of Kafka's listener model.
@@ -108,8 +112,13 @@ func (c *Config) ListenerProtocol(name string) string {
 var sslKeys = []string{
 	"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.certificate.chain", "ssl.keystore.key",
 	"ssl.key.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates",
-	"ssl.client.auth", "ssl.enabled.protocols", "ssl.cipher.suites",
+	"ssl.client.auth", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.principal.mapping.rules",
 }
+
+var principalRulesValidator = custom("Kafka's principal mapping rules: RULE:pattern/replacement/[L|U] and DEFAULT, separated by commas", func(v any) error {
+	_, err := principal.Parse(v.(string))
+	return err
+})
 
 // SSL is one listener's TLS settings, its overrides applied.
 type SSL struct {
@@ -124,6 +133,10 @@ type SSL struct {
 	ClientAuth   string
 	Protocols    []string
 	CipherSuites []string
+	// PrincipalMappingRules maps client certificates' DNs to principal
+	// names (ssl.principal.mapping.rules); mapper is it parsed.
+	PrincipalMappingRules string
+	mapper                *principal.Mapper
 	// keys are the setting names each value came from, for errors.
 	keys map[string]string
 }
@@ -166,7 +179,22 @@ func (c *Config) ListenerSSL(name string) SSL {
 	s.ClientAuth = str("ssl.client.auth")
 	s.Protocols = list("ssl.enabled.protocols")
 	s.CipherSuites = list("ssl.cipher.suites")
+	s.PrincipalMappingRules = str("ssl.principal.mapping.rules")
+	// Checked when the file was read: an error cannot happen here, and
+	// MapPrincipal refuses every DN if one did.
+	s.mapper, _ = principal.Parse(s.PrincipalMappingRules)
 	return s
+}
+
+// MapPrincipal maps the distinguished name of a client certificate (RFC
+// 2253) to the principal's name, without the User: prefix, by the
+// listener's ssl.principal.mapping.rules. A DN no rule matches is an
+// error: the client is not authenticated.
+func (s SSL) MapPrincipal(dn string) (string, error) {
+	if s.mapper == nil {
+		return "", fmt.Errorf("listener %s: %s does not parse", s.Listener, s.Key("ssl.principal.mapping.rules"))
+	}
+	return s.mapper.Map(dn)
 }
 
 // Files lists the files the settings read, for a watcher that reloads
@@ -451,4 +479,149 @@ func (c *Config) sslWarnings() []Warning {
 		}
 	}
 	return out
+}
+
+// plaintextWarnings warns about a PLAINTEXT client listener bound to an
+// address other hosts can reach while other client listeners are SSL or
+// SASL: the operator secured the cluster, and this door lets any client in
+// unauthenticated and unencrypted. Loopback binds are local tooling's and
+// pass; controller listeners are the peers' and have their own rules.
+func (c *Config) plaintextWarnings() []Warning {
+	const key = "listeners"
+	controller := func(name string) bool {
+		return slices.ContainsFunc(c.ControllerListenerNames, func(n string) bool { return strings.EqualFold(n, name) })
+	}
+	var secured []string
+	for _, l := range c.Listeners {
+		if p := c.ListenerProtocol(l.Name); !controller(l.Name) && p != "" && p != ProtocolPlaintext {
+			secured = append(secured, l.Name+" ("+p+")")
+		}
+	}
+	g, set := c.given[key]
+	if len(secured) == 0 || !set {
+		return nil
+	}
+	var out []Warning
+	for _, l := range c.Listeners {
+		if controller(l.Name) || c.ListenerProtocol(l.Name) != ProtocolPlaintext || isLoopbackHost(l.Host) {
+			continue
+		}
+		where := l.Host
+		if where == "" || isWildcard(where) {
+			where = "every interface"
+		}
+		out = append(out, Warning{File: c.file, Pos: g.pos, Key: key, Msg: fmt.Sprintf(
+			"listeners: %s is PLAINTEXT on %s, while %s %s secured: any client that reaches it is served without TLS or authentication; "+
+				"bind it to a loopback address, or make it SSL or SASL_SSL",
+			l, where, strings.Join(secured, ", "), map[bool]string{true: "is", false: "are"}[len(secured) == 1])})
+	}
+	return out
+}
+
+// isLoopbackHost reports whether a listener's host is this machine only:
+// a loopback IP or localhost.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// dynamicSSLKeys are the ssl.* settings whose listener.name.NAME. form
+// one broker's own layer may alter at run time: the key and trust stores,
+// as Kafka's dynamic keystore update (KIP-226) allows. The listener's
+// certificate is reloaded with them; client authentication, versions,
+// suites and principal rules are read only at start.
+var dynamicSSLKeys = []string{
+	"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.certificate.chain", "ssl.keystore.key",
+	"ssl.key.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates",
+}
+
+// ErrInvalidKeystore is why a run-time change of a listener's key or
+// trust store is refused when the stores it names do not load.
+var ErrInvalidKeystore = errors.New("config: key or trust store does not load")
+
+// IsListenerKey reports whether a broker config name is a listener's own
+// TLS setting, listener.name.NAME.ssl.x.
+func IsListenerKey(name string) bool {
+	_, _, ok := listenerKey(name)
+	return ok
+}
+
+// listenerKey splits listener.name.NAME.ssl.x into the listener's name
+// (lower case) and ssl.x; ok is false for any other name.
+func listenerKey(name string) (listener, sub string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "listener.name.")
+	if !ok {
+		return "", "", false
+	}
+	listener, sub, ok = strings.Cut(rest, ".")
+	if !ok || !validListenerName(listener) || !strings.HasPrefix(sub, "ssl.") {
+		return "", "", false
+	}
+	return strings.ToLower(listener), sub, true
+}
+
+// parseListenerValue checks a run-time value of listener.name.NAME.ssl.x:
+// only a key or trust store setting, only on one broker's own layer.
+func parseListenerValue(name, sub, value string, perBroker bool) (any, error) {
+	e, ok := byName[sub]
+	switch {
+	case !ok || !slices.Contains(sslKeys, sub):
+		return nil, &AlterError{Err: ErrUnknownConfig, Message: "Unknown broker config name: " + name}
+	case !slices.Contains(dynamicSSLKeys, sub):
+		return nil, &AlterError{Err: ErrNotDynamic, Message: "Cannot update these configs dynamically: Set(" + name + ")"}
+	case !perBroker:
+		return nil, &AlterError{Err: ErrNotDynamic, Message: "Cannot update these configs at default cluster level, broker id must be specified: Set(" + name + ")"}
+	}
+	return parseChecked(name, e.Type, e.Validator, value)
+}
+
+// withDynamicListenerSSL lays the listener.name.NAME.ssl.* values of the
+// run-time layers over the file's (the cluster-wide layer may hold none),
+// and, when load is set, checks that the key and trust stores of each
+// listener they change load: a store that does not is refused, so the
+// certificate in use stays.
+func (n *Config) withDynamicListenerSSL(clusterDefault, broker map[string]string, load bool) error {
+	var changed []string
+	for i, layer := range []map[string]string{clusterDefault, broker} {
+		for _, name := range slices.Sorted(maps.Keys(layer)) {
+			listener, sub, ok := listenerKey(name)
+			if !ok {
+				continue
+			}
+			v, err := parseListenerValue(name, sub, layer[name], i == 1)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(changed, listener) {
+				if len(changed) == 0 {
+					n.listenerSSL = maps.Clone(n.listenerSSL)
+					if n.listenerSSL == nil {
+						n.listenerSSL = map[string]map[string]given{}
+					}
+				}
+				n.listenerSSL[listener] = maps.Clone(n.listenerSSL[listener])
+				if n.listenerSSL[listener] == nil {
+					n.listenerSSL[listener] = map[string]given{}
+				}
+				changed = append(changed, listener)
+			}
+			n.listenerSSL[listener][sub] = given{value: v, source: SourceDynamicBroker}
+		}
+	}
+	for _, listener := range changed {
+		if p := n.ListenerProtocol(listener); !load || p != ProtocolSSL && p != ProtocolSASLSSL {
+			continue // check names a listener that is not SSL
+		}
+		s := n.ListenerSSL(listener)
+		if _, err := s.Certificate(); err != nil {
+			return &AlterError{Err: ErrInvalidKeystore, Message: err.Error()}
+		}
+		if _, err := s.ClientCAs(); err != nil {
+			return &AlterError{Err: ErrInvalidKeystore, Message: err.Error()}
+		}
+	}
+	return nil
 }

@@ -191,3 +191,42 @@ func TestSSLWithoutSSLListenerWarns(t *testing.T) {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// ssl.principal.mapping.rules is read with Kafka's grammar at load: bad
+// rules are refused with the key and line, a listener may have its own,
+// and the listener's SSL settings map DNs by them.
+func TestPrincipalMappingRules(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := testKeyPair(t)
+	good := writeFile(t, dir, "good.pem", cert+key)
+	ssl := "[broker]\nlisteners = [\"SSL://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:9093\"]\n[security]\nssl.keystore.location = " + quoteTOML(good) + "\n"
+	for _, tc := range []struct{ name, file, want string }{
+		{"bad rule", ssl + "ssl.principal.mapping.rules = \"DEFAULT/L\"\n",
+			"config.toml:5:31: ssl.principal.mapping.rules: invalid value \"DEFAULT/L\": invalid rule: `DEFAULT/L`, unmatched substring: `/L`"},
+		{"bad pattern", ssl + "ssl.principal.mapping.rules = \"RULE:^CN=(?<=x)$/$1/\"\n",
+			"config.toml:5:31: ssl.principal.mapping.rules: invalid value"},
+		{"bad listener rule", ssl + "listener.name.ssl.ssl.principal.mapping.rules = \"rule:x/y/\"\n",
+			"config.toml:5:49: listener.name.ssl.ssl.principal.mapping.rules: invalid value \"rule:x/y/\": invalid rule"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("config.toml", []byte(tc.file))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant an error containing %q", err, tc.want)
+			}
+		})
+	}
+	c, err := Parse("config.toml", []byte(ssl+"ssl.principal.mapping.rules = \"RULE:^CN=([^,]*),.*$/$1/L, DEFAULT\"\n"+
+		"listener.name.ssl.ssl.principal.mapping.rules = \"RULE:^CN=([^,]*),.*$/$1/U\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.ListenerSSL("SSL").MapPrincipal("CN=Duke,O=Org"); err != nil || got != "DUKE" {
+		t.Errorf("listener's own rules: %q, %v; want DUKE", got, err)
+	}
+	if _, err := c.ListenerSSL("SSL").MapPrincipal("O=Org"); err == nil {
+		t.Error("a DN the listener's rules do not match was mapped")
+	}
+	if got, err := c.ListenerSSL("OTHER").MapPrincipal("CN=Duke,O=Org"); err != nil || got != "duke" {
+		t.Errorf("shared rules: %q, %v; want duke", got, err)
+	}
+}

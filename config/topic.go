@@ -77,6 +77,10 @@ type Dynamic struct {
 	Broker map[string]string
 	// ClusterDefault is the cluster-wide layer (empty resource name).
 	ClusterDefault map[string]string
+	// StoresElsewhere: Broker is another node's layer, whose listener
+	// key and trust stores are files on that node, so they are not
+	// loaded here (that node checked them before forwarding the change).
+	StoresElsewhere bool
 }
 
 // Described is one row of a DescribeConfigs response.
@@ -196,6 +200,24 @@ func (c *Config) DescribeBroker(dyn *Dynamic) ([]Described, error) {
 			}
 		}
 		out = append(out, d)
+	}
+	if dyn != nil {
+		// A listener's own TLS settings set at run time (Kafka describes
+		// them too); sensitive ones as null.
+		for _, name := range slices.Sorted(maps.Keys(dyn.Broker)) {
+			_, sub, ok := listenerKey(name)
+			e := byName[sub]
+			if !ok || e == nil {
+				continue
+			}
+			v := dyn.Broker[name]
+			d := Described{Name: name, Value: &v, Source: SourceDynamicBroker, Type: e.Type, Doc: e.Doc, Sensitive: e.Sensitive,
+				Synonyms: []Synonym{{Name: name, Value: v, Source: SourceDynamicBroker}}}
+			if e.Sensitive {
+				d.Value, d.Synonyms[0].Value = nil, ""
+			}
+			out = append(out, d)
+		}
 	}
 	return out, nil
 }
@@ -334,6 +356,9 @@ func ValidateBrokerConfig(name, value string, perBroker bool) error {
 }
 
 func parseBrokerValue(name, value string, perBroker bool) (any, error) {
+	if _, sub, ok := listenerKey(name); ok {
+		return parseListenerValue(name, sub, value, perBroker)
+	}
 	e, ok := byName[name]
 	if !ok {
 		return nil, &AlterError{Err: ErrUnknownConfig, Message: "Unknown broker config name: " + name}

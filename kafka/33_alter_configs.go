@@ -1,7 +1,9 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -46,6 +48,14 @@ import (
 //   that says so: a stored value that changes nothing would mislead.
 //   Deleting such a key is allowed. CreateTopics refuses the same keys the
 //   same way (checkSettable).
+// * A listener's key and trust stores (listener.name.NAME.ssl.keystore.*,
+//   ssl.key.password, ssl.truststore.*: Kafka's dynamic keystore update)
+//   may be set on one broker's own layer only; the stores they name are
+//   loaded first, and ones that do not load are INVALID_CONFIG, the
+//   listener keeping its certificate. Once committed, the listener's new
+//   handshakes get the new certificate; open connections stay up. The
+//   files are the named broker's: it loads them before forwarding the
+//   change (checkStoresBeforeForward), and the controller does not.
 // * ValidateOnly checks everything and writes nothing.
 // * A change is durable in the metadata log before the response, so it
 //   survives a restart; resources are applied one by one, in order.
@@ -248,10 +258,18 @@ func (s *Server) alterConfigs(ctx context.Context, im *cluster.Image, a configAl
 		next := *dyn
 		if a.perBroker {
 			next.Broker = final
+			// Forwarded for another broker: its key stores are its files,
+			// checked there before it forwarded (checkStoresBeforeForward).
+			next.StoresElsewhere = a.name != strconv.Itoa(int(n.Config.NodeID))
 		} else {
 			next.ClusterDefault = final
 		}
 		if _, err := n.Config.WithDynamic(&next); err != nil {
+			if errors.Is(err, config.ErrInvalidKeystore) {
+				// Kafka refuses a keystore that does not load with
+				// INVALID_CONFIG; the listener keeps its certificate.
+				return fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+			}
 			return fmt.Errorf("%w: %w", kerr.InvalidRequest, err)
 		}
 	}
@@ -265,4 +283,107 @@ func (s *Server) alterConfigs(ctx context.Context, im *cluster.Image, a configAl
 		return nil
 	}
 	return n.Controller.AlterConfigs(ctx, a.resourceType, a.name, ops, a.replace, validateOnly)
+}
+
+// checkStoresBeforeForward loads, on the broker a config change names,
+// the listener key and trust stores (listener.name.NAME.ssl.*) it sets
+// on this broker's own layer, before the change goes to the controller:
+// they are this node's files, which the controller cannot read. When one
+// does not load, the request is answered here: that resource
+// INVALID_CONFIG, the others INVALID_REQUEST, unapplied (a client sends
+// such a change alone, as kafka-configs does). ok is false when the
+// request may go on.
+func (s *Server) checkStoresBeforeForward(req *Request) (resp kmsg.Response, ok bool) {
+	n := s.node()
+	self := strconv.Itoa(int(n.Config.NodeID))
+	type change struct {
+		name    string
+		replace bool
+		ops     []cluster.ConfigOp
+	}
+	var changes []change
+	switch r := req.Body.(type) {
+	case *kmsg.AlterConfigsRequest:
+		for _, rr := range r.Resources {
+			c := change{name: rr.ResourceName, replace: true}
+			if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+				for _, cfg := range rr.Configs {
+					c.ops = append(c.ops, cluster.ConfigOp{Key: cfg.Name, Value: cfg.Value})
+				}
+			}
+			changes = append(changes, c)
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		for _, rr := range r.Resources {
+			c := change{name: rr.ResourceName}
+			if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+				for _, cfg := range rr.Configs {
+					switch cfg.Op {
+					case kmsg.IncrementalAlterConfigOpSet:
+						c.ops = append(c.ops, cluster.ConfigOp{Key: cfg.Name, Value: cfg.Value})
+					case kmsg.IncrementalAlterConfigOpDelete:
+						c.ops = append(c.ops, cluster.ConfigOp{Key: cfg.Name})
+					}
+				}
+			}
+			changes = append(changes, c)
+		}
+	default:
+		return nil, false
+	}
+	errs := make([]error, len(changes))
+	failed := false
+	im := n.Metadata.Image()
+	for i, c := range changes {
+		if c.name != self || !slices.ContainsFunc(c.ops, func(op cluster.ConfigOp) bool { return config.IsListenerKey(op.Key) && op.Value != nil }) {
+			continue
+		}
+		layer := map[string]string{}
+		if !c.replace {
+			for k, v := range im.BrokerConfigs(self) {
+				if config.IsListenerKey(k) {
+					layer[k] = v
+				}
+			}
+		}
+		for _, op := range c.ops {
+			switch {
+			case !config.IsListenerKey(op.Key):
+			case op.Value == nil:
+				delete(layer, op.Key)
+			default:
+				layer[op.Key] = *op.Value
+			}
+		}
+		if _, err := n.Config.WithDynamic(&config.Dynamic{Broker: layer}); errors.Is(err, config.ErrInvalidKeystore) {
+			errs[i], failed = fmt.Errorf("%w: %w", kerr.InvalidConfig, err), true
+		}
+	}
+	if !failed {
+		return nil, false
+	}
+	notApplied := fmt.Errorf("%w: not applied: another resource of the request names a key store that does not load", kerr.InvalidRequest)
+	switch r := req.Body.(type) {
+	case *kmsg.AlterConfigsRequest:
+		out := r.ResponseKind().(*kmsg.AlterConfigsResponse)
+		for i, rr := range r.Resources {
+			res := kmsg.NewAlterConfigsResponseResource()
+			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+			err := cmp.Or(errs[i], notApplied)
+			res.ErrorCode, res.ErrorMessage = errorCode(err), kafkaMessage(err)
+			out.Resources = append(out.Resources, res)
+		}
+		return out, true
+	case *kmsg.IncrementalAlterConfigsRequest:
+		out := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		for i, rr := range r.Resources {
+			res := kmsg.NewIncrementalAlterConfigsResponseResource()
+			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+			err := cmp.Or(errs[i], notApplied)
+			res.ErrorCode, res.ErrorMessage = errorCode(err), kafkaMessage(err)
+			out.Resources = append(out.Resources, res)
+		}
+		return out, true
+	}
+	return nil, false
 }

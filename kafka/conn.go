@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -592,10 +594,22 @@ func (c *conn) handshake() error {
 	defer cancel()
 	if err := c.tls.HandshakeContext(ctx); err != nil {
 		var rh tls.RecordHeaderError
-		if errors.As(err, &rh) {
-			return fmt.Errorf("%w: %v", ErrPlaintextOnTLS, err)
+		var ne net.Error
+		reason := "refused"
+		switch {
+		case errors.As(err, &rh):
+			reason, err = "not_tls", fmt.Errorf("%w: %v", ErrPlaintextOnTLS, err)
+		case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+			reason, err = "timeout", fmt.Errorf("kafka: TLS handshake: %w", err)
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
+			reason, err = "closed", fmt.Errorf("kafka: TLS handshake: %w", err)
+		default:
+			err = fmt.Errorf("kafka: TLS handshake: %w", err)
 		}
-		return fmt.Errorf("kafka: TLS handshake: %w", err)
+		if o, is := c.s.cfg.Observer.(TLSObserver); is {
+			o.TLSHandshakeFailed(c.sess.ListenerName, reason)
+		}
+		return err
 	}
 	c.nc.SetDeadline(time.Time{})
 	st := c.tls.ConnectionState()

@@ -73,6 +73,9 @@ func (s *Server) maybeForward(req *Request) (Pending, bool) {
 		// Refused here: the local handler answers with the refusal.
 		return nil, false
 	}
+	if resp, refused := s.checkStoresBeforeForward(req); refused {
+		return Respond(resp), true
+	}
 	version := req.Header.ApiVersion
 	origin := cluster.RequestOrigin{Principal: req.Session.Principal(), Host: req.Session.Host()}
 	out, err := n.Controller.ForwardRequest(req.Session.Context(), req.Header.ApiKey, version, req.Body.AppendTo(nil), origin)

@@ -32,6 +32,17 @@ type AuthObserver interface {
 	SASLAuthentication(listener, mechanism string, ok, reauth bool)
 }
 
+// TLSObserver is told of every TLS handshake that failed on a listener,
+// for the metric of handshake failures per listener, when the Server's
+// Observer implements it too. reason is one of a few words: "timeout"
+// (not done by TLSHandshakeTimeout), "not_tls" (the client spoke
+// something else, plaintext Kafka most often), "closed" (the client hung
+// up first) or "refused" (any other failure: no shared version or suite,
+// a client certificate that does not verify).
+type TLSObserver interface {
+	TLSHandshakeFailed(listener, reason string)
+}
+
 // nopObserver is the Observer of a Server configured without one.
 type nopObserver struct{}
 

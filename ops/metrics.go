@@ -221,6 +221,14 @@ func (m *Metrics) Throttled(quota string, throttle time.Duration) {
 	}
 }
 
+// TLSHandshakeFailed implements kafka.TLSObserver: failed TLS handshakes
+// by listener and reason (timeout, not_tls, closed, refused), a few
+// values each.
+func (m *Metrics) TLSHandshakeFailed(listener, reason string) {
+	m.set.counter("wren_tls_handshake_failures_total", "listener="+quote(listener)+",reason="+quote(reason),
+		"TLS handshakes that failed on the SSL and SASL_SSL listeners, by listener and reason").Inc()
+}
+
 // ConnectionRefused implements kafka.Observer.
 func (m *Metrics) ConnectionRefused() { m.refused.Inc() }
 
