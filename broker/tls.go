@@ -87,6 +87,27 @@ func (b *Broker) bindClientListeners(w *wiring) (bound []boundListener, err erro
 	return bound, nil
 }
 
+// runReloader runs r (nil: nothing) every interval (0: the default)
+// until the returned function is called, which waits for it to end.
+func runReloader(r *certReloader, interval time.Duration) (stop func()) {
+	if r == nil {
+		return func() {}
+	}
+	if interval <= 0 {
+		interval = defaultTLSReloadInterval
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.run(ctx, interval)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // stopTLS ends the certificate reloaders and waits for them.
 func (b *Broker) stopTLS() {
 	if b.tlsStop != nil {
