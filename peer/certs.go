@@ -252,18 +252,15 @@ func issueAll(o *CertsOptions, ids []election.NodeID, ca *x509.Certificate, key 
 	return nil
 }
 
-// writeCA writes ca-key.pem, then ca.pem: the CA and then older CAs'
-// certificates (DER), which it still trusts.
+// writeCA writes ca.pem, then ca-key.pem: ca.pem holds the CA and then
+// older CAs' certificates, which it still trusts. In that order a
+// rotation cut short leaves the old key with a ca.pem that still holds
+// its certificate, which rotate can read again.
 func writeCA(o *CertsOptions, ca *x509.Certificate, key *ecdsa.PrivateKey, older []*x509.Certificate) error {
 	k, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return err
 	}
-	keyPath := filepath.Join(o.Dir, CAKeyFile)
-	if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k}), 0o600); err != nil {
-		return err
-	}
-	o.wrote(keyPath, "the CA's private key: keep it off the nodes")
 	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})
 	n := 1
 	for _, c := range older {
@@ -282,6 +279,11 @@ func writeCA(o *CertsOptions, ca *x509.Certificate, key *ecdsa.PrivateKey, older
 		what += fmt.Sprintf(", and %d older CA(s) trusted until the rotation ends", n-1)
 	}
 	o.wrote(path, what)
+	keyPath := filepath.Join(o.Dir, CAKeyFile)
+	if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k}), 0o600); err != nil {
+		return err
+	}
+	o.wrote(keyPath, "the CA's private key: keep it off the nodes")
 	return nil
 }
 
