@@ -377,6 +377,11 @@ func (l *Layer) serveOutgoing(p *peer, connected func()) error {
 	l.traffic.handshake.count(true, len(frame))
 	resp, err := readFrame(c, l.cfg.MaxFrameBytes)
 	if err != nil {
+		if refusedByTLS(err) {
+			// TLS 1.3 ends the client's handshake before the server has
+			// checked its certificate: a refusal comes as an alert here.
+			return &IdentityError{Node: p.id, Err: fmt.Errorf("node %d at %s refused this node's certificate (its CA or its names): %w", p.id, p.addr, err)}
+		}
 		return fmt.Errorf("handshake: %w", err)
 	}
 	l.traffic.handshake.count(false, 4+len(resp))

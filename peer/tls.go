@@ -181,6 +181,13 @@ func (l *Layer) dial(to election.NodeID, addr string) (raw, c net.Conn, err erro
 	return raw, tc, nil
 }
 
+// refusedByTLS reports whether err is a TLS alert the other end sent:
+// it refused this end's certificate.
+func refusedByTLS(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "remote error"
+}
+
 // sniffedConn is a connection whose first bytes were read into r to see
 // whether it speaks TLS; reads go through r.
 type sniffedConn struct {

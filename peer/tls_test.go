@@ -237,3 +237,24 @@ func TestTLSRotation(t *testing.T) {
 		t.Fatal("the message channel dropped during the rotation")
 	}
 }
+
+// A node refused by its peers' TLS says so at ERROR, naming the peer.
+func TestTLSRefusedDialerLogs(t *testing.T) {
+	lns, voters := listeners(t, 2)
+	dir := certDir(t, voters)
+	other := certDir(t, voters)
+	tlsLayers(t, lns[:1], voters, dir)
+	logs := &syncBuffer{}
+	m := &swappableTLS{}
+	// Trusts the cluster's CA, presents another's certificate.
+	m.load(t, filepath.Join(other, NodeCertFile(2)), filepath.Join(dir, CAFile))
+	l, err := start(Config{ID: 2, Voters: voters, Listener: lns[1], Logger: slog.New(slog.NewTextHandler(logs, nil)), TLS: m.config(),
+		BackoffMin: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	waitFor(t, "the refused node logs why", 10*time.Second, func() bool {
+		return strings.Contains(logs.String(), "level=ERROR") && strings.Contains(logs.String(), "refused this node's certificate")
+	})
+}
