@@ -453,3 +453,28 @@ func grepLinesNot(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// A node whose own certificate does not name it refuses to start, naming
+// the setting and why, rather than being refused by every peer.
+func TestPeerTLSWrongOwnCertificate(t *testing.T) {
+	c := newPeerTLSCluster(t, true)
+	data, err := os.ReadFile(filepath.Join(c.certs, peer.NodeCertFile(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAtomically(t, filepath.Join(c.nodeDir[0], peer.NodeCertFile(1)), data)
+	cfg, err := config.Parse("node1.toml", []byte(c.configText(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Start(cfg, Options{Logger: testLogger(t)})
+	if err == nil {
+		b.Close()
+		t.Fatal("node 1 started with node 2's certificate")
+	}
+	for _, want := range []string{"listener.name.controller.ssl.keystore.location", "names node 2, not node 1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("start error %q does not say %q", err, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -106,7 +107,16 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 	var peerTLS *peer.TLS
 	var reloads *certReloader
 	if ssl, ok := cfg.ControllerSSL(); ok {
-		reloads, err = newCertReloader(ssl, logger)
+		self := election.NodeID(cfg.NodeID)
+		var selfAddr string
+		for _, v := range cfg.Voters {
+			if v.ID == cfg.NodeID {
+				selfAddr = v.Addr()
+			}
+		}
+		reloads, err = newCertReloader(ssl, logger, func(c *tls.Certificate) error {
+			return peer.CheckOwnCertificate(c, self, selfAddr)
+		})
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("broker: controller listener %s: %w", ssl.Listener, err)
 		}

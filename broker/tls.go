@@ -54,7 +54,7 @@ func (b *Broker) bindClientListeners(w *wiring) (bound []boundListener, err erro
 		switch proto {
 		case config.ProtocolPlaintext, config.ProtocolSASLPlaintext:
 		case config.ProtocolSSL, config.ProtocolSASLSSL:
-			r, err := newCertReloader(b.cfg.ListenerSSL(l.name), b.logger)
+			r, err := newCertReloader(b.cfg.ListenerSSL(l.name), b.logger, nil)
 			if err != nil {
 				return bound, fmt.Errorf("broker: listener %s: %w", l.name, err)
 			}
@@ -139,15 +139,18 @@ func (b *Broker) serveAll(bound []boundListener) error {
 type certReloader struct {
 	ssl    config.SSL
 	logger *slog.Logger
-	cert   atomic.Pointer[tls.Certificate]
-	cas    atomic.Pointer[x509.CertPool]
+	// vet, if set, checks a certificate before it is used: one it refuses
+	// fails the start, or keeps the previous one at a reload.
+	vet  func(*tls.Certificate) error
+	cert atomic.Pointer[tls.Certificate]
+	cas  atomic.Pointer[x509.CertPool]
 	// sum is the hash of the files' contents last loaded; failed the
 	// hash that last failed to load, so a broken file is logged once.
 	sum, failed []byte
 }
 
-func newCertReloader(s config.SSL, logger *slog.Logger) (*certReloader, error) {
-	r := &certReloader{ssl: s, logger: logger}
+func newCertReloader(s config.SSL, logger *slog.Logger, vet func(*tls.Certificate) error) (*certReloader, error) {
+	r := &certReloader{ssl: s, logger: logger, vet: vet}
 	sum, err := r.hashFiles()
 	if err != nil {
 		return nil, err
@@ -168,6 +171,11 @@ func (r *certReloader) load() error {
 	cas, err := r.ssl.ClientCAs()
 	if err != nil {
 		return err
+	}
+	if r.vet != nil {
+		if err := r.vet(&cert); err != nil {
+			return &config.SSLError{Key: r.ssl.Key("ssl.keystore.location"), Err: err}
+		}
 	}
 	r.cert.Store(&cert)
 	r.cas.Store(cas)

@@ -93,6 +93,27 @@ func parseNodeURI(u *url.URL) (election.NodeID, bool) {
 	return election.NodeID(n), true
 }
 
+// CheckOwnCertificate checks that cert, this node's, passes the identity
+// rule for node id at addr, its voter entry: a node with a wrong
+// certificate is told so at start (or its reload is refused), rather
+// than refused by every peer.
+func CheckOwnCertificate(cert *tls.Certificate, id election.NodeID, addr string) error {
+	leaf := cert.Leaf
+	if leaf == nil {
+		if len(cert.Certificate) == 0 {
+			return errors.New("no certificate")
+		}
+		var err error
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return err
+		}
+	}
+	if err := VerifyPeerCertificate(leaf, id, addr); err != nil {
+		return fmt.Errorf("this node's certificate cannot serve between the peers: %w (`wren cluster certs` makes ones that can)", err)
+	}
+	return nil
+}
+
 // VerifyPeerCertificate checks the identity rule: cert names node id,
 // and the host of addr (the voter's entry, host:port). The chain is
 // checked by the TLS handshake before.
@@ -226,7 +247,7 @@ func (l *Layer) accept(raw net.Conn) (c net.Conn, cert *x509.Certificate, plain 
 	cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	tc := tls.Server(sc, cfg)
 	if err := tc.Handshake(); err != nil {
-		l.refused(raw, "TLS handshake failed: "+err.Error())
+		l.refused(raw, "tls", "TLS handshake failed: "+err.Error())
 		return nil, nil, false, err
 	}
 	cs := tc.ConnectionState()
@@ -272,15 +293,16 @@ type refusalEntry struct {
 
 // refused logs, at ERROR, that the connection from raw's remote was
 // refused for reason, unless the same host was refused for the same
-// reason less than refusalLogInterval ago; the next line says how many
-// were not logged.
-func (l *Layer) refused(raw net.Conn, reason string) {
+// class of reason (TLS handshakes, whose errors may name the connection's
+// port, are one class) less than refusalLogInterval ago; the next line
+// says how many were not logged.
+func (l *Layer) refused(raw net.Conn, class, reason string) {
 	remote := raw.RemoteAddr().String()
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
 		host = remote
 	}
-	key := host + "\x00" + reason
+	key := host + "\x00" + class
 	r := &l.refusals
 	r.mu.Lock()
 	if r.last == nil || len(r.last) > 1024 {
