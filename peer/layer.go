@@ -629,7 +629,7 @@ func (l *Layer) refuse(raw, c net.Conn, h wire.RequestHeader, ours Handshake, co
 	if err := wire.WriteFrame(c, resp); err == nil {
 		l.traffic.handshake.count(true, len(resp))
 	}
-	l.refused(raw, "handshake", reason)
+	l.refused(raw, reason, reason)
 	return errors.New(reason)
 }
 

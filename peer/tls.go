@@ -293,9 +293,10 @@ type refusalEntry struct {
 
 // refused logs, at ERROR, that the connection from raw's remote was
 // refused for reason, unless the same host was refused for the same
-// class of reason (TLS handshakes, whose errors may name the connection's
-// port, are one class) less than refusalLogInterval ago; the next line
-// says how many were not logged.
+// class of reason less than refusalLogInterval ago; the next line says
+// how many were not logged. A handshake's refusal is its own class (its
+// text names nodes, not connections); failed TLS handshakes are one
+// class, since their errors may name the connection's port.
 func (l *Layer) refused(raw net.Conn, class, reason string) {
 	remote := raw.RemoteAddr().String()
 	host, _, err := net.SplitHostPort(remote)
