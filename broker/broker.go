@@ -75,7 +75,8 @@ type Options struct {
 	// waits out a long poll.
 	MaxFollowerWait time.Duration
 	// TLSReloadInterval is how often SSL listeners' key and trust store
-	// files are checked for changes; zero means 5 s.
+	// files are checked for changes, the CONTROLLER listener's included;
+	// zero means 5 s.
 	TLSReloadInterval time.Duration
 }
 

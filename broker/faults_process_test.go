@@ -162,7 +162,10 @@ func startFaultClusterWith(t *testing.T, opts faultClusterOptions) *faultCluster
 	for i := 0; i < 3; i++ {
 		voters = append(voters, strconv.Quote(fmt.Sprintf("%d@%s", i+1, peers[i])))
 	}
-	peerTLS := faultsPeerTLS(t, dir, peers)
+	certs, peerTLS := faultsPeerTLS(t, dir, peers)
+	if certs != "" && fc.proxies != nil {
+		fc.proxies.useTLS(t, certs, 3)
+	}
 	for i := 0; i < 3; i++ {
 		id := i + 1
 		data := filepath.Join(dir, fmt.Sprintf("data%d", id))
@@ -232,14 +235,16 @@ level = "info"
 // faultsPeerTLS reads WREN_FAULTS_PEER_TLS: when it is 1, the nodes of
 // every fault cluster talk to each other over mutual TLS, with
 // certificates `wren cluster certs init` would make for voters (written
-// under dir), so the scenarios run with TLS between the peers (through
-// the proxies, which carry the bytes unread). It returns the lines
-// node id's file takes in [broker] and [security]: none without it.
-func faultsPeerTLS(t *testing.T, dir string, voters []string) func(id int) string {
+// under dir), so the scenarios run with TLS between the peers (the
+// proxies, which must read each connection's handshake, end each TLS
+// connection and open another to the node behind them, as the dialer
+// with its certificate). It returns the certificates' directory ("" when
+// off) and the lines node id's file takes in [broker] and [security].
+func faultsPeerTLS(t *testing.T, dir string, voters []string) (string, func(id int) string) {
 	t.Helper()
 	switch v := os.Getenv("WREN_FAULTS_PEER_TLS"); v {
 	case "", "0":
-		return func(int) string { return "" }
+		return "", func(int) string { return "" }
 	case "1":
 	default:
 		t.Fatalf("WREN_FAULTS_PEER_TLS=%q: want 1 or 0", v)
@@ -253,7 +258,7 @@ func faultsPeerTLS(t *testing.T, dir string, voters []string) func(id int) strin
 		t.Fatal(err)
 	}
 	t.Log("mutual TLS between the peers (WREN_FAULTS_PEER_TLS=1)")
-	return func(id int) string {
+	return certs, func(id int) string {
 		return fmt.Sprintf("listener.security.protocol.map = \"PLAINTEXT:PLAINTEXT,CONTROLLER:SSL\"\n[security]\n"+
 			"listener.name.controller.ssl.keystore.location = %q\nlistener.name.controller.ssl.truststore.location = %q\n",
 			filepath.Join(certs, peer.NodeCertFile(election.NodeID(id))), filepath.Join(certs, peer.CAFile))
