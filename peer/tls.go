@@ -194,7 +194,10 @@ func (l *Layer) dial(to election.NodeID, addr string) (raw, c net.Conn, err erro
 	if err := tc.Handshake(); err != nil {
 		l.untrack(raw)
 		var ve *tls.CertificateVerificationError
-		if idErr != nil || errors.As(err, &ve) {
+		if idErr != nil || errors.As(err, &ve) || refusedByTLS(err) {
+			// The listener is not the voter, or (TLS 1.2, whose
+			// handshake checks both ends) it refused this node's
+			// certificate.
 			return nil, nil, &IdentityError{Node: to, Err: err}
 		}
 		return nil, nil, fmt.Errorf("TLS handshake with node %d at %s: %w", to, addr, err)

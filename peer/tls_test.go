@@ -34,6 +34,7 @@ func certDir(t *testing.T, voters map[election.NodeID]string) string {
 type swappableTLS struct {
 	cert atomic.Pointer[tls.Certificate]
 	cas  atomic.Pointer[x509.CertPool]
+	base *tls.Config
 }
 
 func (s *swappableTLS) load(t *testing.T, keystore, truststore string) {
@@ -55,12 +56,12 @@ func (s *swappableTLS) load(t *testing.T, keystore, truststore string) {
 }
 
 func (s *swappableTLS) config() *TLS {
-	return &TLS{Certificate: s.cert.Load, CAs: s.cas.Load}
+	return &TLS{Certificate: s.cert.Load, CAs: s.cas.Load, Base: s.base}
 }
 
 // tlsLayers starts one layer per listener, node i with dir's
 // node-i.pem, and returns them with their TLS material and the log.
-func tlsLayers(t *testing.T, lns []net.Listener, voters map[election.NodeID]string, dir string) ([]*Layer, []*swappableTLS, *syncBuffer) {
+func tlsLayers(t *testing.T, lns []net.Listener, voters map[election.NodeID]string, dir string, base ...*tls.Config) ([]*Layer, []*swappableTLS, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
@@ -69,6 +70,9 @@ func tlsLayers(t *testing.T, lns []net.Listener, voters map[election.NodeID]stri
 	for i := range lns {
 		id := election.NodeID(i + 1)
 		m := &swappableTLS{}
+		if len(base) > 0 {
+			m.base = base[0]
+		}
 		m.load(t, filepath.Join(dir, NodeCertFile(id)), filepath.Join(dir, CAFile))
 		l, err := start(Config{ID: id, Voters: voters, Listener: lns[i], Logger: logger, TLS: m.config(),
 			BackoffMin: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond},
@@ -84,11 +88,19 @@ func tlsLayers(t *testing.T, lns []net.Listener, voters map[election.NodeID]stri
 }
 
 // Three voters over mutual TLS with certificates from InitCerts connect
-// to each other; a probe in plaintext is still answered.
+// to each other, in TLS 1.3 and in TLS 1.2 alone; a probe in plaintext
+// is still answered.
 func TestTLSPeersConnect(t *testing.T) {
+	t.Run("TLS 1.3", func(t *testing.T) { testTLSPeersConnect(t, nil) })
+	t.Run("TLS 1.2", func(t *testing.T) {
+		testTLSPeersConnect(t, &tls.Config{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12})
+	})
+}
+
+func testTLSPeersConnect(t *testing.T, base *tls.Config) {
 	lns, voters := listeners(t, 3)
 	dir := certDir(t, voters)
-	layers, _, _ := tlsLayers(t, lns, voters, dir)
+	layers, _, _ := tlsLayers(t, lns, voters, dir, base)
 	waitFor(t, "every node connected to every other", 10*time.Second, func() bool {
 		for i, l := range layers {
 			for j := range layers {
