@@ -79,7 +79,8 @@ type Options struct {
 	// waits out a long poll.
 	MaxFollowerWait time.Duration
 	// TLSReloadInterval is how often SSL listeners' key and trust store
-	// files are checked for changes; zero means 5 s.
+	// files are checked for changes, the CONTROLLER listener's included;
+	// zero means 5 s.
 	TLSReloadInterval time.Duration
 	// Authorizer, if set, returns the authorizer every Kafka request is
 	// judged by (kafka.Node.Authorizer); nil allows everything.
@@ -167,12 +168,21 @@ func (b *Broker) componentList(w *wiring) []component {
 		// transport come before the controller: its driver starts talking
 		// to its peers at once. The controller closes the transport, and
 		// with it the layer; closing it again does nothing.
+		var stopReloads func()
 		list = append(list, component{name: "controller listener",
-			start: func() (err error) {
-				w.quorum, w.peers, err = quorumConfig(cfg, w.dir, b.logger, &w.ctrlRef, &w.replRef, b.logs, b.stopFor)
-				return err
+			start: func() error {
+				q, peers, reloads, err := quorumConfig(cfg, w.dir, b.logger, &w.ctrlRef, &w.replRef, b.logs, b.stopFor)
+				if err != nil {
+					return err
+				}
+				w.quorum, w.peers = q, peers
+				stopReloads = runReloader(reloads, w.o.TLSReloadInterval)
+				return nil
 			},
-			close: func() error { return w.peers.Close() }})
+			close: func() error {
+				stopReloads()
+				return w.peers.Close()
+			}})
 	}
 	list = append(list,
 		component{name: "controller", start: func() error { return b.openController(w) }, close: func() error { return b.controller.Close() }},

@@ -1,15 +1,20 @@
 package broker
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/peer"
 )
 
@@ -43,6 +48,34 @@ type peerProxies struct {
 	silent map[int32]bool
 	// audible is signalled when silent shrinks or the proxies close.
 	audible *sync.Cond
+
+	// certs, when set (useTLS), are the nodes' certificates by id from 1,
+	// and roots their CA: the nodes speak mutual TLS, and each proxy ends
+	// the dialer's TLS as the node it stands for and dials that node as
+	// the dialer.
+	certs []tls.Certificate
+	roots *x509.CertPool
+}
+
+// useTLS makes the proxies speak mutual TLS with the certificates of
+// `wren cluster certs init` in dir, for nodes 1 to n. Called before any
+// node starts.
+func (pp *peerProxies) useTLS(t *testing.T, dir string, n int) {
+	t.Helper()
+	for id := 1; id <= n; id++ {
+		f := filepath.Join(dir, peer.NodeCertFile(election.NodeID(id)))
+		pair, err := tls.LoadX509KeyPair(f, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pp.certs = append(pp.certs, pair)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, peer.CAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp.roots = x509.NewCertPool()
+	pp.roots.AppendCertsFromPEM(data)
 }
 
 type proxiedConn struct {
@@ -51,11 +84,15 @@ type proxiedConn struct {
 	// carries a follower's fetches rather than the quorum's messages.
 	replica          bool
 	client, upstream net.Conn
+	// rawClient and rawUpstream are the TCP connections under client and
+	// upstream when they are TLS (else the same): closed directly, so a
+	// close never waits to send a TLS alert to a silent end.
+	rawClient, rawUpstream net.Conn
 }
 
 func (c *proxiedConn) close() {
-	c.client.Close()
-	c.upstream.Close()
+	c.rawClient.Close()
+	c.rawUpstream.Close()
 }
 
 // newPeerProxies listens on a free loopback port for each node; targets
@@ -99,26 +136,44 @@ func (pp *peerProxies) accept(ln net.Listener, to int32, target string) {
 // bytes both ways unless either end is cut off.
 func (pp *peerProxies) carry(client net.Conn, to int32, target string) {
 	client.SetReadDeadline(time.Now().Add(5 * time.Second))
+	rawClient := client
+	if pp.certs != nil {
+		client = tls.Server(client, &tls.Config{Certificates: []tls.Certificate{pp.certs[to-1]},
+			ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pp.roots})
+	}
 	frame, from, err := readHandshakeFrame(client)
 	client.SetReadDeadline(time.Time{})
-	if err != nil {
-		client.Close()
+	if err != nil || pp.certs != nil && (from < 1 || int(from) > len(pp.certs)) {
+		rawClient.Close()
 		return
 	}
 	// A connection opened to or from a silent node is not dialed on
 	// before heal: its dialer hears nothing, as when its SYN is dropped.
 	if !pp.waitAudible(from, to) {
-		client.Close()
+		rawClient.Close()
 		return
 	}
-	upstream, err := net.DialTimeout("tcp", target, 5*time.Second)
+	rawUpstream, err := net.DialTimeout("tcp", target, 5*time.Second)
 	if err != nil {
-		client.Close()
+		rawClient.Close()
 		return
+	}
+	upstream := rawUpstream
+	if pp.certs != nil {
+		tc := tls.Client(rawUpstream, &tls.Config{Certificates: []tls.Certificate{pp.certs[from-1]}, RootCAs: pp.roots, ServerName: "127.0.0.1"})
+		rawUpstream.SetDeadline(time.Now().Add(5 * time.Second))
+		err := tc.Handshake()
+		rawUpstream.SetDeadline(time.Time{})
+		if err != nil {
+			rawClient.Close()
+			rawUpstream.Close()
+			return
+		}
+		upstream = tc
 	}
 	// The request header starts with the api key.
 	replica := int16(binary.BigEndian.Uint16(frame[4:6])) == peer.APIKeyReplicaHandshake
-	pc := &proxiedConn{from: from, to: to, replica: replica, client: client, upstream: upstream}
+	pc := &proxiedConn{from: from, to: to, replica: replica, client: client, upstream: upstream, rawClient: rawClient, rawUpstream: rawUpstream}
 	pp.mu.Lock()
 	if pp.closed || pp.cut[from] || pp.cut[to] || (replica && pp.fetchCut[[2]int32{from, to}]) {
 		pp.refused++

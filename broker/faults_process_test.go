@@ -19,6 +19,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
+
+	"github.com/wren-broker/wren/election"
+	"github.com/wren-broker/wren/peer"
 )
 
 // The process-level fault scenarios of the reliability test plan (F02,
@@ -159,6 +162,10 @@ func startFaultClusterWith(t *testing.T, opts faultClusterOptions) *faultCluster
 	for i := 0; i < 3; i++ {
 		voters = append(voters, strconv.Quote(fmt.Sprintf("%d@%s", i+1, peers[i])))
 	}
+	certs, peerTLS := faultsPeerTLS(t, dir, peers)
+	if certs != "" && fc.proxies != nil {
+		fc.proxies.useTLS(t, certs, 3)
+	}
 	for i := 0; i < 3; i++ {
 		id := i + 1
 		data := filepath.Join(dir, fmt.Sprintf("data%d", id))
@@ -191,13 +198,13 @@ func startFaultClusterWith(t *testing.T, opts faultClusterOptions) *faultCluster
 node.id = %d
 log.dirs = [%q]
 listeners = ["PLAINTEXT://%s", "CONTROLLER://%s"]
-[http]
+%s[http]
 listen = %q
 [cluster]
 controller.quorum.voters = [%s]
 [logging]
 level = "info"
-%s`, id, data, n.addr, controllers[i], https[i], strings.Join(voters, ", "), opts.config)), 0o644)
+%s`, id, data, n.addr, controllers[i], peerTLS(id), https[i], strings.Join(voters, ", "), opts.config)), 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,6 +230,39 @@ level = "info"
 		n.start(t, fc.bin)
 	}
 	return fc
+}
+
+// faultsPeerTLS reads WREN_FAULTS_PEER_TLS: when it is 1, the nodes of
+// every fault cluster talk to each other over mutual TLS, with
+// certificates `wren cluster certs init` would make for voters (written
+// under dir), so the scenarios run with TLS between the peers (the
+// proxies, which must read each connection's handshake, end each TLS
+// connection and open another to the node behind them, as the dialer
+// with its certificate). It returns the certificates' directory ("" when
+// off) and the lines node id's file takes in [broker] and [security].
+func faultsPeerTLS(t *testing.T, dir string, voters []string) (string, func(id int) string) {
+	t.Helper()
+	switch v := os.Getenv("WREN_FAULTS_PEER_TLS"); v {
+	case "", "0":
+		return "", func(int) string { return "" }
+	case "1":
+	default:
+		t.Fatalf("WREN_FAULTS_PEER_TLS=%q: want 1 or 0", v)
+	}
+	certs := filepath.Join(dir, "peer-certs")
+	m := map[election.NodeID]string{}
+	for i, v := range voters {
+		m[election.NodeID(i+1)] = v
+	}
+	if err := peer.InitCerts(peer.CertsOptions{Dir: certs, Voters: m}); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("mutual TLS between the peers (WREN_FAULTS_PEER_TLS=1)")
+	return certs, func(id int) string {
+		return fmt.Sprintf("listener.security.protocol.map = \"PLAINTEXT:PLAINTEXT,CONTROLLER:SSL\"\n[security]\n"+
+			"listener.name.controller.ssl.keystore.location = %q\nlistener.name.controller.ssl.truststore.location = %q\n",
+			filepath.Join(certs, peer.NodeCertFile(election.NodeID(id))), filepath.Join(certs, peer.CAFile))
+	}
 }
 
 // stop kills every node: the scenarios that need another cluster free

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -93,14 +94,40 @@ func ticks(ms int32) int {
 // connections, and builds the controller's quorum settings. The
 // controller is set in ctrl once open, for the peers' heartbeats and
 // forwarded requests; the replicas in repl, for the followers' fetches.
-func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *atomic.Pointer[cluster.Controller], repl *atomic.Pointer[replication.Manager], logs *engine.Manager, fatal func(error)) (*cluster.QuorumConfig, *peer.Layer, error) {
+//
+// When the CONTROLLER listener speaks SSL, the layer speaks mutual TLS with
+// the listener's certificate and trust store (config.ControllerSSL), read
+// again every tlsReload when the files change; reloads is the reloader,
+// for the broker to run and stop.
+func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *atomic.Pointer[cluster.Controller], repl *atomic.Pointer[replication.Manager], logs *engine.Manager, fatal func(error)) (*cluster.QuorumConfig, *peer.Layer, *certReloader, error) {
 	addr, err := controllerListenerAddr(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	var peerTLS *peer.TLS
+	var reloads *certReloader
+	if ssl, ok := cfg.ControllerSSL(); ok {
+		self := election.NodeID(cfg.NodeID)
+		var selfAddr string
+		for _, v := range cfg.Voters {
+			if v.ID == cfg.NodeID {
+				selfAddr = v.Addr()
+			}
+		}
+		reloads, err = newCertReloader(ssl, logger, func(c *tls.Certificate) error {
+			return peer.CheckOwnCertificate(c, self, selfAddr)
+		})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("broker: controller listener %s: %w", ssl.Listener, err)
+		}
+		if reloads.cas.Load() == nil {
+			return nil, nil, nil, fmt.Errorf("broker: controller listener %s speaks mutual TLS and needs a trust store (%s)", ssl.Listener, ssl.Key("ssl.truststore.location"))
+		}
+		peerTLS = &peer.TLS{Certificate: reloads.cert.Load, CAs: reloads.cas.Load, Base: ssl.BaseTLSConfig()}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("broker: %w", err) // net names the address: "listen tcp ADDR: ..."
+		return nil, nil, nil, fmt.Errorf("broker: %w", err) // net names the address: "listen tcp ADDR: ..."
 	}
 	voters := map[election.NodeID]string{}
 	ids := make([]election.NodeID, 0, len(cfg.Voters))
@@ -126,10 +153,11 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 		// Another process that took this node's id after it started
 		// (peer/identity.go): the node stops rather than share it.
 		OnDuplicate: fatal,
+		TLS:         peerTLS,
 	})
 	if err != nil {
 		ln.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// The metadata quorum: the message channel's client.
 	tr := quorum.NewTCPTransport(peers, func(from election.NodeID, body []byte) {
@@ -151,7 +179,7 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 		}
 	})
 	if err := peers.Start(); err != nil {
-		return nil, nil, err // Start closed the layer and its listener
+		return nil, nil, nil, err // Start closed the layer and its listener
 	}
 	fetchWait := ticks(cfg.ControllerHeartbeatIntervalMs)
 	return &cluster.QuorumConfig{
@@ -180,7 +208,7 @@ func quorumConfig(cfg *config.Config, dir string, logger *slog.Logger, ctrl *ato
 		},
 		BrokerHeartbeatInterval: time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		BrokerSessionTimeout:    time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
-	}, peers, nil
+	}, peers, reloads, nil
 }
 
 // recordClusterID writes the cluster id into meta.properties once the

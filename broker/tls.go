@@ -57,7 +57,7 @@ func (b *Broker) bindClientListeners(w *wiring) (bound []boundListener, err erro
 		switch proto {
 		case config.ProtocolPlaintext, config.ProtocolSASLPlaintext:
 		case config.ProtocolSSL, config.ProtocolSASLSSL:
-			r, err := newCertReloader(b.cfg.ListenerSSL(l.name), b.logger)
+			r, err := newCertReloader(b.cfg.ListenerSSL(l.name), b.logger, nil)
 			if err != nil {
 				return bound, fmt.Errorf("broker: listener %s: %w", l.name, err)
 			}
@@ -94,6 +94,27 @@ func (b *Broker) bindClientListeners(w *wiring) (bound []boundListener, err erro
 	return bound, nil
 }
 
+// runReloader runs r (nil: nothing) every interval (0: the default)
+// until the returned function is called, which waits for it to end.
+func runReloader(r *certReloader, interval time.Duration) (stop func()) {
+	if r == nil {
+		return func() {}
+	}
+	if interval <= 0 {
+		interval = defaultTLSReloadInterval
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.run(ctx, interval)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // stopTLS ends the certificate reloaders and waits for them.
 func (b *Broker) stopTLS() {
 	if b.tlsStop != nil {
@@ -128,15 +149,18 @@ type certReloader struct {
 	mu     sync.Mutex
 	ssl    config.SSL
 	logger *slog.Logger
-	cert   atomic.Pointer[tls.Certificate]
-	cas    atomic.Pointer[x509.CertPool]
+	// vet, if set, checks a certificate before it is used: one it refuses
+	// fails the start, or keeps the previous one at a reload.
+	vet  func(*tls.Certificate) error
+	cert atomic.Pointer[tls.Certificate]
+	cas  atomic.Pointer[x509.CertPool]
 	// sum is the hash of the files' contents last loaded; failed the
 	// hash that last failed to load, so a broken file is logged once.
 	sum, failed []byte
 }
 
-func newCertReloader(s config.SSL, logger *slog.Logger) (*certReloader, error) {
-	r := &certReloader{ssl: s, logger: logger}
+func newCertReloader(s config.SSL, logger *slog.Logger, vet func(*tls.Certificate) error) (*certReloader, error) {
+	r := &certReloader{ssl: s, logger: logger, vet: vet}
 	sum, err := r.hashFiles()
 	if err != nil {
 		return nil, err
@@ -157,6 +181,11 @@ func (r *certReloader) load() error {
 	cas, err := r.ssl.ClientCAs()
 	if err != nil {
 		return err
+	}
+	if r.vet != nil {
+		if err := r.vet(&cert); err != nil {
+			return &config.SSLError{Key: r.ssl.Key("ssl.keystore.location"), Err: err}
+		}
 	}
 	r.cert.Store(&cert)
 	r.cas.Store(cas)

@@ -37,6 +37,7 @@ func clusterCommand(env Env) *ucli.Command {
 				},
 			},
 			clusterHealthCommand(env),
+			clusterCertsCommand(env),
 		},
 	}
 }

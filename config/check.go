@@ -136,8 +136,10 @@ func (k *checker) listeners() {
 		switch proto := c.ListenerProtocol(l.Name); {
 		case proto == "":
 			k.fail([]string{protoMap, listeners}, "listeners: %s has no security protocol: add %s:PLAINTEXT (or SSL) to %s", l, l.Name, protoMap)
-		case isController(l.Name) && proto != ProtocolPlaintext:
-			k.fail([]string{protoMap, listeners}, "%s: controller listener %s must be PLAINTEXT so far, not %s", protoMap, l.Name, proto)
+		case isController(l.Name) && proto != ProtocolPlaintext && proto != ProtocolSSL:
+			k.fail([]string{protoMap, listeners}, "%s: controller listener %s must be PLAINTEXT or SSL (mutual TLS between the peers), not %s", protoMap, l.Name, proto)
+		case isController(l.Name) && proto == ProtocolSSL:
+			k.checkControllerSSL(l.Name)
 		case proto == ProtocolSSL || proto == ProtocolSASLSSL:
 			k.checkSSL(l.Name)
 		}

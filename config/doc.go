@@ -113,7 +113,10 @@
 // listener.security.protocol.map: Kafka's default map; a client listener
 // named outside it speaks PLAINTEXT while the map is left at its default
 // (files written before the setting existed name listeners INTERNAL and
-// the like), and controller listeners speak PLAINTEXT. SASL_PLAINTEXT and
+// the like), and controller listeners speak PLAINTEXT unless mapped to SSL:
+// mutual TLS between the peers (ControllerSSL; listener.name.controller.ssl.*
+// falling back to the shared ssl.*, client authentication always required,
+// a trust store needed). SASL_PLAINTEXT and
 // SASL_SSL listeners authenticate with the sasl.* settings; SASL_SSL takes
 // the ssl.* settings as SSL does.
 //

@@ -85,7 +85,8 @@ func cipherSuiteID(name string) (uint16, bool) {
 // ListenerProtocol is the security protocol of a listener: its entry in
 // listener.security.protocol.map; else PLAINTEXT for a controller listener
 // (Kafka's KRaft default) and for a map left at its default; "" when the
-// name has none.
+// name has none. A controller listener may be PLAINTEXT or SSL (mutual TLS
+// between the peers, ControllerSSL).
 func (c *Config) ListenerProtocol(name string) string {
 	m, err := ParseProtocolMap(c.ListenerSecurityProtocolMap)
 	if err != nil {
@@ -372,11 +373,10 @@ func readPEMFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// TLSConfig builds a server tls.Config from the settings, with cert for
-// every handshake's certificate and cas for client certificates (nil
-// when ssl.client.auth is none). Reloading swaps what the two functions
-// return; a handshake already done keeps what it got.
-func (s SSL) TLSConfig(cert func() *tls.Certificate, cas func() *x509.CertPool) *tls.Config {
+// BaseTLSConfig is a tls.Config with the settings' versions and cipher
+// suites and no certificates: the base of the listeners' configs, and of
+// both ends of the peers' mutual TLS.
+func (s SSL) BaseTLSConfig() *tls.Config {
 	tc := &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		MaxVersion: tls.VersionTLS12,
@@ -384,9 +384,6 @@ func (s SSL) TLSConfig(cert func() *tls.Certificate, cas func() *x509.CertPool) 
 		// every burst after a second idle with 1 KiB records, for web
 		// pages' first paint; Kafka's clients read whole responses.
 		DynamicRecordSizingDisabled: true,
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			return cert(), nil
-		},
 	}
 	for _, p := range s.Protocols {
 		v := uint16(tls.VersionTLS12)
@@ -395,10 +392,25 @@ func (s SSL) TLSConfig(cert func() *tls.Certificate, cas func() *x509.CertPool) 
 		}
 		tc.MinVersion, tc.MaxVersion = min(tc.MinVersion, v), max(tc.MaxVersion, v)
 	}
+	if len(s.Protocols) == 0 {
+		tc.MinVersion, tc.MaxVersion = tls.VersionTLS12, tls.VersionTLS13
+	}
 	for _, name := range s.CipherSuites {
 		if id, ok := cipherSuiteID(name); ok && id != 0 {
 			tc.CipherSuites = append(tc.CipherSuites, id)
 		}
+	}
+	return tc
+}
+
+// TLSConfig builds a server tls.Config from the settings, with cert for
+// every handshake's certificate and cas for client certificates (nil
+// when ssl.client.auth is none). Reloading swaps what the two functions
+// return; a handshake already done keeps what it got.
+func (s SSL) TLSConfig(cert func() *tls.Certificate, cas func() *x509.CertPool) *tls.Config {
+	tc := s.BaseTLSConfig()
+	tc.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		return cert(), nil
 	}
 	switch s.ClientAuth {
 	case "requested":
@@ -418,6 +430,59 @@ func (s SSL) TLSConfig(cert func() *tls.Certificate, cas func() *x509.CertPool) 
 		}
 	}
 	return tc
+}
+
+// ControllerSSL returns the TLS settings of the CONTROLLER listener (the
+// first of controller.listener.names), and whether it speaks SSL. Its
+// client authentication is always required: every peer presents its
+// certificate, on the connections it dials too.
+func (c *Config) ControllerSSL() (SSL, bool) {
+	if len(c.ControllerListenerNames) == 0 {
+		return SSL{}, false
+	}
+	name := c.ControllerListenerNames[0]
+	if c.ListenerProtocol(name) != ProtocolSSL {
+		return SSL{}, false
+	}
+	s := c.ListenerSSL(name)
+	s.ClientAuth = "required"
+	return s, true
+}
+
+// checkControllerSSL checks the TLS material of an SSL controller
+// listener: a certificate, a trust store (the peers' certificates must
+// chain to it), and no client authentication weaker than required.
+func (k *checker) checkControllerSSL(name string) {
+	s := k.c.ListenerSSL(name)
+	if s.ClientAuth != "required" {
+		if key := s.Key("ssl.client.auth"); key != "ssl.client.auth" {
+			k.failAt([]string{key, "listeners"}, "%s: the controller listener %s always requires the peers' certificates (mutual TLS); remove the setting or make it required",
+				key, s.Listener)
+			return
+		}
+	}
+	if k.c.perNodeSSL {
+		return
+	}
+	s.ClientAuth = "required"
+	if _, err := s.Certificate(); err != nil {
+		var se *SSLError
+		if errors.As(err, &se) {
+			k.failAt([]string{se.Key, "listeners"}, "%s: %v", se.Key, se.Err)
+		}
+	}
+	pool, err := s.ClientCAs()
+	if err != nil {
+		var se *SSLError
+		if errors.As(err, &se) {
+			k.failAt([]string{se.Key, "listeners"}, "%s: %v", se.Key, se.Err)
+		}
+		return
+	}
+	if pool == nil {
+		k.failAt([]string{s.Key("ssl.truststore.location"), "listener.security.protocol.map", "listeners"}, "%s: the controller listener %s speaks mutual TLS and needs a trust store, the CA the peers' certificates chain to (%s or %s)",
+			s.Key("ssl.truststore.location"), s.Listener, s.Key("ssl.truststore.location"), s.Key("ssl.truststore.certificates"))
+	}
 }
 
 // checkSSL checks the TLS material of every SSL listener: its files exist

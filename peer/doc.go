@@ -65,6 +65,18 @@
 // the queue towards each peer (256 frames) drops on overflow, and the
 // handshake's decoder has a fuzz target.
 //
+// # Mutual TLS
+//
+// With Config.TLS every connection is TLS both ways, and a peer is
+// admitted only if its certificate chains to the trust store and names
+// it: one URI SAN wren://node/ID for the node it claims (or the dialer
+// meant to reach), and a DNS or IP SAN of that voter's host (tls.go).
+// The material is read again at each connection, so a reloader swaps
+// it without closing any. A plaintext probe is still answered; any
+// other plaintext peer is refused, saying why. certs.go writes what
+// `wren cluster certs` makes: a private CA and one certificate per
+// voter.
+//
 // The layer counts the frames it writes and reads and their bytes, size
 // prefix and header included: handshakes, the message channel's by api
 // key, and replica connections' (Stats).

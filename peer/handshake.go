@@ -67,6 +67,10 @@ const (
 	// errDuplicateNodeID is Kafka's DUPLICATE_BROKER_REGISTRATION: the
 	// dialer claims the id of the node it dialed (identity.go).
 	errDuplicateNodeID int16 = 101
+	// errClusterAuthorizationFailed is Kafka's CLUSTER_AUTHORIZATION_FAILED:
+	// the dialer's certificate does not name the node it claims to be, or
+	// it spoke plaintext to a TLS listener (tls.go).
+	errClusterAuthorizationFailed int16 = 31
 )
 
 // AppendHandshake appends the handshake body. Layout, part of the wire

@@ -42,17 +42,14 @@ var ErrDuplicateNodeID = errors.New("peer: node id already in use by another pro
 // when another process answered.
 func (l *Layer) checkIdentity() error {
 	addr := l.cfg.Voters[l.cfg.ID]
-	c, err := net.DialTimeout("tcp", addr, l.cfg.DialTimeout)
+	// Tracked (by dial), so that Close does not wait out a check that
+	// hangs.
+	raw, c, err := l.dial(l.cfg.ID, addr)
 	if err != nil {
 		l.log.Debug("controller listener: identity check reached nobody", "addr", addr, "err", err)
 		return nil
 	}
-	// Tracked, so that Close does not wait out a check that hangs.
-	if !l.track(c) {
-		c.Close()
-		return nil
-	}
-	defer l.untrack(c)
+	defer l.untrack(raw)
 	c.SetDeadline(time.Now().Add(l.cfg.DialTimeout))
 	hs := Handshake{ClusterID: l.cfg.ClusterID(), PeerSetHash: l.hash, From: l.cfg.ID, To: l.cfg.ID}
 	frame := wire.AppendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, 0, l.identityClientID, false)

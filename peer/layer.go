@@ -55,6 +55,10 @@ type Config struct {
 	// id, found after the start (Start refuses to start when it is found
 	// then). The node must stop. Nil: it is only logged.
 	OnDuplicate func(err error)
+	// TLS, when set, makes every connection of the layer mutual TLS, and
+	// admits a peer only if its certificate names it (tls.go). Nil:
+	// plaintext.
+	TLS *TLS
 }
 
 // MessageHandler receives one frame of the message channel: its api key
@@ -123,6 +127,8 @@ type Layer struct {
 	// process, not an intruder.
 	identityClientID string
 	traffic          trafficCounters
+	// refusals rate-limits the log lines of refused peers (tls.go).
+	refusals refusalLog
 }
 
 type peer struct {
@@ -337,7 +343,12 @@ func (l *Layer) sendLoop(p *peer) {
 		if msg := err.Error(); msg != lastErr {
 			// Once per distinct error: a peer that is down for an hour
 			// does not fill the log.
-			l.log.Info("controller listener: connection to peer lost; reconnecting", "peer", p.id, "addr", p.addr, "err", err)
+			var idErr *IdentityError
+			if errors.As(err, &idErr) {
+				l.log.Error("controller listener: refusing peer: it is not the voter it must be; reconnecting", "peer", p.id, "addr", p.addr, "err", err)
+			} else {
+				l.log.Info("controller listener: connection to peer lost; reconnecting", "peer", p.id, "addr", p.addr, "err", err)
+			}
 			lastErr = msg
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
@@ -351,16 +362,11 @@ func (l *Layer) sendLoop(p *peer) {
 }
 
 func (l *Layer) serveOutgoing(p *peer, connected func()) error {
-	c, err := net.DialTimeout("tcp", p.addr, l.cfg.DialTimeout)
+	raw, c, err := l.dial(p.id, p.addr)
 	if err != nil {
 		return err
 	}
-	deadPeerAfter(c, l.cfg.DialTimeout)
-	if !l.track(c) {
-		c.Close()
-		return net.ErrClosed
-	}
-	defer l.untrack(c)
+	defer l.untrack(raw)
 	c.SetDeadline(time.Now().Add(l.cfg.DialTimeout))
 	hs := Handshake{ClusterID: l.cfg.ClusterID(), PeerSetHash: l.hash, From: l.cfg.ID, To: p.id}
 	frame := wire.AppendRequestHeader(make([]byte, 4, 64), APIKeyHandshake, 0, 0, l.clientID(), false)
@@ -371,6 +377,11 @@ func (l *Layer) serveOutgoing(p *peer, connected func()) error {
 	l.traffic.handshake.count(true, len(frame))
 	resp, err := readFrame(c, l.cfg.MaxFrameBytes)
 	if err != nil {
+		if refusedByTLS(err) {
+			// TLS 1.3 ends the client's handshake before the server has
+			// checked its certificate: a refusal comes as an alert here.
+			return &IdentityError{Node: p.id, Err: fmt.Errorf("node %d at %s refused this node's certificate (its CA or its names): %w", p.id, p.addr, err)}
+		}
 		return fmt.Errorf("handshake: %w", err)
 	}
 	l.traffic.handshake.count(false, 4+len(resp))
@@ -493,7 +504,13 @@ func (l *Layer) acceptLoop() {
 	}
 }
 
-func (l *Layer) serveIncoming(c net.Conn) error {
+// serveIncoming serves one accepted connection; raw is the TCP
+// connection (the TLS one, when the layer speaks TLS, runs over it).
+func (l *Layer) serveIncoming(raw net.Conn) error {
+	c, cert, plain, err := l.accept(raw)
+	if err != nil {
+		return err
+	}
 	c.SetDeadline(time.Now().Add(l.cfg.DialTimeout))
 	fr := &wire.FrameReader{R: bufio.NewReader(c)}
 	frame, err := fr.ReadFrame(int32(l.cfg.MaxFrameBytes), nil, nil)
@@ -531,10 +548,19 @@ func (l *Layer) serveIncoming(c net.Conn) error {
 		return errProbe
 	}
 	if theirs.From == l.cfg.ID {
+		if reason := l.checkAccepted(cert, plain, theirs.From); reason != "" {
+			return l.refuse(raw, c, h, ours, errClusterAuthorizationFailed, reason)
+		}
 		return l.answerSelf(c, h, ours)
 	}
 	reason := l.mismatch(ours, theirs)
+	tlsReason := ""
+	if reason == "" {
+		tlsReason = l.checkAccepted(cert, plain, theirs.From)
+	}
 	switch {
+	case tlsReason != "":
+		return l.refuse(raw, c, h, ours, errClusterAuthorizationFailed, tlsReason)
 	case reason != "":
 		ours.ErrorCode = errInconsistentVoterSet
 		if ours.ClusterID != theirs.ClusterID {
@@ -569,7 +595,7 @@ func (l *Layer) serveIncoming(c net.Conn) error {
 	if old := l.accepted[theirs.From]; old != nil {
 		old.Close() // the peer reconnected; its old connection is dead
 	}
-	l.accepted[theirs.From] = c
+	l.accepted[theirs.From] = raw
 	l.mu.Unlock()
 	c.SetDeadline(time.Time{})
 	for {
@@ -592,6 +618,19 @@ func (l *Layer) serveIncoming(c net.Conn) error {
 			}
 		}
 	}
+}
+
+// refuse answers a handshake with code and reason, logs the refusal
+// (rate-limited) and returns the error that ends the connection.
+func (l *Layer) refuse(raw, c net.Conn, h wire.RequestHeader, ours Handshake, code int16, reason string) error {
+	ours.ErrorCode, ours.ErrorMessage = code, reason
+	resp := binary.BigEndian.AppendUint32(make([]byte, 4, 64), uint32(h.CorrelationID))
+	resp = AppendHandshake(resp, ours)
+	if err := wire.WriteFrame(c, resp); err == nil {
+		l.traffic.handshake.count(true, len(resp))
+	}
+	l.refused(raw, reason, reason)
+	return errors.New(reason)
 }
 
 // readFrame reads one size-prefixed frame of at most limit bytes.

@@ -92,7 +92,12 @@ func (l *Layer) writeReplicaResponse(c net.Conn, correlation int32, flexible boo
 		return 0, fmt.Errorf("peer: replica response of %d bytes over the frame limit", size)
 	}
 	binary.BigEndian.PutUint32(hdr, uint32(size))
-	return wire.Write(c, append([]wire.Chunk{{Bytes: hdr}}, resp.Chunks...), l.cfg.DialTimeout)
+	chunks := append([]wire.Chunk{{Bytes: hdr}}, resp.Chunks...)
+	if l.cfg.TLS != nil {
+		// TLS encrypts every byte: no sendfile.
+		return wire.WriteCopy(c, chunks, l.cfg.DialTimeout)
+	}
+	return wire.Write(c, chunks, l.cfg.DialTimeout)
 }
 
 // ReplicaConn is a follower's connection to a leader's CONTROLLER
@@ -101,6 +106,7 @@ func (l *Layer) writeReplicaResponse(c net.Conn, correlation int32, flexible boo
 // safe for concurrent use: one fetcher owns it.
 type ReplicaConn struct {
 	c        net.Conn
+	raw      net.Conn // the TCP connection under c (c itself in plaintext)
 	fr       wire.FrameReader
 	l        *Layer
 	corr     int32
@@ -128,16 +134,11 @@ func (l *Layer) DialReplica(to election.NodeID) (*ReplicaConn, error) {
 	if !ok || to == l.cfg.ID {
 		return nil, fmt.Errorf("peer: node %d is not a peer", to)
 	}
-	c, err := net.DialTimeout("tcp", addr, l.cfg.DialTimeout)
+	raw, c, err := l.dial(to, addr)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("peer: replica connection to node %d at %s: %w", to, addr, err)
 	}
-	deadPeerAfter(c, l.cfg.DialTimeout)
-	if !l.track(c) {
-		c.Close()
-		return nil, net.ErrClosed
-	}
-	rc := &ReplicaConn{c: c, fr: wire.FrameReader{R: bufio.NewReader(c)}, l: l, clientID: fmt.Sprintf("wren-replica-%d", l.cfg.ID)}
+	rc := &ReplicaConn{c: c, raw: raw, fr: wire.FrameReader{R: bufio.NewReader(c)}, l: l, clientID: fmt.Sprintf("wren-replica-%d", l.cfg.ID)}
 	c.SetDeadline(time.Now().Add(l.cfg.DialTimeout))
 	hs := Handshake{ClusterID: l.cfg.ClusterID(), PeerSetHash: l.hash, From: l.cfg.ID, To: to}
 	frame := wire.AppendRequestHeader(make([]byte, 4, 64), APIKeyReplicaHandshake, 0, 0, rc.clientID, false)
@@ -214,6 +215,6 @@ func (rc *ReplicaConn) RoundTrip(req kmsg.Request, deadline time.Time) ([]byte, 
 
 // Close closes the connection.
 func (rc *ReplicaConn) Close() error {
-	rc.l.untrack(rc.c)
+	rc.l.untrack(rc.raw)
 	return nil
 }
