@@ -19,7 +19,8 @@ import "fmt"
 // core_leaders.go (ElectLeaders, leader rebalance), core_isr.go
 // (AlterPartition), core_reassign.go (AlterPartitionReassignments),
 // core_producer_ids.go (producer-id blocks), core_scram.go (SCRAM
-// credentials, AlterUserScramCredentials); each has a script under
+// credentials, AlterUserScramCredentials), core_acl.go (CreateAcls,
+// DeleteAcls); each has a script under
 // testdata/rules. The partition rules they compose (leader.go,
 // leadership.go, reassign.go, placement.go) are pure in the same way.
 //

@@ -3,6 +3,10 @@ package cluster
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/security/acl"
 )
 
 // FuzzDecodeApp: a peer's app message (heartbeats, forwarded requests,
@@ -62,6 +66,10 @@ func FuzzDecodeEntry(f *testing.F) {
 		{{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "u", Mechanism: "SCRAM-SHA-256", Credential: &ScramCredential{
 			Salt: []byte("salt"), Iterations: 4096, StoredKey: make([]byte, 32), ServerKey: make([]byte, 32)}}},
 			{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "u", Mechanism: "SCRAM-SHA-256"}}},
+		{{Kind: KindACL, ACL: aclRecord(acl.Binding{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "t", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+			Principal: "User:a", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}, false)},
+			{Kind: KindACL, ACL: aclRecord(acl.Binding{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "t", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+				Principal: "User:a", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}, true)}},
 	} {
 		b, err := json.Marshal(recs)
 		if err != nil {

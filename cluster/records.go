@@ -32,6 +32,9 @@ const (
 	KindScramCredential RecordKind = "scram_credential"
 	// KindClusterSecret records the cluster secret (secret.go).
 	KindClusterSecret RecordKind = "cluster_secret"
+	// KindACL creates or deletes one ACL binding (Kafka's
+	// AccessControlEntryRecord and RemoveAccessControlEntryRecord; acl.go).
+	KindACL RecordKind = "acl"
 )
 
 // Record is one entry of the metadata log: a change to the cluster's
@@ -53,6 +56,7 @@ type Record struct {
 	DataLoss           *DataLossRecord           `json:"data_loss,omitempty"`
 	ScramCredential    *ScramCredentialRecord    `json:"scram_credential,omitempty"`
 	ClusterSecret      *ClusterSecretRecord      `json:"cluster_secret,omitempty"`
+	ACL                *ACLRecord                `json:"acl,omitempty"`
 }
 
 // ProducerIDsRecord hands a block of producer ids to a broker: ids
@@ -133,7 +137,7 @@ func decodeRecord(b []byte) (Record, error) {
 	set := 0
 	for _, p := range []bool{r.Cluster != nil, r.Topic != nil, r.Partition != nil, r.RemoveTopic != nil, r.Config != nil, r.ProducerIDs != nil,
 		r.BrokerRegistration != nil, r.BrokerFence != nil, r.BrokerLogDir != nil, r.DataLoss != nil, r.ScramCredential != nil,
-		r.ClusterSecret != nil} {
+		r.ClusterSecret != nil, r.ACL != nil} {
 		if p {
 			set++
 		}
@@ -168,6 +172,8 @@ func decodeRecord(b []byte) (Record, error) {
 		ok = r.ScramCredential != nil
 	case KindClusterSecret:
 		ok = r.ClusterSecret != nil
+	case KindACL:
+		ok = r.ACL != nil
 	default:
 		return r, fmt.Errorf("cluster: metadata record of unknown kind %q", r.Kind)
 	}

@@ -38,6 +38,9 @@ type imageSnapshot struct {
 	// ClusterSecret; absent in snapshots written before it, and of a
 	// cluster that has none yet.
 	ClusterSecret []byte `json:"cluster_secret,omitempty"`
+	// ACLs, in acl.Compare's order; absent in snapshots written before
+	// ACLs, and of a cluster without any.
+	ACLs []ACLRecord `json:"acls,omitempty"`
 }
 
 // imageSnapshotVersion is the version encodeImage writes; decodeImage
@@ -56,6 +59,7 @@ func encodeImage(im *Image) ([]byte, error) {
 	}
 	s.ScramCredentials = im.scramRecords()
 	s.ClusterSecret = im.secret
+	s.ACLs = im.aclRecords()
 	return json.Marshal(s)
 }
 
@@ -110,6 +114,20 @@ func decodeImage(data []byte) (*Image, error) {
 		if err := im.applyScramCredential(im, im.Offset, r); err != nil {
 			return nil, fmt.Errorf("cluster: metadata snapshot: %w", err)
 		}
+	}
+	if len(s.ACLs) > 0 {
+		// One table for every ACL, as one entry's records would make it.
+		im.batch = &applyBatch{}
+		for i := range s.ACLs {
+			r := &s.ACLs[i]
+			if r.Delete {
+				return nil, fmt.Errorf("cluster: metadata snapshot: a deleted ACL %s", r.Binding())
+			}
+			if err := im.applyACL(im, im.Offset, r); err != nil {
+				return nil, fmt.Errorf("cluster: metadata snapshot: %w", err)
+			}
+		}
+		im.batch = nil
 	}
 	return im, nil
 }

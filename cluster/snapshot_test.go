@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/internal/vfs"
@@ -41,6 +42,14 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 			NewLeader: 1, PreviousISR: []int32{2}, Reason: "unclean", FromOffset: 10, ToOffset: 20}},
 		{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "alice", Mechanism: "SCRAM-SHA-256", Credential: &ScramCredential{
 			Salt: []byte("salt"), Iterations: 4096, StoredKey: make([]byte, 32), ServerKey: make([]byte, 32)}}},
+		{Kind: KindACL, ACL: &ACLRecord{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "a", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+			Principal: "User:alice", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}},
+		{Kind: KindACL, ACL: &ACLRecord{ResourceType: kmsg.ACLResourceTypeCluster, ResourceName: "kafka-cluster", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: "User:*", Host: "10.0.0.1", Operation: kmsg.ACLOperationAlter, Permission: kmsg.ACLPermissionTypeDeny}},
+		{Kind: KindACL, ACL: &ACLRecord{ResourceType: kmsg.ACLResourceTypeGroup, ResourceName: "g", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: "User:bob", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}},
+		{Kind: KindACL, ACL: &ACLRecord{ResourceType: kmsg.ACLResourceTypeGroup, ResourceName: "g", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: "User:bob", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow, Delete: true}},
 	}
 	im := emptyImage()
 	for i, r := range recs {
@@ -57,6 +66,9 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := len(got.ACLs()); n != 2 {
+		t.Fatalf("the snapshot kept %d ACLs, want 2", n)
+	}
 	if !reflect.DeepEqual(got, im) {
 		t.Fatalf("snapshot round trip:\n got %+v\nwant %+v", got, im)
 	}
@@ -67,8 +79,8 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 	// drops it would lose state on every node that restores one.
 	// (batch only lives while one entry is applied: no image it is on is
 	// ever published.)
-	if n := reflect.TypeOf(Image{}).NumField() - 1; n != 10 {
-		t.Fatalf("Image has %d fields, imageSnapshot was written for 10: add the new ones to snapshot.go, then update this number", n)
+	if n := reflect.TypeOf(Image{}).NumField() - 1; n != 11 {
+		t.Fatalf("Image has %d fields, imageSnapshot was written for 11: add the new ones to snapshot.go, then update this number", n)
 	}
 }
 
