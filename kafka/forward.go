@@ -45,6 +45,8 @@ var forwardedKeys = map[kmsg.Key]bool{
 	kmsg.ElectLeaders:              true,
 	kmsg.AlterPartitionAssignments: true,
 	kmsg.AlterUserSCRAMCredentials: true,
+	kmsg.CreateACLs:                true,
+	kmsg.DeleteACLs:                true,
 }
 
 // maybeForward forwards req to the acting controller when it should go
@@ -297,6 +299,14 @@ func allNotController(msg kmsg.Response) bool {
 			codes = append(codes, res.ErrorCode)
 		}
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, res := range r.Results {
+			codes = append(codes, res.ErrorCode)
+		}
+	case *kmsg.CreateACLsResponse:
+		for _, res := range r.Results {
+			codes = append(codes, res.ErrorCode)
+		}
+	case *kmsg.DeleteACLsResponse:
 		for _, res := range r.Results {
 			codes = append(codes, res.ErrorCode)
 		}
