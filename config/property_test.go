@@ -69,6 +69,8 @@ func genValue(t *rapid.T, e *Entry) any {
 		return rapid.SampledFrom([]string{"", "/etc/wren/tls.pem"}).Draw(t, label)
 	case "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password", "ssl.truststore.certificates":
 		return rapid.SampledFrom([]string{"", "-----BEGIN X-----\nAA==\n-----END X-----\n"}).Draw(t, label)
+	case "super.users":
+		return rapid.SampledFrom([][]string{{}, {"User:admin"}, {"User:CN=admin,OU=ops", "User:b"}}).Draw(t, label)
 	case "ssl.cipher.suites":
 		return rapid.SampledFrom([][]string{{}, {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256"}}).Draw(t, label)
 	}
