@@ -53,6 +53,8 @@ type Broker struct {
 	// logDirCtrl is the controller once open, for the log dir's events
 	// (logDirChanged), which start before it.
 	logDirCtrl atomic.Pointer[cluster.Controller]
+	// acls is the ACL authorizer of the controller's images (acl.go).
+	acls *aclAuthorizer
 
 	// components are the parts above in start order; Close closes them
 	// in reverse.
@@ -277,6 +279,7 @@ func (b *Broker) openController(w *wiring) error {
 		return err
 	}
 	b.controller = c
+	b.acls = b.newACLAuthorizer(c)
 	w.ctrlRef.Store(c)
 	b.logDirCtrl.Store(c)
 	if w.quorum != nil {
