@@ -57,6 +57,8 @@ type Broker struct {
 	// logDirCtrl is the controller once open, for the log dir's events
 	// (logDirChanged), which start before it.
 	logDirCtrl atomic.Pointer[cluster.Controller]
+	// acls is the ACL authorizer of the controller's images (acl.go).
+	acls *aclAuthorizer
 
 	// components are the parts above in start order; Close closes them
 	// in reverse.
@@ -306,6 +308,7 @@ func (b *Broker) openController(w *wiring) error {
 		return err
 	}
 	b.controller = c
+	b.acls = b.newACLAuthorizer(c)
 	w.ctrlRef.Store(c)
 	b.logDirCtrl.Store(c)
 	if w.quorum != nil {
@@ -468,7 +471,7 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 				b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Metadata: b.controller, Controller: b.controller,
 					Partitions: kafkaPartitions{b.replicas}, Host: host, Port: port,
 					ProducerIDs: b.producerIDs, Groups: kafkaGroupCoordinator(b.groups),
-					Health: b.ops.health, Authorizer: w.o.Authorizer})
+					Health: b.ops.health, Authorizer: b.kafkaAuthorizer(w.o.Authorizer)})
 			}
 			if err == nil {
 				err = b.controller.Subscribe(func(_, im *cluster.Image) { applyConnectionLimits(cfg, b.server, im, logger) })

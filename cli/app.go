@@ -77,6 +77,7 @@ func App(env Env) *ucli.App {
 			clusterCommand(env),
 			partitionsCommand(env),
 			userCommand(env),
+			aclCommand(env),
 			dumpLogCommand(env),
 			storageCommand(env),
 			perfCommand(env),

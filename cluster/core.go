@@ -20,9 +20,10 @@ import "fmt"
 // (AlterPartition), core_reassign.go (AlterPartitionReassignments),
 // core_producer_ids.go (producer-id blocks), core_scram.go (SCRAM
 // credentials, AlterUserScramCredentials), core_quota.go (client quotas,
-// AlterClientQuotas); each has a script under testdata/rules. The
-// partition rules they compose (leader.go, leadership.go, reassign.go,
-// placement.go) are pure in the same way.
+// AlterClientQuotas), core_acl.go (CreateAcls, DeleteAcls); each has a
+// script under testdata/rules. The partition rules they compose
+// (leader.go, leadership.go, reassign.go, placement.go) are pure in the
+// same way.
 //
 // No rule reads the time today: one that needs it takes it in its
 // request, as Liveness.Decide takes the monotonic now.

@@ -10,8 +10,10 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/internal/datadriven"
+	"github.com/wren-broker/wren/security/acl"
 	"github.com/wren-broker/wren/security/scram"
 )
 
@@ -56,9 +58,14 @@ import (
 //	                                 TYPE/NAME parts joined by +, NAME *
 //	                                 the default, - an empty entity; a
 //	                                 VALUE of - removes the key
+//	create-acls TYPE/NAME/PATTERN/PRINCIPAL/HOST/OP/PERM ...
+//	delete-acls TYPE/NAME/PATTERN/PRINCIPAL/HOST/OP/PERM ...
+//	                                 bindings and filters; the enums by
+//	                                 Kafka's names or codes, NAME, PRINCIPAL
+//	                                 and HOST "-" for none (a filter's any)
 //	cluster-id ID
-//	state                            every partition, broker, SCRAM user
-//	                                 and client quota
+//	state                            every partition, broker, SCRAM user,
+//	                                 client quota and ACL
 //
 // A command with the word summary prints how many records, not each;
 // with fail-entry=N, entry N of its result fails to commit, and the
@@ -357,6 +364,46 @@ func (e *rulesEnv) handle(c *datadriven.Cmd) string {
 		} else {
 			e.printf("> none")
 		}
+	case "create-acls":
+		var bindings []acl.Binding
+		for _, a := range c.Args {
+			bindings = append(bindings, e.aclBinding(c, a))
+		}
+		r := runRule(e, c, func(im *Image, cfg RuleConfig) Result[[]error] { return DecideCreateACLs(im, cfg, bindings) })
+		for i, err := range r.Response {
+			if err != nil {
+				e.printf("> %s: %v", c.Args[i], err)
+			} else {
+				e.printf("> %s: ok", c.Args[i])
+			}
+		}
+	case "delete-acls":
+		var filters []acl.Filter
+		for _, a := range c.Args {
+			b := e.aclBinding(c, a)
+			f := acl.Filter{ResourceType: b.ResourceType, PatternType: b.PatternType, Operation: b.Operation, Permission: b.Permission}
+			if b.ResourceName != "" {
+				f.ResourceName = &b.ResourceName
+			}
+			if b.Principal != "" {
+				f.Principal = &b.Principal
+			}
+			if b.Host != "" {
+				f.Host = &b.Host
+			}
+			filters = append(filters, f)
+		}
+		r := runRule(e, c, func(im *Image, cfg RuleConfig) Result[[]DeleteACLsResult] { return DecideDeleteACLs(im, cfg, filters) })
+		for i, res := range r.Response {
+			if res.Err != nil {
+				e.printf("> %s: %v", c.Args[i], res.Err)
+				continue
+			}
+			e.printf("> %s: %d deleted", c.Args[i], len(res.Deleted))
+			for _, b := range res.Deleted {
+				e.printf(">   %s", aclLine(b))
+			}
+		}
 	case "cluster-id":
 		runRule(e, c, func(im *Image, _ RuleConfig) Result[struct{}] { return DecideClusterID(im, c.Args[0]) })
 		e.printf("> cluster %s", e.le.im.ClusterID)
@@ -391,6 +438,9 @@ func (e *rulesEnv) handle(c *datadriven.Cmd) string {
 				}
 			}
 			e.printf("quota %s %s", q, strings.Join(kv, " "))
+		}
+		for _, b := range im.ACLs() {
+			e.printf("acl %s", aclLine(b))
 		}
 	default:
 		t.Fatalf("%s: unknown command %q", c.Pos, c.Name)
@@ -574,6 +624,40 @@ func (e *rulesEnv) scramRequest(c *datadriven.Cmd) AlterScramRequest {
 	return req
 }
 
+// aclBinding parses TYPE/NAME/PATTERN/PRINCIPAL/HOST/OP/PERM, "-" for
+// an empty string.
+func (e *rulesEnv) aclBinding(c *datadriven.Cmd, s string) acl.Binding {
+	f := strings.Split(s, "/")
+	if len(f) != 7 {
+		e.le.t.Fatalf("%s: %q is not TYPE/NAME/PATTERN/PRINCIPAL/HOST/OP/PERM", c.Pos, s)
+	}
+	for i := range f {
+		if f[i] == "-" {
+			f[i] = ""
+		}
+	}
+	enum := func(s string, parse func(string) (int8, error)) int8 {
+		if v, err := parse(s); err == nil {
+			return v
+		}
+		return int8(e.atoi(c, s))
+	}
+	return acl.Binding{
+		ResourceType: kmsg.ACLResourceType(enum(f[0], func(s string) (int8, error) { v, err := kmsg.ParseACLResourceType(s); return int8(v), err })),
+		ResourceName: f[1],
+		PatternType:  kmsg.ACLResourcePatternType(enum(f[2], func(s string) (int8, error) { v, err := kmsg.ParseACLResourcePatternType(s); return int8(v), err })),
+		Principal:    f[3],
+		Host:         f[4],
+		Operation:    kmsg.ACLOperation(enum(f[5], func(s string) (int8, error) { v, err := kmsg.ParseACLOperation(s); return int8(v), err })),
+		Permission:   kmsg.ACLPermissionType(enum(f[6], func(s string) (int8, error) { v, err := kmsg.ParseACLPermissionType(s); return int8(v), err })),
+	}
+}
+
+// aclLine prints a binding as aclBinding reads it.
+func aclLine(b acl.Binding) string {
+	return fmt.Sprintf("%s/%s/%s/%s/%s/%s/%s", b.ResourceType, b.ResourceName, b.PatternType, b.Principal, b.Host, b.Operation, b.Permission)
+}
+
 func (e *rulesEnv) atoi(c *datadriven.Cmd, s string) int {
 	v, err := strconv.Atoi(s)
 	if err != nil {
@@ -708,6 +792,11 @@ func (e *rulesEnv) recordLine(names map[UUID]string, r Record) string {
 			return fmt.Sprintf("client-quota %s %s removed", e, q.Key)
 		}
 		return fmt.Sprintf("client-quota %s %s=%v", e, q.Key, q.Value)
+	case KindACL:
+		if r.ACL.Delete {
+			return "acl delete " + aclLine(r.ACL.Binding())
+		}
+		return "acl " + aclLine(r.ACL.Binding())
 	}
 	return fmt.Sprintf("%+v", r)
 }

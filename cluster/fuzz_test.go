@@ -3,6 +3,10 @@ package cluster
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/security/acl"
 )
 
 // FuzzDecodeApp: a peer's app message (heartbeats, forwarded requests,
@@ -65,6 +69,10 @@ func FuzzDecodeEntry(f *testing.F) {
 			{Kind: KindScramCredential, ScramCredential: &ScramCredentialRecord{User: "u", Mechanism: "SCRAM-SHA-256"}}},
 		{{Kind: KindClientQuota, ClientQuota: &ClientQuotaRecord{Entity: QuotaEntity{User: Named("u"), ClientID: DefaultName()}.Data(), Key: QuotaProducerByteRate, Value: 100}},
 			{Kind: KindClientQuota, ClientQuota: &ClientQuotaRecord{Entity: QuotaEntity{User: Named("u"), ClientID: DefaultName()}.Data(), Key: QuotaProducerByteRate, Remove: true}}},
+		{{Kind: KindACL, ACL: aclRecord(acl.Binding{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "t", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+			Principal: "User:a", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}, false)},
+			{Kind: KindACL, ACL: aclRecord(acl.Binding{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "t", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+				Principal: "User:a", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}, true)}},
 	} {
 		b, err := json.Marshal(recs)
 		if err != nil {

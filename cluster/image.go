@@ -35,6 +35,8 @@ type Image struct {
 	quotas map[QuotaEntity]map[string]float64
 	// secret is the cluster secret (secret.go), nil until recorded.
 	secret []byte
+	// acls are the ACL bindings (acl.go), nil while there are none.
+	acls *aclTable
 	// batch is set only while applyRecords applies one entry's records:
 	// what this entry already copied, so it copies each only once. Nil
 	// on every image anyone else sees.
@@ -50,6 +52,8 @@ type applyBatch struct {
 	topicMaps bool
 	// topics made or copied by this entry, Partitions included.
 	topics map[*TopicImage]bool
+	// aclTable: acls is this entry's own table.
+	aclTable bool
 }
 
 // applyRecords applies recs, one entry of the metadata log at offset, and
@@ -242,6 +246,10 @@ func (im *Image) apply(offset uint64, r Record) (*Image, error) {
 		}
 	case KindClientQuota:
 		if err := next.applyClientQuota(im, offset, r.ClientQuota); err != nil {
+			return nil, err
+		}
+	case KindACL:
+		if err := next.applyACL(im, offset, r.ACL); err != nil {
 			return nil, err
 		}
 	default:

@@ -36,6 +36,9 @@ const (
 	// consumer_byte_rate, request_percentage) of one client quota entity
 	// (Kafka's QuotaRecord; quota.go).
 	KindClientQuota RecordKind = "client_quota"
+	// KindACL creates or deletes one ACL binding (Kafka's
+	// AccessControlEntryRecord and RemoveAccessControlEntryRecord; acl.go).
+	KindACL RecordKind = "acl"
 )
 
 // Record is one entry of the metadata log: a change to the cluster's
@@ -58,6 +61,7 @@ type Record struct {
 	ScramCredential    *ScramCredentialRecord    `json:"scram_credential,omitempty"`
 	ClusterSecret      *ClusterSecretRecord      `json:"cluster_secret,omitempty"`
 	ClientQuota        *ClientQuotaRecord        `json:"client_quota,omitempty"`
+	ACL                *ACLRecord                `json:"acl,omitempty"`
 }
 
 // ProducerIDsRecord hands a block of producer ids to a broker: ids
@@ -138,7 +142,7 @@ func decodeRecord(b []byte) (Record, error) {
 	set := 0
 	for _, p := range []bool{r.Cluster != nil, r.Topic != nil, r.Partition != nil, r.RemoveTopic != nil, r.Config != nil, r.ProducerIDs != nil,
 		r.BrokerRegistration != nil, r.BrokerFence != nil, r.BrokerLogDir != nil, r.DataLoss != nil, r.ScramCredential != nil,
-		r.ClusterSecret != nil, r.ClientQuota != nil} {
+		r.ClusterSecret != nil, r.ClientQuota != nil, r.ACL != nil} {
 		if p {
 			set++
 		}
@@ -175,6 +179,8 @@ func decodeRecord(b []byte) (Record, error) {
 		ok = r.ClusterSecret != nil
 	case KindClientQuota:
 		ok = r.ClientQuota != nil
+	case KindACL:
+		ok = r.ACL != nil
 	default:
 		return r, fmt.Errorf("cluster: metadata record of unknown kind %q", r.Kind)
 	}

@@ -41,6 +41,9 @@ type imageSnapshot struct {
 	// ClientQuotas, one record per entity and key, sorted; absent in
 	// snapshots written before client quotas, which reads as none.
 	ClientQuotas []ClientQuotaRecord `json:"client_quotas,omitempty"`
+	// ACLs, in acl.Compare's order; absent in snapshots written before
+	// ACLs, and of a cluster without any.
+	ACLs []ACLRecord `json:"acls,omitempty"`
 }
 
 // imageSnapshotVersion is the version encodeImage writes; decodeImage
@@ -60,6 +63,7 @@ func encodeImage(im *Image) ([]byte, error) {
 	s.ScramCredentials = im.scramRecords()
 	s.ClusterSecret = im.secret
 	s.ClientQuotas = im.clientQuotaRecords()
+	s.ACLs = im.aclRecords()
 	return json.Marshal(s)
 }
 
@@ -128,6 +132,20 @@ func decodeImage(data []byte) (*Image, error) {
 		if err := im.applyClientQuota(im, im.Offset, r); err != nil {
 			return nil, fmt.Errorf("cluster: metadata snapshot: %w", err)
 		}
+	}
+	if len(s.ACLs) > 0 {
+		// One table for every ACL, as one entry's records would make it.
+		im.batch = &applyBatch{}
+		for i := range s.ACLs {
+			r := &s.ACLs[i]
+			if r.Delete {
+				return nil, fmt.Errorf("cluster: metadata snapshot: a deleted ACL %s", r.Binding())
+			}
+			if err := im.applyACL(im, im.Offset, r); err != nil {
+				return nil, fmt.Errorf("cluster: metadata snapshot: %w", err)
+			}
+		}
+		im.batch = nil
 	}
 	return im, nil
 }

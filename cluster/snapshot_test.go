@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/election"
 	"github.com/wren-broker/wren/internal/vfs"
@@ -44,6 +45,14 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 		{Kind: KindClientQuota, ClientQuota: &ClientQuotaRecord{Entity: QuotaEntity{User: Named("alice"), ClientID: DefaultName()}.Data(),
 			Key: QuotaProducerByteRate, Value: 1024}},
 		{Kind: KindClientQuota, ClientQuota: &ClientQuotaRecord{Entity: QuotaEntity{ClientID: Named("c")}.Data(), Key: QuotaRequestPercentage, Value: 12.5}},
+		{Kind: KindACL, ACL: &ACLRecord{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "a", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+			Principal: "User:alice", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}},
+		{Kind: KindACL, ACL: &ACLRecord{ResourceType: kmsg.ACLResourceTypeCluster, ResourceName: "kafka-cluster", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: "User:*", Host: "10.0.0.1", Operation: kmsg.ACLOperationAlter, Permission: kmsg.ACLPermissionTypeDeny}},
+		{Kind: KindACL, ACL: &ACLRecord{ResourceType: kmsg.ACLResourceTypeGroup, ResourceName: "g", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: "User:bob", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}},
+		{Kind: KindACL, ACL: &ACLRecord{ResourceType: kmsg.ACLResourceTypeGroup, ResourceName: "g", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: "User:bob", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow, Delete: true}},
 	}
 	im := emptyImage()
 	for i, r := range recs {
@@ -59,6 +68,9 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 	got, err := decodeImage(data)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := len(got.ACLs()); n != 2 {
+		t.Fatalf("the snapshot kept %d ACLs, want 2", n)
 	}
 	if !reflect.DeepEqual(got, im) {
 		t.Fatalf("snapshot round trip:\n got %+v\nwant %+v", got, im)

@@ -134,6 +134,11 @@ type Config struct {
 	BootstrapAdminUser       string `config:"bootstrap.admin.user"`
 	BootstrapAdminScramValue string `config:"bootstrap.admin.scram"`
 
+	// The ACL authorizer. AllowEveryoneIfNoACL is nil while unset: read
+	// it with AllowEveryoneIfNoACLFound, which derives the default.
+	SuperUsers           []string `config:"super.users"`
+	AllowEveryoneIfNoACL *bool    `config:"allow.everyone.if.no.acl.found"`
+
 	// [http]
 	HTTPListen string `config:"http.listen"`
 
@@ -335,6 +340,16 @@ func bindStruct(dst reflect.Value, values map[string]any) {
 		}
 		f := dst.Field(i)
 		v, ok := values[name]
+		if f.Kind() == reflect.Pointer && ok {
+			// A boolean without a default: nil while unset.
+			f.SetZero()
+			if v != nil {
+				p := reflect.New(f.Type().Elem())
+				p.Elem().SetBool(v.(bool))
+				f.Set(p)
+			}
+			continue
+		}
 		if !ok || v == nil {
 			panic(fmt.Sprintf("config: field %s.%s: no value for %s", t.Name(), t.Field(i).Name, name))
 		}
@@ -382,7 +397,7 @@ func parseElem(t reflect.Type, s string) any {
 func fieldTypeFits(ft reflect.Type, t Type) bool {
 	switch t {
 	case TypeBoolean:
-		return ft.Kind() == reflect.Bool
+		return ft.Kind() == reflect.Bool || ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Bool
 	case TypeShort:
 		return ft.Kind() == reflect.Int16
 	case TypeInt:

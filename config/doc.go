@@ -96,6 +96,11 @@
 //     instead.
 //   - sasl.enabled.mechanisms SCRAM-SHA-512 and SCRAM-SHA-256 instead of
 //     GSSAPI: Kerberos is not served; PLAIN only when listed, as in Kafka.
+//   - allow.everyone.if.no.acl.found, unset, is derived from the client
+//     listeners instead of Kafka's false: true while no client listener
+//     authenticates its clients (PLAINTEXT, SSL without required client
+//     certificates), so a cluster without security keeps serving everyone
+//     once an ACL is created for one resource; false as soon as one does.
 //
 // wren's own settings (Entry.Wren): memory.soft.limit.bytes, cluster.id,
 // controller.heartbeat.interval.ms, controller.lease.ms, log.flush.policy,

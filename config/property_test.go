@@ -73,6 +73,8 @@ func genValue(t *rapid.T, e *Entry) any {
 		return ""
 	case "ssl.principal.mapping.rules":
 		return rapid.SampledFrom([]string{"DEFAULT", `RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L, DEFAULT`, `RULE:^CN=([^,\\]*)(,.*|$)/$1/`}).Draw(t, label)
+	case "super.users":
+		return rapid.SampledFrom([][]string{{}, {"User:admin"}, {"User:CN=admin,OU=ops", "User:b"}}).Draw(t, label)
 	case "ssl.cipher.suites":
 		return rapid.SampledFrom([][]string{{}, {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256"}}).Draw(t, label)
 	}

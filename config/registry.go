@@ -133,7 +133,7 @@ var sections = []Section{
 	{Name: "replication", Doc: "Followers, the ISR and partition leadership."},
 	{Name: "groups", Doc: "Consumer groups and committed offsets."},
 	{Name: "producers", Doc: "Idempotent producer state."},
-	{Name: "security", Doc: "TLS of the client listeners, under Kafka's ssl.* names (PEM only). A listener's own value, listener.name.NAME.ssl.* (NAME in lower case, as Kafka writes it), overrides the shared one for that listener. A listener's key and trust stores (listener.name.NAME.ssl.keystore.*, ssl.key.password, ssl.truststore.*) may also be altered at run time for one broker with AlterConfigs or IncrementalAlterConfigs on its BROKER resource (kafka-configs --entity-type brokers --entity-name ID), as Kafka's dynamic keystore update: the new stores must load, and new connections get the new certificate while open ones stay up."},
+	{Name: "security", Doc: "TLS of the client listeners, under Kafka's ssl.* names (PEM only). A listener's own value, listener.name.NAME.ssl.* (NAME in lower case, as Kafka writes it), overrides the shared one for that listener. A listener's key and trust stores (listener.name.NAME.ssl.keystore.*, ssl.key.password, ssl.truststore.*) may also be altered at run time for one broker with AlterConfigs or IncrementalAlterConfigs on its BROKER resource (kafka-configs --entity-type brokers --entity-name ID), as Kafka's dynamic keystore update: the new stores must load, and new connections get the new certificate while open ones stay up. Then the ACL authorizer's settings: its super users and what it answers where no ACL applies."},
 	{Name: "http", Prefixed: true, Doc: "wren's own: the HTTP server for /metrics, /livez, /readyz and /v1/cluster/health."},
 	{Name: "logging", Prefixed: true, Doc: "wren's own: the broker's log output."},
 }
@@ -515,6 +515,12 @@ var registry = []*Entry{
 	{Name: "ssl.cipher.suites", Section: "security", Type: TypeList, Default: []string{}, Validator: cipherSuitesValidator,
 		Importance: Low, Mode: ReadOnly,
 		Doc: "The TLS 1.2 cipher suites SSL listeners accept, by their IANA names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256). Empty: Go's secure defaults. TLS 1.3 suites are always the three of the standard and cannot be narrowed; listing them is allowed and changes nothing."},
+	{Name: "super.users", Section: "security", Type: TypeList, Default: []string{}, Validator: principalList,
+		Importance: Medium, Mode: ReadOnly,
+		Doc: "Principals the ACL authorizer allows everything, whatever the ACLs say, as Type:name (User:admin). Kafka writes them separated by semicolons, because an SSL principal's name holds commas; here they are a list (a TOML array). A principal is User: and the SASL user name of a SASL listener's client; a client of a listener without authentication is User:ANONYMOUS."},
+	{Name: "allow.everyone.if.no.acl.found", Section: "security", Type: TypeBoolean, Default: nil,
+		Importance: Medium, Mode: ReadOnly, KafkaDefault: "false",
+		Doc: "What the ACL authorizer answers for a resource no ACL applies to (of any principal): true allows every client, false refuses all but the super users. Unset, wren derives it from the client listeners: true while every client listener is PLAINTEXT, or SSL without ssl.client.auth=required, where clients are anonymous and ACLs could only refuse them; false once a client listener authenticates its clients (SASL_PLAINTEXT, SASL_SSL, or SSL with ssl.client.auth=required, its listener's own value included), as Kafka's false. Once ACLs exist for a resource they decide it either way."},
 
 	{Name: "ssl.principal.mapping.rules", Section: "security", Type: TypeString, Default: "DEFAULT", Validator: principalRulesValidator,
 		Importance: Low, Mode: ReadOnly,
@@ -633,6 +639,15 @@ func listValidator(desc string, nonEmpty bool, elem func(s string, prior []strin
 		return nil
 	})
 }
+
+// principalList checks Type:name principals (super.users).
+var principalList = listValidator("principals, Type:name", false, func(s string, _ []string) error {
+	typ, name, ok := strings.Cut(s, ":")
+	if !ok || typ == "" || name == "" {
+		return fmt.Errorf("%q is not a principal Type:name (User:admin)", s)
+	}
+	return nil
+})
 
 // listenerList checks NAME://host:port elements with distinct names.
 func listenerList(nonEmpty bool) *Validator {

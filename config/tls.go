@@ -690,3 +690,28 @@ func (n *Config) withDynamicListenerSSL(clusterDefault, broker map[string]string
 	}
 	return nil
 }
+
+// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found: its value
+// when set, else derived from the client listeners: false when one of
+// them authenticates its clients (SASL_PLAINTEXT, SASL_SSL, or SSL with
+// ssl.client.auth=required, the listener's own override included), true
+// otherwise.
+func (c *Config) AllowEveryoneIfNoACLFound() bool {
+	if c.AllowEveryoneIfNoACL != nil {
+		return *c.AllowEveryoneIfNoACL
+	}
+	for _, l := range c.Listeners {
+		if slices.ContainsFunc(c.ControllerListenerNames, func(n string) bool { return strings.EqualFold(n, l.Name) }) {
+			continue
+		}
+		switch c.ListenerProtocol(l.Name) {
+		case ProtocolSASLPlaintext, ProtocolSASLSSL:
+			return false
+		case ProtocolSSL:
+			if c.ListenerSSL(l.Name).ClientAuth == "required" {
+				return false
+			}
+		}
+	}
+	return true
+}

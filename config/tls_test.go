@@ -234,3 +234,52 @@ func TestPrincipalMappingRules(t *testing.T) {
 		t.Errorf("shared rules: %q, %v; want duke", got, err)
 	}
 }
+
+// TestAllowEveryoneIfNoACLFound: set, the value; unset, true while no
+// client listener authenticates its clients, false once one does (a
+// SASL listener, an SSL listener requiring client certificates, by the
+// shared setting or its own).
+func TestAllowEveryoneIfNoACLFound(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := testKeyPair(t)
+	tlsFiles := "[security]\nssl.keystore.location = " + quoteTOML(writeFile(t, dir, "both.pem", cert+key)) +
+		"\nssl.truststore.location = " + quoteTOML(writeFile(t, dir, "ca.pem", cert)) + "\n"
+	listeners := func(ls ...string) string {
+		return "[broker]\nlisteners = [\"" + strings.Join(append(ls, "CONTROLLER://127.0.0.1:9093"), "\", \"") + "\"]\n"
+	}
+	for _, tc := range []struct {
+		name, file string
+		want       bool
+	}{
+		{"defaults", "", true},
+		{"plaintext", listeners("PLAINTEXT://127.0.0.1:9092"), true},
+		{"ssl without client auth", listeners("PLAINTEXT://127.0.0.1:9092", "SSL://127.0.0.1:9094") + tlsFiles, true},
+		{"ssl requesting client certificates", listeners("SSL://127.0.0.1:9094") + tlsFiles + "ssl.client.auth = \"requested\"\n", true},
+		{"ssl requiring client certificates", listeners("SSL://127.0.0.1:9094") + tlsFiles + "ssl.client.auth = \"required\"\n", false},
+		{"one ssl listener requiring them", listeners("SSL://127.0.0.1:9094") + tlsFiles + "listener.name.ssl.ssl.client.auth = \"required\"\n", false},
+		{"sasl", listeners("PLAINTEXT://127.0.0.1:9092", "SASL_PLAINTEXT://127.0.0.1:9095"), false},
+		{"sasl_ssl", listeners("SASL_SSL://127.0.0.1:9095") + tlsFiles, false},
+		{"sasl, set", listeners("SASL_SSL://127.0.0.1:9095") + tlsFiles + "allow.everyone.if.no.acl.found = true\n", true},
+		{"plaintext, set", "[security]\nallow.everyone.if.no.acl.found = false\nsuper.users = [\"User:admin\", \"User:CN=ops,O=x\"]\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("config.toml", []byte(tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.AllowEveryoneIfNoACLFound(); got != tc.want {
+				t.Fatalf("AllowEveryoneIfNoACLFound = %t, want %t", got, tc.want)
+			}
+		})
+	}
+	c, err := Parse("config.toml", []byte("[security]\nsuper.users = [\"User:admin\", \"User:CN=ops,O=x\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.SuperUsers, ";") != "User:admin;User:CN=ops,O=x" {
+		t.Fatalf("super.users = %q", c.SuperUsers)
+	}
+	if _, err := Parse("config.toml", []byte("[security]\nsuper.users = [\"admin\"]\n")); err == nil || !strings.Contains(err.Error(), "super.users") {
+		t.Fatalf("a super user without a type: %v", err)
+	}
+}

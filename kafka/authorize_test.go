@@ -539,6 +539,51 @@ var authRules = map[kmsg.Key]authRule{
 		codes:   func(m kmsg.Response) []int16 { return []int16{m.(*kmsg.OffsetDeleteResponse).ErrorCode} },
 		refused: []*kerr.Error{gaf},
 	},
+	kmsg.DescribeACLs: {
+		req: func() kmsg.Request {
+			r := kmsg.NewPtrDescribeACLsRequest()
+			r.ResourceType, r.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+			r.Operation, r.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+			return r
+		},
+		codes:   func(m kmsg.Response) []int16 { return []int16{m.(*kmsg.DescribeACLsResponse).ErrorCode} },
+		refused: []*kerr.Error{caf},
+	},
+	kmsg.CreateACLs: {
+		req: func() kmsg.Request {
+			r := kmsg.NewPtrCreateACLsRequest()
+			c := kmsg.NewCreateACLsRequestCreation()
+			c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeLiteral
+			c.Principal, c.Host = "User:alice", "*"
+			c.Operation, c.PermissionType = kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+			r.Creations = append(r.Creations, c)
+			return r
+		},
+		codes: func(m kmsg.Response) (c []int16) {
+			for _, r := range m.(*kmsg.CreateACLsResponse).Results {
+				c = append(c, r.ErrorCode)
+			}
+			return c
+		},
+		refused: []*kerr.Error{caf},
+	},
+	kmsg.DeleteACLs: {
+		req: func() kmsg.Request {
+			r := kmsg.NewPtrDeleteACLsRequest()
+			f := kmsg.NewDeleteACLsRequestFilter()
+			f.ResourceType, f.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+			f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+			r.Filters = append(r.Filters, f)
+			return r
+		},
+		codes: func(m kmsg.Response) (c []int16) {
+			for _, r := range m.(*kmsg.DeleteACLsResponse).Results {
+				c = append(c, r.ErrorCode)
+			}
+			return c
+		},
+		refused: []*kerr.Error{caf},
+	},
 	kmsg.DescribeClientQuotas: {
 		req: func() kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() },
 		codes: func(m kmsg.Response) []int16 {

@@ -51,6 +51,8 @@ var forwardedKeys = map[kmsg.Key]bool{
 	kmsg.AlterPartitionAssignments: true,
 	kmsg.AlterUserSCRAMCredentials: true,
 	kmsg.AlterClientQuotas:         true,
+	kmsg.CreateACLs:                true,
+	kmsg.DeleteACLs:                true,
 }
 
 // maybeForward forwards req to the acting controller when it should go
@@ -321,6 +323,14 @@ func allNotController(msg kmsg.Response) bool {
 		for _, res := range r.Entries {
 			codes = append(codes, res.ErrorCode)
 		}
+	case *kmsg.CreateACLsResponse:
+		for _, res := range r.Results {
+			codes = append(codes, res.ErrorCode)
+		}
+	case *kmsg.DeleteACLsResponse:
+		for _, res := range r.Results {
+			codes = append(codes, res.ErrorCode)
+		}
 	case *kmsg.IncrementalAlterConfigsResponse:
 		for _, res := range r.Resources {
 			codes = append(codes, res.ErrorCode)
@@ -373,7 +383,8 @@ func (s *Server) mayForward(req *Request) bool {
 		return cl(kmsg.ACLOperationDescribe)
 	case *kmsg.AlterClientQuotasRequest:
 		return cl(kmsg.ACLOperationAlterConfigs)
-	case *kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest, *kmsg.AlterUserSCRAMCredentialsRequest:
+	case *kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest, *kmsg.AlterUserSCRAMCredentialsRequest,
+		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest:
 		return cl(kmsg.ACLOperationAlter)
 	case *kmsg.CreateTopicsRequest:
 		if cl(kmsg.ACLOperationCreate) {

@@ -9,6 +9,7 @@ import (
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/engine/producer"
 	"github.com/wren-broker/wren/groups"
+	"github.com/wren-broker/wren/security/acl"
 )
 
 // The seam between the wire protocol and the broker: the few verbs the
@@ -129,6 +130,12 @@ type ControllerAPI interface {
 	// entity (cluster.DecideAlterClientQuotas); validateOnly commits
 	// nothing.
 	AlterClientQuotas(ctx context.Context, alts []cluster.QuotaAlteration, validateOnly bool) ([]cluster.QuotaResult, error)
+	// CreateACLs creates ACL bindings, one error per binding
+	// (cluster.DecideCreateACLs).
+	CreateACLs(ctx context.Context, bindings []acl.Binding) ([]error, error)
+	// DeleteACLs deletes the ACL bindings the filters match, one result
+	// per filter (cluster.DecideDeleteACLs).
+	DeleteACLs(ctx context.Context, filters []acl.Filter) ([]cluster.DeleteACLsResult, error)
 
 	// ShouldForward reports whether requests that change metadata should
 	// go to another node, the acting controller.

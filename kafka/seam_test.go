@@ -17,6 +17,7 @@ import (
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/engine/producer"
+	"github.com/wren-broker/wren/security/acl"
 )
 
 // Small fakes of the seam (seam.go), so each API's behaviour is tested
@@ -235,6 +236,10 @@ type fakeController struct {
 	// every entity ok).
 	quotaCalls [][]cluster.QuotaAlteration
 	quotas     func([]cluster.QuotaAlteration, bool) ([]cluster.QuotaResult, error)
+	// createACLs and deleteACLs answer CreateACLs and DeleteACLs (nil:
+	// every binding ok, no filter matches).
+	createACLs func([]acl.Binding) ([]error, error)
+	deleteACLs func([]acl.Filter) ([]cluster.DeleteACLsResult, error)
 }
 
 type createPartitionsCall struct {
@@ -377,6 +382,26 @@ func (c *fakeController) AlterClientQuotas(_ context.Context, alts []cluster.Quo
 		out[i] = cluster.QuotaResult{Entity: a.Entity}
 	}
 	return out, nil
+}
+
+func (c *fakeController) CreateACLs(_ context.Context, bindings []acl.Binding) ([]error, error) {
+	if c.notController {
+		return nil, c.errNotController()
+	}
+	if c.createACLs != nil {
+		return c.createACLs(bindings)
+	}
+	return make([]error, len(bindings)), nil
+}
+
+func (c *fakeController) DeleteACLs(_ context.Context, filters []acl.Filter) ([]cluster.DeleteACLsResult, error) {
+	if c.notController {
+		return nil, c.errNotController()
+	}
+	if c.deleteACLs != nil {
+		return c.deleteACLs(filters)
+	}
+	return make([]cluster.DeleteACLsResult, len(filters)), nil
 }
 
 func (c *fakeController) ShouldForward() bool { return c.forward != nil }

@@ -111,7 +111,7 @@ var rules = []Rule{
 	{
 		Name: "shared leaves import nothing of wren",
 		From: []string{"wren/internal/vfs", "wren/internal/membudget", "wren/internal/health", "wren/internal/invariants",
-			"wren/internal/buildinfo", "wren/internal/sdnotify", "wren/security/scram", "wren/security/principal"},
+			"wren/internal/buildinfo", "wren/internal/sdnotify", "wren/security/scram", "wren/security/principal", "wren/security/acl"},
 		Reach: []string{"wren/..."},
 		Why:   "several layers share them; an import from a leaf would put one layer under another",
 	},
@@ -122,6 +122,15 @@ var rules = []Rule{
 		Except: []string{"wren/security/principal"},
 		Why: "every layer reads config; ssl.principal.mapping.rules is refused at load with its key and line, " +
 			"so config parses it with security/principal, itself a leaf",
+	},
+	{
+		Name:   "security/acl imports the standard library and kmsg only",
+		From:   []string{"wren/security/acl"},
+		Reach:  []string{"github.com/...", "golang.org/...", "pgregory.net/..."},
+		Except: []string{"github.com/twmb/franz-go/pkg/kmsg"},
+		Direct: true,
+		Why: "the authorizer sits on every request's path and is shared by cluster, the protocol and the broker: " +
+			"plain values and an index over kmsg's enums, nothing that could pull a client or a codec under it",
 	},
 	{
 		Name: "the pure cores reach no I/O",
