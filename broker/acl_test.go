@@ -182,7 +182,7 @@ func TestACLsThreeNodes(t *testing.T) {
 		}
 	})
 	for i := range brokers {
-		text := quorumConfigText(i+1, filepath.Join(t.TempDir(), "data"), ports) + "\n[security]\nallow.everyone.if.no.acl.found = false\n"
+		text := quorumConfigText(i+1, filepath.Join(t.TempDir(), "data"), ports) + "\n[security]\nallow.everyone.if.no.acl.found = false\nsuper.users = [\"User:ANONYMOUS\"]\n"
 		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", i+1), []byte(text))
 		if err != nil {
 			t.Fatal(err)

@@ -163,23 +163,28 @@ func TestClientQuotasThreeNodes(t *testing.T) {
 			t.Fatalf("throttles %v, want each in (0, 2s]", got)
 		}
 	}
+	// The server counts a throttle once its response is on the way, so
+	// the client may read the response first: poll until the metrics
+	// catch up with what the client saw.
 	var throttled int
-	for _, b := range brokers {
-		var buf bytes.Buffer
-		b.ops.metrics.WritePrometheus(&buf)
-		for _, line := range strings.Split(buf.String(), "\n") {
-			if v, ok := strings.CutPrefix(line, `wren_kafka_quota_throttled_responses_total{quota="produce"} `); ok {
-				n, err := strconv.Atoi(v)
-				if err != nil {
-					t.Fatalf("metrics line %q", line)
+	countThrottled := func() bool {
+		throttled = 0
+		for _, b := range brokers {
+			var buf bytes.Buffer
+			b.ops.metrics.WritePrometheus(&buf)
+			for _, line := range strings.Split(buf.String(), "\n") {
+				if v, ok := strings.CutPrefix(line, `wren_kafka_quota_throttled_responses_total{quota="produce"} `); ok {
+					n, err := strconv.Atoi(v)
+					if err != nil {
+						t.Fatalf("metrics line %q", line)
+					}
+					throttled += n
 				}
-				throttled += n
 			}
 		}
+		return throttled >= len(got)
 	}
-	if throttled < len(got) {
-		t.Fatalf("the metrics count %d throttled produce responses, the client saw %d", throttled, len(got))
-	}
+	pollFor(t, "the metrics counting every throttled produce response the client saw", 10*time.Second, countThrottled)
 
 	// A consumer_byte_rate holds back a consumer of that client id (the
 	// fetch response's bytes count); another client id reads freely.

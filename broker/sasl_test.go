@@ -21,7 +21,9 @@ import (
 
 // saslConfig is a one-node config with a PLAINTEXT and a SASL_PLAINTEXT
 // client listener on free loopback ports, data in dir; broker is TOML
-// added to its [broker] section.
+// added to its [broker] section. Its tests are about authentication, so
+// allow.everyone.if.no.acl.found is true (a SASL listener makes its
+// default false): with no ACL every principal is allowed.
 func saslConfig(t *testing.T, dir, broker string) *config.Config {
 	t.Helper()
 	cfg, err := config.Parse("test.toml", []byte(fmt.Sprintf(`
@@ -39,6 +41,8 @@ listen = "127.0.0.1:0"
 	if err != nil {
 		t.Fatal(err)
 	}
+	allow := true
+	cfg.AllowEveryoneIfNoACL = &allow
 	return cfg
 }
 
@@ -154,6 +158,7 @@ listen = "127.0.0.1:0"
 [security]
 ssl.keystore.location = %q
 ssl.truststore.location = %q
+allow.everyone.if.no.acl.found = true
 `, filepath.Join(dir, "data"), keystore, trust)))
 	if err != nil {
 		t.Fatal(err)

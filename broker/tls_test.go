@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -41,8 +42,10 @@ func writeAtomically(t *testing.T, path string, data []byte) {
 }
 
 // tlsBroker starts a broker with a PLAINTEXT and an SSL listener whose key
-// store is keystore and trust store the CA, reloading every 20 ms.
-func tlsBroker(t *testing.T, ca *testcert.CA, keystore, clientAuth string) *Broker {
+// store is keystore and trust store the CA, reloading every 20 ms; the
+// PLAINTEXT listener's anonymous clients are super users (the tests' admin
+// path), and security is more TOML for the [security] section.
+func tlsBroker(t *testing.T, ca *testcert.CA, keystore, clientAuth string, security ...string) *Broker {
 	t.Helper()
 	dir := t.TempDir()
 	trust := filepath.Join(dir, "ca.pem")
@@ -60,10 +63,12 @@ controller.quorum.voters = ["1@127.0.0.1:9093"]
 ssl.keystore.location = %q
 ssl.truststore.location = %q
 ssl.client.auth = %q
+super.users = ["User:ANONYMOUS"]
+%s
 
 [http]
 listen = "127.0.0.1:0"
-`, filepath.Join(dir, "data"), keystore, trust, clientAuth)
+`, filepath.Join(dir, "data"), keystore, trust, clientAuth, strings.Join(security, "\n"))
 	cfg, err := config.Parse("test.toml", []byte(toml))
 	if err != nil {
 		t.Fatal(err)
@@ -175,10 +180,15 @@ func portOf(t *testing.T, a net.Addr) string {
 }
 
 // With ssl.client.auth required, a client without a certificate (or with
-// one from another CA) is refused and one with a certificate is served.
+// one from another CA) is refused and one with a certificate is served,
+// as the principal its certificate names through
+// ssl.principal.mapping.rules: with client authentication required,
+// allow.everyone.if.no.acl.found is false, so it may create a topic once
+// an ACL lets User:device-7 do so, and not before.
 func TestTLSMutualRequired(t *testing.T) {
 	ca := testcert.NewCA(t, "wren test CA")
-	b := tlsBroker(t, ca, serverKeystore(t, ca, "broker"), "required")
+	b := tlsBroker(t, ca, serverKeystore(t, ca, "broker"), "required",
+		`ssl.principal.mapping.rules = "RULE:^CN=([^,]+)(,.*)?$/$1/L, DEFAULT"`)
 	addr := b.ListenerAddr("SSL").String()
 
 	clientCert, clientKey := ca.Issue(t, "device-7", x509.ExtKeyUsageClientAuth)
@@ -225,9 +235,23 @@ func TestTLSMutualRequired(t *testing.T) {
 
 	ctx := testContext(t)
 	_, adm := tlsClient(t, addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1", Certificates: []tls.Certificate{pair}})
-	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "mtls"); err != nil {
-		t.Fatalf("client with a certificate: %v", err)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "mtls"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("client with a certificate, before any ACL: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
+	_, admin := newClient(t, b)
+	created, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:device-7").Topics("mtls").Operations(kadm.OpCreate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range created {
+		if c.Err != nil {
+			t.Fatalf("create ACL: %v", c.Err)
+		}
+	}
+	pollFor(t, "the client with a certificate creating its topic as User:device-7", 10*time.Second, func() bool {
+		_, err := adm.CreateTopic(ctx, 1, 1, nil, "mtls")
+		return err == nil || errors.Is(err, kerr.TopicAlreadyExists)
+	})
 }
 
 // apiVersionsFrame is an ApiVersions v0 request frame.
