@@ -38,6 +38,18 @@ func (a *aclAuthorizer) Authorize(principal, host string, op kmsg.ACLOperation, 
 	return a.Current().Authorize(principal, host, op, rt, name)
 }
 
+// AuthorizeAll judges many names of one resource type against one
+// image's authorizer, in order (kafka.BatchAuthorizer): Metadata over
+// every topic and ListGroups ask it.
+func (a *aclAuthorizer) AuthorizeAll(principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, names []string) []bool {
+	cur := a.Current()
+	out := make([]bool, len(names))
+	for i, name := range names {
+		out[i] = cur.Authorize(principal, host, op, rt, name)
+	}
+	return out
+}
+
 // newACLAuthorizer is the authorizer of ctrl's images with cfg's
 // settings.
 func (b *Broker) newACLAuthorizer(ctrl *cluster.Controller) *aclAuthorizer {
@@ -65,3 +77,5 @@ func (b *Broker) kafkaAuthorizer(override func() kafka.Authorizer) func() kafka.
 // node applied, with super.users and allow.everyone.if.no.acl.found;
 // cheap enough to call per request.
 func (b *Broker) Authorizer() *acl.Authorizer { return b.acls.Current() }
+
+var _ kafka.BatchAuthorizer = (*aclAuthorizer)(nil)
