@@ -52,9 +52,15 @@ func (a *aclAuthorizer) AuthorizeAll(principal, host string, op kmsg.ACLOperatio
 
 // newACLAuthorizer is the authorizer of ctrl's images with cfg's
 // settings.
+// The bootstrap admin (bootstrap.admin.user) is a super user: it exists
+// to administer a cluster whose listeners all authenticate from its
+// first start, ACLs included.
 func (b *Broker) newACLAuthorizer(ctrl *cluster.Controller) *aclAuthorizer {
-	return &aclAuthorizer{ctrl: ctrl, superUsers: append([]string(nil), b.cfg.SuperUsers...),
-		allowIfNoACL: b.cfg.AllowEveryoneIfNoACLFound()}
+	super := append([]string(nil), b.cfg.SuperUsers...)
+	if u := b.cfg.BootstrapAdminUser; u != "" {
+		super = append(super, "User:"+u)
+	}
+	return &aclAuthorizer{ctrl: ctrl, superUsers: super, allowIfNoACL: b.cfg.AllowEveryoneIfNoACLFound()}
 }
 
 // kafkaAuthorizer is what the Kafka handlers ask (kafka.Node.Authorizer):

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/wren-broker/wren/config"
 )
 
 // TestSASLUsersAuthorizedByACLs: on a SASL listener with the default
@@ -121,4 +123,44 @@ func TestSASLUsersAuthorizedByACLs(t *testing.T) {
 	pollFor(t, "the DENY refusing device-1's produce", 10*time.Second, func() bool {
 		return errors.Is(produce("readings"), kerr.TopicAuthorizationFailed)
 	})
+}
+
+// TestBootstrapAdminIsSuperUser: on a cluster whose SASL listener makes
+// allow.everyone.if.no.acl.found false, the bootstrap admin may do
+// everything from the first start (it counts among super.users): create
+// a topic and an ACL; an anonymous client of the PLAINTEXT listener may
+// not.
+func TestBootstrapAdminIsSuperUser(t *testing.T) {
+	t.Setenv(config.BootstrapAdminPasswordEnv, "first-password")
+	cfg := saslConfig(t, t.TempDir(), "")
+	cfg.AllowEveryoneIfNoACL = nil
+	cfg.BootstrapAdminUser = "admin"
+	b := startBroker(t, cfg)
+	ctx := testContext(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.ListenerAddr("SASL_PLAINTEXT").String()),
+		kgo.SASL(scram.Auth{User: "admin", Pass: "first-password"}.AsSha512Mechanism()),
+		kgo.RequestTimeoutOverhead(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	admin := kadm.NewClient(cl)
+	// The credential is recorded once the controller acts: poll.
+	pollFor(t, "the bootstrap admin creating a topic", 20*time.Second, func() bool {
+		_, err := admin.CreateTopic(ctx, 1, 1, nil, "fleet")
+		return err == nil || errors.Is(err, kerr.TopicAlreadyExists)
+	})
+	res, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:device-1").Topics("fleet").Operations(kadm.OpWrite))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("the bootstrap admin's ACL: %v", r.Err)
+		}
+	}
+	_, anon := newClient(t, b)
+	if _, err := anon.CreateTopic(ctx, 1, 1, nil, "rogue"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("an anonymous client's CreateTopics: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
 }
