@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -12,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/wren-broker/wren/config"
 )
 
 // ACLs (KIP-11, KIP-290) through kadm, as kafka-acls and `wren acl`
@@ -172,34 +169,9 @@ func TestACLsOneNode(t *testing.T) {
 // controller (forwarded) are described by another, and every node's
 // authorizer holds them; a delete through the third node reaches all.
 func TestACLsThreeNodes(t *testing.T) {
-	ports := freePorts(t, 3)
-	brokers := make([]*Broker, 3)
-	t.Cleanup(func() {
-		for _, b := range brokers {
-			if b != nil {
-				b.Close()
-			}
-		}
-	})
-	for i := range brokers {
-		text := quorumConfigText(i+1, filepath.Join(t.TempDir(), "data"), ports) + "\n[security]\nallow.everyone.if.no.acl.found = false\nsuper.users = [\"User:ANONYMOUS\"]\n"
-		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", i+1), []byte(text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if brokers[i], err = Start(cfg, Options{Logger: testLogger(t)}); err != nil {
-			t.Fatalf("start node %d: %v", i+1, err)
-		}
-	}
-	pollFor(t, "one controller known to all, three brokers registered", 20*time.Second, func() bool {
-		ctrl := brokers[0].Controller().ControllerID()
-		for _, b := range brokers {
-			if ctrl < 0 || b.Controller().ControllerID() != ctrl || len(b.Controller().Brokers()) != 3 {
-				return false
-			}
-		}
-		return true
-	})
+	brokers := startThreeNodes(t, func(_ int, text string) string {
+		return text + "\n[security]\nallow.everyone.if.no.acl.found = false\nsuper.users = [\"User:ANONYMOUS\"]\n"
+	}, nil)
 	ctx := testContext(t)
 	// A kadm client pinned to one node: its requests go there.
 	adminAt := func(b *Broker) *kadm.Client {

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/kafka"
 )
 
@@ -59,36 +56,11 @@ func (a *recordingAuthorizer) about(topic string) []topicQuestion {
 // principal and host, and authorized again on the controller as that
 // client: a topic only the controller refuses is not created.
 func TestAuthorizationForwardedThreeNodes(t *testing.T) {
-	ports := freePorts(t, 3)
-	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	brokers := make([]*Broker, 3)
 	auths := make([]*recordingAuthorizer, 3)
-	t.Cleanup(func() {
-		for _, b := range brokers {
-			if b != nil {
-				b.Close()
-			}
-		}
-	})
-	for i := range brokers {
-		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", i+1), []byte(quorumConfigText(i+1, filepath.Join(dirs[i], "data"), ports)))
-		if err != nil {
-			t.Fatal(err)
-		}
+	brokers := startThreeNodes(t, nil, func(id int) Options {
 		a := &recordingAuthorizer{deny: map[string]bool{}}
-		auths[i] = a
-		if brokers[i], err = Start(cfg, Options{Logger: testLogger(t), Authorizer: func() kafka.Authorizer { return a }}); err != nil {
-			t.Fatalf("start node %d: %v", i+1, err)
-		}
-	}
-	pollFor(t, "one controller known to all, three brokers registered", 20*time.Second, func() bool {
-		ctrl := brokers[0].Controller().ControllerID()
-		for _, b := range brokers {
-			if ctrl < 0 || b.Controller().ControllerID() != ctrl || len(b.Controller().Brokers()) != 3 {
-				return false
-			}
-		}
-		return true
+		auths[id-1] = a
+		return Options{Logger: testLogger(t), Authorizer: func() kafka.Authorizer { return a }}
 	})
 	ctrl := actingController(t, brokers)
 	var via *Broker

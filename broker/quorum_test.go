@@ -219,3 +219,56 @@ func TestThreeBrokersInProcess(t *testing.T) {
 		return true
 	})
 }
+
+// startThreeNodes starts a three-node cluster on free loopback ports:
+// node id's config is quorumConfigText's, passed through edit when set,
+// and started with options(id) when set. It waits until every node knows
+// one controller and sees three brokers; the nodes close when the test
+// ends.
+func startThreeNodes(t *testing.T, edit func(id int, text string) string, options func(id int) Options) []*Broker {
+	t.Helper()
+	ports := freePorts(t, 3)
+	brokers := make([]*Broker, 3)
+	t.Cleanup(func() {
+		for _, b := range brokers {
+			if b != nil {
+				b.Close()
+			}
+		}
+	})
+	for i := range brokers {
+		id := i + 1
+		text := quorumConfigText(id, filepath.Join(t.TempDir(), "data"), ports)
+		if edit != nil {
+			text = edit(id, text)
+		}
+		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", id), []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := Options{Logger: testLogger(t)}
+		if options != nil {
+			o = options(id)
+		}
+		if brokers[i], err = Start(cfg, o); err != nil {
+			t.Fatalf("start node %d: %v", id, err)
+		}
+	}
+	waitOneController(t, brokers)
+	return brokers
+}
+
+// waitOneController waits until every node knows one controller and sees
+// every node registered.
+func waitOneController(t *testing.T, brokers []*Broker) {
+	t.Helper()
+	pollFor(t, "one controller known to all, every broker registered", 20*time.Second, func() bool {
+		ctrl := brokers[0].Controller().ControllerID()
+		for _, b := range brokers {
+			if ctrl < 0 || b.Controller().ControllerID() != ctrl || len(b.Controller().Brokers()) != len(brokers) {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -3,8 +3,6 @@ package broker
 import (
 	"bytes"
 	"crypto/rand"
-	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/wren-broker/wren/config"
 )
 
 // Client quotas (KIP-546 through kadm, KIP-219 throttling) on three
@@ -49,35 +45,9 @@ func (h *throttles) seen() []time.Duration {
 // short (2 of 1 s) so the throttles are seconds at most; nothing measures
 // time, only the throttles the responses carry.
 func TestClientQuotasThreeNodes(t *testing.T) {
-	ports := freePorts(t, 3)
-	brokers := make([]*Broker, 3)
-	t.Cleanup(func() {
-		for _, b := range brokers {
-			if b != nil {
-				b.Close()
-			}
-		}
-	})
-	for i := range brokers {
-		text := strings.Replace(quorumConfigText(i+1, filepath.Join(t.TempDir(), "data"), ports), "[broker]\n",
-			"[broker]\nquota.window.num = 2\nquota.window.size.seconds = 1\n", 1)
-		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", i+1), []byte(text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if brokers[i], err = Start(cfg, Options{Logger: testLogger(t)}); err != nil {
-			t.Fatalf("start node %d: %v", i+1, err)
-		}
-	}
-	pollFor(t, "one controller known to all, three brokers registered", 20*time.Second, func() bool {
-		ctrl := brokers[0].Controller().ControllerID()
-		for _, b := range brokers {
-			if ctrl < 0 || b.Controller().ControllerID() != ctrl || len(b.Controller().Brokers()) != 3 {
-				return false
-			}
-		}
-		return true
-	})
+	brokers := startThreeNodes(t, func(_ int, text string) string {
+		return strings.Replace(text, "[broker]\n", "[broker]\nquota.window.num = 2\nquota.window.size.seconds = 1\n", 1)
+	}, nil)
 	ctx := testContext(t)
 	_, adm := threeNodeAdmin(t, brokers)
 

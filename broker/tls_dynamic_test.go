@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/internal/testcert"
 )
 
@@ -130,37 +129,10 @@ func TestDynamicKeystoreUpdate(t *testing.T) {
 // committed by the controller and served by that broker's SSL listener.
 func TestDynamicKeystoreUpdateForwarded(t *testing.T) {
 	ca := testcert.NewCA(t, "wren test CA")
-	ports := freePorts(t, 3)
-	brokers := make([]*Broker, 3)
-	t.Cleanup(func() {
-		for _, b := range brokers {
-			if b != nil {
-				b.Close()
-			}
-		}
-	})
-	for i := range brokers {
-		dir := t.TempDir()
-		text := strings.Replace(quorumConfigText(i+1, filepath.Join(dir, "data"), ports),
-			`listeners = ["PLAINTEXT://127.0.0.1:0", `, `listeners = ["PLAINTEXT://127.0.0.1:0", "SSL://127.0.0.1:0", `, 1)
-		text += fmt.Sprintf("[security]\nssl.keystore.location = %q\n", serverKeystore(t, ca, fmt.Sprintf("node-%d-first", i+1)))
-		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", i+1), []byte(text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if brokers[i], err = Start(cfg, Options{Logger: testLogger(t)}); err != nil {
-			t.Fatalf("start node %d: %v", i+1, err)
-		}
-	}
-	pollFor(t, "three brokers registered with one controller", 20*time.Second, func() bool {
-		ctrl := brokers[0].Controller().ControllerID()
-		for _, b := range brokers {
-			if ctrl < 0 || b.Controller().ControllerID() != ctrl || len(b.Controller().Brokers()) != 3 {
-				return false
-			}
-		}
-		return true
-	})
+	brokers := startThreeNodes(t, func(id int, text string) string {
+		text = strings.Replace(text, `listeners = ["PLAINTEXT://127.0.0.1:0", `, `listeners = ["PLAINTEXT://127.0.0.1:0", "SSL://127.0.0.1:0", `, 1)
+		return text + fmt.Sprintf("[security]\nssl.keystore.location = %q\n", serverKeystore(t, ca, fmt.Sprintf("node-%d-first", id)))
+	}, nil)
 	var target *Broker
 	for _, b := range brokers {
 		if !b.Controller().Acting() {
