@@ -465,24 +465,35 @@ func (k *checker) checkControllerSSL(name string) {
 		return
 	}
 	s.ClientAuth = "required"
-	if _, err := s.Certificate(); err != nil {
-		var se *SSLError
-		if errors.As(err, &se) {
-			k.failAt([]string{se.Key, "listeners"}, "%s: %v", se.Key, se.Err)
-		}
-	}
-	pool, err := s.ClientCAs()
-	if err != nil {
-		var se *SSLError
-		if errors.As(err, &se) {
-			k.failAt([]string{se.Key, "listeners"}, "%s: %v", se.Key, se.Err)
-		}
+	pool, ok := k.sslMaterial(s)
+	if !ok {
 		return
 	}
 	if pool == nil {
 		k.failAt([]string{s.Key("ssl.truststore.location"), "listener.security.protocol.map", "listeners"}, "%s: the controller listener %s speaks mutual TLS and needs a trust store, the CA the peers' certificates chain to (%s or %s)",
 			s.Key("ssl.truststore.location"), s.Listener, s.Key("ssl.truststore.location"), s.Key("ssl.truststore.certificates"))
 	}
+}
+
+// sslMaterial loads s's certificate and trust store, failing the check
+// at the setting that names a file that is missing or does not parse; ok
+// is false when the trust store did not load.
+func (k *checker) sslMaterial(s SSL) (pool *x509.CertPool, ok bool) {
+	fail := func(err error) {
+		var se *SSLError
+		if errors.As(err, &se) {
+			k.failAt([]string{se.Key, "listeners"}, "%s: %v", se.Key, se.Err)
+		}
+	}
+	if _, err := s.Certificate(); err != nil {
+		fail(err)
+	}
+	pool, err := s.ClientCAs()
+	if err != nil {
+		fail(err)
+		return nil, false
+	}
+	return pool, true
 }
 
 // checkSSL checks the TLS material of every SSL listener: its files exist
@@ -493,18 +504,8 @@ func (k *checker) checkSSL(name string) {
 		return
 	}
 	s := k.c.ListenerSSL(name)
-	if _, err := s.Certificate(); err != nil {
-		var se *SSLError
-		if errors.As(err, &se) {
-			k.failAt([]string{se.Key, "listeners"}, "%s: %v", se.Key, se.Err)
-		}
-	}
-	pool, err := s.ClientCAs()
-	if err != nil {
-		var se *SSLError
-		if errors.As(err, &se) {
-			k.failAt([]string{se.Key, "listeners"}, "%s: %v", se.Key, se.Err)
-		}
+	pool, ok := k.sslMaterial(s)
+	if !ok {
 		return
 	}
 	if pool == nil && s.ClientAuth != "none" {
