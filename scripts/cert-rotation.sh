@@ -107,38 +107,49 @@ wait_ready() { # node timeout_s
 }
 
 # install NODE FILE: copies FILE of the certificate directory to the node's own directory as an
-# operator does (beside the old one, then renamed over it); prints when, in unix ms.
+# operator does (beside the old one, then renamed over it); prints when, in unix ms: just before
+# the rename, since the node may reload before a command after it runs.
 install() {
 	local dst="$CLUSTER_DIR/node$1-certs/$2"
 	cp "$certs/$2" "$dst.new"
-	mv -f "$dst.new" "$dst"
 	now_ms
+	mv -f "$dst.new" "$dst"
 }
 
 reloads() { grep -c 'msg="TLS certificate reloaded" listener=CONTROLLER' "$CLUSTER_DIR/node$1.log" || true; }
 
+# reloaded NODE BEFORE: whether node NODE logged more reloads than BEFORE; a file it could not
+# load ends the run.
+reloaded() {
+	if grep -q 'TLS certificate not reloaded' "$CLUSTER_DIR/node$1.log"; then
+		grep 'TLS certificate not reloaded' "$CLUSTER_DIR/node$1.log" | tail -1 >&2
+		die "node $1 did not take its new files"
+	fi
+	(($(reloads "$1") > $2))
+}
+
+# reload_at NODE BEFORE: the time of node NODE's reload line after BEFORE of them (unix ms).
+reload_at() {
+	local line
+	line=$(grep 'msg="TLS certificate reloaded" listener=CONTROLLER' "$CLUSTER_DIR/node$1.log" | sed -n "$(($2 + 1))p")
+	date -u -d "$(sed -n 's/^time=\([^ ]*\) .*/\1/p' <<<"$line")" +%s%3N
+}
+
 # wait_reload NODE BEFORE COPIED_MS [WANT]: waits until node NODE logs more reloads than BEFORE
 # (and, with WANT, a file of the certificate directory, until it serves that certificate);
-# appends "reload_ms=… wait_ms=…" to the step's line in $steps.
+# prints "reload_ms=… wait_ms=…".
 wait_reload() {
-	local n=$1 before=$2 copied=$3 want=${4:-} deadline=$((SECONDS + step_timeout)) line at
-	until (($(reloads "$n") > before)); do
-		if grep -q 'TLS certificate not reloaded' "$CLUSTER_DIR/node$n.log"; then
-			grep 'TLS certificate not reloaded' "$CLUSTER_DIR/node$n.log" | tail -1 >&2
-			die "node $n did not take its new files"
-		fi
+	local n=$1 before=$2 copied=$3 want=${4:-} deadline=$((SECONDS + step_timeout)) seen
+	until reloaded "$n" "$before"; do
 		((SECONDS <= deadline)) || die "node $n logged no reload within $step_timeout s of the copy"
 		sleep 0.02
 	done
 	if [[ -n "$want" ]]; then
 		"$probe" -addr "$(peer_addr "$n")" -node "$n" -cert "$certs/$want" -ca "$certs/ca.pem" \
-			-want "$certs/$want" -timeout "${step_timeout}s" >"$work/probe.txt" || die "node $n: the probe failed"
+			-want "$certs/$want" -timeout "${step_timeout}s" >"$run/probe.txt" || die "node $n: the probe failed"
 	fi
-	local seen
 	seen=$(now_ms)
-	line=$(grep 'msg="TLS certificate reloaded" listener=CONTROLLER' "$CLUSTER_DIR/node$n.log" | sed -n "$((before + 1))p")
-	at=$(date -u -d "$(sed -n 's/^time=\([^ ]*\) .*/\1/p' <<<"$line")" +%s%3N)
-	echo "reload_ms=$((at - copied)) wait_ms=$((seen - copied))"
+	echo "reload_ms=$(($(reload_at "$n" "$before") - copied)) wait_ms=$((seen - copied))"
 }
 
 # step WHAT NODE FILE [WANT]: one file to one node, then the wait; prints the step's line.
@@ -150,18 +161,28 @@ step() {
 	echo "$what node $n: $figures"
 }
 
-rotate() { "$WREN_BIN" cluster certs rotate -c "$CLUSTER_DIR/cluster.toml" --dir "$certs" "$@" >>"$work/rotate.txt" 2>&1 || { cat "$work/rotate.txt" >&2; die "wren cluster certs rotate $* failed"; }; }
+rotate() { "$WREN_BIN" cluster certs rotate -c "$CLUSTER_DIR/cluster.toml" --dir "$certs" "$@" >>"$run/rotate.txt" 2>&1 || { cat "$run/rotate.txt" >&2; die "wren cluster certs rotate $* failed"; }; }
 
-# every_node WHAT: ca.pem to the three nodes at once, then the wait for each; a line per node.
+# every_node WHAT: ca.pem to the three nodes at once, then one wait for all; a line per node.
 every_node() {
-	local what=$1 n before=() copied=() figures
+	local what=$1 n before=() copied=() seen=() left=3 deadline=$((SECONDS + step_timeout))
 	for n in 1 2 3; do
 		before[n]=$(reloads "$n")
 		copied[n]=$(install "$n" ca.pem)
 	done
+	while ((left > 0)); do
+		for n in 1 2 3; do
+			if [[ -z "${seen[n]:-}" ]] && reloaded "$n" "${before[n]}"; then
+				seen[n]=$(now_ms)
+				left=$((left - 1))
+			fi
+		done
+		((left == 0)) && break
+		((SECONDS <= deadline)) || die "not every node logged a reload within $step_timeout s of the copies"
+		sleep 0.02
+	done
 	for n in 1 2 3; do
-		figures=$(wait_reload "$n" "${before[n]}" "${copied[n]}")
-		echo "$what node $n: $figures"
+		echo "$what node $n: reload_ms=$(($(reload_at "$n" "${before[n]}") - copied[n])) wait_ms=$((seen[n] - copied[n]))"
 	done
 }
 
@@ -197,7 +218,7 @@ producer_figures() {
 		END {
 			g = gap - iv; if (g < 0) g = 0
 			printf "acks=%d max_latency_ms=%.1f longest_ack_gap_ms=%d", acks, maxlat, g
-		}' "$work/producer.txt"
+		}' "$run/producer.txt"
 }
 
 # log_figures MARKS: what the node logs say after the byte offsets MARKS (one per node).
@@ -209,7 +230,7 @@ log_figures() {
 		roles=$((roles + $(grep -c 'metadata quorum: role changed' <<<"$text" || true)))
 		isr=$((isr + $(grep -c 'ISR change committed' <<<"$text" || true)))
 		lost=$((lost + $(grep -c 'connection to peer lost' <<<"$text" || true)))
-		grep -E 'refusing peer|peer refused this node' <<<"$text" | sed "s/^/  node $n: /" >>"$work/refusals.txt" || true
+		grep -E 'refusing peer|peer refused this node' <<<"$text" | sed "s/^/  node $n: /" >>"$run/refusals.txt" || true
 	done
 	echo "refused=$refused role_changes=$roles isr_changes=$isr peer_connections_lost=$lost"
 }
@@ -262,9 +283,9 @@ timed() {
 	local name=$1 fn=$2 marks start end
 	marks=$(log_marks)
 	start=$(now_ms)
-	"$fn" >"$work/$name.steps"
+	"$fn" >"$run/$name.steps"
 	end=$(now_ms)
-	sed "s/^/cert-rotation: $name: /" "$work/$name.steps"
+	sed "s/^/cert-rotation: $name: /" "$run/$name.steps"
 	# The producer's reporting line for the last window comes up to an interval later.
 	sleep "$(awk -v iv="$interval_ms" 'BEGIN { printf "%.3f", 2 * iv / 1000 }')"
 	say "$name: total_ms=$((end - start)) $(producer_figures "$start" "$end") $(log_figures "$marks")"
@@ -273,19 +294,21 @@ timed() {
 one_run() {
 	local i=$1 n
 	CLUSTER_DIR="$work/run$i"
+	run=$CLUSTER_DIR
+	mkdir -p "$run"
 	BASE_PORT=$(free_base_port)
 	export BASE_PORT
 	certs="$CLUSTER_DIR/certs"
-	: >"$work/refusals.txt"
+	: >"$run/refusals.txt"
 	local conf
 	conf=$("$here/local-cluster.sh" config)
-	"$WREN_BIN" cluster certs init -c "$conf" --dir "$certs" >"$work/init.txt" 2>>"$work/rotate.txt"
+	"$WREN_BIN" cluster certs init -c "$conf" --dir "$certs" >"$run/init.txt" 2>>"$run/rotate.txt"
 	# init prints one shared trust store; each node gets its own copy here, so the config names
 	# each node's files in its own table.
 	{
 		echo
 		echo "[broker]"
-		grep '^listener.security.protocol.map = ' "$work/init.txt"
+		grep '^listener.security.protocol.map = ' "$run/init.txt"
 		for n in 1 2 3; do
 			mkdir -p "$CLUSTER_DIR/node$n-certs"
 			install "$n" ca.pem >/dev/null
@@ -323,21 +346,21 @@ one_run() {
 	# of its lines gets the time it came, in unix microseconds.
 	(
 		"$WREN_BIN" perf produce -b "$boot" -t rotation --acks all --throughput "$rate" --record-size "$size" \
-			--reporting-interval "$interval" --duration 30m --timeout 60s 2>"$work/producer.err" &
-		echo $! >"$work/producer.pid"
+			--reporting-interval "$interval" --duration 30m --timeout 60s 2>"$run/producer.err" &
+		echo $! >"$run/producer.pid"
 		rc=0
 		wait $! || rc=$?
-		echo "$rc" >"$work/producer.rc"
-	) | while IFS= read -r line; do echo "${EPOCHREALTIME//[.,]/} $line"; done >"$work/producer.txt" &
+		echo "$rc" >"$run/producer.rc"
+	) | while IFS= read -r line; do echo "${EPOCHREALTIME//[.,]/} $line"; done >"$run/producer.txt" &
 	pipe_pid=$!
 	deadline=$((SECONDS + 10))
-	until [[ -s "$work/producer.pid" ]]; do
+	until [[ -s "$run/producer.pid" ]]; do
 		((SECONDS <= deadline)) || die "the producer did not start"
 		sleep 0.05
 	done
-	producer_pid=$(cat "$work/producer.pid")
+	producer_pid=$(cat "$run/producer.pid")
 	sleep 1
-	grep -q 'records sent' "$work/producer.txt" || die "the producer acknowledged nothing in its first second: $(cat "$work/producer.err")"
+	grep -q 'records sent' "$run/producer.txt" || die "the producer acknowledged nothing in its first second: $(cat "$run/producer.err")"
 	quiet "baseline" "$warmup"
 
 	timed "ca rotation" ca_rotation
@@ -347,6 +370,7 @@ one_run() {
 	restart_check 3
 	quiet "after the restart" "$warmup"
 
+	kill -0 "$producer_pid" 2>/dev/null || die "the producer stopped before the end: $(cat "$run/producer.err")"
 	kill -TERM "$producer_pid"
 	deadline=$((SECONDS + 30))
 	while kill -0 "$producer_pid" 2>/dev/null; do
@@ -356,14 +380,14 @@ one_run() {
 	producer_pid=""
 	wait "$pipe_pid" || true
 	local acked errors final
-	final=$(grep '99\.9th' "$work/producer.txt" | tail -1 | cut -d' ' -f2-)
-	[[ -n "$final" ]] || die "the producer printed no final line: $(cat "$work/producer.err")"
+	final=$(grep '99\.9th' "$run/producer.txt" | tail -1 | cut -d' ' -f2-)
+	[[ -n "$final" ]] || die "the producer printed no final line: $(cat "$run/producer.err")"
 	acked=$(awk '{ print $1 }' <<<"$final")
 	say "producer (whole run): $final"
 	# perf produce reports its failures at the end, with the first one's error. SIGTERM fails
 	# the records still in flight with "context canceled"; when that is the first error, every
 	# failure came from the stop (none is acknowledged, so none is counted as sent).
-	errors=$(sed -n 's/.*: \([0-9]*\) of [0-9]* records: \(.*\)/\1 (first: \2)/p' "$work/producer.err" | tail -1)
+	errors=$(sed -n 's/.*: \([0-9]*\) of [0-9]* records: \(.*\)/\1 (first: \2)/p' "$run/producer.err" | tail -1)
 	if [[ -z "$errors" ]]; then
 		say "producer errors: 0"
 	elif [[ "$errors" == *"(first: context canceled)" ]]; then
@@ -381,9 +405,9 @@ one_run() {
 	else
 		die "verify: acknowledged $acked but read back only $read_back (log end offsets sum to $ends)"
 	fi
-	if [[ -s "$work/refusals.txt" ]]; then
+	if [[ -s "$run/refusals.txt" ]]; then
 		say "refusals logged during the rotations:"
-		cat "$work/refusals.txt"
+		cat "$run/refusals.txt"
 	fi
 	say "run $i: load after $(cut -d' ' -f1-3 /proc/loadavg)"
 	"$here/local-cluster.sh" kill >/dev/null 2>&1 || true
