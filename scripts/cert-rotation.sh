@@ -34,8 +34,9 @@
 #   refused             'refusing peer' and 'peer refused this node' lines in the node logs in
 #                       that time (any is a failed step; they are printed at the end), with the
 #                       controller role changes, ISR changes and lost peer connections logged
-# and the same producer figures for WREN_WARMUP seconds of load with no rotation before, between
-# and after (the baseline); for the whole run, the producer's acknowledged records and errors,
+# and the same producer figures for its first second (it asks for a producer id and metadata)
+# and for WREN_WARMUP seconds of load with no rotation before, between and after (the
+# baseline); for the whole run, the producer's acknowledged records and errors,
 # and the records read back with `wren perf consume` (every acknowledged one must be there).
 #
 # Usage: scripts/cert-rotation.sh [RUNS]        (default 1)
@@ -359,8 +360,11 @@ one_run() {
 		sleep 0.05
 	done
 	producer_pid=$(cat "$run/producer.pid")
+	local started
+	started=$(now_ms)
 	sleep 1
 	grep -q 'records sent' "$run/producer.txt" || die "the producer acknowledged nothing in its first second: $(cat "$run/producer.err")"
+	say "start: the producer's first second: $(producer_figures "$((started - 1000))" "$(($(now_ms) - interval_ms))")"
 	quiet "baseline" "$warmup"
 
 	timed "ca rotation" ca_rotation
