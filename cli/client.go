@@ -48,6 +48,13 @@ func newClient(c *ucli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
 	if tc != nil {
 		all = append(all, kgo.DialTLSConfig(tc))
 	}
+	sasl, err := clientSASL(c)
+	if err != nil {
+		return nil, err
+	}
+	if sasl != nil {
+		all = append(all, sasl)
+	}
 	all = append(all, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {

@@ -5,12 +5,17 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	ucli "github.com/urfave/cli/v2"
 )
 
-// tlsFlags connect a client command to an SSL listener, with rpk's names:
-// any of them turns TLS on.
+// tlsFlags connect a client command to an SSL listener, with rpk's names
+// (any of the --tls ones turns TLS on), and authenticate it on a SASL
+// listener (--sasl-*).
 func tlsFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.BoolFlag{Name: "tls-enabled", EnvVars: []string{"WREN_TLS_ENABLED"},
@@ -21,7 +26,33 @@ func tlsFlags() []ucli.Flag {
 			Usage: "PEM file of this client's certificate, for a listener with ssl.client.auth (with --tls-key)"},
 		&ucli.StringFlag{Name: "tls-key", EnvVars: []string{"WREN_TLS_KEY"},
 			Usage: "PEM file of this client's private key (with --tls-cert)"},
+		&ucli.StringFlag{Name: "sasl-mechanism", EnvVars: []string{"WREN_SASL_MECHANISM"},
+			Usage: "authenticate on a SASL_PLAINTEXT or SASL_SSL listener: SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN (with --sasl-user)"},
+		&ucli.StringFlag{Name: "sasl-user", EnvVars: []string{"WREN_SASL_USER"},
+			Usage: "the SASL user (with --sasl-mechanism)"},
+		&ucli.StringFlag{Name: "sasl-password", EnvVars: []string{"WREN_SASL_PASSWORD"},
+			Usage: "the SASL user's password; prefer the environment variable, which no process listing shows"},
 	}
+}
+
+// clientSASL is the client option the SASL flags ask for, nil for none.
+func clientSASL(c *ucli.Context) (kgo.Opt, error) {
+	mech, user, pass := c.String("sasl-mechanism"), c.String("sasl-user"), c.String("sasl-password")
+	if mech == "" && user == "" && pass == "" {
+		return nil, nil
+	}
+	if mech == "" || user == "" {
+		return nil, fmt.Errorf("%w: --sasl-mechanism and --sasl-user go together (and a password in WREN_SASL_PASSWORD or --sasl-password)", ErrUsage)
+	}
+	switch strings.ToUpper(mech) {
+	case "SCRAM-SHA-512":
+		return kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()), nil
+	case "SCRAM-SHA-256":
+		return kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()), nil
+	case "PLAIN":
+		return kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()), nil
+	}
+	return nil, fmt.Errorf("%w: --sasl-mechanism %q: want SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN", ErrUsage, mech)
 }
 
 // clientTLS is the TLS config the flags ask for, nil for plaintext.
