@@ -27,12 +27,14 @@
 # run under /usr/bin/python3, where Debian's packages are, whatever python3 is first on PATH.
 #
 # Environment:
-#   WREN_INTEROP_TARGETS   the targets, in order (default "single cluster kill")
+#   WREN_INTEROP_TARGETS   the targets, in order (default "single cluster kill"; " ", a blank,
+#                          runs none of them, only the SSL checks)
 #   WREN_INTEROP_RECORDS   records per check (default 10000)
 #   WREN_INTEROP_TIMEOUT   seconds one client command may take (default 120)
 #   WREN_INTEROP_KEEP      1: keep the work directory even when everything passed
 #   WREN_INTEROP_SSL       0: skip the SSL checks (default 1: one node with an SSL listener
-#                          requiring client certificates, kcat and kafka-python over it)
+#                          requiring client certificates and a SASL_SSL one, ACLs granting
+#                          the clients' principals, kcat, kafka-python and Java over them)
 #   WREN_BIN               the wren binary (default: built from this checkout)
 #   WREN_INTEROP_JAVA_DIR  where the Java client is built, and used as it is if already built there
 set -euo pipefail
@@ -378,16 +380,22 @@ fault_steps() {
 }
 
 # ssl_steps: one node whose client listener is SSL with ssl.client.auth = required, certificates
-# made here with openssl (a CA, the broker's for 127.0.0.1, a client's). kcat produces and
-# consumes over it, kafka-python reads the same records back, and kcat without a client
-# certificate is refused. A second listener, SASL_SSL without client certificates, takes a
-# SCRAM user made with `wren user create` over the SSL listener: the Java client produces with
-# SCRAM-SHA-512, kafka-python reads the records with SCRAM-SHA-256, kcat reads them with PLAIN,
-# and wrong passwords are refused. kcat's SCRAM is not tried: Debian's librdkafka (2.0) sends
-# the client's nonce twice in its final message, which wren refuses as Kafka does since the
-# fix of CVE-2024-56128 (librdkafka fixed it in 2.6.1).
+# made here with openssl (a CA, the broker's for 127.0.0.1, an admin's and a client's). The
+# broker authorizes as a user's would: it authenticates every client, so no ACL means no access
+# (allow.everyone.if.no.acl.found derives to false); the admin certificate's principal is a
+# super user; ssl.principal.mapping.rules turn a certificate's CN into the user name. The admin
+# creates the topics, a SCRAM user and ACLs (wren acl add) granting the client certificate's
+# principal and the SCRAM user WRITE, READ and DESCRIBE on their topics and READ on their
+# groups. kcat produces and consumes over SSL, kafka-python reads the same records back in a
+# group, and kcat without a client certificate is refused. A second listener, SASL_SSL without
+# client certificates, takes the SCRAM user: the Java client produces with SCRAM-SHA-512,
+# kafka-python reads the records in a group with SCRAM-SHA-256, kcat reads them with PLAIN,
+# wrong passwords are refused, and a second SCRAM user without ACLs gets a topic authorization
+# error. kcat's SCRAM is not tried: Debian's librdkafka (2.0) sends the client's nonce twice in
+# its final message, which wren refuses as Kafka does since the fix of CVE-2024-56128
+# (librdkafka fixed it in 2.6.1).
 ssl_steps() {
-	local dir="$work/ssl" port sport ctl deadline pid log n
+	local dir="$work/ssl" port sport ctl deadline pid log n cn
 	tag="[1 node, SSL]"
 	mkdir -p "$dir/data"
 	(
@@ -399,10 +407,12 @@ ssl_steps() {
 		openssl x509 -req -in broker.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 \
 			-extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n') -out broker.crt
 		cat broker.crt broker.key >broker.pem
-		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=interop-client" \
-			-keyout client.key -out client.csr
-		openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 \
-			-extfile <(printf 'extendedKeyUsage=clientAuth\n') -out client.crt
+		for cn in client admin; do
+			openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/O=wren/CN=interop-$cn" \
+				-keyout "$cn.key" -out "$cn.csr"
+			openssl x509 -req -in "$cn.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 \
+				-extfile <(printf 'extendedKeyUsage=clientAuth\n') -out "$cn.crt"
+		done
 	) >"$dir/openssl.log" 2>&1 || {
 		fail "openssl could not make the test certificates" "$dir/openssl.log"
 		return 0
@@ -410,6 +420,7 @@ ssl_steps() {
 	port=$(free_port)
 	sport=$(free_port)
 	ctl=$(free_port)
+	# The subject DN is CN=interop-client,O=wren (RFC 2253, last RDN first): the rule keeps the CN.
 	cat >"$dir/wren.toml" <<-EOF
 		[broker]
 		node.id = 1
@@ -428,6 +439,8 @@ ssl_steps() {
 		ssl.truststore.location = "$dir/ca.pem"
 		ssl.client.auth = "required"
 		listener.name.sasl_ssl.ssl.client.auth = "none"
+		ssl.principal.mapping.rules = "RULE:^CN=([^,]+),O=wren\$/\$1/,DEFAULT"
+		super.users = ["User:interop-admin"]
 
 		[http]
 		listen = ""
@@ -443,6 +456,25 @@ ssl_steps() {
 		fi
 		sleep 0.1
 	done
+	# The admin (a super user) creates the topics and grants the client certificate's principal
+	# what its clients do: produce, fetch, metadata, and a group's join and commits.
+	local -a admin=(--bootstrap-server "127.0.0.1:$port" --tls-truststore "$dir/ca.pem"
+		--tls-cert "$dir/admin.crt" --tls-key "$dir/admin.key")
+	log="$dir/acl.log"
+	if { tmo "$wren" topic create "${admin[@]}" -p 3 -r 1 ssl sasl &&
+		tmo "$wren" acl add "${admin[@]}" --allow-principal User:interop-client \
+			--operation Write --operation Read --operation Describe --topic ssl &&
+		tmo "$wren" acl add "${admin[@]}" --allow-principal User:interop-client --operation Read --group interop-ssl &&
+		tmo "$wren" acl add "${admin[@]}" --allow-principal User:device-1 \
+			--operation Write --operation Read --operation Describe --topic sasl &&
+		tmo "$wren" acl add "${admin[@]}" --allow-principal User:device-1 --operation Read --group interop-sasl &&
+		tmo "$wren" acl list "${admin[@]}" >"$dir/acl-list.out"; } >"$log" 2>&1 &&
+		[[ $(grep -c '^ALLOW' "$dir/acl-list.out") == 8 ]]; then
+		ok "the super user (User:interop-admin, its certificate's CN) creates the topics and 8 ACLs with wren acl add"
+	else
+		cat "$dir/acl-list.out" >>"$log" 2>/dev/null || true
+		fail "the super user creates the topics and ACLs with wren acl add (wren acl list: want 8 ALLOW lines)" "$log"
+	fi
 	local -a tls=(-X security.protocol=ssl -X "ssl.ca.location=$dir/ca.pem"
 		-X "ssl.certificate.location=$dir/client.crt" -X "ssl.key.location=$dir/client.key")
 	n=1000
@@ -450,7 +482,7 @@ ssl_steps() {
 	if seq 1 "$n" | sed 's/^/k:v/' | tmo kcat -P -b "127.0.0.1:$port" "${tls[@]}" -t ssl -K: -X acks=all >"$log" 2>&1 &&
 		tmo kcat -C -b "127.0.0.1:$port" "${tls[@]}" -t ssl -o beginning -e -q -f '%s\n' >"$dir/kcat.out" 2>"$log" &&
 		[[ $(sort -u "$dir/kcat.out" | wc -l) == "$n" && $(wc -l <"$dir/kcat.out") == "$n" ]]; then
-		ok "kcat produces and consumes $n records over SSL with a client certificate"
+		ok "kcat produces and consumes $n records over SSL as User:interop-client (a client certificate, ACLs)"
 	else
 		fail "kcat over SSL with a client certificate" "$log"
 	fi
@@ -461,19 +493,21 @@ ssl_steps() {
 		bootstrap, d, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 		c = KafkaConsumer("ssl", bootstrap_servers=bootstrap, security_protocol="SSL",
 		                  ssl_cafile=d + "/ca.pem", ssl_certfile=d + "/client.crt", ssl_keyfile=d + "/client.key",
-		                  auto_offset_reset="earliest", consumer_timeout_ms=10000)
+		                  group_id="interop-ssl", auto_offset_reset="earliest", consumer_timeout_ms=10000)
 		values = []
 		for r in c:
 		    values.append(int(r.value[1:]))
 		    if len(values) == n:
 		        break
+		c.commit()
+		c.close()
 		values.sort()
 		assert values == list(range(1, n + 1)), (len(values), values[:5])
 		print("read", len(values))
 		PY
-		ok "kafka-python reads the $n records over SSL with a client certificate"
+		ok "kafka-python reads the $n records over SSL in group interop-ssl and commits (client certificate, ACLs)"
 	else
-		fail "kafka-python over SSL with a client certificate" "$log"
+		fail "kafka-python over SSL with a client certificate in group interop-ssl" "$log"
 	fi
 	log="$dir/kcat-nocert.log"
 	if tmo kcat -L -m 5 -b "127.0.0.1:$port" -X security.protocol=ssl -X "ssl.ca.location=$dir/ca.pem" >"$log" 2>&1; then
@@ -492,11 +526,12 @@ sasl_ssl_steps() {
 	local dir=$1 port=$2 sport=$3 log n=200 m
 	tag="[1 node, SASL_SSL]"
 	log="$dir/user.log"
-	local -a cli_tls=(--bootstrap-server "127.0.0.1:$port" --tls-truststore "$dir/ca.pem"
-		--tls-cert "$dir/client.crt" --tls-key "$dir/client.key")
-	if ! { tmo "$wren" user create "${cli_tls[@]}" --mechanism SCRAM-SHA-512 --password interop-pw device-1 &&
-		tmo "$wren" user create "${cli_tls[@]}" --mechanism SCRAM-SHA-256 --password interop-pw device-1 &&
-		tmo "$wren" user list "${cli_tls[@]}"; } >"$log" 2>&1; then
+	local -a admin=(--bootstrap-server "127.0.0.1:$port" --tls-truststore "$dir/ca.pem"
+		--tls-cert "$dir/admin.crt" --tls-key "$dir/admin.key")
+	if ! { tmo "$wren" user create "${admin[@]}" --mechanism SCRAM-SHA-512 --password interop-pw device-1 &&
+		tmo "$wren" user create "${admin[@]}" --mechanism SCRAM-SHA-256 --password interop-pw device-1 &&
+		tmo "$wren" user create "${admin[@]}" --mechanism SCRAM-SHA-256 --password interop-pw device-2 &&
+		tmo "$wren" user list "${admin[@]}"; } >"$log" 2>&1; then
 		fail "wren user create over SSL" "$log"
 		return 0
 	fi
@@ -516,7 +551,7 @@ sasl_ssl_steps() {
 	$py "$pydir/records.py" gen sasl "$n" >"$dir/java-sasl.expected"
 	if WREN_INTEROP_CLIENT_PROPERTIES="$dir/java-sasl.properties" tmo java -cp "$java_cp" wren.interop.Interop \
 		produce "127.0.0.1:$sport" sasl none "$dir/java-sasl.expected" "$client_timeout" >"$log" 2>&1; then
-		ok "the Java client produces $n records over SASL_SSL with SCRAM-SHA-512"
+		ok "the Java client produces $n records over SASL_SSL with SCRAM-SHA-512 (idempotent, WRITE on the topic)"
 	else
 		fail "the Java client over SASL_SSL with SCRAM-SHA-512" "$log"
 	fi
@@ -528,14 +563,16 @@ sasl_ssl_steps() {
 		c = KafkaConsumer("sasl", bootstrap_servers=bootstrap, security_protocol="SASL_SSL",
 		                  ssl_cafile=d + "/ca.pem", sasl_mechanism="SCRAM-SHA-256",
 		                  sasl_plain_username="device-1", sasl_plain_password="interop-pw",
-		                  auto_offset_reset="earliest", consumer_timeout_ms=10000)
+		                  group_id="interop-sasl", auto_offset_reset="earliest", consumer_timeout_ms=10000)
 		values = [r.value for _, r in zip(range(n), c)]
+		c.commit()
+		c.close()
 		assert len(values) == n, (len(values), values[:5])
 		print("read", len(values))
 		PY
-		ok "kafka-python reads the $n records over SASL_SSL with SCRAM-SHA-256"
+		ok "kafka-python reads the $n records over SASL_SSL with SCRAM-SHA-256 in group interop-sasl and commits"
 	else
-		fail "kafka-python over SASL_SSL with SCRAM-SHA-256" "$log"
+		fail "kafka-python over SASL_SSL with SCRAM-SHA-256 in group interop-sasl" "$log"
 	fi
 	local -a plain=(-X security.protocol=sasl_ssl -X "ssl.ca.location=$dir/ca.pem"
 		-X sasl.mechanisms=PLAIN -X sasl.username=device-1)
@@ -551,6 +588,15 @@ sasl_ssl_steps() {
 		fail "kcat with a wrong password was served" "$log"
 	else
 		ok "kcat with a wrong password is refused"
+	fi
+	# device-2 authenticates but no ACL grants it anything: its produce is refused per topic.
+	log="$dir/kcat-noacl.log"
+	if ! echo refused | tmo kcat -P -b "127.0.0.1:$sport" -X security.protocol=sasl_ssl -X "ssl.ca.location=$dir/ca.pem" \
+		-X sasl.mechanisms=PLAIN -X sasl.username=device-2 -X sasl.password=interop-pw -t sasl -X message.timeout.ms=10000 \
+		>"$log" 2>&1 && grep -qi 'topic authorization failed' "$log"; then
+		ok "kcat as User:device-2 (no ACL) is refused with a topic authorization error ($(grep -io -m1 'topic authorization failed' "$log"))"
+	else
+		fail "kcat as User:device-2 (no ACL) is not refused with a topic authorization error" "$log"
 	fi
 }
 
