@@ -1,9 +1,10 @@
 # cluster-ports.sh: sourced by the scripts that start scripts/local-cluster.sh, which gives node N
-# the ports BASE_PORT+10*N, +10*N+1 and +10*N+2 (N = 1, 2, 3).
+# the ports BASE_PORT+10*N, +10*N+1 and +10*N+2 (N = 1, 2, 3); a script may give a node one
+# more listener on BASE_PORT+10*N+3 (interop.sh's SASL_SSL).
 #
-# free_base_port prints a BASE_PORT whose nine ports nothing on 127.0.0.1 listens on or holds:
-# a random multiple of 100 below the kernel's ephemeral port range, then each of the nine bound
-# and released. Another process may still take one before wren binds it; a node that then fails
+# free_base_port prints a BASE_PORT whose twelve ports nothing on 127.0.0.1 listens on or holds:
+# a random multiple of 100 below the kernel's ephemeral port range, then each of the twelve
+# bound and released. Another process may still take one before wren binds it; a node that then fails
 # to start says so in its log.
 free_base_port() {
 	local attempt
@@ -23,7 +24,7 @@ base = random.randrange(10000, hi - 100) // 100 * 100
 held = []
 try:
     for n in (1, 2, 3):
-        for off in (0, 1, 2):
+        for off in (0, 1, 2, 3):
             t = socket.socket()
             t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             t.bind(("127.0.0.1", base + 10 * n + off))

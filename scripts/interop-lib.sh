@@ -20,7 +20,8 @@
 # is neither). Every function is safe under set -euo pipefail.
 #
 # The caller sets root and may set extra_config (TOML appended to every node's config: tables
-# that no node table sets, such as [groups] or [topics]) before interop_init.
+# that no node table sets, such as [groups] or [topics]) before interop_init, and may define
+# cluster_configure CONF, called with the cluster's config file before its nodes first start.
 
 interop_client_timeout="${WREN_INTEROP_TIMEOUT:-120}"
 py=/usr/bin/python3
@@ -278,6 +279,8 @@ start_cluster() {
 	local conf
 	conf=$(cluster config)
 	printf '%s\n' "${extra_config:-}" >>"$conf"
+	# A script may change the config further (interop.sh adds SASL_SSL listeners).
+	if declare -F cluster_configure >/dev/null; then cluster_configure "$conf"; fi
 	cluster start >"$work/logs/cluster-start.log"
 	cluster_up=1
 	echo "$interop_name: [3 nodes] clients $(all_nodes), config $conf"
