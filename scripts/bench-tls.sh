@@ -5,10 +5,14 @@
 # wren over SSL, Apache Kafka 4.x over PLAINTEXT and Kafka over SSL. wren runs
 # its default flush policy, ack (fdatasync before the acknowledgement); Kafka
 # runs with log.flush.interval.messages=1, which fsyncs every append, so both
-# acknowledge only what is on disk. Each broker serves both listeners from one
-# process; each system runs alone on the machine. Before each measured run an
-# unmeasured warm-up (a tenth of the records, at most 20000) on its own topic
-# warms the JIT, the connections' code paths and the page cache alike.
+# acknowledge only what is on disk. Each system runs alone on the machine.
+# Every measured run gets a broker started afresh on an empty data directory
+# (with both listeners; the run uses one), removed when it stops: on a virtual
+# machine, writing into page cache that no run has freed just before can cost
+# several times as much CPU as reusing pages, and a second run on one broker
+# would pay that where the first did not. Before each measured run an
+# unmeasured warm-up (a tenth of the records, at most 20000) on a topic of its
+# own warms the JIT and the code paths alike.
 #
 # The goals it checks (they are printed, not enforced): wren SSL at 0.7x or
 # more of wren PLAINTEXT (sendfile is lost under TLS, as it is for Kafka), and
@@ -17,12 +21,10 @@
 # Usage: scripts/bench-tls.sh [NUM_RECORDS]   (default 200000)
 #
 # Environment:
-#   WREN_BENCH_ROUNDS=N       rounds (default 1); each round starts each broker
-#                             afresh and runs all four, PLAINTEXT first in odd
-#                             rounds and SSL first in even ones (the first run
-#                             on a fresh broker and disk is not like the
-#                             second); the summary takes the median of the
-#                             rounds, so an even count balances the order
+#   WREN_BENCH_ROUNDS=N       rounds (default 1); each round runs all four,
+#                             PLAINTEXT first in odd rounds and SSL first in
+#                             even ones; the summary takes the median of the
+#                             rounds (an even count balances the order)
 #   WREN_BENCH_SKIP_KAFKA=1   measure wren alone
 #   WREN_BENCH_PROFILE=DIR    also record a CPU profile of wren during each
 #                             of its measured runs (Linux perf, 999 Hz, call
@@ -214,9 +216,11 @@ negotiated() {
 
 tls_flags=(--tls-truststore "$certs/ca.pem")
 
-run_wren() { # round
-	local port sport cport dir
-	port=$(free_port); sport=$(free_port); cport=$(free_port); dir="$work/wren-data"
+# run_wren ROUND PROTO: one measured run on a wren started afresh on an empty
+# data directory, which is removed once it stops.
+run_wren() {
+	local port sport cport dir="$work/wren-data"
+	port=$(free_port); sport=$(free_port); cport=$(free_port)
 	rm -rf "$dir"; mkdir -p "$dir"
 	cat >"$work/wren.toml" <<TOML
 [broker]
@@ -237,18 +241,18 @@ TOML
 	pids+=("$pid")
 	wait_port 127.0.0.1 "$port" 20
 	wait_port 127.0.0.1 "$sport" 20
-	[[ $1 == 1 ]] && echo "wren SSL listener: $(negotiated "127.0.0.1:$sport")"
-	if (($1 % 2)); then
-		run_one wren PLAINTEXT "127.0.0.1:$port" "$pid" "$1"
+	if [[ $2 == SSL ]]; then
+		[[ $1 == 1 ]] && echo "  wren SSL listener: $(negotiated "127.0.0.1:$sport")"
 		run_one wren SSL "127.0.0.1:$sport" "$pid" "$1" "${tls_flags[@]}"
 	else
-		run_one wren SSL "127.0.0.1:$sport" "$pid" "$1" "${tls_flags[@]}"
 		run_one wren PLAINTEXT "127.0.0.1:$port" "$pid" "$1"
 	fi
 	kill "$pid"; wait "$pid" 2>/dev/null || true
+	rm -rf "$dir"
 }
 
-run_kafka() { # round
+# run_kafka ROUND PROTO: the same for Kafka.
+run_kafka() {
 	local kdir="$work/kafka" bport sport cport
 	rm -rf "$kdir"; mkdir -p "$kdir"
 	bport=$(free_port); sport=$(free_port); cport=$(free_port)
@@ -264,23 +268,26 @@ run_kafka() { # round
 	local kpid
 	kpid=$(cat "$kdir/kafka.pid")
 	wait_port 127.0.0.1 "$sport" 20
-	[[ $1 == 1 ]] && echo "kafka SSL listener: $(negotiated "127.0.0.1:$sport")"
-	if (($1 % 2)); then
-		run_one kafka PLAINTEXT "127.0.0.1:$bport" "$kpid" "$1"
+	if [[ $2 == SSL ]]; then
+		[[ $1 == 1 ]] && echo "  kafka SSL listener: $(negotiated "127.0.0.1:$sport")"
 		run_one kafka SSL "127.0.0.1:$sport" "$kpid" "$1" "${tls_flags[@]}"
 	else
-		run_one kafka SSL "127.0.0.1:$sport" "$kpid" "$1" "${tls_flags[@]}"
 		run_one kafka PLAINTEXT "127.0.0.1:$bport" "$kpid" "$1"
 	fi
 	"$here/kafka-run.sh" stop "$kdir" >/dev/null
+	rm -rf "$kdir"
 }
 
 echo "== $n records of 1 KiB ($(awk -v g="$gib" 'BEGIN {printf "%.3f", g}') GiB), acks=all, 1 partition, wren perf produce then consume; $rounds round(s)"
 echo "   $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= rounds; r++)); do
 	echo "-- round $r"
-	run_wren "$r"
-	[[ "${WREN_BENCH_SKIP_KAFKA:-}" == 1 ]] || run_kafka "$r"
+	order=(PLAINTEXT SSL)
+	((r % 2)) || order=(SSL PLAINTEXT)
+	for proto in "${order[@]}"; do run_wren "$r" "$proto"; done
+	if [[ "${WREN_BENCH_SKIP_KAFKA:-}" != 1 ]]; then
+		for proto in "${order[@]}"; do run_kafka "$r" "$proto"; done
+	fi
 done
 echo "   load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
