@@ -5,7 +5,7 @@
 # wren over SSL, Apache Kafka 4.x over PLAINTEXT and Kafka over SSL. wren runs
 # its default flush policy, ack (fdatasync before the acknowledgement); Kafka
 # runs with log.flush.interval.messages=1, which fsyncs every append, so both
-# acknowledge only what is on disk. Each system runs alone on the machine.
+# acknowledge only what is on disk. One broker runs at a time.
 # Every measured run gets a broker started afresh on an empty data directory
 # (with both listeners; the run uses one), removed when it stops: on a virtual
 # machine, writing into page cache that no run has freed just before can cost
@@ -19,6 +19,10 @@
 # at 2x or more of Kafka SSL.
 #
 # Usage: scripts/bench-tls.sh [NUM_RECORDS]   (default 200000)
+#   WREN_BENCH_ROUNDS=4 scripts/bench-tls.sh 1000000   about five minutes on
+#   two cores; the figures to quote. At 200000 records a run lasts well under
+#   a second for wren, and Kafka's JIT has not settled: read those as a smoke
+#   test. On a shared machine quote the load average printed with them.
 #
 # Environment:
 #   WREN_BENCH_ROUNDS=N       rounds (default 1); each round runs all four,
@@ -33,10 +37,10 @@
 #   WREN_KAFKA_VERSION, WREN_KAFKA_HOME, WREN_KAFKA_HEAP_OPTS
 #                             as for kafka-run.sh
 #
-# Prints: the negotiated TLS version and cipher suite of each SSL listener (as
-# openssl s_client sees it, offering Go's TLS 1.3 order), then one line per
-# run: MB/s and records/s as the client measured them, produce p50/p99
-# latency, the broker's CPU seconds during the run (utime+stime from
+# Prints: the load average before and after, the negotiated TLS version and
+# cipher suite of each SSL listener (as openssl s_client sees it, offering
+# Go's TLS 1.3 order), then one line per run: MB/s and records/s as the
+# client measured them, produce p50/p99 latency, the broker's CPU seconds during the run (utime+stime from
 # /proc/PID/stat, before and after) and its CPU seconds per GiB of record
 # values moved, and the client's CPU seconds; then a table of the medians
 # and the ratios wren SSL / wren PLAINTEXT, wren SSL / Kafka SSL and broker
@@ -153,6 +157,29 @@ warm_up() {
 	}
 }
 
+# start_profile FILE PID starts perf record on PID with its events disabled
+# and enables them through perf's control FIFO, waiting (10 s at most) for
+# perf's acknowledgement, so that the profile covers the whole run however
+# long perf takes to attach. Sets profile_pid.
+start_profile() {
+	rm -f "$work/perf.ctl" "$work/perf.ack"
+	mkfifo "$work/perf.ctl" "$work/perf.ack"
+	perf record -F 999 -g -D -1 --control "fifo:$work/perf.ctl,$work/perf.ack" -p "$2" -o "$1" \
+		>"$work/perf.log" 2>&1 &
+	profile_pid=$!
+	# Opened read-write, a FIFO does not block waiting for the other end.
+	exec 8<>"$work/perf.ctl" 9<>"$work/perf.ack"
+	echo enable >&8
+	local ack=""
+	read -r -t 10 ack <&9 || true
+	exec 8>&- 9>&-
+	if [[ $ack != ack ]]; then
+		cat "$work/perf.log" >&2
+		echo "bench-tls: perf record did not start profiling within 10 s" >&2
+		return 1
+	fi
+}
+
 # run_one SYSTEM PROTO BOOTSTRAP PID ROUND [tls flags...]
 run_one() {
 	local sys="$1" proto="$2" boot="$3" pid="$4" round="$5"
@@ -168,8 +195,8 @@ run_one() {
 			args=(perf consume "${args[@]}" --timeout 30s --reporting-interval 1h)
 		fi
 		if [[ -n "$profile" && $sys == wren ]]; then
-			perf record -F 999 -g -p "$pid" -o "$profile/wren-$proto-$op-r$round.data" >/dev/null 2>&1 &
-			perfpid=$!
+			start_profile "$profile/wren-$proto-$op-r$round.data" "$pid"
+			perfpid=$profile_pid
 		fi
 		c0=$(cpu_ticks "$pid")
 		client "$work/out.json" "$work/client.cpu" "$wren" "${args[@]}"
@@ -248,6 +275,7 @@ TOML
 		run_one wren PLAINTEXT "127.0.0.1:$port" "$pid" "$1"
 	fi
 	kill "$pid"; wait "$pid" 2>/dev/null || true
+	pids=()
 	rm -rf "$dir"
 }
 
