@@ -228,6 +228,9 @@ func TestThreeBrokersInProcess(t *testing.T) {
 func startThreeNodes(t *testing.T, edit func(id int, text string) string, options func(id int) Options) []*Broker {
 	t.Helper()
 	ports := freePorts(t, 3)
+	// The data dirs first: cleanups run last registered first, so the
+	// nodes close before their directories are removed.
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	brokers := make([]*Broker, 3)
 	t.Cleanup(func() {
 		for _, b := range brokers {
@@ -238,7 +241,7 @@ func startThreeNodes(t *testing.T, edit func(id int, text string) string, option
 	})
 	for i := range brokers {
 		id := i + 1
-		text := quorumConfigText(id, filepath.Join(t.TempDir(), "data"), ports)
+		text := quorumConfigText(id, filepath.Join(dirs[i], "data"), ports)
 		if edit != nil {
 			text = edit(id, text)
 		}
