@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/wren-broker/wren/kafka"
 	"github.com/wren-broker/wren/peer"
 	"github.com/wren-broker/wren/replication"
+	"github.com/wren-broker/wren/uplink"
 )
 
 // metadataDirName held a one-voter metadata log inside the first log dir
@@ -47,6 +49,16 @@ type Broker struct {
 	// listeners are every bound client listener by name, listener the
 	// first of them.
 	listeners map[string]net.Listener
+	// uplinks are the running [uplink.NAME] links (uplink.go).
+	uplinks []*uplink.Link
+	// uplinkRefusing are the refuse-writes links past their budget, read
+	// by every produce (uplink_hold.go); uplinkHoldTask looks at the
+	// links' backlogs.
+	uplinkRefusing uplinkRefusingLinks
+	uplinkHoldTask *task
+	// uplinkDownAfter is how long a link may be down before cluster
+	// health calls it down (Options.UplinkDownAfter).
+	uplinkDownAfter time.Duration
 	// tlsStop ends the SSL listeners' certificate reloaders.
 	tlsStop context.CancelFunc
 	tlsDone sync.WaitGroup
@@ -87,6 +99,13 @@ type Options struct {
 	// Authorizer, if set, returns the authorizer every Kafka request is
 	// judged by (kafka.Node.Authorizer); nil allows everything.
 	Authorizer func() kafka.Authorizer
+	// UplinkRefresh is how often uplinks read the local topics and
+	// leaders again; zero means 5 s. Tests shorten it.
+	UplinkRefresh time.Duration
+	// UplinkDownAfter is how long a link's far side may stay silent
+	// before /v1/cluster/health calls the link down (the cluster
+	// degraded); zero means one minute. Tests shorten it.
+	UplinkDownAfter time.Duration
 }
 
 // Start opens (and recovers) the data directory, the metadata log and
@@ -192,8 +211,11 @@ func (b *Broker) componentList(w *wiring) []component {
 		b.offsetsTopicComponent(w),
 		b.groupsComponent(w),
 		b.kafkaListenerComponent(w),
-		background("disk space watcher", b.watchDiskSpace),
 	)
+	if slices.ContainsFunc(cfg.Uplinks, func(u config.Uplink) bool { return u.Enabled }) {
+		list = append(list, b.uplinksComponent(w))
+	}
+	list = append(list, background("disk space watcher", b.watchDiskSpace))
 	if cfg.LogScrubberEnable {
 		list = append(list, background("scrubber", b.runScrubber))
 	}
@@ -469,7 +491,7 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 			b.producerIDs = cluster.NewProducerIDManager(b.controller, cluster.ProducerIDManagerConfig{Broker: cfg.NodeID, Logger: logger})
 			if err == nil {
 				b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Metadata: b.controller, Controller: b.controller,
-					Partitions: kafkaPartitions{b.replicas}, Host: host, Port: port,
+					Partitions: kafkaPartitions{m: b.replicas, refuse: b.uplinkRefuse}, Host: host, Port: port,
 					ProducerIDs: b.producerIDs, Groups: kafkaGroupCoordinator(b.groups),
 					Health: b.ops.health, Authorizer: b.kafkaAuthorizer(w.o.Authorizer)})
 			}

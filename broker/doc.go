@@ -32,8 +32,10 @@
 //     it (replication.Manager.LogsLoaded). The whole load stays before
 //     the listener: which partitions this node leads is known only from
 //     the metadata image, whose log lives in this directory under its
-//     lock, and after a clean stop the load does no per-partition work
-//     beyond opening files. A replica left out is not hosted, so it
+//     lock, and after a clean stop the load of an idle partition is one
+//     listing of its directory, a stat of each segment file and a read
+//     of its leader-epoch checkpoint and producer snapshot (both needed
+//     before it serves). A replica left out is not hosted, so it
 //     neither serves nor fetches; its leader waits for it as for any
 //     slow follower until the ISR check drops it, and nothing is
 //     acknowledged on its account.
@@ -62,10 +64,14 @@
 //     serves. Its close is the first real step of Close: it closes every
 //     client connection and waits for their goroutines, so no handler
 //     runs when the parts below it close.
-//  9. disk space watcher, then scrubber (when log.scrubber.enable): only
+//  9. uplinks (uplink.go): each [uplink.NAME] link reads the local topics
+//     as a client of a PLAINTEXT client listener, so it starts after the
+//     listener and closes before it, its produce requests in flight
+//     answered first.
+//  10. disk space watcher, then scrubber (when log.scrubber.enable): only
 //     read the log dir; started after the listener so their work does not
 //     delay the start.
-//  10. ready: /readyz passes from here on; its close, the first of Close,
+//  11. ready: /readyz passes from here on; its close, the first of Close,
 //     makes /readyz fail before anything stops.
 //
 // Work that slots in later (an election or a metadata replicator of its

@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
-	"strings"
+	"sort"
 	"sync/atomic"
 	"time"
 
@@ -74,6 +73,7 @@ func (s *opsState) serving(b *Broker) {
 		},
 		Health:  func() health.ClusterHealth { h, _ := s.health(); return h },
 		Quorum:  b.controller.QuorumStats,
+		Uplinks: b.UplinkStatus,
 		Version: build.Version,
 		Commit:  build.Commit,
 
@@ -170,9 +170,10 @@ func clusterHealthOf(c *cluster.Controller, self int32) health.ClusterHealth {
 
 // nodeFacts are this node's own: its log dir failed or below its
 // free-space floor, its replicas holding damaged data (found by
-// recovery, the scrubber or a read), and its request budget starved.
+// recovery, the scrubber or a read), its request budget starved, and
+// its uplinks' states.
 func (b *Broker) nodeFacts() health.NodeFacts {
-	f := health.NodeFacts{Node: b.cfg.NodeID}
+	f := health.NodeFacts{Node: b.cfg.NodeID, Uplinks: b.uplinkFacts()}
 	if st := b.server.BudgetStats(); st.Starved {
 		f.RequestBudgetStarved = &health.StarvedNode{Node: b.cfg.NodeID, Waiting: st.Waiting, OldestWaitMs: st.OldestWait.Milliseconds()}
 	}
@@ -189,7 +190,10 @@ func (b *Broker) nodeFacts() health.NodeFacts {
 	for tp, n := range ranges {
 		f.DamagedPartitions = append(f.DamagedPartitions, health.DamagedPartition{Node: b.cfg.NodeID, Partition: health.PartitionName(tp.Topic, tp.Partition), Ranges: n})
 	}
-	slices.SortFunc(f.DamagedPartitions, func(a, b health.DamagedPartition) int { return strings.Compare(a.Partition, b.Partition) })
+	// sort.Slice, not slices.SortFunc: per health probe, and a generic sort
+	// of this struct would instantiate pdqsort for it (9 KiB).
+	dp := f.DamagedPartitions
+	sort.Slice(dp, func(i, j int) bool { return dp[i].Partition < dp[j].Partition })
 	if len(f.DamagedPartitions) > health.MaxDamagedListed {
 		f.DamagedPartitions = f.DamagedPartitions[:health.MaxDamagedListed]
 	}

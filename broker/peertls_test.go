@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/tls"
 	"crypto/x509"
@@ -223,6 +224,18 @@ func TestPeerTLSThreeNodes(t *testing.T) {
 	if _, copied := wire.SendFileStats(); copied-copiedBefore < n*4096 {
 		t.Errorf("replication copied %d bytes through TLS, want at least %d", copied-copiedBefore, n*4096)
 	}
+	// Then records large enough that a follower's fetch answer spans many
+	// TLS records, which the leader gathers into few writes: they must
+	// come out of the followers byte for byte (checked after the
+	// failover, from a former follower's log).
+	const big, bigSize = 24, 96 << 10
+	var bigRecords []*kgo.Record
+	for i := n; i < n+big; i++ {
+		bigRecords = append(bigRecords, &kgo.Record{Topic: "secure-peers", Key: []byte(strconv.Itoa(i)), Value: recordValue(i, bigSize)})
+	}
+	if err := cl.ProduceSync(ctx, bigRecords...).FirstErr(); err != nil {
+		t.Fatalf("produce %d records of %d bytes (acks=all): %v", big, bigSize, err)
+	}
 
 	// The intruders, against node 1, while the cluster runs.
 	other := filepath.Join(t.TempDir(), "other")
@@ -276,14 +289,21 @@ func TestPeerTLSThreeNodes(t *testing.T) {
 	}
 	defer consumer.Close()
 	got := 0
-	for got < n {
+	for got < n+big {
 		fs := consumer.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			t.Fatalf("consumed %d of %d after the failover: %v", got, n, err)
+			t.Fatalf("consumed %d of %d after the failover: %v", got, n+big, err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if string(r.Key) != strconv.Itoa(got) {
 				t.Fatalf("record %d has key %s", got, r.Key)
+			}
+			size := 4096
+			if got >= n {
+				size = bigSize
+			}
+			if !bytes.Equal(r.Value, recordValue(got, size)) {
+				t.Fatalf("record %d: %d bytes of value differ from the %d produced", got, len(r.Value), size)
 			}
 			got++
 		})

@@ -21,14 +21,19 @@ import (
 // cluster.Controller and cluster.ProducerIDManager fit it as they are.
 
 // kafkaPartitions is this node's replication.Manager as kafka.Partitions.
-type kafkaPartitions struct{ m *replication.Manager }
+// refuse, if set, refuses a produce to a topic (the uplinks' backlog
+// budget under refuse-writes, uplinkRefuse).
+type kafkaPartitions struct {
+	m      *replication.Manager
+	refuse func(topic string) error
+}
 
 func (p kafkaPartitions) Partition(tp engine.TopicPartition) kafka.Replica {
 	part := p.m.Partition(tp)
 	if part == nil {
 		return nil // a nil interface, not a typed nil
 	}
-	return kafkaReplica{part}
+	return kafkaReplica{Partition: part, refuse: p.refuse}
 }
 
 func (p kafkaPartitions) DeleteRecords(tp engine.TopicPartition, offset int64) (int64, error) {
@@ -53,9 +58,22 @@ func (d kafkaLogDir) Logs() []kafka.PartitionLog {
 
 // kafkaReplica is a replication.Partition as kafka.Replica: the log's
 // verbs are its engine.Log's.
-type kafkaReplica struct{ *replication.Partition }
+type kafkaReplica struct {
+	*replication.Partition
+	refuse func(topic string) error
+}
 
-func (r kafkaReplica) CheckWritable() error  { return r.Log().CheckWritable() }
+// CheckWritable is the log's check, then the uplinks' (refuse): the
+// produce path asks it of a partition this node leads before appending.
+func (r kafkaReplica) CheckWritable() error {
+	if err := r.Log().CheckWritable(); err != nil {
+		return err
+	}
+	if r.refuse != nil {
+		return r.refuse(r.TopicPartition().Topic)
+	}
+	return nil
+}
 func (r kafkaReplica) LogStartOffset() int64 { return r.Log().LogStartOffset() }
 func (r kafkaReplica) LogEndOffset() int64   { return r.Log().LogEndOffset() }
 

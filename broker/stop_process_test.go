@@ -206,7 +206,7 @@ func TestStopLastNodeWithoutQuorum(t *testing.T) {
 	began = time.Now()
 	took := waitExit(t, last, sigterm(t, last), began, stopWithin)
 	t.Logf("node 3, without a quorum, exited %v after SIGTERM", took.Round(time.Millisecond))
-	after := logLinesAfter(t, last, "shutting down")
+	after := logLinesAfter(t, last, `msg="shutting down"`)
 	if len(after) == 0 {
 		t.Fatal("node 3 never logged that it was shutting down")
 	}

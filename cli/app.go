@@ -75,6 +75,7 @@ func App(env Env) *ucli.App {
 			offsetsCommand(env),
 			groupCommand(env),
 			clusterCommand(env),
+			uplinkCommand(env),
 			partitionsCommand(env),
 			userCommand(env),
 			aclCommand(env),

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -176,15 +177,9 @@ func (mb *assignMemberBalancer) BalanceOrError(counts map[string]int32) (kgo.Int
 	}
 	// The assignors do not depend on the order; sorting keeps any error
 	// message the same from run to run.
-	slices.SortFunc(topics, func(a, b assign.Topic) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	// sort.Slice, not slices.SortFunc: no pdqsort instantiated for
+	// assign.Topic (groups/assign sorts it the same way).
+	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
 	ga, err := mb.balancer.assignor(mb.members, topics)
 	if err != nil {
 		return nil, fmt.Errorf("cli: %s assignment: %w", mb.balancer.name, err)

@@ -189,6 +189,7 @@ func fromAnswers(answers []brokerAnswer) (h health.ClusterHealth, ok bool) {
 	h.DamagedPartitions = slices.Clone(h.DamagedPartitions)
 	h.LogDirsBelowFloor = slices.Clone(h.LogDirsBelowFloor)
 	h.StarvedNodes = slices.Clone(h.StarvedNodes)
+	h.Uplinks = slices.Clone(h.Uplinks)
 	for _, f := range own {
 		h.AddNodeFacts(f)
 	}
@@ -295,6 +296,11 @@ func factsOf(h health.ClusterHealth, id int32) health.NodeFacts {
 			f.RequestBudgetStarved = &d
 		}
 	}
+	for _, u := range h.Uplinks {
+		if u.Node == id {
+			f.Uplinks = append(f.Uplinks, u)
+		}
+	}
 	return f
 }
 
@@ -366,6 +372,12 @@ func printHealth(w io.Writer, h health.ClusterHealth) {
 		starved = append(starved, fmt.Sprintf("node %d: %d waiting, the first for %d ms", d.Node, d.Waiting, d.OldestWaitMs))
 	}
 	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Request budget starved (%d):", len(h.StarvedNodes)), starved)
+	fmt.Fprintf(w, "%-36s%v\n", "Degraded reasons:", h.DegradedReasons)
+	var links []string
+	for _, u := range h.Uplinks {
+		links = append(links, fmt.Sprintf("%s on node %d: %s, backlog %d records", u.Link, u.Node, uplinkState(u), u.BacklogRecords))
+	}
+	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Uplinks (%d):", len(h.Uplinks)), links)
 	fmt.Fprintf(w, "%-36s%d\n", "Data-loss ledger entries:", len(h.DataLossLedger))
 	for _, e := range h.DataLossLedger {
 		lost := "offsets unknown"

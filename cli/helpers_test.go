@@ -20,7 +20,7 @@ import (
 // WREN_TEST_BROKERS when set (to run these tests against a real wren or
 // Kafka), else a fresh in-memory kfake cluster on random loopback ports,
 // closed when the test ends.
-func testBrokers(t *testing.T) string {
+func testBrokers(t testing.TB) string {
 	t.Helper()
 	if b := os.Getenv("WREN_TEST_BROKERS"); b != "" {
 		return b

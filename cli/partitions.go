@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -149,11 +150,13 @@ func electionOutcomes(res kadm.ElectLeadersResults) []electionOutcome {
 			out = append(out, o)
 		}
 	}
-	slices.SortFunc(out, func(a, b electionOutcome) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-			return c
+	// sort.Slice, not slices.SortFunc: a generic sort of this struct
+	// would instantiate pdqsort for it (13 KiB).
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
 		}
-		return int(a.Partition - b.Partition)
+		return out[i].Partition < out[j].Partition
 	})
 	return out
 }
@@ -442,11 +445,12 @@ func moveStatus(ctx context.Context, cl *kgo.Client, set kadm.TopicsSet) ([]movi
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b movingPartition) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-			return c
+	// sort.Slice, not slices.SortFunc: see electionOutcomes.
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
 		}
-		return int(a.Partition - b.Partition)
+		return out[i].Partition < out[j].Partition
 	})
 	return out, nil
 }

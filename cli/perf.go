@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +34,29 @@ func perfCommand(env Env) *ucli.Command {
 			perfMetadataCommand(env),
 		},
 	}
+}
+
+// perfGCPercent is the garbage collector's target that `wren perf
+// produce` and `wren perf consume` run with, unless GOGC is set: the
+// heap may grow to five times what is live before a collection, instead
+// of Go's two. A perf client's live heap is small (a few fetch responses
+// or record batches), and Go's smallest heap goal is 4 MiB at GOGC=100,
+// so at the default every few 1 MiB fetch responses start a collection:
+// measured over TLS on two cores, marking and sweeping took a third of
+// the consumer's CPU, which the broker then lacks. Kafka's perf tools run
+// likewise with room to spare, a 512 MiB heap. Five times a live heap of
+// tens of MiB stays far below that.
+const perfGCPercent = 400
+
+// perfGC sets the garbage collector's target to perfGCPercent unless the
+// user chose one with GOGC, and returns the function that restores the
+// previous target (the commands also run inside tests).
+func perfGC() (restore func()) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return func() {}
+	}
+	old := debug.SetGCPercent(perfGCPercent)
+	return func() { debug.SetGCPercent(old) }
 }
 
 // perfFlags are the flags both perf commands share.
@@ -84,6 +109,7 @@ func perfProduceCommand(env Env) *ucli.Command {
 			if err != nil {
 				return err
 			}
+			defer perfGC()()
 			size := c.Int("record-size")
 			if size < 0 || size > maxPerfRecordBytes {
 				return fmt.Errorf("%w: --record-size %d: want 0..%d", ErrUsage, size, maxPerfRecordBytes)
@@ -548,6 +574,7 @@ func perfConsumeCommand(env Env) *ucli.Command {
 			if c.Duration("timeout") <= 0 {
 				return fmt.Errorf("%w: --timeout must be positive", ErrUsage)
 			}
+			defer perfGC()()
 			pc := &perfConsumer{
 				records: records, duration: duration, timeout: c.Duration("timeout"),
 				interval: c.Duration("reporting-interval"), detailed: c.Bool("show-detailed-stats"),

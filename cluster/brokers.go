@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 )
 
 // BrokerRegistrationRecord registers a broker, or replaces the
@@ -104,7 +105,9 @@ func (im *Image) Brokers() []BrokerImage {
 	for _, b := range im.brokers {
 		out = append(out, *b)
 	}
-	slices.SortFunc(out, func(a, b BrokerImage) int { return int(a.ID) - int(b.ID) })
+	// sort.Slice, not slices.SortFunc: no sort code instantiated for
+	// BrokerImage in the binary.
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 

@@ -73,6 +73,14 @@ func applyRecords(im *Image, offset uint64, recs []Record) (*Image, error) {
 		}
 	}
 	cur.batch = nil
+	// The entry's topics are its own: partitions its records appended
+	// one at a time are cut to their length, so a topic created with 100
+	// partitions holds 100, not the 128 the appends grew to.
+	for t := range b.topics {
+		if cap(t.Partitions) > len(t.Partitions) {
+			t.Partitions = slices.Clone(t.Partitions)
+		}
+	}
 	return cur, nil
 }
 

@@ -1,9 +1,9 @@
 package cluster
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -61,7 +61,10 @@ func PlaceReplicas(brokers []PlacementBroker, existing [][]int32, partitions, rf
 		return nil, fmt.Errorf("%w: replication factor %d is larger than the %d available (registered and unfenced) broker(s); %d registered, %d fenced",
 			kerr.InvalidReplicationFactor, rf, len(usable), len(brokers), len(brokers)-len(usable))
 	}
-	slices.SortFunc(usable, func(a, b PlacementBroker) int { return cmp.Compare(a.ID, b.ID) })
+	// sort.Slice, not slices.SortFunc: placement runs per topic created or
+	// partitions added, and a generic sort of this struct would instantiate
+	// pdqsort for it (9 KiB).
+	sort.Slice(usable, func(i, j int) bool { return usable[i].ID < usable[j].ID })
 	index := make(map[int32]int, len(usable))
 	for i, b := range usable {
 		index[b.ID] = i

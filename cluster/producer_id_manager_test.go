@@ -79,6 +79,16 @@ func testManager(t *testing.T, src ProducerIDBlocks) *ProducerIDManager {
 	return m
 }
 
+// waitFirstBlock waits, within a deadline, until m holds its first block.
+// Next waits only BlockWait for a block and then answers the retriable
+// COORDINATOR_LOAD_IN_PROGRESS, as it should; a test that takes ids
+// without retrying must not race the first request for a block, which on
+// a loaded machine (or before a controller acts) can take longer.
+func waitFirstBlock(t *testing.T, m *ProducerIDManager) {
+	t.Helper()
+	pollUntil(t, "the first block", 10*time.Second, func() bool { return m.Available() > 0 })
+}
+
 // takeIDs takes n ids from m, failing on any error, and records each in
 // seen, failing on a repeat or an id not above the one before.
 func takeIDs(t *testing.T, m *ProducerIDManager, n int, seen map[int64]bool, last *int64) {
@@ -102,6 +112,7 @@ func takeIDs(t *testing.T, m *ProducerIDManager, n int, seen map[int64]bool, las
 func TestProducerIDManagerPrefetch(t *testing.T) {
 	src := &fakeBlocks{}
 	m := testManager(t, src)
+	waitFirstBlock(t, m)
 	seen, last := map[int64]bool{}, int64(-1)
 	takeIDs(t, m, 899, seen, &last)
 	if n := src.callCount(); n != 1 {
@@ -136,6 +147,7 @@ func TestProducerIDManagerControllerAway(t *testing.T) {
 		t.Run(fmt.Sprintf("hang=%v", hang), func(t *testing.T) {
 			src := &fakeBlocks{}
 			m := testManager(t, src)
+			waitFirstBlock(t, m)
 			seen, last := map[int64]bool{}, int64(-1)
 			takeIDs(t, m, 900, seen, &last)
 			pollUntil(t, "the prefetched block", 5*time.Second, m.hasPrefetched)
@@ -178,8 +190,16 @@ func TestProducerIDManagerControllerAway(t *testing.T) {
 func TestProducerIDManagerRefusesOldBlock(t *testing.T) {
 	src := &fakeBlocks{repeat: true}
 	m := testManager(t, src)
+	waitFirstBlock(t, m)
 	seen, last := map[int64]bool{}, int64(-1)
-	takeIDs(t, m, 2*ProducerIDBlockSize+10, seen, &last)
+	// Each later block is waited for before the current one runs out:
+	// the second comes only after a refusal and another request, which
+	// on a loaded machine can take longer than BlockWait.
+	takeIDs(t, m, 900, seen, &last)
+	pollUntil(t, "the second block, after the repeated one was refused", 5*time.Second, m.hasPrefetched)
+	takeIDs(t, m, ProducerIDBlockSize, seen, &last)
+	pollUntil(t, "the third block", 5*time.Second, m.hasPrefetched)
+	takeIDs(t, m, 110, seen, &last)
 	if n := src.callCount(); n < 4 {
 		t.Fatalf("%d requests for a block, want at least 4 (one answer refused)", n)
 	}
@@ -226,6 +246,7 @@ func TestProducerIDManagerRestart(t *testing.T) {
 	fsys := vfs.NewMem()
 	c := open(t, fsys)
 	m := testManager(t, c)
+	waitFirstBlock(t, m)
 	seen, last := map[int64]bool{}, int64(-1)
 	takeIDs(t, m, 950, seen, &last)
 	pollUntil(t, "the prefetched block", 5*time.Second, m.hasPrefetched)
@@ -234,6 +255,7 @@ func TestProducerIDManagerRestart(t *testing.T) {
 	for restart := 0; restart < 2; restart++ {
 		c = open(t, fsys.Crash(vfs.CrashOptions{}))
 		m = testManager(t, c)
+		waitFirstBlock(t, m)
 		last := int64(-1)
 		takeIDs(t, m, 5, seen, &last)
 		if first := last - 4; first < int64(2+restart)*ProducerIDBlockSize {

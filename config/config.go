@@ -16,6 +16,10 @@ import (
 //
 // A Config is immutable once built; share it freely.
 type Config struct {
+	// Uplinks are the [uplink.NAME] tables, in file order (uplink.go);
+	// disabled ones included.
+	Uplinks []Uplink
+
 	// [broker]
 	NodeID                  int32      `config:"node.id"`
 	LogDirs                 []string   `config:"log.dirs"`
@@ -293,6 +297,9 @@ func (c *Config) WithDynamic(dyn *Dynamic) (*Config, error) {
 			v, err := parseBrokerValue(name, layer.values[name], layer.source == SourceDynamicBroker)
 			if err != nil {
 				return nil, err
+			}
+			if _, ok := uplinkPausedName(name); ok {
+				continue // the uplinks read it (UplinksPaused)
 			}
 			explicit[name] = given{value: v, source: layer.source}
 		}

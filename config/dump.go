@@ -224,8 +224,52 @@ func ExampleFile() string {
 			}
 		}
 	}
+	b.WriteString(uplinkExample)
 	return b.String()
 }
+
+// uplinkExample documents [uplink.NAME] (uplink.go), commented out with
+// "# " so that uncommenting the settings above leaves it out.
+const uplinkExample = `
+# [uplink.NAME]: forward this node's topics to a central Kafka cluster (Apache Kafka or another
+# wren). The local log is the buffer: a link down for hours resumes where it stopped, oldest
+# first. The far side holds every record once, in its partition's order, with its key, headers
+# and timestamp and a wren-uplink-source header (CLUSTER/TOPIC/PARTITION/OFFSET); the resume
+# point is read back from the far partition's last record, so the far side needs no
+# transactions. Local partition p goes to far partition p (a far topic missing is created with
+# the local partition count). Each partition is forwarded by the node that leads it, which reads
+# it through its own PLAINTEXT client listener. A record that came from the far cluster is never
+# sent back. Any number of links; NAME is lower-case letters, digits, '-' and '_'.
+#
+# [uplink.central]
+# enabled = true                        # false keeps the link configured but stopped
+# bootstrap.servers = ["central:9092"]  # required: the far cluster's host:port seeds
+# topics = ["alerts", "sensors\\..*"]   # required: topic names (a name matches itself only)
+#                                       # or regular expressions a whole name matches; topics
+#                                       # created later are picked up, internal ones never
+# remote.topic.prefix = "site-7."       # put before each topic's name on the far side
+# start.position = "earliest"           # where a far partition that never held a record
+#                                       # starts: earliest (all the local log holds), latest, or
+#                                       # an RFC 3339 time (the first record stamped at or after)
+# compression = "none"                  # none, gzip, snappy, lz4 or zstd
+# max.bytes.per.second = 0              # cap on what the link sends (keys, values, headers),
+#                                       # the backlog oldest first at the cap; 0 is no cap
+# max.backlog.bytes = 1073741824        # unforwarded bytes retention keeps for the link; 0: none
+# backlog.full.policy = "drop-oldest"   # past it: drop-oldest (counted) or refuse-writes
+# security.protocol = "PLAINTEXT"       # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+# # ssl.truststore.location = "/etc/wren/central-ca.pem"  # PEM CAs; the system's when unset
+# # ssl.keystore.location = "/etc/wren/edge.pem"   # PEM certificate and key, for mutual TLS
+# #                                     # (or ssl.keystore.certificate.chain with ssl.keystore.key)
+# # ssl.endpoint.identification.algorithm = "https"  # "" checks the chain, not the host name
+# # sasl.mechanism = "SCRAM-SHA-512"    # PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+# # sasl.username = "site-7"            # the password is never in this file: it is read from
+# #                                     # WREN_UPLINK_CENTRAL_PASSWORD (NAME upper-cased, '-' as
+# #                                     # '_'), or from the file sasl.password.file names
+# tail.settle.ms = 5000                 # how long a far partition's end must hold still before
+#                                       # its last record is trusted as the resume point; 0
+#                                       # trusts it at once (requests a crashed node wrote that
+#                                       # land later are then forwarded twice)
+`
 
 // wrapComment writes text as "# " lines of at most about 100 columns.
 func wrapComment(b *strings.Builder, text string) {

@@ -2,7 +2,7 @@ package config
 
 import (
 	"fmt"
-	"slices"
+	"sort"
 )
 
 // Settings the registry documents (so that Kafka configs paste cleanly and
@@ -155,11 +155,11 @@ func (c *Config) Warnings() []Warning {
 	}
 	out = append(out, c.sslWarnings()...)
 	out = append(out, c.plaintextWarnings()...)
-	slices.SortFunc(out, func(a, b Warning) int {
-		if a.Pos.Line != b.Pos.Line {
-			return a.Pos.Line - b.Pos.Line
-		}
-		return a.Pos.Column - b.Pos.Column
+	// sort.SliceStable, not slices.SortFunc: no sort code instantiated
+	// for Warning in the binary.
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := &out[i], &out[j]
+		return a.Pos.Line < b.Pos.Line || a.Pos.Line == b.Pos.Line && a.Pos.Column < b.Pos.Column
 	})
 	return out
 }

@@ -74,6 +74,7 @@ func ParseWith(file string, data []byte, o Options) (*Config, error) {
 	}
 	c := newConfig(file, l.explicit)
 	c.listenerSSL = l.listenerSSL
+	c.Uplinks = l.checkUplinks()
 	if _, chosen := l.explicit["node.id"]; !chosen {
 		// A shared file checked for no node in particular: TLS material
 		// given per node is checked when a node is chosen (serve, or
@@ -84,6 +85,9 @@ func ParseWith(file string, data []byte, o Options) (*Config, error) {
 					c.perNodeSSL = true
 				}
 			}
+		}
+		if len(l.nodeListenerSSL) > 0 {
+			c.perNodeSSL = true
 		}
 	}
 	for _, e := range check(c, l.failed) {
@@ -124,8 +128,15 @@ type loader struct {
 	node       int32
 	nodeValues map[int32]map[string]given
 	nodeTables map[int32]Position
-	// listenerSSL holds listener.name.NAME.ssl.* (Config.listenerSSL).
-	listenerSSL map[string]map[string]given
+	// listenerSSL holds listener.name.NAME.ssl.* (Config.listenerSSL);
+	// nodeListenerSSL those of [node.N.security] tables, by node, which
+	// selectNode lays over listenerSSL for the node chosen.
+	listenerSSL     map[string]map[string]given
+	nodeListenerSSL map[int32]map[string]map[string]given
+	// uplink is NAME of the current [uplink.NAME] table, "" outside one;
+	// uplinks are the links met, in file order (uplink.go).
+	uplink  string
+	uplinks []*uplinkDraft
 }
 
 // listenerOverride handles listener.name.NAME.ssl.x = value: listener
@@ -143,17 +154,18 @@ func (l *loader) listenerOverride(section *Section, key string, value *unstable.
 	case section.Name != "security":
 		l.errorf(pos, key, "key %s belongs in section [security]", key)
 		return
-	case l.node != NoNode:
-		l.errorf(pos, key, "key %s: per-listener settings cannot go in [node.%d.*] yet: set the shared ssl.* there instead", key, l.node)
-		return
 	}
 	name = strings.ToLower(name)
 	e := byName[sub]
-	if first, dup := l.seen[key]; dup {
+	seenKey := key
+	if l.node != NoNode {
+		seenKey = fmt.Sprintf("node.%d.%s", l.node, key)
+	}
+	if first, dup := l.seen[seenKey]; dup {
 		l.errorf(pos, key, "duplicate key %s (first set at %d:%d)", key, first.Line, first.Column)
 		return
 	}
-	l.seen[key] = pos
+	l.seen[seenKey] = pos
 	v, vpos, err := l.convert(e, value, pos)
 	if err == nil {
 		if err = e.Validator.Check(v); err != nil {
@@ -164,13 +176,34 @@ func (l *loader) listenerOverride(section *Section, key string, value *unstable.
 		l.errorf(vpos, key, "%s: %v", key, err)
 		return
 	}
+	g := given{value: v, source: SourceStaticBroker, pos: pos}
+	if l.node != NoNode {
+		// Node N's own value, as a node's ssl.* in [node.N.security]: a
+		// node-specific keystore of one listener.
+		if l.nodeListenerSSL == nil {
+			l.nodeListenerSSL = map[int32]map[string]map[string]given{}
+		}
+		setListenerSSL(&l.nodeListenerSSL, l.node, name, sub, g)
+		return
+	}
 	if l.listenerSSL == nil {
 		l.listenerSSL = map[string]map[string]given{}
 	}
 	if l.listenerSSL[name] == nil {
 		l.listenerSSL[name] = map[string]given{}
 	}
-	l.listenerSSL[name][sub] = given{value: v, source: SourceStaticBroker, pos: pos}
+	l.listenerSSL[name][sub] = g
+}
+
+// setListenerSSL sets listener name's sub of node in m.
+func setListenerSSL(m *map[int32]map[string]map[string]given, node int32, name, sub string, g given) {
+	if (*m)[node] == nil {
+		(*m)[node] = map[string]map[string]given{}
+	}
+	if (*m)[node][name] == nil {
+		(*m)[node][name] = map[string]given{}
+	}
+	(*m)[node][name][sub] = g
 }
 
 func (l *loader) add(e *Error) {
@@ -221,7 +254,11 @@ func (l *loader) table(n *unstable.Node) {
 	} else {
 		l.headers[path] = pos
 	}
-	l.node = NoNode
+	l.node, l.uplink = NoNode, ""
+	if parts[0] == "uplink" {
+		l.uplinkTable(parts, pos)
+		return
+	}
 	if parts[0] == "node" {
 		l.nodeTable(parts, pos)
 		return
@@ -264,6 +301,19 @@ func (l *loader) keyValue(n *unstable.Node, base []string) {
 
 	section := l.section
 	local := append(slices.Clone(l.prefix), path...)
+	if l.uplink != "" {
+		l.uplinkValue(l.uplink, strings.Join(local, "."), value, pos)
+		return
+	}
+	if section == nil && local[0] == "uplink" {
+		// Top level: uplink.NAME.key = value.
+		if len(local) < 3 {
+			l.errorf(pos, strings.Join(local, "."), "key %s: a link's settings are uplink.NAME.key, or go in [uplink.NAME]", strings.Join(local, "."))
+			return
+		}
+		l.uplinkValue(local[1], strings.Join(local[2:], "."), value, pos)
+		return
+	}
 	if section == nil {
 		// Top level: section.key = value is TOML for the same thing as
 		// [section] key = value.

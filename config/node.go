@@ -15,7 +15,10 @@ import (
 // that nor node.id is given, by the voter whose host is an address of this
 // host. Settings that differ between nodes go in [node.N.SECTION] tables
 // ([node.2.broker] log.dirs = [...]), which override the shared ones on
-// node N only. A node selected so, whose file gives no listeners, listens
+// node N only; so do a listener's own TLS settings ([node.2.security]
+// listener.name.external.ssl.keystore.location = ..., a node's own key
+// store for one listener), key by key over the shared ones of [security].
+// A node selected so, whose file gives no listeners, listens
 // for clients on every interface at port 9092 and for peers at its voter
 // entry's port, and advertises its voter host to clients unless
 // advertised.listeners says otherwise. Per-node files (node.id set, no
@@ -162,6 +165,19 @@ func (l *loader) selectNode(o Options) {
 	l.explicit["node.id"] = given{value: int64(id), source: SourceStaticBroker}
 	for name, g := range l.nodeValues[id] {
 		l.explicit[name] = g
+	}
+	for name, values := range l.nodeListenerSSL[id] {
+		// listener.name.NAME.ssl.* of [node.N.security] override the
+		// shared ones of [security], key by key.
+		if l.listenerSSL == nil {
+			l.listenerSSL = map[string]map[string]given{}
+		}
+		if l.listenerSSL[name] == nil {
+			l.listenerSSL[name] = map[string]given{}
+		}
+		for sub, g := range values {
+			l.listenerSSL[name][sub] = g
+		}
 	}
 	if self < 0 {
 		return

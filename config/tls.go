@@ -285,7 +285,7 @@ func (s SSL) Certificate() (tls.Certificate, error) {
 	//lint:ignore SA1019 legacy PEM encryption is what ssl.key.password can still open
 	case x509.IsEncryptedPEMBlock(keyBlock): //nolint:staticcheck
 		if s.KeyPassword == "" {
-			return tls.Certificate{}, &SSLError{keyKey, fmt.Errorf("the private key is encrypted: set %s", s.Key("ssl.key.password"))}
+			return tls.Certificate{}, &SSLError{keyKey, fmt.Errorf("%w: set %s", errKeyEncrypted, s.Key("ssl.key.password"))}
 		}
 		der, err := x509.DecryptPEMBlock(keyBlock, []byte(s.KeyPassword)) //nolint:staticcheck
 		if err != nil {
@@ -307,6 +307,10 @@ func (s SSL) Certificate() (tls.Certificate, error) {
 	}
 	return cert, nil
 }
+
+// errKeyEncrypted is a private key in legacy PEM encryption with no
+// ssl.key.password to open it.
+var errKeyEncrypted = errors.New("the private key is encrypted")
 
 // ClientCAs reads the trust store; nil when none is set.
 func (s SSL) ClientCAs() (*x509.CertPool, error) {

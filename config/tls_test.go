@@ -1,7 +1,9 @@
 package config
 
 import (
+	"bytes"
 	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,6 +176,87 @@ func TestSSLPerNode(t *testing.T) {
 	if want := "config.toml:8:1: ssl.keystore.location: open " + missing; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("node 2: got %v, want %q", err, want)
 	}
+}
+
+// A listener's own TLS settings given per node in a shared file
+// (listener.name.NAME.ssl.* in [node.N.security], a node-specific key
+// store) override the shared ones on that node only, key by key; a bad
+// one is refused for the node chosen with the key and its line, and so is
+// a duplicate within one node's tables.
+func TestListenerSSLPerNode(t *testing.T) {
+	dir := t.TempDir()
+	cert1, key1 := testKeyPair(t)
+	cert2, key2 := testKeyPair(t)
+	shared := writeFile(t, dir, "shared.pem", cert1+key1)
+	node2 := writeFile(t, dir, "node2.pem", cert2+key2)
+	missing := filepath.Join(dir, "missing.pem")
+	head := "[broker]\nlisteners = [\"PLAINTEXT://127.0.0.1:0\", \"EXTERNAL://127.0.0.1:0\", \"CONTROLLER://127.0.0.1:0\"]\n" +
+		"listener.security.protocol.map = \"PLAINTEXT:PLAINTEXT,EXTERNAL:SSL,CONTROLLER:PLAINTEXT\"\n" +
+		"[cluster]\ncontroller.quorum.voters = [\"1@a:9093\", \"2@b:9093\", \"3@c:9093\"]\n" +
+		"[security]\nlistener.name.external.ssl.keystore.location = " + quoteTOML(shared) + "\n" +
+		"listener.name.external.ssl.enabled.protocols = [\"TLSv1.3\"]\n"
+	file := head +
+		"[node.2.security]\nlistener.name.external.ssl.keystore.location = " + quoteTOML(node2) + "\n" +
+		"[node.3.security]\nlistener.name.external.ssl.keystore.location = " + quoteTOML(missing) + "\n"
+	if _, err := Parse("config.toml", []byte(file)); err != nil {
+		t.Errorf("no node chosen: %v", err)
+	}
+	leaf := func(c *Config) []byte {
+		t.Helper()
+		s := c.ListenerSSL("EXTERNAL")
+		crt, err := s.Certificate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc := s.TLSConfig(nil, nil); tc.MinVersion != 0x0304 {
+			t.Errorf("the shared listener.name.external.ssl.enabled.protocols lost: min version %x", tc.MinVersion)
+		}
+		return crt.Certificate[0]
+	}
+	for id, cert := range map[int32]string{1: cert1, 2: cert2} {
+		c, err := ParseWith("config.toml", []byte(file), Options{NodeID: id})
+		if err != nil {
+			t.Fatalf("node %d: %v", id, err)
+		}
+		if !bytes.Equal(leaf(c), certDER(t, cert)) {
+			t.Errorf("node %d does not serve its own certificate", id)
+		}
+		if _, err := Parse("dump.toml", []byte(c.Dump(false))); err != nil {
+			t.Errorf("node %d: dump does not load: %v\n%s", id, err, c.Dump(false))
+		}
+	}
+	_, err := ParseWith("config.toml", []byte(file), Options{NodeID: 3})
+	if want := "config.toml:12:1: listener.name.external.ssl.keystore.location: open " + missing; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("node 3: got %v, want %q", err, want)
+	}
+	for _, tc := range []struct{ name, tail, want string }{
+		{"duplicate in one node", "[node.2.security]\nlistener.name.external.ssl.keystore.location = " + quoteTOML(node2) + "\n" +
+			"[node.2.security.listener.name.external]\nssl.keystore.location = " + quoteTOML(node2) + "\n",
+			"config.toml:12:1: duplicate key listener.name.external.ssl.keystore.location (first set at 10:1)"},
+		{"not an ssl key", "[node.2.security]\nlistener.name.external.log.dirs = [\"x\"]\n",
+			"config.toml:10:1: key listener.name.external.log.dirs: log.dirs cannot be set per listener"},
+		{"outside [security]", "[node.2.broker]\nlistener.name.external.ssl.keystore.location = " + quoteTOML(node2) + "\n",
+			"config.toml:10:1: key listener.name.external.ssl.keystore.location belongs in section [security]"},
+		{"no such listener", "[node.2.security]\nlistener.name.other.ssl.client.auth = \"none\"\n",
+			"config.toml:10:1: listener.name.other.ssl.client.auth: there is no listener OTHER in listeners"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseWith("config.toml", []byte(head+tc.tail), Options{NodeID: 2})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// certDER is the DER of the first certificate of certPEM.
+func certDER(t *testing.T, certPEM string) []byte {
+	t.Helper()
+	b, _ := pem.Decode([]byte(certPEM))
+	if b == nil {
+		t.Fatal("no PEM block")
+	}
+	return b.Bytes
 }
 
 // ssl.* settings that no listener uses are warned about, by key and line.

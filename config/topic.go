@@ -351,6 +351,12 @@ func ValidateTopicConfig(name, value string) error {
 // on a broker resource does: perBroker for a node's own layer, false for the
 // cluster-wide default.
 func ValidateBrokerConfig(name, value string, perBroker bool) error {
+	if _, ok := uplinkPausedName(name); ok {
+		// The controller checks values only (it passes perBroker true
+		// for every layer); the layer is checked where the request
+		// arrives (WithDynamic).
+		perBroker = false
+	}
 	_, err := parseBrokerValue(name, value, perBroker)
 	return err
 }
@@ -358,6 +364,9 @@ func ValidateBrokerConfig(name, value string, perBroker bool) error {
 func parseBrokerValue(name, value string, perBroker bool) (any, error) {
 	if _, sub, ok := listenerKey(name); ok {
 		return parseListenerValue(name, sub, value, perBroker)
+	}
+	if _, ok := uplinkPausedName(name); ok {
+		return parseUplinkPaused(name, value, perBroker)
 	}
 	e, ok := byName[name]
 	if !ok {

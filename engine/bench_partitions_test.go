@@ -71,7 +71,7 @@ func BenchmarkHandlePin(b *testing.B) {
 	}
 	defer hc.Close()
 	fsys := vfs.NewMem()
-	h, err := adoptHandle(hc, fsys, "", 0, logSuffix, fsys.Create)
+	h, err := adoptHandle(&fileDir{c: hc, fs: fsys}, 0, logSuffix, fsys.Create)
 	if err != nil {
 		b.Fatal(err)
 	}

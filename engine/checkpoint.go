@@ -79,17 +79,13 @@ func writeCheckpoint(fsys vfs.FS, path string, lines []string) error {
 // readCheckpoint returns the entry lines split into fields, each with
 // exactly fields fields. A missing file is (nil, nil).
 func readCheckpoint(fsys vfs.FS, path string, fields int) ([][]string, error) {
-	st, err := fsys.Stat(path)
+	data, err := readSmallFile(fsys, path, maxCheckpointBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
+	if errors.Is(err, errTooBig) {
+		return nil, fmt.Errorf("engine: checkpoint %s: %w", path, err)
 	}
-	if st.Size() > maxCheckpointBytes {
-		return nil, fmt.Errorf("engine: checkpoint %s: %d bytes is over the %d limit", path, st.Size(), maxCheckpointBytes)
-	}
-	data, err := vfs.ReadFile(fsys, path)
 	if err != nil {
 		return nil, err
 	}
@@ -162,4 +158,14 @@ func ReadOffsetCheckpoint(fsys vfs.FS, path string) (map[TopicPartition]int64, e
 		out[TopicPartition{Topic: r[0], Partition: int32(p)}] = off
 	}
 	return out, nil
+}
+
+// errTooBig: a file read whole is larger than its kind may be.
+var errTooBig = vfs.ErrTooLarge
+
+// readSmallFile reads a whole file of at most limit bytes: one open, one
+// fstat and one read, where a stat of its path first would cost a lookup
+// more (a start reads one checkpoint of every partition).
+func readSmallFile(fsys vfs.FS, path string, limit int64) ([]byte, error) {
+	return vfs.ReadFileLimit(fsys, path, limit)
 }

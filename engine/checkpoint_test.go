@@ -84,7 +84,7 @@ func TestParseTopicPartitionDir(t *testing.T) {
 func TestEpochCache(t *testing.T) {
 	fsys := vfs.NewMem()
 	fsys.MkdirAll("/p", 0o755)
-	c, err := loadEpochCache(fsys, "/p")
+	c, err := loadEpochCache(&fileDir{fs: fsys, dir: "/p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestEpochCache(t *testing.T) {
 	if err := c.flush(); err != nil {
 		t.Fatal(err)
 	}
-	c2, err := loadEpochCache(fsys, "/p")
+	c2, err := loadEpochCache(&fileDir{fs: fsys, dir: "/p"})
 	if err != nil || !equalEpochs(c2.snapshot(), want) {
 		t.Fatalf("reloaded %v %v", c2.snapshot(), err)
 	}

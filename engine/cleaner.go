@@ -698,7 +698,7 @@ func (c *cleaner) swap(g []cleanSeg, base, next int64) error {
 	var hs [3]*handle
 	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		cleaned := segmentFileName(l.dir, base, suffix+cleanedSuffix)
-		h, err := adoptHandlePinned(l.health.handles, l.fs, l.dir, base, suffix,
+		h, err := adoptHandlePinned(l.fileDir, base, suffix,
 			func(string) (vfs.File, error) { return l.fs.OpenReadWrite(cleaned) })
 		if err != nil {
 			for _, g := range hs[:i] {
@@ -819,9 +819,10 @@ func removeCleanedFiles(fsys vfs.FS, dir string, base int64) {
 func createCleanedSegment(fsys vfs.FS, dir string, base int64, opts *Options) (*segment, error) {
 	// Outside the open-file budget: a pass writes one segment at a time,
 	// three descriptors of the fixed reserve (log.open.files.max's doc).
+	at := &fileDir{fs: fsys, dir: dir}
 	var hs [3]*handle
 	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		h, err := adoptHandle(nil, fsys, dir, base, suffix+cleanedSuffix, fsys.Create)
+		h, err := adoptHandle(at, base, suffix+cleanedSuffix, fsys.Create)
 		if err != nil {
 			for _, g := range hs[:i] {
 				g.drop()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"sort"
 	"strconv"
 
 	"github.com/wren-broker/wren/engine/batch"
@@ -114,11 +115,11 @@ func (l *Log) recordDamageLocked(d Damage) error {
 		}
 	}
 	l.damage = append(l.damage, d)
-	slices.SortFunc(l.damage, func(a, b Damage) int {
-		if a.FirstOffset != b.FirstOffset {
-			return int(a.FirstOffset - b.FirstOffset)
-		}
-		return int(a.Position - b.Position)
+	// sort.Slice, not slices.SortFunc: no sort code instantiated for
+	// Damage in the binary.
+	sort.Slice(l.damage, func(i, j int) bool {
+		a, b := &l.damage[i], &l.damage[j]
+		return a.FirstOffset < b.FirstOffset || a.FirstOffset == b.FirstOffset && a.Position < b.Position
 	})
 	return writeDamagedSegments(l.fs, l.dir, l.damage)
 }

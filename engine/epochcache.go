@@ -3,8 +3,6 @@ package engine
 import (
 	"fmt"
 	"strconv"
-
-	"github.com/wren-broker/wren/internal/vfs"
 )
 
 // EpochEntry says that leader epoch Epoch wrote its first batch at StartOffset.
@@ -21,19 +19,18 @@ type EpochEntry struct {
 // Invariant: entries are strictly increasing in both Epoch and StartOffset.
 // The caller (Log) serialises access.
 type epochCache struct {
-	fs vfs.FS
-	// dir is the log's directory: the file's path is built when it is
-	// read or written, not held by every idle partition.
-	dir     string
+	// at is the log's directory (shared with the log): the file's path is
+	// built when it is read or written, not held by every idle partition.
+	at      *fileDir
 	entries []EpochEntry
 }
 
 // path is the leader-epoch-checkpoint file's.
-func (c *epochCache) path() string { return c.dir + "/" + LeaderEpochCheckpointFile }
+func (c *epochCache) path() string { return c.at.dir + "/" + LeaderEpochCheckpointFile }
 
-func loadEpochCache(fsys vfs.FS, dir string) (*epochCache, error) {
-	c := &epochCache{fs: fsys, dir: dir}
-	rows, err := readCheckpoint(fsys, c.path(), 2)
+func loadEpochCache(at *fileDir) (*epochCache, error) {
+	c := &epochCache{at: at}
+	rows, err := readCheckpoint(at.fs, c.path(), 2)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +54,7 @@ func (c *epochCache) flush() error {
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return writeCheckpoint(c.fs, c.path(), lines)
+	return writeCheckpoint(c.at.fs, c.path(), lines)
 }
 
 // latest is the newest entry, or ok=false.

@@ -258,17 +258,25 @@ func (c *HandleCache) shortage(name, reason string) {
 		"suppressed_since_last", suppressed, "hint", "raise the process's open-file limit (LimitNOFILE) or lower partition count; see log.open.files.max")
 }
 
+// fileDir is where a log's segment files are, and the budget they open
+// under: shared by every handle of the log's segments, so a handle holds
+// one pointer where it held the three (three handles a segment add up
+// over thousands of idle partitions).
+type fileDir struct {
+	c   *HandleCache // nil: no budget; the files stay open until dropped
+	fs  vfs.FS
+	dir string
+}
+
 // handle is one segment or index file, open or not.
 type handle struct {
-	c *HandleCache // nil: no budget; the file stays open until dropped
-	// fs, dir, baseOffset and suffix name the file (segmentFileName), which
-	// is built only to open it (fs.OpenReadWrite, again after an eviction)
-	// and for messages: the names themselves, three a segment, would cost
-	// an idle partition more than its handles do.
-	fs         vfs.FS
-	dir        string
+	// at, baseOffset and suffix (handleSuffixes[suffix]) name the file
+	// (segmentFileName), which is built only to open it (fs.OpenReadWrite,
+	// again after an eviction) and for messages: the names themselves,
+	// three a segment, would cost an idle partition more than its handles
+	// do.
+	at         *fileDir
 	baseOffset int64
-	suffix     string
 
 	file atomic.Pointer[openFile]
 	// entry is the cache's current reference, nil when the cache holds
@@ -278,28 +286,41 @@ type handle struct {
 	// cache's reference. Invariant: file != nil while pins > 0. Raised from
 	// zero only under mu; lowered to zero by release, which then closes
 	// under mu if it is still zero. 32 bits, beside mu and the flags: the
-	// handle fits 96 bytes, and three per segment add up.
+	// handle fits 48 bytes, and three per segment add up.
 	pins atomic.Int32
 
 	mu      sync.Mutex
 	dropped bool // the segment is gone: never open again
 	opened  bool // opened at least once: the next open is a reopen
+	suffix  uint8
 }
 
 type openFile struct{ f vfs.File }
 
-func newHandle(c *HandleCache, fsys vfs.FS, dir string, baseOffset int64, suffix string) *handle {
-	return &handle{c: c, fs: fsys, dir: dir, baseOffset: baseOffset, suffix: suffix}
+// handleSuffixes are the suffixes a handle's file name can have: a handle
+// holds the index of its own, one byte where a string took sixteen.
+var handleSuffixes = [...]string{logSuffix, indexSuffix, timeIndexSuffix,
+	logSuffix + cleanedSuffix, indexSuffix + cleanedSuffix, timeIndexSuffix + cleanedSuffix}
+
+func newHandle(at *fileDir, baseOffset int64, suffix string) *handle {
+	for i, s := range handleSuffixes {
+		if s == suffix {
+			return &handle{at: at, baseOffset: baseOffset, suffix: uint8(i)}
+		}
+	}
+	panic(fmt.Sprintf("engine: segment file suffix %q is not one of handleSuffixes", suffix))
 }
 
 // name is the file's path.
-func (h *handle) name() string { return segmentFileName(h.dir, h.baseOffset, h.suffix) }
+func (h *handle) name() string {
+	return segmentFileName(h.at.dir, h.baseOffset, handleSuffixes[h.suffix])
+}
 
 // adoptHandle makes a just-created file the handle's descriptor (Create
 // truncates, so a created file cannot come from a reopen), inside the
 // budget. create opens the file the first time, given its name.
-func adoptHandle(c *HandleCache, fsys vfs.FS, dir string, baseOffset int64, suffix string, create func(string) (vfs.File, error)) (*handle, error) {
-	h, err := adoptHandlePinned(c, fsys, dir, baseOffset, suffix, create)
+func adoptHandle(at *fileDir, baseOffset int64, suffix string, create func(string) (vfs.File, error)) (*handle, error) {
+	h, err := adoptHandlePinned(at, baseOffset, suffix, create)
 	if err != nil {
 		return nil, err
 	}
@@ -309,9 +330,9 @@ func adoptHandle(c *HandleCache, fsys vfs.FS, dir string, baseOffset int64, suff
 
 // adoptHandlePinned is adoptHandle that returns the handle pinned, so its
 // descriptor stays the one open came back with until release.
-func adoptHandlePinned(c *HandleCache, fsys vfs.FS, dir string, baseOffset int64, suffix string, create func(string) (vfs.File, error)) (*handle, error) {
-	h := newHandle(c, fsys, dir, baseOffset, suffix)
-	f, err := c.openFile(h.name(), create)
+func adoptHandlePinned(at *fileDir, baseOffset int64, suffix string, create func(string) (vfs.File, error)) (*handle, error) {
+	h := newHandle(at, baseOffset, suffix)
+	f, err := at.c.openFile(h.name(), create)
 	if err != nil {
 		return nil, err
 	}
@@ -350,12 +371,12 @@ func (h *handle) acquireSlow() (vfs.File, error) {
 	if h.dropped {
 		return nil, fmt.Errorf("%w: %s", errHandleDropped, h.name())
 	}
-	f, err := h.c.openFile(h.name(), h.fs.OpenReadWrite)
+	f, err := h.at.c.openFile(h.name(), h.at.fs.OpenReadWrite)
 	if err != nil {
 		return nil, err
 	}
-	if h.opened && h.c != nil {
-		h.c.reopens.Add(1)
+	if h.opened && h.at.c != nil {
+		h.at.c.reopens.Add(1)
 	}
 	h.opened = true
 	h.file.Store(&openFile{f})
@@ -369,11 +390,11 @@ func (h *handle) cacheLocked() {
 	e := &cacheEntry{h: h}
 	h.pins.Add(1)
 	h.entry.Store(e)
-	if h.c == nil {
+	if h.at.c == nil {
 		return
 	}
-	e.key = h.c.nextKey.Add(1)
-	if !h.c.cache.Set(e.key, e, 1) {
+	e.key = h.at.c.nextKey.Add(1)
+	if !h.at.c.cache.Set(e.key, e, 1) {
 		// Dropped by a busy cache: the file closes at the last release.
 		h.uncache(e)
 	}
@@ -397,8 +418,8 @@ func (h *handle) release() {
 	if of := h.file.Load(); of != nil {
 		h.file.Store(nil)
 		of.f.Close()
-		if h.c != nil {
-			h.c.open.Add(-1)
+		if h.at.c != nil {
+			h.at.c.open.Add(-1)
 		}
 	}
 }
@@ -424,8 +445,8 @@ func (h *handle) drop() {
 	h.dropped = true
 	h.mu.Unlock()
 	if e := h.entry.Load(); e != nil {
-		if h.c != nil {
-			h.c.cache.Del(e.key)
+		if h.at.c != nil {
+			h.at.c.cache.Del(e.key)
 		}
 		h.uncache(e)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -483,12 +485,17 @@ func TestLoadLeavesDescriptorsToTheBroker(t *testing.T) {
 	m.UncleanShutdownHandled()
 	const n = 20
 	for p := int32(0); p < n; p++ {
-		_, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		l, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		mustNotErr(t, err)
+		// A record each: a clean load opens no file of an idle
+		// partition, but keeps the log of one with records open (its
+		// tail was read).
+		_, err = l.Append(makeBatch(t, batch.CompressionNone, 0, 1, 10, 1000), 0)
 		mustNotErr(t, err)
 	}
 	mustNotErr(t, m.Close())
 
-	lfs := &fdLimitFS{FS: mem, limit: loadFDReserve + 3*8}
+	lfs := &fdLimitFS{FS: mem, limit: loadFDReserve + 8}
 	loaded := make(chan []TopicPartition, n)
 	cfg.OnLogsLoaded = func(tps []TopicPartition) { loaded <- tps }
 	m, err = OpenManager(lfs, "/data", cfg)
@@ -569,4 +576,37 @@ func TestCreateOutOfFilesIsDeferred(t *testing.T) {
 	mustNotErr(t, err)
 	_, err = l.Append(makeBatch(t, batch.CompressionNone, 0, 2, 10, 1000), 0)
 	mustNotErr(t, err)
+}
+
+// TestLoadSkipsFilesNamedLikePartitions: the data directory's names are
+// not looked up before the load (loadJob.unchecked), so a regular file
+// named like a partition reaches the load, whose failure finds it is no
+// directory: it is skipped, as it always was, and every partition beside
+// it loads.
+func TestLoadSkipsFilesNamedLikePartitions(t *testing.T) {
+	const n = 5
+	dir := t.TempDir()
+	fsys := vfs.NewOS()
+	makeIdlePartitions(t, fsys, dir, n)
+	for _, name := range []string{"stray-0", "t0-99", "old-1.abc-delete"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("not a partition"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := OpenManager(fsys, dir, benchManagerConfig(DefaultOptions()))
+	if err != nil {
+		t.Fatalf("open with stray files named like partitions: %v", err)
+	}
+	defer m.Close()
+	if rep := m.LoadReport(); rep.Partitions != n || len(rep.Recovered) != 0 || rep.Deferred != 0 {
+		t.Fatalf("load report %+v, want %d partitions, none recovered or deferred", rep, n)
+	}
+	if l := m.Log(TopicPartition{Topic: "t0", Partition: 99}); l != nil {
+		t.Fatal("a regular file t0-99 was loaded as a partition")
+	}
+	for _, name := range []string{"stray-0", "t0-99", "old-1.abc-delete"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("stray file %s: %v (want it left alone)", name, err)
+		}
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/wren-broker/wren/engine/batch"
 	"github.com/wren-broker/wren/engine/producer"
 	"github.com/wren-broker/wren/internal/invariants"
-	"github.com/wren-broker/wren/internal/vfs"
 	"github.com/wren-broker/wren/wal"
 )
 
@@ -35,6 +34,9 @@ type dirHealth struct {
 	// options shares the logs' Options values; nil for a log opened
 	// outside a Manager (it then has its own).
 	options *sharedOptions
+	// afterTruncate is the Manager's Checkpoint, for the logs it adopted
+	// (Log.checkpointOnTruncate); nil outside a Manager.
+	afterTruncate func() error
 }
 
 // SyncObserver is told about one group-commit fdatasync: how long it took,
@@ -71,9 +73,10 @@ func (d *dirHealth) check() error {
 // outside it, shared by every appender waiting at the time (group commit).
 // Reads take mu only to pick a segment and its end, then read without it.
 type Log struct {
-	fs  vfs.FS
-	dir string
-	tp  TopicPartition
+	// fileDir is the log's directory (l.fs, l.dir) and the budget its
+	// segment files open under, shared with their handles.
+	*fileDir
+	tp TopicPartition
 	// opts is shared with the Manager's other logs of the same options
 	// (sharedOptions) and never written through: UpdateOptions points it
 	// at another value. Read under mu. Set only through setOptionsLocked,
@@ -131,12 +134,15 @@ type Log struct {
 	// commits, under mu, so an append that raced a leadership change never
 	// lands as the old leader.
 	fence leaderFence
-	// afterTruncate, set by the Manager, makes the lowered recovery point
-	// durable before a truncation returns (Manager.Checkpoint). Called
-	// under mu. Without it, a crash after a truncation and a new unsynced
-	// append could leave new bytes below a stale recovery point, which
-	// recovery would take for media damage instead of a torn tail.
-	afterTruncate func() error
+	// checkpointOnTruncate, set by the Manager when it adopts the log,
+	// makes the lowered recovery point durable before a truncation returns
+	// (health.afterTruncate, the Manager's Checkpoint, called under mu).
+	// Without it, a crash after a truncation and a new unsynced append
+	// could leave new bytes below a stale recovery point, which recovery
+	// would take for media damage instead of a torn tail. A flag here and
+	// one function in the directory's health, where every log held the
+	// same function.
+	checkpointOnTruncate bool
 	// truncateCheckpointPending: a truncation's checkpoint failed for a
 	// shortage of descriptors; appends wait for it (under mu).
 	truncateCheckpointPending bool
@@ -488,7 +494,7 @@ func (l *Log) roll() (*segment, error) {
 	if err := l.writeProducerSnapshot(); err != nil {
 		return nil, l.rollFailed(old, err)
 	}
-	seg, err := createSegment(l.fs, l.health.handles, l.dir, l.logEndOffset, l.opts)
+	seg, err := createSegment(l.fileDir, l.logEndOffset, l.opts)
 	if err != nil {
 		return nil, l.rollFailed(old, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -100,6 +101,11 @@ type Manager struct {
 	logs         map[TopicPartition]*Log
 	closed       bool
 
+	// holdMu guards the retention hold's hooks (SetRetentionHold).
+	holdMu      sync.Mutex
+	holds       func() map[TopicPartition]RetentionHold
+	holdDropped func(TopicPartition, RetentionDrop)
+
 	// cleaner is the log cleaner's state (hook for the log cleaner,
 	// cleaner_manager.go).
 	cleaner cleanerState
@@ -156,6 +162,7 @@ func OpenManager(fsys vfs.FS, dir string, cfg ManagerConfig) (*Manager, error) {
 		retryStop: make(chan struct{}),
 	}
 	m.health.space = m.newDiskSpace()
+	m.health.afterTruncate = m.Checkpoint
 	if cfg.OpenFilesMax > 0 {
 		hc, err := NewHandleCache(cfg.OpenFilesMax, cfg.Logger)
 		if err != nil {
@@ -205,16 +212,17 @@ func (m *Manager) open() error {
 		return err
 	}
 	var jobs []loadJob
+	removed := false
 	for _, name := range names {
 		path := m.dir + "/" + name
-		st, err := m.fs.Stat(path)
-		if err != nil || !st.IsDir() {
-			continue
-		}
 		if strings.HasSuffix(name, deleteDirSuffix) {
+			if !m.isDir(path) {
+				continue
+			}
 			if err := m.fs.RemoveAll(path); err != nil {
 				return err
 			}
+			removed = true
 			continue
 		}
 		tp, err := ParseTopicPartitionDir(name)
@@ -222,12 +230,26 @@ func (m *Manager) open() error {
 			continue
 		}
 		// A partition missing from the checkpoint (created after the last
-		// one was written) is recovered from its start.
-		jobs = append(jobs, loadJob{tp: tp, path: path,
-			oo: OpenOptions{RecoveryPoint: rps[tp], LogStartOffset: lsos[tp], health: m.health}})
+		// one was written) is recovered from its start. Whether the name
+		// is a directory is asked by the load, in parallel, and only when
+		// the load fails (loadJob.unchecked).
+		jobs = append(jobs, loadJob{tp: tp, path: path, unchecked: true,
+			oo: OpenOptions{RecoveryPoint: rps[tp], LogStartOffset: lsos[tp], health: m.health, dirListed: true}})
 	}
 	if err := m.loadPartitions(jobs); err != nil {
 		return err
+	}
+	if m.hadCleanShutdown && !removed {
+		// A clean restart that removed nothing and whose loads moved no
+		// offset: the checkpoints the stop wrote (and synced) say what
+		// new ones would, so they are not written again (two files of
+		// every partition's line, and four fsyncs, at every start). The
+		// directory is synced all the same: the clean-shutdown marker's
+		// removal must be durable before anything is served, or a crash
+		// would read as a clean stop.
+		if rpsNow, lsosNow := m.checkpointOffsets(); maps.Equal(rps, rpsNow) && maps.Equal(lsos, lsosNow) {
+			return m.fs.SyncDir(m.dir)
+		}
 	}
 	return m.SyncDirAndCheckpoint()
 }
@@ -451,7 +473,7 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.afterTruncate = m.Checkpoint
+	l.checkpointOnTruncate = true
 	m.logs[tp] = l
 	return l, nil
 }
@@ -520,7 +542,7 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 	l, ok := m.logs[tp]
 	delete(m.logs, tp)
 	job, wasDeferred := m.deferred[tp]
-	delete(m.deferred, tp)
+	m.undeferLocked(tp)
 	m.mu.Unlock()
 	var dir string
 	switch {
@@ -550,10 +572,22 @@ func (m *Manager) Checkpoint() error {
 	if err := m.health.check(); err != nil {
 		return err
 	}
-	// Neither value takes a log's lock: a truncation checkpoints while it
-	// holds its log's lock (Log.afterTruncate).
-	rps := map[TopicPartition]int64{}
-	lsos := map[TopicPartition]int64{}
+	rps, lsos := m.checkpointOffsets()
+	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+RecoveryPointCheckpointFile, rps); err != nil {
+		return m.checkpointFailed(err)
+	}
+	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+LogStartOffsetCheckpointFile, lsos); err != nil {
+		return m.checkpointFailed(err)
+	}
+	return nil
+}
+
+// checkpointOffsets is what the recovery-point and log-start-offset
+// checkpoints say now. Neither value takes a log's lock: a truncation
+// checkpoints while it holds its log's lock (Log.checkpointOnTruncate).
+func (m *Manager) checkpointOffsets() (rps, lsos map[TopicPartition]int64) {
+	rps = map[TopicPartition]int64{}
+	lsos = map[TopicPartition]int64{}
 	for _, l := range m.Logs() {
 		rps[l.tp] = l.RecoveryPoint()
 		lsos[l.tp] = l.logStartOffsetView.Load()
@@ -566,13 +600,7 @@ func (m *Manager) Checkpoint() error {
 		}
 	}
 	m.mu.Unlock()
-	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+RecoveryPointCheckpointFile, rps); err != nil {
-		return m.checkpointFailed(err)
-	}
-	if err := WriteOffsetCheckpoint(m.fs, m.dir+"/"+LogStartOffsetCheckpointFile, lsos); err != nil {
-		return m.checkpointFailed(err)
-	}
-	return nil
+	return rps, lsos
 }
 
 // DeleteRecords advances a log's start offset (DeleteRecords) and makes it
@@ -591,14 +619,43 @@ func (m *Manager) DeleteRecords(tp TopicPartition, offset int64) (int64, error) 
 	return l.LogStartOffset(), nil
 }
 
+// SetRetentionHold makes RunRetention keep records for the uplinks: holds
+// is asked once per pass for the partitions held (RetentionHold), and
+// dropped is told what a pass deleted of what a hold kept, past its
+// budget. The engine knows nothing of links: the broker computes the
+// holds from their cursors. Nil holds turns the hold off.
+func (m *Manager) SetRetentionHold(holds func() map[TopicPartition]RetentionHold, dropped func(TopicPartition, RetentionDrop)) {
+	m.holdMu.Lock()
+	m.holds, m.holdDropped = holds, dropped
+	m.holdMu.Unlock()
+}
+
 // RunRetention applies retention to every log; highWatermark says how far
-// each may be deleted. It returns the number of segments deleted.
+// each may be deleted, and the holds SetRetentionHold set keep the
+// records they name. It returns the number of segments deleted.
 func (m *Manager) RunRetention(highWatermark func(*Log) int64) (int, error) {
+	m.holdMu.Lock()
+	holdsFn, dropped := m.holds, m.holdDropped
+	m.holdMu.Unlock()
+	var holds map[TopicPartition]RetentionHold
+	if holdsFn != nil {
+		holds = holdsFn()
+	}
 	total := 0
 	var errs []error
 	for _, l := range m.Logs() {
 		before := l.Size()
-		n, err := l.DeleteOldSegments(highWatermark(l))
+		var n int
+		var err error
+		if h, ok := holds[l.tp]; ok {
+			var d RetentionDrop
+			n, d, err = l.DeleteOldSegmentsHeld(highWatermark(l), h)
+			if d.To > d.From && dropped != nil {
+				dropped(l.tp, d)
+			}
+		} else {
+			n, err = l.DeleteOldSegments(highWatermark(l))
+		}
 		total += n
 		if n > 0 && m.cfg.Logger != nil {
 			m.cfg.Logger.Info("retention deleted segments", "partition", l.tp.String(), "segments", n,

@@ -27,6 +27,11 @@ func snapshotOffsets(fsys vfs.FS, dir string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return snapshotOffsetsIn(names), nil
+}
+
+// snapshotOffsetsIn is snapshotOffsets of a directory listing.
+func snapshotOffsetsIn(names []string) []int64 {
 	var out []int64
 	for _, n := range names {
 		if off, ok := parseBase(n, snapshotSuffix); ok {
@@ -34,7 +39,7 @@ func snapshotOffsets(fsys vfs.FS, dir string) ([]int64, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out, nil
+	return out
 }
 
 // loadProducerState rebuilds the state for the log as it is now: from the
@@ -47,10 +52,21 @@ func (l *Log) loadProducerState() error { return l.loadProducerStateStats(nil) }
 // loadProducerStateStats is loadProducerState reporting to stats (nil
 // for none) which snapshot it started from and how much it replayed.
 func (l *Log) loadProducerStateStats(stats *RecoveryStats) error {
+	return l.loadProducerStateFrom(nil, stats)
+}
+
+// loadProducerStateFrom is loadProducerStateStats given the directory's
+// current listing (nil: list it), which Open has already.
+func (l *Log) loadProducerStateFrom(names []string, stats *RecoveryStats) error {
 	opts := producer.Options{}
-	offsets, err := snapshotOffsets(l.fs, l.dir)
-	if err != nil {
-		return err
+	var offsets []int64
+	if names != nil {
+		offsets = snapshotOffsetsIn(names)
+	} else {
+		var err error
+		if offsets, err = snapshotOffsets(l.fs, l.dir); err != nil {
+			return err
+		}
 	}
 	var st *producer.State
 	removed := false

@@ -25,6 +25,9 @@ type OpenOptions struct {
 	// LogStartOffset from log-start-offset-checkpoint (DeleteRecords).
 	LogStartOffset int64
 	health         *dirHealth
+	// dirListed: the directory was just seen in its parent's listing, so
+	// Open need not look it up to create it.
+	dirListed bool
 }
 
 // RecoveryStats say what Open found and repaired.
@@ -72,25 +75,38 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 	if health == nil {
 		health = &dirHealth{}
 	}
-	if err := ensureDir(fsys, dir); err != nil {
-		return nil, nil, err
+	if !oo.dirListed {
+		if err := ensureDir(fsys, dir); err != nil {
+			return nil, nil, err
+		}
 	}
 	started := time.Now()
-	l := &Log{fs: fsys, dir: dir, tp: tp, clock: opts.Now, health: health}
+	l := &Log{fileDir: &fileDir{c: health.handles, fs: fsys, dir: dir}, tp: tp, clock: opts.Now, health: health}
 	l.setOptionsLocked(health.options.get(tp.Topic, opts))
 	stats := &RecoveryStats{ProducerSnapshotOffset: -1}
-	epochs, err := loadEpochCache(fsys, dir)
+	// The directory is listed once: the segments, the snapshots and which
+	// of the checkpoint files exist all come from this listing, so a file
+	// that is not there costs no lookup (a start loads every partition).
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	epochs, err := &epochCache{at: l.fileDir}, error(nil)
+	if slices.Contains(names, LeaderEpochCheckpointFile) {
+		epochs, err = loadEpochCache(l.fileDir)
+	}
 	if isOutOfFiles(err) {
 		// Not a damaged file: the load is retried (load.go).
 		return nil, nil, err
 	}
 	if err != nil {
 		// The epoch cache can be rebuilt from the batches' stamped epochs.
-		epochs = &epochCache{fs: fsys, dir: dir}
+		epochs = &epochCache{at: l.fileDir}
 		oo.RecoveryPoint = 0
 	}
 	l.epochs = epochs
-	if err := l.loadSegments(oo.RecoveryPoint, oo.LogStartOffset, stats); err != nil {
+	names, err = l.loadSegments(names, oo.RecoveryPoint, oo.LogStartOffset, stats)
+	if err != nil {
 		l.closeAll()
 		return nil, nil, err
 	}
@@ -106,8 +122,9 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 			l.closeAll()
 			return nil, nil, err
 		}
+		names = nil // the directory changed: the snapshots are listed again
 	}
-	if err := l.loadProducerStateStats(stats); err != nil {
+	if err := l.loadProducerStateFrom(names, stats); err != nil {
 		l.closeAll()
 		return nil, nil, err
 	}
@@ -207,18 +224,18 @@ func parentDir(p string) string {
 	return "."
 }
 
-// loadSegments opens every segment in the directory and recovers those
-// from the one holding recoveryPoint on.
-func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryStats) error {
-	names, err := l.fs.List(l.dir)
-	if err != nil {
-		return err
-	}
+// loadSegments opens every segment in the directory, whose entries are
+// names, and recovers those from the one holding recoveryPoint on. It
+// returns the entries as they are afterwards as far as snapshots go: a
+// completed swap lists the directory again, the removal of orphans
+// (which are never snapshots) does not.
+func (l *Log) loadSegments(names []string, recoveryPoint, logStartOffset int64, stats *RecoveryStats) ([]string, error) {
+	var err error
 	// Hook for the log cleaner: an interrupted segment swap is completed
 	// first, Kafka's rule (cleaner_recover.go); its .cleaned files are
 	// then left for the orphan rule below.
 	if names, err = l.completeSwaps(names); err != nil {
-		return err
+		return nil, err
 	}
 	var bases []int64
 	hasLog := map[int64]bool{}
@@ -246,21 +263,24 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 	}
 	for _, name := range orphans {
 		if err := l.fs.Remove(l.dir + "/" + name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return nil, err
 		}
 	}
 	if len(orphans) > 0 {
 		if err := l.fs.SyncDir(l.dir); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 
 	// Segments where damage was seen before are scanned whatever the
 	// recovery point says, and damage in them is never a torn tail.
-	listed, listedAll, err := readDamagedSegments(l.fs, l.dir)
-	if err != nil {
-		return err
+	var listed map[int64]bool
+	listedAll := false
+	if slices.Contains(names, DamagedSegmentsFile) {
+		if listed, listedAll, err = readDamagedSegments(l.fs, l.dir); err != nil {
+			return nil, err
+		}
 	}
 	// The first segment to scan is the one holding the recovery point.
 	firstUnflushed := 0
@@ -271,16 +291,16 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 	}
 	next := int64(-1)
 	for i, base := range bases {
-		seg, err := openSegmentHandles(l.fs, l.health.handles, l.dir, base, l.opts, false)
+		seg, err := openSegmentHandles(l.fileDir, base, l.opts, false)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if base < next {
 			// Overlaps the previous segment: left behind by an interrupted
 			// operation. The earlier segment wins.
 			seg.closeFiles()
 			if err := seg.removeFiles(l.fs, l.dir); err != nil {
-				return err
+				return nil, err
 			}
 			stats.SegmentsDeleted++
 			continue
@@ -306,23 +326,23 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		if !present || forced {
 			clean = false
 		} else if i < firstUnflushed {
-			clean, err = loadedClean(seg.loadClean(l.opts, -1))
+			clean, err = loadedClean(seg.loadCleanOnDisk(l.fs, l.opts, -1))
 		} else if i == firstUnflushed && recoveryPoint >= base {
 			// With recoveryPoint == base (an empty active segment, as a
 			// clean stop leaves an idle partition) loadClean passes only
 			// if the segment and its indexes are empty; anything in it
 			// fails the end check and is scanned.
-			clean, err = loadedClean(seg.loadClean(l.opts, recoveryPoint))
+			clean, err = loadedClean(seg.loadCleanOnDisk(l.fs, l.opts, recoveryPoint))
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !clean {
 			stats.SegmentsScanned++
 			// Only the last segment can have an unsynced tail: a roll
 			// syncs the segment it closes before the next one exists.
 			if err := l.recoverSegment(seg, stats, i == len(bases)-1, forced, recoveryPoint); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		// Damage that runs to the end of a segment held offsets up to the
@@ -337,27 +357,27 @@ func (l *Log) loadSegments(recoveryPoint, logStartOffset int64, stats *RecoveryS
 		next = seg.nextOffset
 	}
 	if len(l.segments) == 0 {
-		seg, err := createSegment(l.fs, l.health.handles, l.dir, max(logStartOffset, 0), l.opts)
+		seg, err := createSegment(l.fileDir, max(logStartOffset, 0), l.opts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			seg.closeFiles()
-			return err
+			return nil, err
 		}
 		l.segments = []*segment{seg}
 	}
 	l.setLogEndOffsetLocked(l.active().nextOffset)
 	if len(l.damage) > 0 {
 		if err := writeDamagedSegments(l.fs, l.dir, l.damage); err != nil {
-			return err
+			return nil, err
 		}
 	} else if listedAll || len(listed) > 0 {
 		if err := clearDamagedSegments(l.fs, l.dir); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return names, nil
 }
 
 func parseBase(name, suffix string) (int64, bool) {
@@ -377,8 +397,38 @@ func (s *segment) loadClean(opts *Options, wantNext int64) error {
 	if err != nil {
 		return err
 	}
+	return s.loadCleanSized(opts, wantNext, size, -1, -1)
+}
+
+// loadCleanOnDisk is loadClean of a segment loaded from its directory,
+// whose files are not open: the sizes come from a stat of each file's
+// name, and an index file opens only if it has entries to check. An idle
+// partition's segment then costs three stats, not three opens (which
+// would also fill the open-file cache with files nobody reads); its files
+// open on first use.
+func (s *segment) loadCleanOnDisk(fsys vfs.FS, opts *Options, wantNext int64) error {
+	var sizes [3]int64
+	for i, h := range s.handles() {
+		st, err := fsys.Stat(h.name())
+		switch {
+		case i > 0 && errors.Is(err, fs.ErrNotExist):
+			// A missing index file (of an empty segment whose creation
+			// was cut short) is made, empty, by its open, as before.
+			sizes[i] = -1
+		case err != nil:
+			return err
+		default:
+			sizes[i] = st.Size()
+		}
+	}
+	return s.loadCleanSized(opts, wantNext, sizes[0], sizes[1], sizes[2])
+}
+
+// loadCleanSized is loadClean given the log's size and, when not -1, the
+// index files' sizes.
+func (s *segment) loadCleanSized(opts *Options, wantNext, size, indexSize, timeIndexSize int64) error {
 	s.size.Store(size)
-	if err := s.checkIndexes(size); err != nil {
+	if err := s.checkIndexes(size, indexSize, timeIndexSize); err != nil {
 		return err
 	}
 	if err := s.rescanTail(opts); err != nil {
@@ -416,8 +466,13 @@ func (s *segment) checkLastIndexEntries(size int64) error {
 
 // checkIndexes reads both index files whole and checks every entry: sizes
 // in whole entries, offsets and positions increasing and inside the log.
-func (s *segment) checkIndexes(logSize int64) error {
-	buf, n, err := loadEntries(s.offsetIndex.f, offsetIndexEntrySize)
+// An index whose size is known to be 0 (indexSize, timeIndexSize; -1 when
+// not known) has nothing to read, and is not opened.
+func (s *segment) checkIndexes(logSize, indexSize, timeIndexSize int64) error {
+	buf, n, err := []byte(nil), int64(0), error(nil)
+	if indexSize != 0 {
+		buf, n, err = loadEntries(s.offsetIndex.f, offsetIndexEntrySize)
+	}
 	if err != nil {
 		return err
 	}
@@ -437,7 +492,10 @@ func (s *segment) checkIndexes(logSize int64) error {
 	if n > 0 {
 		s.offsetIndex.lastOffset = s.baseOffset + lastRel
 	}
-	tbuf, tn, err := loadEntries(s.timeIndex.f, timeIndexEntrySize)
+	tbuf, tn := []byte(nil), int64(0)
+	if timeIndexSize != 0 {
+		tbuf, tn, err = loadEntries(s.timeIndex.f, timeIndexEntrySize)
+	}
 	if err != nil {
 		return err
 	}

@@ -324,7 +324,7 @@ func (c *partitionChecker) lastOffsetEvidence(f vfs.File, pos, size, firstOffset
 			}
 		}
 	}
-	if epochs, err := loadEpochCache(c.fsys, c.dir); err == nil {
+	if epochs, err := loadEpochCache(&fileDir{fs: c.fsys, dir: c.dir}); err == nil {
 		for _, e := range epochs.entries {
 			if e.StartOffset >= firstOffset {
 				last = max(last, e.StartOffset)
@@ -816,7 +816,7 @@ func (p *RepairPlan) executeTruncate(fsys vfs.FS) error {
 			return err
 		}
 	}
-	if epochs, err := loadEpochCache(fsys, p.Dir); err == nil && epochs.truncateFromEnd(p.LogEndOffset) {
+	if epochs, err := loadEpochCache(&fileDir{fs: fsys, dir: p.Dir}); err == nil && epochs.truncateFromEnd(p.LogEndOffset) {
 		if err := epochs.flush(); err != nil {
 			return err
 		}

@@ -96,12 +96,12 @@ func (l *Log) truncateActiveLocked(offset int64) error {
 }
 
 // checkpointAfterTruncateLocked makes the lowered recovery point durable
-// (Log.afterTruncate).
+// (Log.checkpointOnTruncate).
 func (l *Log) checkpointAfterTruncateLocked() error {
-	if l.afterTruncate == nil {
+	if !l.checkpointOnTruncate || l.health.afterTruncate == nil {
 		return nil
 	}
-	if err := l.afterTruncate(); err != nil {
+	if err := l.health.afterTruncate(); err != nil {
 		if isTooManyOpenFiles(err) {
 			// The truncation stands; the log takes no append until the
 			// lowered recovery point is durable (appendLocked retries).
@@ -229,7 +229,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	// a shortage there leaves the rest pending (dirWork) with the log
 	// empty at offset, never a log without segments. A shortage here
 	// changes nothing.
-	seg, err := createSegmentPinned(l.fs, l.health.handles, l.dir, offset, l.opts, tmpSuffix)
+	seg, err := createSegmentPinned(l.fileDir, offset, l.opts, tmpSuffix)
 	if err != nil {
 		return l.failErr(err)
 	}
@@ -317,23 +317,58 @@ func (l *Log) AdvanceLogStartOffset(offset int64) error {
 // start offset: whole segments go, oldest first, never one holding data at
 // or above highWatermark. It returns how many segments it deleted.
 func (l *Log) DeleteOldSegments(highWatermark int64) (int, error) {
+	n, _, err := l.deleteOldSegments(highWatermark, nil)
+	return n, err
+}
+
+// RetentionHold keeps records from retention.ms and retention.bytes: an
+// uplink's records not yet forwarded (package uplink). A segment holding
+// an offset at or above Offset is kept, unless the log's bytes from the
+// first such segment on exceed MaxBytes (a negative MaxBytes never does):
+// then the oldest held segments retention would delete go until they do
+// not, and the deletion reports them (RetentionDrop). The log start offset
+// (DeleteRecords, a leader's start a follower takes) is never held.
+type RetentionHold struct {
+	Offset   int64
+	MaxBytes int64
+}
+
+// RetentionDrop is what retention deleted past a RetentionHold: the
+// offsets [From, To) at or above the hold's offset and the bytes of the
+// segments that held them. Zero when nothing held was deleted.
+type RetentionDrop struct {
+	From, To, Bytes int64
+}
+
+// DeleteOldSegmentsHeld is DeleteOldSegments under hold; it also reports
+// what it deleted of what the hold kept (past its MaxBytes).
+func (l *Log) DeleteOldSegmentsHeld(highWatermark int64, hold RetentionHold) (int, RetentionDrop, error) {
+	return l.deleteOldSegments(highWatermark, &hold)
+}
+
+func (l *Log) deleteOldSegments(highWatermark int64, hold *RetentionHold) (int, RetentionDrop, error) {
+	var drop RetentionDrop
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return 0, ErrClosed
+		return 0, drop, ErrClosed
 	}
 	if err := l.health.check(); err != nil {
-		return 0, err
+		return 0, drop, err
 	}
 	if len(l.damage) > 0 {
 		// A damaged log changes only by an operator's repair: retention
 		// could delete the evidence, or the only good copy before it.
-		return 0, nil
+		return 0, drop, nil
 	}
 	now := l.nowMs()
-	var total int64
-	for _, s := range l.segments {
-		total += s.size.Load()
+	var total, held int64
+	for i, s := range l.segments {
+		sz := s.size.Load()
+		total += sz
+		if hold != nil && (i+1 == len(l.segments) || l.segments[i+1].baseOffset > hold.Offset) {
+			held += sz
+		}
 	}
 	// Hook for the log cleaner: under cleanup.policy=compact alone only
 	// the log start offset deletes segments, as in Kafka's
@@ -343,19 +378,41 @@ func (l *Log) DeleteOldSegments(highWatermark int64) (int, error) {
 	if retain && l.opts.RetentionBytes >= 0 {
 		excess = total - l.opts.RetentionBytes
 	}
-	return l.deleteSegmentsLocked(func(s, next *segment) bool {
+	n, err := l.deleteSegmentsLocked(func(s, next *segment) bool {
 		if next != nil && next.baseOffset <= l.logStartOffset {
 			return true
 		}
-		if retain && l.opts.RetentionMs >= 0 && now-s.largestTimestamp() > l.opts.RetentionMs {
-			return true
+		byTime := retain && l.opts.RetentionMs >= 0 && now-s.largestTimestamp() > l.opts.RetentionMs
+		byBytes := excess >= 0 && excess-s.size.Load() >= 0
+		if !byTime && !byBytes {
+			return false
 		}
-		if excess >= 0 && excess-s.size.Load() >= 0 {
+		if hold != nil && (next == nil || next.baseOffset > hold.Offset) {
+			// Held: it goes only while the held bytes are over budget.
+			if hold.MaxBytes < 0 || held <= hold.MaxBytes {
+				return false
+			}
+			held -= s.size.Load()
+			if drop.To == 0 {
+				drop.From = max(s.baseOffset, hold.Offset, l.logStartOffset)
+			}
+			drop.To = l.logEndOffset
+			if next != nil {
+				drop.To = next.baseOffset
+			}
+			drop.Bytes += s.size.Load()
+		}
+		if !byTime {
 			excess -= s.size.Load()
-			return true
 		}
-		return false
+		return true
 	}, highWatermark)
+	if n == 0 || drop.To <= drop.From {
+		// A segment the predicate passed may still have been kept by the
+		// high watermark: nothing of it was deleted.
+		drop = RetentionDrop{}
+	}
+	return n, drop, err
 }
 
 // deleteSegmentsLocked deletes the oldest segments while shouldDelete says

@@ -86,17 +86,17 @@ type segment struct {
 // openSegmentFiles makes the segment's handles; the files open on their
 // first use. With create, the files are created (truncated) now.
 func openSegmentFiles(fsys vfs.FS, dir string, baseOffset int64, opts *Options, create bool) (*segment, error) {
-	return openSegmentHandles(fsys, nil, dir, baseOffset, opts, create)
+	return openSegmentHandles(&fileDir{fs: fsys, dir: dir}, baseOffset, opts, create)
 }
 
-func openSegmentHandles(fsys vfs.FS, hc *HandleCache, dir string, baseOffset int64, opts *Options, create bool) (*segment, error) {
+func openSegmentHandles(at *fileDir, baseOffset int64, opts *Options, create bool) (*segment, error) {
 	var hs [3]*handle
 	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		if !create {
-			hs[i] = newHandle(hc, fsys, dir, baseOffset, suffix)
+			hs[i] = newHandle(at, baseOffset, suffix)
 			continue
 		}
-		h, err := adoptHandle(hc, fsys, dir, baseOffset, suffix, fsys.Create)
+		h, err := adoptHandle(at, baseOffset, suffix, at.fs.Create)
 		if err != nil {
 			for _, g := range hs[:i] {
 				g.drop()
@@ -137,8 +137,8 @@ func newSegment(hs [3]*handle, baseOffset int64, opts *Options) *segment {
 // index files are sparse, which reserves nothing either). The price is
 // that an index append can meet ENOSPC mid-segment; it fails the append
 // like a log write does.
-func createSegment(fsys vfs.FS, hc *HandleCache, dir string, baseOffset int64, opts *Options) (*segment, error) {
-	s, err := openSegmentHandles(fsys, hc, dir, baseOffset, opts, true)
+func createSegment(at *fileDir, baseOffset int64, opts *Options) (*segment, error) {
+	s, err := openSegmentHandles(at, baseOffset, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,8 @@ func createSegment(fsys vfs.FS, hc *HandleCache, dir string, baseOffset int64, o
 // pinned, all three, until unpinAll: a descriptor follows its file
 // through a rename, and a pinned handle never reopens by name. On error
 // nothing is left behind.
-func createSegmentPinned(fsys vfs.FS, hc *HandleCache, dir string, baseOffset int64, opts *Options, suffix string) (*segment, error) {
+func createSegmentPinned(at *fileDir, baseOffset int64, opts *Options, suffix string) (*segment, error) {
+	fsys, dir := at.fs, at.dir
 	var hs [3]*handle
 	undo := func(n int) {
 		for i, h := range hs[:n] {
@@ -167,7 +168,7 @@ func createSegmentPinned(fsys vfs.FS, hc *HandleCache, dir string, baseOffset in
 	}
 	for i, final := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		name := segmentFileName(dir, baseOffset, final+suffix)
-		h, err := adoptHandlePinned(hc, fsys, dir, baseOffset, final, func(string) (vfs.File, error) { return fsys.Create(name) })
+		h, err := adoptHandlePinned(at, baseOffset, final, func(string) (vfs.File, error) { return fsys.Create(name) })
 		if err != nil {
 			undo(i)
 			return nil, err

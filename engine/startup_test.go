@@ -97,7 +97,7 @@ func TestOpenDropsEpochsPastTheLogEnd(t *testing.T) {
 	if got := l2.LeaderEpochs(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("leader epochs %v, want %v", got, want)
 	}
-	onDisk, err := loadEpochCache(mem, "/data/t-0")
+	onDisk, err := loadEpochCache(&fileDir{fs: mem, dir: "/data/t-0"})
 	mustNotErr(t, err)
 	if fmt.Sprint(onDisk.entries) != fmt.Sprint(want) {
 		t.Fatalf("leader-epoch-checkpoint holds %v, want %v", onDisk.entries, want)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -80,11 +81,14 @@ func (s partSet) list() []TopicPartitions {
 	for k := range s {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b tpID) int {
-		if c := bytes.Compare(a.topic[:], b.topic[:]); c != 0 {
-			return c
+	// sort.Slice, not slices.SortFunc: run when an assignment changes or
+	// is described, never per record, and a generic sort of tpID would
+	// instantiate pdqsort for it (9 KiB of the binary).
+	sort.Slice(keys, func(i, j int) bool {
+		if c := bytes.Compare(keys[i].topic[:], keys[j].topic[:]); c != 0 {
+			return c < 0
 		}
-		return int(a.partition) - int(b.partition)
+		return keys[i].partition < keys[j].partition
 	})
 	out := []TopicPartitions{}
 	for _, k := range keys {
@@ -120,8 +124,22 @@ type consumerMember struct {
 	regex      string   // "" if none
 	// re is regex compiled (compiledRegex), reFor the regex it was
 	// compiled from; nil if it does not compile (a loaded record).
-	re                 *regexp.Regexp
-	reFor              string
+	re    *regexp.Regexp
+	reFor string
+	// describable is the TopicDescribable of the member's latest
+	// heartbeat on this coordinator (nil: every topic). loadedHeld is,
+	// for a member loaded from the log and until that heartbeat, the ids
+	// of the topics it holds or is assigned partitions of: who it is, and
+	// so which topics it may describe, is not in the log.
+	describable func(topic string) bool
+	loadedHeld  map[[16]byte]bool
+	// regexTopics caches what the regex resolves to (sorted), good while
+	// regexGen is the coordinator's topicsGen and regexFor the regex.
+	regexTopics []string
+	regexGen    uint64
+	regexFor    string
+	regexCached bool
+
 	rebalanceTimeoutMs int32
 	serverAssignor     string // "" if none
 
@@ -260,6 +278,7 @@ func (g *Group) isConsumer() bool { return g.consumer != nil }
 // target assignment, which its members pick up on their next heartbeat.
 func (c *Coordinator) UpdateTopics(topics []TopicMeta, nowMs int64) {
 	old := c.topics
+	c.topicsGen++
 	c.topics = make(map[string]TopicMeta, len(topics))
 	c.topicByID = make(map[[16]byte]TopicMeta, len(topics))
 	for _, t := range topics {
@@ -299,11 +318,12 @@ func (c *Coordinator) UpdateTopics(topics []TopicMeta, nowMs int64) {
 }
 
 // subscribedTopics resolves what m subscribes to against the topics that
-// exist: its names, and every topic its regex matches in full. As Kafka's
-// GroupMetadataManager resolves a regex over every topic name in the
-// metadata image, internal ones included: a user topic named __orders is
-// matched like any other, and a regex that names __consumer_offsets gets
-// it (a pattern such as ".*" does too, in Kafka as here).
+// exist: its names, and every topic its regex matches in full that the
+// member may describe. As Kafka's GroupMetadataManager resolves a regex
+// over every topic name in the metadata image, internal ones included: a
+// user topic named __orders is matched like any other, and a regex that
+// names __consumer_offsets gets it (a pattern such as ".*" does too, in
+// Kafka as here), if the member may describe it.
 func (c *Coordinator) subscribedTopics(m *consumerMember) []string {
 	var out []string
 	for _, name := range m.topics {
@@ -311,16 +331,46 @@ func (c *Coordinator) subscribedTopics(m *consumerMember) []string {
 			out = append(out, name)
 		}
 	}
-	if m.regex != "" {
-		if re := m.compiledRegex(); re != nil {
-			for name := range c.topics {
-				if re.MatchString(name) && !slices.Contains(m.topics, name) {
-					out = append(out, name)
-				}
-			}
+	for _, name := range c.regexTopics(m) {
+		if !slices.Contains(m.topics, name) {
+			out = append(out, name)
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// regexTopics is what m's regex resolves to: the topics it matches in
+// full that the member's principal may DESCRIBE (Kafka's
+// filterTopicDescribeAuthorizedTopics), sorted. Kafka judges a group's
+// regexes by the principal of the member whose heartbeat refreshed them;
+// here each member's regex is judged by its own principal, which is never
+// more permissive. A member loaded from the log, whose principal is not
+// known until its first heartbeat here, gets only the matched topics it
+// already holds partitions of or is assigned: an earlier coordinator
+// found it might describe those. The result is cached until the topics,
+// the regex or the member's rights (a heartbeat) change.
+func (c *Coordinator) regexTopics(m *consumerMember) []string {
+	if m.regex == "" {
+		return nil
+	}
+	if m.regexCached && m.regexGen == c.topicsGen && m.regexFor == m.regex {
+		return m.regexTopics
+	}
+	var out []string
+	if re := m.compiledRegex(); re != nil {
+		for name, t := range c.topics {
+			if !re.MatchString(name) {
+				continue
+			}
+			if held := m.loadedHeld; held != nil && !held[t.ID] || held == nil && m.describable != nil && !m.describable(name) {
+				continue
+			}
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	m.regexTopics, m.regexGen, m.regexFor, m.regexCached = out, c.topicsGen, m.regex, true
 	return out
 }
 
@@ -422,15 +472,9 @@ func (c *Coordinator) maybeUpdateTarget(g *Group) {
 				am.Owned = append(am.Owned, assign.TopicPartition{Topic: t.Name, Partition: k.partition})
 			}
 		}
-		slices.SortFunc(am.Owned, func(a, b assign.TopicPartition) int {
-			if a.Less(b) {
-				return -1
-			}
-			if b.Less(a) {
-				return 1
-			}
-			return 0
-		})
+		// sort.Slice: see assign's groupByTopic.
+		owned := am.Owned
+		sort.Slice(owned, func(i, j int) bool { return owned[i].Less(owned[j]) })
 		members[i] = am
 	}
 	name := c.groupAssignor(g)
@@ -764,7 +808,16 @@ func (c *Coordinator) updateConsumerMember(g *Group, m *consumerMember, req Cons
 	if req.ServerAssignor != "" || req.MemberEpoch == JoinMemberEpoch {
 		m.serverAssignor = req.ServerAssignor
 	}
-	resubscribed := !slices.Equal(before.topics, m.topics) || before.regex != m.regex || before.serverAssignor != m.serverAssignor
+	// The member's rights are judged afresh on every heartbeat: an ACL
+	// added or removed since changes what its regex resolves to, which
+	// needs a new assignment even when the group's topics stay the same.
+	var resolvedBefore []string
+	if before.regex != "" && before.regex == m.regex {
+		resolvedBefore = c.regexTopics(m)
+	}
+	m.describable, m.loadedHeld, m.regexCached = req.TopicDescribable, nil, false
+	reresolved := m.regex != "" && before.regex == m.regex && !slices.Equal(resolvedBefore, c.regexTopics(m))
+	resubscribed := !slices.Equal(before.topics, m.topics) || before.regex != m.regex || before.serverAssignor != m.serverAssignor || reresolved
 	if resubscribed || before.rackID != m.rackID || before.clientID != m.clientID || before.clientHost != m.clientHost ||
 		before.rebalanceTimeoutMs != m.rebalanceTimeoutMs || before.instanceID != m.instanceID || req.MemberEpoch == JoinMemberEpoch {
 		c.persist(Record{Kind: ConsumerGroupMemberMetadataRecord, Group: g.id, MemberID: m.id, ConsumerMember: m.metadataValue()})

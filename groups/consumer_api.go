@@ -58,6 +58,16 @@ type ConsumerHeartbeatRequest struct {
 	HasTopicPartitions bool
 	ClientID           string
 	ClientHost         string
+	// TopicDescribable reports whether the member's principal may
+	// DESCRIBE topic; nil when authorization is off (every topic may be
+	// described). The topics a regex subscription resolves to are only
+	// those it allows, as Kafka's GroupMetadataManager keeps of a
+	// resolved regex only the topics the member may describe (KIP-848's
+	// authorized topics). The coordinator keeps the member's latest one
+	// and asks it again whenever the topics change, so it must be cheap,
+	// safe to call later from the coordinator's goroutine, and must not
+	// hold on to the request.
+	TopicDescribable func(topic string) bool
 }
 
 // ConsumerHeartbeatResponse answers a ConsumerHeartbeatRequest.

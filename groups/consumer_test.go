@@ -295,6 +295,8 @@ type cgClient struct {
 	// Kafka's client, a heartbeat may leave them out (null) while they
 	// are unchanged.
 	sentOwned partSet
+	// describable is the member's TopicDescribable (nil: every topic).
+	describable func(topic string) bool
 }
 
 func newClient(id string, topics ...string) *cgClient {
@@ -308,7 +310,7 @@ func (e *cgEnv) joinRequest(cl *cgClient) ConsumerHeartbeatRequest {
 		SubscribedTopicNames: cl.topics, HasSubscribedTopicNames: cl.regex == "",
 		SubscribedTopicRegex: cl.regex, HasSubscribedTopicRegex: cl.regex != "",
 		TopicPartitions: []TopicPartitions{}, HasTopicPartitions: true,
-		ClientID: "client-" + cl.id, ClientHost: "/127.0.0.1",
+		ClientID: "client-" + cl.id, ClientHost: "/127.0.0.1", TopicDescribable: cl.describable,
 	}
 }
 
@@ -320,7 +322,7 @@ func (e *cgEnv) beatRequest(cl *cgClient) ConsumerHeartbeatRequest {
 	req := ConsumerHeartbeatRequest{
 		Group: cl.group, MemberID: cl.id, MemberEpoch: cl.epoch, RebalanceTimeoutMs: -1,
 		TopicPartitions: cl.holds().list(), HasTopicPartitions: true,
-		ClientID: "client-" + cl.id, ClientHost: "/127.0.0.1",
+		ClientID: "client-" + cl.id, ClientHost: "/127.0.0.1", TopicDescribable: cl.describable,
 	}
 	if cl.lost {
 		full := e.joinRequest(cl)
@@ -1030,6 +1032,71 @@ func TestConsumerRegexSubscription(t *testing.T) {
 		t.Fatalf("a still owns the deleted orders-c: %s", e.fmtParts(a.owned))
 	}
 	e.checkSafety(a, b)
+}
+
+// TestConsumerRegexAuthorizedTopics: a regex resolves only to the topics
+// the member may describe (Kafka's filterTopicDescribeAuthorizedTopics),
+// each member by its own rights; a right granted or taken away counts
+// from the member's next heartbeat; a member loaded from the log, whose
+// rights are unknown until it heartbeats, resolves only to topics it
+// already has partitions of.
+func TestConsumerRegexAuthorizedTopics(t *testing.T) {
+	a1, a2, b1 := topic("a-1", 2), topic("a-2", 2), topic("b-1", 1)
+	e := newCGEnv(t, a1, a2, b1)
+	rights := map[string]map[string]bool{"a": {"a-1": true}, "b": {"a-2": true}}
+	client := func(id string) *cgClient {
+		return &cgClient{group: "g", id: id, regex: "a-.*", rebalanceTimeoutMs: 30000,
+			describable: func(topic string) bool { return rights[id][topic] }}
+	}
+	a := client("a")
+	e.mustJoin(a)
+	if !a.owned.equal(allParts(a1)) {
+		t.Fatalf("a may describe a-1 only, owns %s", e.fmtParts(a.owned))
+	}
+	// A matching topic a may not describe changes nothing.
+	a3 := topic("a-3", 1)
+	e.setTopics(a1, a2, b1, a3)
+	wantState(t, e, "g", "Stable", 1, 1)
+
+	// b, in the same group, may describe a-2 only.
+	b := client("b")
+	e.mustJoin(b)
+	e.settle(5, a, b)
+	if !a.owned.equal(allParts(a1)) || !b.owned.equal(allParts(a2)) {
+		t.Fatalf("a owns %s, b owns %s", e.fmtParts(a.owned), e.fmtParts(b.owned))
+	}
+	// A right granted counts from a's next heartbeat.
+	rights["a"]["a-3"] = true
+	e.mustBeat(a)
+	e.settle(5, a, b)
+	if !a.owned.equal(allParts(a1, a3)) {
+		t.Fatalf("after a-3 is granted a owns %s", e.fmtParts(a.owned))
+	}
+	// A right taken away: a gives a-1 up, and nobody else may have it.
+	delete(rights["a"], "a-1")
+	e.mustBeat(a)
+	e.settle(5, a, b)
+	if !a.owned.equal(allParts(a3)) || !b.owned.equal(allParts(a2)) {
+		t.Fatalf("after a-1 is taken away a owns %s, b owns %s", e.fmtParts(a.owned), e.fmtParts(b.owned))
+	}
+	e.checkSafety(a, b)
+
+	// A new leader: until they heartbeat, the members resolve to what
+	// they hold, not to every match.
+	c := e.replica()
+	g := c.groups["g"]
+	for id, want := range map[string][]string{"a": {"a-3"}, "b": {"a-2"}} {
+		if got := c.subscribedTopics(g.consumer.members[id]); !slices.Equal(got, want) {
+			t.Fatalf("loaded member %s resolves to %v, want %v", id, got, want)
+		}
+	}
+	// Without authorization a regex resolves to every match.
+	e2 := newCGEnv(t, a1, a2, b1)
+	free := &cgClient{group: "g", id: "f", regex: "a-.*", rebalanceTimeoutMs: 30000}
+	e2.mustJoin(free)
+	if !free.owned.equal(allParts(a1, a2)) {
+		t.Fatalf("without authorization the member owns %s", e2.fmtParts(free.owned))
+	}
 }
 
 // TestConsumerRegexMatchesEveryTopic: a regex is matched in full against

@@ -63,6 +63,9 @@ type Coordinator struct {
 	// assigned from them. nil until the first UpdateTopics.
 	topics    map[string]TopicMeta
 	topicByID map[[16]byte]TopicMeta
+	// topicsGen counts the UpdateTopics calls: a member's cached regex
+	// resolution (consumerMember.regexGen) is good while it matches.
+	topicsGen uint64
 }
 
 // NewCoordinator returns a coordinator for partition of a __consumer_offsets

@@ -277,6 +277,17 @@ func (c *Coordinator) restoreConsumerGroup(g *Group, cl *consumerLoad, nowMs int
 			}
 		}
 	}
+	for _, id := range ids {
+		// Until its first heartbeat here, a member's regex resolves only
+		// to topics it holds or is assigned (consumerMember.loadedHeld).
+		m := cg.members[id]
+		m.loadedHeld = map[[16]byte]bool{}
+		for _, set := range []partSet{m.assigned, m.pending, cg.target[id]} {
+			for k := range set {
+				m.loadedHeld[k.topic] = true
+			}
+		}
+	}
 	if len(cg.members) > 0 {
 		g.state = Stable
 	} else {

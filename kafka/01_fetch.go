@@ -34,6 +34,14 @@ import (
 //   KAFKA_STORAGE_ERROR, which clients retry. The log dir stays healthy.
 // * CurrentLeaderEpoch (v9+) is checked: FENCED_LEADER_EPOCH when older,
 //   UNKNOWN_LEADER_EPOCH when newer.
+// * Client quotas (KIP-13, KIP-219): a consumer's Fetch under a
+//   consumer_byte_rate asks for no more than the quota lets through in one
+//   window (Kafka's getMaxValueInQuotaWindow, less the response's own
+//   fields); a Fetch that would exceed its byte rate or request
+//   percentage is answered, as Kafka's handleFetchRequest does, with
+//   throttle_time_ms and no topics at all, its bytes not counted, and the
+//   connection muted for the throttle. A single record batch larger than
+//   that bound is throttled every time, as in Kafka.
 // * IsolationLevel read_committed reads to the last stable offset, which
 //   equals the high watermark while there are no transactions.
 // * Authorization: READ on each topic, or TOPIC_AUTHORIZATION_FAILED on each
@@ -43,7 +51,7 @@ import (
 // * Fetch sessions (KIP-227): SessionID 0 in every response, so clients
 //   send full fetches; a request naming a session gets
 //   FETCH_SESSION_ID_NOT_FOUND.
-// * Topic ids (v13+), rack-aware preferred read replicas, throttling.
+// * Topic ids (v13+), rack-aware preferred read replicas.
 // * Follower fetches on this listener: a request with ReplicaID >= 0 gets
 //   TOPIC_AUTHORIZATION_FAILED for every partition, as Kafka answers a
 //   follower fetch without CLUSTER_ACTION (CVE-2018-1288: a client
@@ -59,6 +67,14 @@ func (s *Server) handleFetch(req *Request) (Pending, error) {
 	version := req.Header.ApiVersion
 	if r.SessionID != 0 || (r.SessionEpoch != 0 && r.SessionEpoch != -1) {
 		return RespondSpliced(&SplicedResponse{Chunks: wire.EncodeFetchResponse(version, 0, kerr.FetchSessionIDNotFound.Code, 0, nil)}), nil
+	}
+	if q := req.FetchQuotaBytes; q > 0 && (r.MaxBytes <= 0 || r.MaxBytes > q) {
+		// As Kafka: a fetch is no larger than its quota lets through in
+		// one window, so that it can be answered with records at all.
+		r.MaxBytes = q
+	}
+	if r.MinBytes > r.MaxBytes && r.MaxBytes > 0 {
+		r.MinBytes = r.MaxBytes
 	}
 	wait := time.Duration(r.MaxWaitMillis) * time.Millisecond
 	if wait > maxFetchWait {
@@ -76,8 +92,8 @@ func (s *Server) handleFetch(req *Request) (Pending, error) {
 			wakes := plan.watch()
 			topics, size, release := plan.read(r)
 			if size >= int64(r.MinBytes) || wait == 0 || !time.Now().Before(deadline) || len(wakes) == 0 {
-				observeFetched(s.cfg.Observer, topics)
-				return Response{Spliced: &SplicedResponse{Chunks: wire.EncodeFetchResponse(version, 0, 0, 0, topics), Release: release}}, nil
+				return Response{Spliced: &SplicedResponse{Chunks: wire.EncodeFetchResponse(version, 0, 0, 0, topics), Release: release},
+					Sent: func() { observeFetched(s.cfg.Observer, topics) }}, nil
 			}
 			release()
 			if !wake.Any(ctx, wakes, deadline) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -145,9 +146,10 @@ func (s *Server) describeMetadataPartition(rp *kmsg.DescribeQuorumResponseTopicP
 			v.LastFetchTimestamp, v.LastCaughtUpTimestamp = followerTimestamps(st, id, c.NodeID())
 			rp.CurrentVoters = append(rp.CurrentVoters, v)
 		}
-		slices.SortFunc(rp.CurrentVoters, func(a, b kmsg.DescribeQuorumResponseTopicPartitionReplicaState) int {
-			return int(a.ReplicaID - b.ReplicaID)
-		})
+		// sort.Slice, not slices.SortFunc: an admin request, and a generic
+		// sort of these kmsg structs instantiates pdqsort for each (12 KiB).
+		vs := rp.CurrentVoters
+		sort.Slice(vs, func(i, j int) bool { return vs[i].ReplicaID < vs[j].ReplicaID })
 	}
 }
 
@@ -202,6 +204,6 @@ func voterNodes(cfg *config.Config, listed map[int32]bool) []kmsg.DescribeQuorum
 		n.Listeners = append(n.Listeners, l)
 		nodes = append(nodes, n)
 	}
-	slices.SortFunc(nodes, func(a, b kmsg.DescribeQuorumResponseNode) int { return int(a.NodeID - b.NodeID) })
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].NodeID < nodes[j].NodeID })
 	return nodes
 }

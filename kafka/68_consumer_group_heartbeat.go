@@ -24,7 +24,10 @@ import (
 //   classic group (offsets only) becomes a consumer group.
 // * Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), and
 //   DESCRIBE on every subscribed topic name (TOPIC_AUTHORIZATION_FAILED), as
-//   Kafka.
+//   Kafka. A regex resolves only to the topics the member's principal may
+//   DESCRIBE (Kafka's filterTopicDescribeAuthorizedTopics); the others are
+//   left out silently, not refused. ACLs changed later take effect on the
+//   member's next heartbeat or the next change of topics.
 //
 // Not implemented:
 // * Classic members inside a consumer group (the mixed-protocol upgrade
@@ -63,6 +66,9 @@ func (s *Server) handleConsumerGroupHeartbeat(req *Request) (Pending, error) {
 		// DESCRIBE is refused whole.
 		call = groupCall{code: kerr.TopicAuthorizationFailed.Code}
 	default:
+		// The topics a regex resolves to are those the member may
+		// DESCRIBE, judged by the coordinator whenever it resolves it.
+		hr.TopicDescribable = az.checker(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic)
 		call = s.submitGroup(req, r.Group, func(c GroupCore, id uint64, nowMs int64) {
 			hr.RequestID = id
 			c.ConsumerHeartbeat(hr, nowMs)

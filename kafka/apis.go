@@ -3,6 +3,7 @@ package kafka
 import (
 	"fmt"
 	"slices"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -40,6 +41,14 @@ type Request struct {
 	// Session is the connection's state. Handlers may read and change it;
 	// Pendings must not.
 	Session *Session
+	// FetchQuotaBytes is, for a consumer's Fetch under a consumer_byte_rate,
+	// the most response bytes the quota lets through in one window (Kafka's
+	// getMaxValueInQuotaWindow), less the response's own fields: the
+	// handler bounds MaxBytes by it, so that a fetch of the full size alone
+	// never exceeds the quota, whose throttled response would carry no
+	// records (see writeSpliced) and the consumer never progress. 0 when
+	// no quota applies.
+	FetchQuotaBytes int32
 }
 
 // apiEntry is one row of the API table.
@@ -185,6 +194,8 @@ func buildAPIIndex(table []apiEntry) apiIndex {
 	if x.lookup(int16(kmsg.ApiVersions)) == nil {
 		panic("kafka: api table has no ApiVersions row: clients cannot start")
 	}
-	slices.SortFunc(x.versions, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
+	// sort.Slice, not slices.SortFunc: run once at start, and a generic
+	// sort of this struct would instantiate pdqsort for it (8 KiB).
+	sort.Slice(x.versions, func(i, j int) bool { return x.versions[i].ApiKey < x.versions[j].ApiKey })
 	return x
 }

@@ -110,6 +110,17 @@ func (z authz) check(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string)
 	return z.a == nil || z.a.Authorize(z.principal, z.host, op, rt, name)
 }
 
+// checker is check as a function of a resource name alone, for a check
+// made later, away from the request: it keeps the Authorizer and who
+// asks, not the request. nil when authorization is off.
+func (z authz) checker(op kmsg.ACLOperation, rt kmsg.ACLResourceType) func(name string) bool {
+	if z.a == nil {
+		return nil
+	}
+	a, principal, host := z.a, z.principal, z.host
+	return func(name string) bool { return a.Authorize(principal, host, op, rt, name) }
+}
+
 // checkAll is check over many names of one resource type, in order, in
 // one call when the Authorizer is a BatchAuthorizer.
 func (z authz) checkAll(op kmsg.ACLOperation, rt kmsg.ACLResourceType, names []string) []bool {

@@ -102,6 +102,9 @@ type conn struct {
 	// stopped reading, and close runs under the Server's lock when it
 	// evicts.
 	raw net.Conn
+	// batch is the layer between tls and raw that gathers a response's
+	// TLS records into few large writes (nil on a plaintext listener).
+	batch *wire.BatchConn
 
 	// Owned by the writer goroutine.
 	wbuf []byte
@@ -139,8 +142,10 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
 	raw := nc
 	var tc *tls.Conn
+	var batch *wire.BatchConn
 	if l != nil && l.TLS != nil {
-		tc = tls.Server(nc, l.TLS)
+		batch = wire.NewBatchConn(nc)
+		tc = tls.Server(batch, l.TLS)
 		nc = tc
 	}
 	c := &conn{
@@ -177,7 +182,7 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 	if l != nil && l.Name != "" {
 		c.sess.ListenerName = l.Name
 	}
-	c.tls, c.raw = tc, raw
+	c.tls, c.raw, c.batch = tc, raw, batch
 	if sasl := c.sess.saslConfig; sasl != nil {
 		c.authTimer.Store(time.AfterFunc(sasl.AuthDeadline, func() {
 			if !c.sess.authDone.Load() {
@@ -398,6 +403,9 @@ func (c *conn) dispatch(frame []byte) (queued, error) {
 	im := c.s.quotaImage()
 	if im != nil {
 		start = c.s.quotas.now()
+		if e.Key == kmsg.Fetch {
+			req.FetchQuotaBytes = c.fetchQuotaBytes(im, body)
+		}
 	}
 	p, err := c.s.serve(e, req)
 	if err != nil {
@@ -492,7 +500,7 @@ func (c *conn) complete(item queued) (err error) {
 		}
 		err = c.writeMsg(item, resp.Msg)
 	case resp.Spliced != nil:
-		err = c.writeSpliced(&item, resp.Spliced)
+		err = c.writeSpliced(&item, resp.Spliced, resp.Sent)
 	}
 	if err == nil {
 		c.throttled(item.quota.typ, item.quota.throttle)
@@ -539,8 +547,10 @@ func (c *conn) writeMsg(item queued, msg kmsg.Response) error {
 }
 
 // writeSpliced writes the header, then each chunk (wire.Write: runs of
-// byte chunks in one writev, file chunks with sendfile).
-func (c *conn) writeSpliced(item *queued, sr *SplicedResponse) error {
+// byte chunks in one writev, file chunks with sendfile), calling sending
+// (if set) just before. A throttled consumer Fetch is written empty
+// instead, without calling sending: see throttleFetch.
+func (c *conn) writeSpliced(item *queued, sr *SplicedResponse, sending func()) error {
 	name := kmsg.NameForKey(item.key)
 	proto := kmsg.ResponseForKey(item.key)
 	proto.SetVersion(item.version)
@@ -554,32 +564,74 @@ func (c *conn) writeSpliced(item *queued, sr *SplicedResponse) error {
 	if total > math.MaxInt32 {
 		return fmt.Errorf("%w: spliced %s of %d bytes", ErrResponseTooLarge, name, total)
 	}
+	body0 := sr.Chunks
+	emptied := false
+	if item.key == int16(kmsg.Fetch) && c.throttleFetch(item, total+4) {
+		emptied = true
+		body0 = wire.EncodeFetchResponse(item.version, int32(item.quota.throttle.Milliseconds()), 0, 0, nil)
+		n, _ := wire.Size(body0)
+		total = int64(len(hdr)-4) + n
+	}
 	binary.BigEndian.PutUint32(hdr, uint32(total))
-	chunks := append([]Chunk{{Bytes: hdr}}, sr.Chunks...)
-	if q := &item.quota; q.fetch != nil {
-		// A consumer's fetch counts its response's bytes; the throttle
-		// goes into the response's throttle_time_ms, the body's first
-		// field from v1 (a chunk of its own: the body's bytes are not
-		// this writer's to change).
-		if t := c.s.quotas.record(q.fetch, float64(total+4), time.Duration(c.s.quotas.window.full())); t > 0 && t >= q.throttle {
-			q.throttle, q.typ = t, quotaFetch
-		}
-		if first := sr.Chunks; q.throttle > 0 && item.version >= 1 && len(first) > 0 && first[0].File.File == nil && len(first[0].Bytes) >= 4 {
-			ms := binary.BigEndian.AppendUint32(nil, uint32(q.throttle.Milliseconds()))
-			chunks = append([]Chunk{{Bytes: hdr}, {Bytes: ms}, {Bytes: first[0].Bytes[4:]}}, first[1:]...)
-		}
+	chunks := append([]Chunk{{Bytes: hdr}}, body0...)
+	if q := item.quota; !emptied && q.throttle > 0 && item.version >= 1 && len(body0) > 0 && body0[0].File.File == nil && len(body0[0].Bytes) >= 4 {
+		// Sent with its records and a throttle (see throttleFetch): the
+		// throttle goes into throttle_time_ms, the body's first field (a
+		// chunk of its own: the body's bytes are not this writer's to
+		// change).
+		ms := binary.BigEndian.AppendUint32(nil, uint32(q.throttle.Milliseconds()))
+		chunks = append([]Chunk{{Bytes: hdr}, {Bytes: ms}, {Bytes: body0[0].Bytes[4:]}}, body0[1:]...)
 	}
-	write := wire.Write
+	if sending != nil && !emptied {
+		sending()
+	}
 	if c.tls != nil {
-		// sendfile(2) cannot encrypt: file chunks go through a buffer.
-		write = wire.WriteCopy
+		// sendfile(2) cannot encrypt: file chunks go through a buffer,
+		// and the records crypto/tls makes of it, one write each, are
+		// gathered into few large writes.
+		c.batch.Batch()
+		_, err = wire.WriteCopy(c.nc, chunks, c.s.cfg.WriteTimeout)
+		if ferr := c.batch.Flush(); err == nil {
+			err = ferr
+		}
+	} else {
+		_, err = wire.Write(c.nc, chunks, c.s.cfg.WriteTimeout)
 	}
-	if _, err := write(c.nc, chunks, c.s.cfg.WriteTimeout); err != nil {
+	if err != nil {
 		// Part of the frame may be out: the stream is unusable.
 		return fmt.Errorf("kafka: writing %s response: %w", name, err)
 	}
 	c.respBytes = total + 4
 	return nil
+}
+
+// throttleFetch decides a consumer Fetch's quota, as Kafka's
+// handleFetchRequest: the response's bytes (frame, the size prefix
+// included) are counted against its consumer_byte_rate; when that or
+// the request percentage (decided at dispatch) calls for a throttle,
+// the bytes are taken back out, since the records are not sent, and it
+// reports true: the response goes out empty, with the throttle in
+// throttle_time_ms, and the connection is muted for it.
+func (c *conn) throttleFetch(item *queued, frameBytes int64) bool {
+	q := &item.quota
+	if q.fetch != nil {
+		if t := c.s.quotas.record(q.fetch, float64(frameBytes), time.Duration(c.s.quotas.window.full())); t > 0 && t >= q.throttle {
+			q.throttle, q.typ = t, quotaFetch
+		}
+		if q.throttle > 0 && float64(frameBytes) > c.s.quotas.windowBytes(q.fetch) {
+			// Larger than the quota lets through in a window even with
+			// nothing else counted (a record batch past the bound, which
+			// a fetch always returns whole, KIP-74): Kafka would answer
+			// it empty every time, and the consumer would never move.
+			// It goes out with its records and its throttle instead.
+			return false
+		}
+		if q.throttle > 0 {
+			c.s.quotas.unrecord(q.fetch, float64(frameBytes))
+		}
+	}
+	// Fetch v0 has no throttle_time_ms (wren serves v4 and later).
+	return q.throttle > 0 && item.version >= 1
 }
 
 // handshake runs the TLS handshake within TLSHandshakeTimeout. A client

@@ -131,7 +131,11 @@
 // (ServerConfig.QuotaWindowNum, QuotaWindowSize). A request over its
 // quota is answered at once with Kafka's throttle in throttle_time_ms and
 // the connection is muted for that long: its reader reads nothing more
-// until then (conn.waitMuted, a timer only while muted). A QuotaObserver
+// until then (conn.waitMuted, a timer only while muted). A throttled
+// consumer Fetch is answered, as Kafka does, with the throttle and no
+// topics, its bytes not counted; a Fetch asks for no more than its quota
+// lets through in one window (Request.FetchQuotaBytes). A Produce over
+// its quota is appended, then throttled, as in Kafka. A QuotaObserver
 // is told every throttle. Nothing is counted while no quota is set.
 //
 // # Metrics
@@ -192,7 +196,9 @@
 // its first record header (no allocation from a misread size, Kafka's
 // KAFKA-4090), and spliced Fetch responses are copied through a pooled
 // 64 KiB buffer (wire.WriteCopy) instead of sendfile(2), which cannot
-// encrypt: Kafka copies too. The TLS config's GetCertificate and
-// GetConfigForClient let the broker swap certificates for new handshakes
-// while open connections keep theirs.
+// encrypt: Kafka copies too. Under crypto/tls, which makes one write per
+// 16 KiB record, a wire.BatchConn gathers a response's records into
+// writes of eight, an eighth of the system calls. The TLS config's
+// GetCertificate and GetConfigForClient let the broker swap certificates
+// for new handshakes while open connections keep theirs.
 package kafka

@@ -38,7 +38,9 @@ import (
 //     the whole window (Kafka leaves those unbounded). The response
 //     carries it in throttle_time_ms (the larger of the byte rate's and
 //     the request time's), and the connection is muted for it (KIP-219):
-//     the reader reads nothing more from it until the time passes.
+//     the reader reads nothing more from it until the time passes. A
+//     throttled consumer Fetch is answered empty, its bytes taken back
+//     out of the rate (conn.throttleFetch), as Kafka's handleFetchRequest.
 //
 // The hot path takes no lock shared across connections: a connection
 // caches its resolved rates until the image, its principal or its client
@@ -245,6 +247,23 @@ func (m *quotaManager) record(l *quotaLimit, v float64, maxThrottle time.Duratio
 	return min(time.Duration(ms)*time.Millisecond, maxThrottle)
 }
 
+// unrecord takes v back out of the limit's rate (Kafka's
+// unrecordQuotaSensor): a throttled Fetch is answered without the
+// records it counted.
+func (m *quotaManager) unrecord(l *quotaLimit, v float64) {
+	if l.rate == nil {
+		return
+	}
+	l.rate.record(m.window, m.now().UnixNano(), -v)
+}
+
+// windowBytes is what l lets through when nothing else was counted:
+// its rate over the shortest span a rate is measured over, quota.window.num
+// - 1 samples (Kafka's getMaxValueInQuotaWindow).
+func (m *quotaManager) windowBytes(l *quotaLimit) float64 {
+	return l.bound * float64(max(m.window.n-1, 1)) * float64(m.window.size) / 1e9
+}
+
 // connQuotas is a connection's resolved quotas, owned by its reader: kept
 // until the image, the principal or the client id change.
 type connQuotas struct {
@@ -298,6 +317,43 @@ func (m *quotaManager) resolve(q *connQuotas, im *cluster.Image, principal, clie
 	}
 }
 
+// resolveQuotas brings the connection's resolved quotas up to date with
+// the image, its principal and its client id.
+func (c *conn) resolveQuotas(im *cluster.Image) *connQuotas {
+	q := &c.quotas
+	if q.im != im || q.principal != c.sess.principal || q.clientID != c.clientID {
+		c.s.quotas.resolve(q, im, c.sess.principal, c.clientID)
+	}
+	return q
+}
+
+// fetchQuotaBytes is Request.FetchQuotaBytes for a Fetch: for a
+// consumer under a consumer_byte_rate, what Kafka's
+// getMaxValueInQuotaWindow lets through (the rate times quota.window.num
+// - 1 windows: the span a rate is measured over at least), less an
+// estimate of the response's own fields, so that a response of that
+// many record bytes alone measures no more than the quota. Kafka bounds
+// the records alone, and a fetch whose fields take it just past the
+// quota is throttled every time; the estimate keeps that from happening
+// here. 0 when no quota applies.
+func (c *conn) fetchQuotaBytes(im *cluster.Image, body kmsg.Request) int32 {
+	f, ok := body.(*kmsg.FetchRequest)
+	if !ok || f.ReplicaID >= 0 {
+		return 0
+	}
+	l := c.resolveQuotas(im).limits[quotaFetch]
+	if l.rate == nil {
+		return 0
+	}
+	bytes := c.s.quotas.windowBytes(&l)
+	overhead := 64
+	for _, t := range f.Topics {
+		overhead += len(t.Topic) + 24 + 64*len(t.Partitions)
+	}
+	bytes -= float64(overhead)
+	return int32(min(max(bytes, 1), math.MaxInt32))
+}
+
 // quotaUse is what dispatch learned of a request's quotas: the throttle
 // decided so far and its type, and the fetch limit the writer records
 // the response's bytes against.
@@ -312,10 +368,7 @@ type quotaUse struct {
 // returns the throttle so far and, for a consumer's Fetch, the limit of
 // its response. Nothing is recorded while the image has no quotas.
 func (c *conn) quotasAfter(im *cluster.Image, key int16, body kmsg.Request, frameBytes int, took time.Duration) quotaUse {
-	q := &c.quotas
-	if q.im != im || q.principal != c.sess.principal || q.clientID != c.clientID {
-		c.s.quotas.resolve(q, im, c.sess.principal, c.clientID)
-	}
+	q := c.resolveQuotas(im)
 	m := c.s.quotas
 	var use quotaUse
 	if c.sess.authenticated {

@@ -63,6 +63,40 @@ func TestQuotaRateThrottle(t *testing.T) {
 	}
 }
 
+// TestQuotaUnrecord: a throttled Fetch's bytes taken back out leave the
+// rate as it was, so the same fetch once the throttle has passed is let
+// through; windowBytes is what the rate lets through alone (Kafka's
+// getMaxValueInQuotaWindow: 10 s of samples at 1000 B/s), and a record of
+// that much alone is not throttled, one byte more is.
+func TestQuotaUnrecord(t *testing.T) {
+	m, clock := newTestQuotaManager()
+	l := quotaLimit{rate: m.rate(quotaSensorKey{typ: quotaFetch, client: "c"}), bound: 1000}
+	max := time.Duration(m.window.full())
+	if got := m.windowBytes(&l); got != 10000 {
+		t.Fatalf("windowBytes %v, want 10000", got)
+	}
+	if got := m.record(&l, 8000, max); got != 0 {
+		t.Fatalf("8000 bytes: throttle %v, want none", got)
+	}
+	throttle := m.record(&l, 8000, max)
+	if throttle <= 0 {
+		t.Fatal("16000 bytes at once: not throttled")
+	}
+	m.unrecord(&l, 8000)
+	clock.advance(100 * time.Millisecond)
+	if got := m.record(&l, 1000, max); got != 0 {
+		t.Fatalf("9000 bytes counted after the unrecord: throttle %v, want none", got)
+	}
+	clock.advance(12 * time.Second)
+	if got := m.record(&l, 10000, max); got != 0 {
+		t.Fatalf("windowBytes alone: throttle %v, want none", got)
+	}
+	clock.advance(12 * time.Second)
+	if got := m.record(&l, 10001, max); got == 0 {
+		t.Fatal("one byte past windowBytes alone: not throttled")
+	}
+}
+
 // TestQuotaRateDropsIdle: a rate idle for a whole window is dropped when
 // its shard makes another, and a connection holding it records into its
 // replacement.

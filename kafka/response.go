@@ -16,6 +16,11 @@ type Response struct {
 	// Spliced is a response body assembled from byte and file chunks
 	// (Fetch, to sendfile record batches straight from segments).
 	Spliced *SplicedResponse
+	// Sent, if set with Spliced, is called just before the response is
+	// written: not when it is dropped, nor when a quota throttle replaced
+	// it with an empty one (a throttled Fetch). Fetch counts its bytes
+	// out there.
+	Sent func()
 }
 
 // Pending completes a response later, on the connection's writer goroutine,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/wren-broker/wren/groups/coordinator"
 	"github.com/wren-broker/wren/internal/health"
 	"github.com/wren-broker/wren/replication"
+	"github.com/wren-broker/wren/uplink"
 )
 
 // Limits on series that grow from outside input.
@@ -115,6 +117,8 @@ type Sources struct {
 	// ProducerIDsAvailable is how many producer ids the broker holds and
 	// can hand out without the controller.
 	ProducerIDsAvailable func() int64
+	// Uplinks are the running [uplink.NAME] links' states.
+	Uplinks func() []uplink.Status
 	// Version and Commit label wren_build_info.
 	Version, Commit string
 }
@@ -317,6 +321,9 @@ func (m *Metrics) writeScraped(w io.Writer) {
 			writeQuorum(w, st)
 		}
 	}
+	if src.Uplinks != nil {
+		writeUplinks(w, src.Uplinks())
+	}
 	if src.ProducerIDsAvailable != nil {
 		writeFamily(w, "wren_producer_ids_available", "gauge", "producer ids this broker holds and can hand out without the controller")
 		fmt.Fprintf(w, "wren_producer_ids_available %d\n", src.ProducerIDsAvailable())
@@ -427,6 +434,89 @@ func writeReplicaFetches(w io.Writer, replicas *replication.Manager) {
 	} {
 		writeFamily(w, c.name, c.typ, c.help)
 		fmt.Fprintf(w, "%s %d\n", c.name, c.v)
+	}
+}
+
+// writeUplinks writes each link's records and bytes sent, send rate,
+// state and last session error time, and each of its partitions'
+// backlog (records, bytes, seconds), send rate and refusal. Labels are
+// the link and the local topic and partition only.
+func writeUplinks(w io.Writer, links []uplink.Status) {
+	if len(links) == 0 {
+		return
+	}
+	now := time.Now()
+	unix := func(t time.Time) float64 {
+		if t.IsZero() {
+			return 0
+		}
+		return float64(t.UnixMilli()) / 1000
+	}
+	one := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	for _, f := range []struct {
+		name, typ, help string
+		v               func(*uplink.Status) float64
+	}{
+		{"wren_uplink_sent_records_total", "counter", "records the far cluster acknowledged, by link, since start",
+			func(l *uplink.Status) float64 { return float64(l.Sent) }},
+		{"wren_uplink_sent_bytes_total", "counter", "bytes (keys, values, headers) of the records the far cluster acknowledged, by link, since start",
+			func(l *uplink.Status) float64 { return float64(l.SentBytes) }},
+		{"wren_uplink_send_rate_records", "gauge", "records per second the far cluster acknowledged over the last 10 s",
+			func(l *uplink.Status) float64 { return l.RecordsPerSec }},
+		{"wren_uplink_send_rate_bytes", "gauge", "bytes per second (keys, values, headers) the far cluster acknowledged over the last 10 s",
+			func(l *uplink.Status) float64 { return l.BytesPerSec }},
+		{"wren_uplink_dropped_records_total", "counter",
+			"records retention deleted before the link forwarded them (max.backlog.bytes, drop-oldest), since start",
+			func(l *uplink.Status) float64 { return float64(l.Dropped) }},
+		{"wren_uplink_up", "gauge", "1 while the link's session holds its clients and the far cluster answers",
+			func(l *uplink.Status) float64 { return one(l.Up) }},
+		{"wren_uplink_paused", "gauge", "1 while the link is paused (wren uplink pause): it forwards nothing and is not down",
+			func(l *uplink.Status) float64 { return one(l.Paused) }},
+		{"wren_uplink_down_seconds", "gauge", "how long the link has been down (0 when up): since the far cluster last answered, or since start",
+			func(l *uplink.Status) float64 { return l.DownFor(now).Seconds() }},
+		{"wren_uplink_last_up_timestamp_seconds", "gauge", "when the far cluster last answered the link (0: never since start)",
+			func(l *uplink.Status) float64 { return unix(l.LastUp) }},
+		{"wren_uplink_last_error_timestamp_seconds", "gauge",
+			"when the link's last session ended with an error (0: none since start); the error is in the log and the status",
+			func(l *uplink.Status) float64 { return unix(l.LastErrorAt) }},
+	} {
+		writeFamily(w, f.name, f.typ, f.help)
+		for i := range links {
+			fmt.Fprintf(w, "%s{link=%s} %s\n", f.name, quote(links[i].Name), strconv.FormatFloat(f.v(&links[i]), 'f', -1, 64))
+		}
+	}
+	for _, f := range []struct {
+		name, help string
+		v          func(*uplink.PartitionStatus) float64
+	}{
+		{"wren_uplink_backlog_records",
+			"records of a local partition this node leads not yet acknowledged by the far cluster (high watermark less the next offset)",
+			func(p *uplink.PartitionStatus) float64 { return float64(p.Backlog) }},
+		{"wren_uplink_backlog_bytes", "local log bytes (as stored) from the link's cursor to the high watermark of a partition this node leads",
+			func(p *uplink.PartitionStatus) float64 { return float64(p.BacklogBytes) }},
+		{"wren_uplink_backlog_seconds", "age of the oldest record of a partition this node leads not yet forwarded, from its timestamp (0 when caught up)",
+			func(p *uplink.PartitionStatus) float64 { return p.BacklogSeconds }},
+		{"wren_uplink_partition_send_rate_records", "records per second of the partition the far cluster acknowledged over the last 10 s",
+			func(p *uplink.PartitionStatus) float64 { return p.RecordsPerSec }},
+		{"wren_uplink_partition_send_rate_bytes", "bytes per second of the partition the far cluster acknowledged over the last 10 s",
+			func(p *uplink.PartitionStatus) float64 { return p.BytesPerSec }},
+		{"wren_uplink_partition_refused",
+			"1 for a local partition the link refuses to forward (its reason is in the log and the status: a far tail it cannot resume from, a far topic without the partition)",
+			func(p *uplink.PartitionStatus) float64 { return one(p.Err != "") }},
+	} {
+		writeFamily(w, f.name, "gauge", f.help)
+		for i := range links {
+			for j := range links[i].Partitions {
+				p := &links[i].Partitions[j]
+				fmt.Fprintf(w, "%s{link=%s,topic=%s,partition=\"%d\"} %s\n", f.name, quote(links[i].Name), quote(p.Topic), p.Partition,
+					strconv.FormatFloat(f.v(p), 'f', -1, 64))
+			}
+		}
 	}
 }
 

@@ -46,9 +46,11 @@
 //     opening a replica connection instead. Then Kafka requests, decoded
 //     with kmsg as the client listener decodes its requests and handed to
 //     the ReplicaHandler, which answers with a wire.Body (a Fetch's
-//     records go out with sendfile); ReplicaConn.RoundTrip sends a kmsg
-//     request and returns the response body, read into the memory of the
-//     previous one when it fits.
+//     records go out with sendfile; over mutual TLS they are copied and
+//     a wire.BatchConn gathers their TLS records eight to a write);
+//     ReplicaConn.RoundTrip sends a kmsg request and returns the
+//     response body, read into the memory of the previous one when it
+//     fits.
 //
 // The message channel's frames after the handshake carry the client's
 // keys with the client id wren-quorum-N. These bytes are those the

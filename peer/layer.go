@@ -507,7 +507,7 @@ func (l *Layer) acceptLoop() {
 // serveIncoming serves one accepted connection; raw is the TCP
 // connection (the TLS one, when the layer speaks TLS, runs over it).
 func (l *Layer) serveIncoming(raw net.Conn) error {
-	c, cert, plain, err := l.accept(raw)
+	c, cert, batch, plain, err := l.accept(raw)
 	if err != nil {
 		return err
 	}
@@ -589,7 +589,7 @@ func (l *Layer) serveIncoming(raw net.Conn) error {
 	}
 	if replica {
 		c.SetDeadline(time.Time{})
-		return l.serveReplica(c, fr, theirs.From)
+		return l.serveReplica(c, batch, fr, theirs.From)
 	}
 	l.mu.Lock()
 	if old := l.accepted[theirs.From]; old != nil {

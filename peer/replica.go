@@ -16,8 +16,8 @@ import (
 
 // serveReplica answers a follower's requests on a replica connection, one
 // at a time, in order, and tells the client (ReplicaClosed) once it
-// serves no more.
-func (l *Layer) serveReplica(c net.Conn, fr *wire.FrameReader, from election.NodeID) error {
+// serves no more. batch is the layer under c's TLS (nil in plaintext).
+func (l *Layer) serveReplica(c net.Conn, batch *wire.BatchConn, fr *wire.FrameReader, from election.NodeID) error {
 	conn := l.replicaConns.Add(1)
 	if l.onClosed != nil {
 		defer l.onClosed(from, conn)
@@ -36,7 +36,7 @@ func (l *Layer) serveReplica(c net.Conn, fr *wire.FrameReader, from election.Nod
 		if resp == nil {
 			return fmt.Errorf("peer: node %d sent a replica request it may not (%s v%d)", from, kmsg.NameForKey(h.ApiKey), h.ApiVersion)
 		}
-		n, err := l.writeReplicaResponse(c, h.CorrelationID, flexibleResponseHeader(req), resp)
+		n, err := l.writeReplicaResponse(c, batch, h.CorrelationID, flexibleResponseHeader(req), resp)
 		resp.Done()
 		if err != nil {
 			return err
@@ -77,8 +77,11 @@ func flexibleResponseHeader(req kmsg.Request) bool {
 // writeReplicaResponse writes one response frame: size, the response
 // header (correlation id, and an empty tag section when flexible), then
 // the body's chunks (record data with sendfile). It returns the bytes
-// written.
-func (l *Layer) writeReplicaResponse(c net.Conn, correlation int32, flexible bool, resp *wire.Body) (int64, error) {
+// written. Over TLS (batch set) sendfile cannot encrypt: file chunks go
+// through a buffer, and the records crypto/tls makes of the response, one
+// write of at most 16 KiB each, are gathered by batch into writes of
+// eight, as the client listener's Fetch responses are.
+func (l *Layer) writeReplicaResponse(c net.Conn, batch *wire.BatchConn, correlation int32, flexible bool, resp *wire.Body) (int64, error) {
 	size, err := wire.Size(resp.Chunks)
 	if err != nil {
 		return 0, fmt.Errorf("peer: replica response: %w", err)
@@ -93,11 +96,18 @@ func (l *Layer) writeReplicaResponse(c net.Conn, correlation int32, flexible boo
 	}
 	binary.BigEndian.PutUint32(hdr, uint32(size))
 	chunks := append([]wire.Chunk{{Bytes: hdr}}, resp.Chunks...)
-	if l.cfg.TLS != nil {
-		// TLS encrypts every byte: no sendfile.
+	if l.cfg.TLS == nil {
+		return wire.Write(c, chunks, l.cfg.DialTimeout)
+	}
+	if batch == nil {
 		return wire.WriteCopy(c, chunks, l.cfg.DialTimeout)
 	}
-	return wire.Write(c, chunks, l.cfg.DialTimeout)
+	batch.Batch()
+	n, err := wire.WriteCopy(c, chunks, l.cfg.DialTimeout)
+	if ferr := batch.Flush(); err == nil {
+		err = ferr
+	}
+	return n, err
 }
 
 // ReplicaConn is a follower's connection to a leader's CONTROLLER

@@ -2,11 +2,14 @@ package peer
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
 	"log/slog"
 	"math/rand"
+	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,10 +21,49 @@ import (
 )
 
 // A replica connection end to end over loopback: the leader answers with
-// a body of bytes and a file range (sendfile), the follower reads each
-// answer into the memory of the one before when it fits, and gets every
-// byte right whatever the sizes in turn.
+// a body of bytes and a file range (sendfile in plaintext; over mutual
+// TLS a copy whose records a BatchConn gathers into few writes), the
+// follower reads each answer into the memory of the one before when it
+// fits, and gets every byte right whatever the sizes in turn.
 func TestReplicaConnSplicedAnswers(t *testing.T) {
+	t.Run("plaintext", func(t *testing.T) { testReplicaConnSplicedAnswers(t, false, nil) })
+	t.Run("TLS 1.3", func(t *testing.T) { testReplicaConnSplicedAnswers(t, true, nil) })
+	t.Run("TLS 1.2", func(t *testing.T) {
+		testReplicaConnSplicedAnswers(t, true, &tls.Config{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12})
+	})
+}
+
+// writeCounter counts the writes to the connections a listener accepts
+// and their bytes: over TLS, how many records a write carries.
+type writeCounter struct {
+	writes, bytes atomic.Int64
+}
+
+type countingListener struct {
+	net.Listener
+	n *writeCounter
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{Conn: c, n: l.n}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	n *writeCounter
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.n.writes.Add(1)
+	c.n.bytes.Add(int64(len(b)))
+	return c.Conn.Write(b)
+}
+
+func testReplicaConnSplicedAnswers(t *testing.T, useTLS bool, base *tls.Config) {
 	dir := t.TempDir()
 	data := make([]byte, 3<<20)
 	rand.New(rand.NewSource(1)).Read(data)
@@ -36,11 +78,25 @@ func TestReplicaConnSplicedAnswers(t *testing.T) {
 
 	lns, voters := listeners(t, 2)
 	logger := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
+	// Over TLS the leader's accepted connections count their writes (a
+	// plaintext one must stay a *net.TCPConn for sendfile).
+	var tlsOf [2]*TLS
+	var leaderWrites writeCounter
+	if useTLS {
+		certs := certDir(t, voters)
+		for i := range tlsOf {
+			m := &swappableTLS{base: base}
+			id := election.NodeID(i + 1)
+			m.load(t, filepath.Join(certs, NodeCertFile(id)), filepath.Join(certs, CAFile))
+			tlsOf[i] = m.config()
+		}
+		lns[0] = countingListener{Listener: lns[0], n: &leaderWrites}
+	}
 	released := make(chan struct{}, 6)
 	// A Fetch asks for a file range: its one partition's FetchOffset is
 	// the position, PartitionMaxBytes the size. A flexible request
 	// (OffsetForLeaderEpoch v4) is answered with a kmsg response.
-	leader, err := start(Config{ID: 1, Voters: voters, Listener: lns[0], Logger: logger},
+	leader, err := start(Config{ID: 1, Voters: voters, Listener: lns[0], Logger: logger, TLS: tlsOf[0]},
 		func(from election.NodeID, _ uint64, req kmsg.Request) *wire.Body {
 			switch req := req.(type) {
 			case *kmsg.FetchRequest:
@@ -63,7 +119,7 @@ func TestReplicaConnSplicedAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer leader.Close()
-	follower, err := start(Config{ID: 2, Voters: voters, Listener: lns[1], Logger: logger})
+	follower, err := start(Config{ID: 2, Voters: voters, Listener: lns[1], Logger: logger, TLS: tlsOf[1]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +131,9 @@ func TestReplicaConnSplicedAnswers(t *testing.T) {
 	defer rc.Close()
 
 	var prev []byte
+	var sent int64
 	for i, size := range []int64{2 << 20, 1 << 20, 2<<20 + 5, 100, 3<<20 - 8, 0} {
+		sent += size
 		pos := int64(len(data)) - size
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(11)
@@ -119,6 +177,19 @@ func TestReplicaConnSplicedAnswers(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("Release called %d times for 6 answers", i)
 		}
+	}
+	if useTLS {
+		// One write a 16 KiB record would be sent/16 KiB writes; gathered
+		// eight to a write, an eighth of that. At least four to a write,
+		// with room for the handshakes of the leader's few connections.
+		writes, bytes := leaderWrites.writes.Load(), leaderWrites.bytes.Load()
+		if bytes < sent {
+			t.Fatalf("the leader wrote %d bytes for %d bytes of answers", bytes, sent)
+		}
+		if most := sent/(4*16<<10) + 40; writes > most {
+			t.Fatalf("the leader wrote %d bytes in %d writes, more than %d: its TLS records are not gathered", bytes, writes, most)
+		}
+		t.Logf("leader: %d bytes in %d writes (%d records of 16 KiB)", bytes, writes, sent/(16<<10))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wren-broker/wren/election"
+	"github.com/wren-broker/wren/wire"
 )
 
 // Mutual TLS between the peers. When the CONTROLLER listener speaks SSL
@@ -226,35 +227,40 @@ const recordTypeHandshake = 0x16
 
 // accept returns the connection an accepted raw one carries: raw itself
 // when the layer speaks plaintext; else, after the TLS handshake, the TLS
-// connection and the peer's certificate. A connection that speaks
-// plaintext to a TLS listener comes back with a nil certificate and
-// plain set, for the handshake to answer a probe and refuse anything else.
-func (l *Layer) accept(raw net.Conn) (c net.Conn, cert *x509.Certificate, plain bool, err error) {
+// connection, the peer's certificate and the BatchConn under the TLS
+// connection, which gathers the records of a replica response into few
+// writes (writeReplicaResponse). A connection that speaks plaintext to a
+// TLS listener comes back with a nil certificate and plain set, for the
+// handshake to answer a probe and refuse anything else.
+func (l *Layer) accept(raw net.Conn) (c net.Conn, cert *x509.Certificate, batch *wire.BatchConn, plain bool, err error) {
 	t := l.cfg.TLS
 	if t == nil {
-		return raw, nil, false, nil
+		return raw, nil, nil, false, nil
 	}
 	raw.SetDeadline(time.Now().Add(l.cfg.DialTimeout))
 	br := bufio.NewReaderSize(raw, 4096)
 	first, err := br.Peek(1)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	sc := &sniffedConn{Conn: raw, r: br}
 	if first[0] != recordTypeHandshake {
-		return sc, nil, true, nil
+		return sc, nil, nil, true, nil
 	}
 	cfg := t.base()
 	cfg.Certificates = []tls.Certificate{*t.Certificate()}
 	cfg.ClientCAs = t.CAs()
 	cfg.ClientAuth = tls.RequireAndVerifyClientCert
-	tc := tls.Server(sc, cfg)
+	// Outside a batch the BatchConn writes straight through: the
+	// handshake and the message channel's frames go out as they are made.
+	batch = wire.NewBatchConn(sc)
+	tc := tls.Server(batch, cfg)
 	if err := tc.Handshake(); err != nil {
 		l.refused(raw, "tls", "TLS handshake failed: "+err.Error())
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	cs := tc.ConnectionState()
-	return tc, cs.PeerCertificates[0], false, nil
+	return tc, cs.PeerCertificates[0], batch, false, nil
 }
 
 // checkAccepted applies the identity rule to an accepted connection's

@@ -37,7 +37,7 @@ type swappableTLS struct {
 	base *tls.Config
 }
 
-func (s *swappableTLS) load(t *testing.T, keystore, truststore string) {
+func (s *swappableTLS) load(t testing.TB, keystore, truststore string) {
 	t.Helper()
 	cert, err := tls.LoadX509KeyPair(keystore, keystore)
 	if err != nil {

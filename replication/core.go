@@ -126,7 +126,14 @@ type Ready struct {
 // newReplicaCore starts as the partition's only replica until metadata
 // says otherwise.
 func newReplicaCore(self int32, hw int64) *replicaCore {
-	return &replicaCore{self: self, highWatermark: hw, leaderEpoch: -1,
+	c := makeReplicaCore(self, hw)
+	return &c
+}
+
+// makeReplicaCore is newReplicaCore as a value, for a Partition to hold
+// in place (one allocation a partition, not two).
+func makeReplicaCore(self int32, hw int64) replicaCore {
+	return replicaCore{self: self, highWatermark: hw, leaderEpoch: -1,
 		replicas: []int32{self}, isr: []int32{self}, minISR: 1}
 }
 

@@ -259,7 +259,7 @@ func TestFollowerLongPollWokenByAppend(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		p.mu.Lock()
-		registered := len(p.fetchWaits) > 0
+		registered := len(p.waitsLocked().fetchWaits) > 0
 		p.mu.Unlock()
 		if registered {
 			break
@@ -331,7 +331,7 @@ func TestFollowerFetchesHeldTogetherBothWoken(t *testing.T) {
 		for {
 			p.mu.Lock()
 			live := 0
-			for _, fw := range p.fetchWaits {
+			for _, fw := range p.waitsLocked().fetchWaits {
 				if !fw.w.done.Load() {
 					live++
 				}
@@ -364,7 +364,7 @@ func TestFollowerFetchesHeldTogetherBothWoken(t *testing.T) {
 	go func() { live <- followerFetch(t, m, 1, int32(time.Hour/time.Millisecond)) }()
 	waiting(1)
 	p.mu.Lock()
-	entries := len(p.fetchWaits)
+	entries := len(p.waitsLocked().fetchWaits)
 	p.mu.Unlock()
 	if entries != 2 {
 		t.Fatalf("%d wait entries for one follower after its third fetch, want the 2 of its two fetches held at once", entries)

@@ -40,9 +40,25 @@ type Partition struct {
 	leaderEpoch int32
 	// Invariant: LogStartOffset <= highWatermark <= LogEndOffset.
 	highWatermark int64
+	// waits are the waits on this replica (fetches' long polls,
+	// followers' fetches, acks=all appends): nil until the first, so an
+	// idle partition holds one pointer where it held all of them.
+	waits *partitionWaits
+	// core is held in place: one allocation a partition, not two.
+	core    replicaCore
+	topicID cluster.UUID
+	// replicaCount is the number of assigned replicas.
+	replicaCount int
+	// throttled says whether the replication throttle applies to this
+	// replica as leader and as follower (the topic's throttled replicas).
+	throttled throttledAs
+}
+
+// partitionWaits are what waits on a Partition, guarded by its mu.
+type partitionWaits struct {
 	// hwChanged is closed whenever the high watermark moves: Fetch long
 	// polls wait on it. Made when a fetch first asks for it, and nil again
-	// once closed (wake), so an idle partition holds no channel.
+	// once closed (wake), so a partition nobody waits on holds no channel.
 	hwChanged chan struct{}
 	// appended is closed whenever the leader appends (followers' fetches
 	// wait on fetchWaits instead: one channel for all their partitions).
@@ -56,17 +72,26 @@ type Partition struct {
 	// a fetch of thousands of idle partitions waits on one channel, not
 	// on thousands. Nil until a follower first fetches.
 	fetchWaits []fetchWait
-	core       *replicaCore
 	// waiters are the acks=all appends waiting for the high watermark,
 	// by the id the core knows them by; nil until the first.
 	waiters    map[uint64]chan error
 	nextWaiter uint64
-	topicID    cluster.UUID
-	// replicaCount is the number of assigned replicas.
-	replicaCount int
-	// throttled says whether the replication throttle applies to this
-	// replica as leader and as follower (the topic's throttled replicas).
-	throttled throttledAs
+}
+
+// waitsLocked returns p.waits, made now if nothing waited here yet.
+func (p *Partition) waitsLocked() *partitionWaits {
+	if p.waits == nil {
+		p.waits = &partitionWaits{}
+	}
+	return p.waits
+}
+
+// wakeHighWatermarkLocked wakes the long polls waiting for the high
+// watermark to move.
+func (p *Partition) wakeHighWatermarkLocked() {
+	if p.waits != nil {
+		wakeLocked(&p.waits.hwChanged)
+	}
 }
 
 // partitionHooks connect a Partition to its Manager.
@@ -93,7 +118,7 @@ func newPartition(tp engine.TopicPartition, log *engine.Log, hooks *partitionHoo
 		hooks = defaultHooks()
 	}
 	hw = max(min(hw, log.LogEndOffset()), log.LogStartOffset())
-	return &Partition{tp: tp, log: log, hooks: hooks, highWatermark: hw, core: newReplicaCore(hooks.nodeID, hw)}
+	return &Partition{tp: tp, log: log, hooks: hooks, highWatermark: hw, core: makeReplicaCore(hooks.nodeID, hw)}
 }
 
 // waitChanLocked returns *ch, made now if nobody waits on it yet.
@@ -187,11 +212,13 @@ func (p *Partition) applyReadyLocked() func() {
 	r := p.core.takeReady()
 	if p.isLeader && r.HighWatermark > p.highWatermark {
 		p.highWatermark = r.HighWatermark
-		wakeLocked(&p.hwChanged)
+		p.wakeHighWatermarkLocked()
 	}
 	for _, rel := range r.Released {
-		if ch := p.waiters[rel.ID]; ch != nil {
-			delete(p.waiters, rel.ID)
+		// The core knows only waiters waitHighWatermark added, which
+		// made p.waits.
+		if ch := p.waits.waiters[rel.ID]; ch != nil {
+			delete(p.waits.waiters, rel.ID)
 			ch <- rel.Err
 		}
 	}
@@ -282,7 +309,7 @@ func (p *Partition) HighWatermark() int64 {
 func (p *Partition) HighWatermarkChanged() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return waitChanLocked(&p.hwChanged)
+	return waitChanLocked(&p.waitsLocked().hwChanged)
 }
 
 // appendedOrHighWatermarkChanged returns channels closed at the leader's
@@ -291,7 +318,8 @@ func (p *Partition) HighWatermarkChanged() <-chan struct{} {
 func (p *Partition) appendedOrHighWatermarkChanged() (<-chan struct{}, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return waitChanLocked(&p.appended), waitChanLocked(&p.hwChanged)
+	w := p.waitsLocked()
+	return waitChanLocked(&w.appended), waitChanLocked(&w.hwChanged)
 }
 
 // maybeAdvanceHighWatermark tells the core what the local log holds: its
@@ -349,7 +377,7 @@ func (p *Partition) setFollowerHighWatermark(hw int64) {
 		return
 	}
 	p.highWatermark, p.core.highWatermark = hw, hw
-	wakeLocked(&p.hwChanged)
+	p.wakeHighWatermarkLocked()
 }
 
 // DefaultAckTimeout bounds an acks=all wait whose caller gives none.
@@ -440,12 +468,13 @@ func (p *Partition) waitDurable(info engine.AppendInfo, wait func() error, done 
 func (p *Partition) waitHighWatermark(offset int64, timeout time.Duration) error {
 	ch := make(chan error, 1)
 	p.mu.Lock()
-	p.nextWaiter++
-	id := p.nextWaiter
-	if p.waiters == nil {
-		p.waiters = map[uint64]chan error{}
+	w := p.waitsLocked()
+	w.nextWaiter++
+	id := w.nextWaiter
+	if w.waiters == nil {
+		w.waiters = map[uint64]chan error{}
 	}
-	p.waiters[id] = ch
+	w.waiters[id] = ch
 	p.core.addWaiter(id, offset)
 	send := p.applyReadyLocked()
 	p.mu.Unlock()
@@ -460,7 +489,7 @@ func (p *Partition) waitHighWatermark(offset int64, timeout time.Duration) error
 	case <-t.C:
 	}
 	p.mu.Lock()
-	delete(p.waiters, id)
+	delete(p.waits.waiters, id)
 	p.core.removeWaiter(id)
 	p.mu.Unlock()
 	select {

@@ -176,13 +176,14 @@ type fetchWaiter struct {
 // one would wait out its whole long poll (a first acks=all produce to a
 // new partition took 4.9 s, or a minute with longer polls).
 func (p *Partition) waitForAppendLocked(follower int32, w *fetchWaiter) {
-	for i := range p.fetchWaits {
-		if fw := &p.fetchWaits[i]; fw.follower == follower && fw.w.done.Load() {
+	ws := p.waitsLocked()
+	for i := range ws.fetchWaits {
+		if fw := &ws.fetchWaits[i]; fw.follower == follower && fw.w.done.Load() {
 			fw.w = w
 			return
 		}
 	}
-	p.fetchWaits = append(p.fetchWaits, fetchWait{follower: follower, w: w})
+	ws.fetchWaits = append(ws.fetchWaits, fetchWait{follower: follower, w: w})
 }
 
 // replicaFetchTargets resolves the partitions a follower's Fetch names,
@@ -439,8 +440,12 @@ func (p *Partition) readLimitForFollower() int64 { return p.localOffset() }
 // notifyAppended wakes followers' fetches waiting for new records.
 func (p *Partition) notifyAppended() {
 	p.mu.Lock()
-	wakeLocked(&p.appended)
-	for _, fw := range p.fetchWaits {
+	if p.waits == nil {
+		p.mu.Unlock()
+		return // nobody waits
+	}
+	wakeLocked(&p.waits.appended)
+	for _, fw := range p.waits.fetchWaits {
 		if fw.w.done.Load() {
 			continue
 		}

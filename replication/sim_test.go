@@ -1013,7 +1013,7 @@ func (s *replSim) nodeStep(n *simNode) error {
 		}
 		if s.now >= w.deadline {
 			n.p.mu.Lock()
-			delete(n.p.waiters, w.id)
+			delete(n.p.waitsLocked().waiters, w.id)
 			n.p.core.removeWaiter(w.id)
 			n.p.mu.Unlock()
 			s.reply(w.req, &simMsg{kind: msgProduceResp, code: kerr.RequestTimedOut.Code})
@@ -1065,9 +1065,13 @@ func (s *replSim) nodeStep(n *simNode) error {
 func simWaitHighWatermark(p *Partition, offset int64) (uint64, chan error) {
 	ch := make(chan error, 1)
 	p.mu.Lock()
-	p.nextWaiter++
-	id := p.nextWaiter
-	p.waiters[id] = ch
+	w := p.waitsLocked()
+	w.nextWaiter++
+	id := w.nextWaiter
+	if w.waiters == nil {
+		w.waiters = map[uint64]chan error{}
+	}
+	w.waiters[id] = ch
 	p.core.addWaiter(id, offset)
 	send := p.applyReadyLocked()
 	p.mu.Unlock()

@@ -31,7 +31,10 @@ type SyncFunc func() (covered int64, err error)
 type GroupCommitter struct {
 	sync SyncFunc
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// cond wakes waiters when a sync ends or the position moves; made
+	// by the first Wait that must wait (wait), so an idle partition's
+	// committer holds none. Used only under mu.
 	cond    *sync.Cond
 	running bool
 	// durable is written under mu and read without it (Durable, called
@@ -68,7 +71,6 @@ type Waiter struct {
 func NewGroupCommitter(durable int64, syncFn SyncFunc) *GroupCommitter {
 	g := &GroupCommitter{sync: syncFn}
 	g.durable.Store(durable)
-	g.cond = sync.NewCond(&g.mu)
 	return g
 }
 
@@ -138,10 +140,26 @@ func (w *Waiter) Wait() error {
 				// positions that were truncated away: drop it.
 				g.durable.Store(covered)
 			}
-			g.cond.Broadcast()
+			g.broadcast()
 			continue
 		}
-		g.cond.Wait()
+		g.wait()
+	}
+}
+
+// wait waits for the next broadcast, under mu.
+func (g *GroupCommitter) wait() {
+	if g.cond == nil {
+		g.cond = sync.NewCond(&g.mu)
+	}
+	g.cond.Wait()
+}
+
+// broadcast wakes every waiter, under mu. Without a cond nobody has
+// waited yet, so nobody needs waking.
+func (g *GroupCommitter) broadcast() {
+	if g.cond != nil {
+		g.cond.Broadcast()
 	}
 }
 
@@ -152,7 +170,7 @@ func (g *GroupCommitter) Advance(pos int64) {
 	g.mu.Lock()
 	if g.err == nil && pos > g.durable.Load() {
 		g.durable.Store(pos)
-		g.cond.Broadcast()
+		g.broadcast()
 	}
 	g.mu.Unlock()
 }
@@ -172,7 +190,7 @@ func (g *GroupCommitter) Reset(pos int64) {
 			w.truncated = true
 		}
 	}
-	g.cond.Broadcast()
+	g.broadcast()
 	g.mu.Unlock()
 }
 
@@ -192,7 +210,7 @@ func (g *GroupCommitter) Recover(pos int64, err error) {
 			w.truncated, w.truncatedErr = true, err
 		}
 	}
-	g.cond.Broadcast()
+	g.broadcast()
 	g.mu.Unlock()
 }
 
@@ -202,7 +220,7 @@ func (g *GroupCommitter) Fail(err error) {
 	if g.err == nil {
 		g.err = err
 	}
-	g.cond.Broadcast()
+	g.broadcast()
 	g.mu.Unlock()
 }
 

@@ -25,7 +25,10 @@
 //   - File ranges (file.go, sendfile.go): FileSlice, the byte range of a
 //     segment file that the engine returns from a read, and SendFile,
 //     which moves one to a socket (sendfile(2), or a pooled copy for
-//     in-memory files, TLS and test pipes).
+//     in-memory files, TLS and test pipes). Under TLS, WriteCopy copies
+//     a response through a pooled buffer and BatchConn (batchconn.go),
+//     the connection under crypto/tls, gathers the records it makes, one
+//     write each, into few large writes.
 //   - Fixed-width bodies (codec.go): Encoder and Decoder, the big-endian
 //     integers, booleans and length-prefixed strings of wren's own
 //     internal bodies that kmsg has no schema for (the peer handshake,

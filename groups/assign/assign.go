@@ -152,15 +152,10 @@ func newGroup(members []Member, topics []Topic) (*group, error) {
 		topics:  slices.Clone(topics),
 		byName:  make(map[string]int, len(topics)),
 	}
-	slices.SortFunc(g.topics, func(a, b Topic) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	// sort.Slice, not slices.SortFunc: once per rebalance, over a handful
+	// of topics, and a generic sort of Topic would instantiate pdqsort for
+	// it (12 KiB of the binary).
+	sort.Slice(g.topics, func(i, j int) bool { return g.topics[i].Name < g.topics[j].Name })
 	total := 0
 	g.base = make([]int, len(g.topics)+1)
 	for i := range g.topics {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -190,15 +191,10 @@ type topicPartitions struct {
 // groupByTopic sorts and de-duplicates tps and groups them by topic.
 func groupByTopic(tps []TopicPartition) []topicPartitions {
 	sorted := slices.Clone(tps)
-	slices.SortFunc(sorted, func(a, b TopicPartition) int {
-		switch {
-		case a.Less(b):
-			return -1
-		case b.Less(a):
-			return 1
-		}
-		return 0
-	})
+	// sort.Slice, not slices.SortFunc: once per rebalance, and a generic
+	// sort of TopicPartition would instantiate pdqsort for it (8 KiB of the
+	// binary).
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Less(sorted[j]) })
 	sorted = slices.Compact(sorted)
 	var out []topicPartitions
 	for _, tp := range sorted {

@@ -19,6 +19,14 @@
 // partition has a leader, and no log dir failed or is below its floor and
 // no replica is damaged; under-replicated partitions are listed only.
 //
+// Degraded is judged apart from healthy and never changes it: a node's
+// uplinks (UplinkState, in its NodeFacts) down longer than its threshold,
+// or refusing a partition, make the cluster degraded (DegradedReasons).
+// An edge cut off from its central cluster serves its clients all along
+// and keeps what it must forward in its log; calling it unhealthy would
+// take it out of rollouts and alerts meant for a cluster that fails its
+// clients. A paused link is neither.
+//
 // Every surface fills the same facts and calls Evaluate:
 //
 //   - A broker (broker/ops.go) from what it holds, asking no one: its

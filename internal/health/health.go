@@ -1,9 +1,9 @@
 package health
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -28,6 +28,30 @@ const (
 	// queued.max.requests) has had requests waiting and granted none for
 	// a while: that node is not serving the clients that wait.
 	ReasonStarved = "request_budget_starved"
+)
+
+// Reasons a cluster is degraded, as ClusterHealth.DegradedReasons names
+// them. A degraded cluster serves its clients: these are its uplinks to
+// a far cluster (package uplink) falling behind, which store and forward
+// keeps safe until the local retention runs out. They never make it
+// unhealthy: an edge cut off from its center for a day is the case the
+// uplink is built for, and its clients are served all along.
+const (
+	// ReasonUplinkDown: a link has been down (its far side not
+	// answering) longer than its node's threshold; a paused link is not
+	// down.
+	ReasonUplinkDown = "uplink_down"
+	// ReasonUplinkRefused: a link refuses a local partition (a far tail
+	// it cannot resume from, a far topic without the partition).
+	ReasonUplinkRefused = "uplink_partitions_refused"
+	// ReasonUplinkBacklogFull: a link's records not yet forwarded on a
+	// node passed its max.backlog.bytes: under refuse-writes produce to
+	// its topics is refused, under drop-oldest retention deletes them.
+	ReasonUplinkBacklogFull = "uplink_backlog_full"
+	// ReasonUplinkDropped: retention deleted records a link had not
+	// forwarded (drop-oldest past max.backlog.bytes) within the last
+	// hour.
+	ReasonUplinkDropped = "uplink_records_dropped"
 )
 
 // ClusterHealth is the cluster as one observer sees it: a broker answering
@@ -62,8 +86,88 @@ type ClusterHealth struct {
 	LogDirsBelowFloor []LogDirBelowFloor `json:"log_dirs_below_floor"`
 	// StarvedNodes are the nodes whose request budget is starved.
 	StarvedNodes []StarvedNode `json:"request_budget_starved"`
+	// Degraded and DegradedReasons judge the facts that do not make the
+	// cluster unhealthy (Uplinks): set by Evaluate.
+	Degraded        bool     `json:"is_degraded"`
+	DegradedReasons []string `json:"degraded_reasons"`
+	// Uplinks are the links each node runs (its own facts), by link then
+	// node.
+	Uplinks []UplinkState `json:"uplinks"`
 	ControlPlane
 }
+
+// UplinkState is one link ([uplink.NAME]) as one node runs it: that
+// node forwards the partitions it leads.
+type UplinkState struct {
+	Node int32  `json:"node"`
+	Link string `json:"link"`
+	// Up: the link's session holds its clients and the far side answers.
+	// Down: it has not for longer than the node's threshold (the verdict
+	// Evaluate reads). Paused: stopped by an operator; neither up nor
+	// down.
+	Up     bool `json:"up"`
+	Down   bool `json:"down"`
+	Paused bool `json:"paused"`
+	// DownForMs is how long it has been down (0 when up); LastUpMs when
+	// the far side last answered (Unix ms, 0: never since start).
+	DownForMs int64 `json:"down_for_ms"`
+	LastUpMs  int64 `json:"last_up_ms"`
+	// LastError ended the last session that failed, at LastErrorMs (Unix
+	// ms, 0: none since start).
+	LastError   string `json:"last_error"`
+	LastErrorMs int64  `json:"last_error_ms"`
+	SentRecords int64  `json:"sent_records"`
+	SentBytes   int64  `json:"sent_bytes"`
+	// RecordsPerSec and BytesPerSec are the send rate over the last 10 s.
+	RecordsPerSec float64 `json:"records_per_sec"`
+	BytesPerSec   float64 `json:"bytes_per_sec"`
+	// The backlog of the partitions this node leads: records and bytes
+	// summed, seconds the oldest.
+	BacklogRecords    int64   `json:"backlog_records"`
+	BacklogBytes      int64   `json:"backlog_bytes"`
+	BacklogSeconds    float64 `json:"backlog_seconds"`
+	RefusedPartitions int     `json:"refused_partitions"`
+	// BacklogFull: the backlog passed the link's max.backlog.bytes on
+	// this node. DroppedRecords and DroppedBytes count what retention
+	// deleted of it since start (drop-oldest), RecentlyDropped is set
+	// when it did within the last hour; RefusedWrites counts the produce
+	// partitions refused (refuse-writes).
+	BacklogFull     bool  `json:"backlog_full"`
+	DroppedRecords  int64 `json:"dropped_records"`
+	DroppedBytes    int64 `json:"dropped_bytes"`
+	RecentlyDropped bool  `json:"recently_dropped"`
+	RefusedWrites   int64 `json:"refused_writes"`
+	// Partitions are listed up to MaxUplinkPartitionsListed per node;
+	// PartitionsNotListed counts the rest (the node's /metrics has them).
+	Partitions          []UplinkPartition `json:"partitions"`
+	PartitionsNotListed int               `json:"partitions_not_listed,omitempty"`
+}
+
+// UplinkPartition is one local partition of a link on one node.
+type UplinkPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Active: forwarded now; Leader: the node leads it (of several
+	// nodes' rows, the leader's counts).
+	Active bool `json:"active"`
+	Leader bool `json:"leader"`
+	// Next is the next local offset to forward, -1 before it is known.
+	Next           int64   `json:"next_offset"`
+	BacklogRecords int64   `json:"backlog_records"`
+	BacklogBytes   int64   `json:"backlog_bytes"`
+	BacklogSeconds float64 `json:"backlog_seconds"`
+	RecordsPerSec  float64 `json:"records_per_sec"`
+	BytesPerSec    float64 `json:"bytes_per_sec"`
+	SentRecords    int64   `json:"sent_records"`
+	// Error says why the partition is refused ("" if it is not).
+	Error string `json:"error,omitempty"`
+}
+
+// MaxUplinkPartitionsListed bounds the uplink partitions one node
+// reports in its facts, over all its links: the facts a node sends its
+// peers are bounded (64 KiB), and 50 partitions with the longest topic
+// names and errors stay well within.
+const MaxUplinkPartitionsListed = 50
 
 // StarvedNode is a node whose request budget has had requests waiting
 // and granted none for a while.
@@ -103,6 +207,8 @@ type NodeFacts struct {
 	// RequestBudgetStarved is set while the node's request budget is
 	// starved.
 	RequestBudgetStarved *StarvedNode `json:"request_budget_starved,omitempty"`
+	// Uplinks are the links the node runs.
+	Uplinks []UplinkState `json:"uplinks,omitempty"`
 }
 
 // MaxDamagedListed bounds the damaged replicas one node reports: past it
@@ -117,6 +223,11 @@ func (h *ClusterHealth) AddNodeFacts(f NodeFacts) {
 	h.DamagedPartitions = slices.DeleteFunc(h.DamagedPartitions, func(d DamagedPartition) bool { return d.Node == f.Node })
 	h.LogDirsBelowFloor = slices.DeleteFunc(h.LogDirsBelowFloor, func(d LogDirBelowFloor) bool { return d.Node == f.Node })
 	h.StarvedNodes = slices.DeleteFunc(h.StarvedNodes, func(d StarvedNode) bool { return d.Node == f.Node })
+	h.Uplinks = slices.DeleteFunc(h.Uplinks, func(u UplinkState) bool { return u.Node == f.Node })
+	for _, u := range f.Uplinks {
+		u.Node = f.Node
+		h.Uplinks = append(h.Uplinks, u)
+	}
 	if st := f.RequestBudgetStarved; st != nil {
 		d := *st
 		d.Node = f.Node
@@ -191,7 +302,9 @@ type DataLoss struct {
 // a leader, no log dir failed or is below its free-space floor, no
 // replica holds damaged data, and no node's request budget is starved. Under-replicated partitions are listed but
 // do not make it unhealthy: every partition is still served, and a
-// replica catching up after a restart is the cluster working.
+// replica catching up after a restart is the cluster working. Degraded
+// is judged apart and never touches Healthy: an uplink down longer than
+// its node's threshold, or refusing a partition (DegradedReasons).
 func (h *ClusterHealth) Evaluate() {
 	if h.DataLossLedger == nil {
 		h.DataLossLedger = []DataLoss{}
@@ -215,8 +328,12 @@ func (h *ClusterHealth) Evaluate() {
 	if h.DamagedPartitions == nil {
 		h.DamagedPartitions = []DamagedPartition{}
 	}
-	slices.SortFunc(h.DamagedPartitions, func(a, b DamagedPartition) int {
-		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Node, b.Node))
+	// sort.Slice, not slices.SortFunc, for these structs: a generic
+	// sort instantiates the whole pdqsort family per type, 10 KiB or
+	// more of the binary each.
+	sort.Slice(h.DamagedPartitions, func(i, j int) bool {
+		a, b := &h.DamagedPartitions[i], &h.DamagedPartitions[j]
+		return a.Partition < b.Partition || a.Partition == b.Partition && a.Node < b.Node
 	})
 	h.DamagedPartitions = slices.CompactFunc(h.DamagedPartitions, func(a, b DamagedPartition) bool {
 		return a.Node == b.Node && a.Partition == b.Partition
@@ -224,8 +341,9 @@ func (h *ClusterHealth) Evaluate() {
 	if h.LogDirsBelowFloor == nil {
 		h.LogDirsBelowFloor = []LogDirBelowFloor{}
 	}
-	slices.SortFunc(h.LogDirsBelowFloor, func(a, b LogDirBelowFloor) int {
-		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Dir, b.Dir))
+	sort.Slice(h.LogDirsBelowFloor, func(i, j int) bool {
+		a, b := &h.LogDirsBelowFloor[i], &h.LogDirsBelowFloor[j]
+		return a.Node < b.Node || a.Node == b.Node && a.Dir < b.Dir
 	})
 	h.LogDirsBelowFloor = slices.CompactFunc(h.LogDirsBelowFloor, func(a, b LogDirBelowFloor) bool {
 		return a.Node == b.Node && a.Dir == b.Dir
@@ -234,8 +352,44 @@ func (h *ClusterHealth) Evaluate() {
 	if h.StarvedNodes == nil {
 		h.StarvedNodes = []StarvedNode{}
 	}
-	slices.SortFunc(h.StarvedNodes, func(a, b StarvedNode) int { return cmp.Compare(a.Node, b.Node) })
+	sort.Slice(h.StarvedNodes, func(i, j int) bool { return h.StarvedNodes[i].Node < h.StarvedNodes[j].Node })
 	h.StarvedNodes = slices.CompactFunc(h.StarvedNodes, func(a, b StarvedNode) bool { return a.Node == b.Node })
+
+	if h.Uplinks == nil {
+		h.Uplinks = []UplinkState{}
+	}
+	sort.Slice(h.Uplinks, func(i, j int) bool {
+		a, b := &h.Uplinks[i], &h.Uplinks[j]
+		return a.Link < b.Link || a.Link == b.Link && a.Node < b.Node
+	})
+	n := 0
+	for i := range h.Uplinks {
+		if i > 0 && h.Uplinks[i].Link == h.Uplinks[n-1].Link && h.Uplinks[i].Node == h.Uplinks[n-1].Node {
+			continue
+		}
+		h.Uplinks[n] = h.Uplinks[i]
+		n++
+	}
+	h.Uplinks = h.Uplinks[:n]
+	h.DegradedReasons = []string{}
+	if slices.ContainsFunc(h.Uplinks, func(u UplinkState) bool { return u.Down && !u.Paused }) {
+		h.DegradedReasons = append(h.DegradedReasons, ReasonUplinkDown)
+	}
+	if slices.ContainsFunc(h.Uplinks, func(u UplinkState) bool { return u.RefusedPartitions > 0 }) {
+		h.DegradedReasons = append(h.DegradedReasons, ReasonUplinkRefused)
+	}
+	full, dropped := false, false
+	for i := range h.Uplinks {
+		full = full || h.Uplinks[i].BacklogFull
+		dropped = dropped || h.Uplinks[i].RecentlyDropped
+	}
+	if full {
+		h.DegradedReasons = append(h.DegradedReasons, ReasonUplinkBacklogFull)
+	}
+	if dropped {
+		h.DegradedReasons = append(h.DegradedReasons, ReasonUplinkDropped)
+	}
+	h.Degraded = len(h.DegradedReasons) > 0
 
 	h.UnhealthyReasons = []string{}
 	if h.ControllerID < 0 {

@@ -184,3 +184,43 @@ func TestAddNodeFacts(t *testing.T) {
 		t.Fatalf("after node 2's facts: %+v", h)
 	}
 }
+
+// TestUplinkDegraded: a link down past its node's threshold, or refusing
+// a partition, makes the cluster degraded and leaves it healthy; a
+// paused link does neither; a node's facts replace what was held about
+// its links.
+func TestUplinkDegraded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		links   []UplinkState
+		reasons []string
+	}{
+		{"no links", nil, []string{}},
+		{"up", []UplinkState{{Link: "c", Up: true}}, []string{}},
+		{"down under the threshold", []UplinkState{{Link: "c", DownForMs: 500}}, []string{}},
+		{"paused", []UplinkState{{Link: "c", Paused: true, Down: true}}, []string{}},
+		{"down", []UplinkState{{Link: "c", Down: true}}, []string{ReasonUplinkDown}},
+		{"refused and down", []UplinkState{{Link: "c", Up: true, RefusedPartitions: 1}, {Link: "d", Down: true}},
+			[]string{ReasonUplinkDown, ReasonUplinkRefused}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := ClusterHealth{ControllerID: 1, Nodes: []int32{1}}
+			h.AddNodeFacts(NodeFacts{Node: 1, Uplinks: tc.links})
+			h.Evaluate()
+			if !h.Healthy || !reflect.DeepEqual(h.DegradedReasons, tc.reasons) || h.Degraded != (len(tc.reasons) > 0) {
+				t.Fatalf("healthy %v degraded %v %v, want healthy and %v", h.Healthy, h.Degraded, h.DegradedReasons, tc.reasons)
+			}
+			if len(h.Uplinks) != len(tc.links) || h.Uplinks == nil {
+				t.Fatalf("uplinks %+v", h.Uplinks)
+			}
+		})
+	}
+	h := ClusterHealth{ControllerID: 1, Nodes: []int32{1, 2}}
+	h.AddNodeFacts(NodeFacts{Node: 2, Uplinks: []UplinkState{{Link: "c", Down: true}}})
+	h.AddNodeFacts(NodeFacts{Node: 1, Uplinks: []UplinkState{{Link: "c", Up: true}}})
+	h.AddNodeFacts(NodeFacts{Node: 2, Uplinks: []UplinkState{{Link: "c", Up: true}}})
+	h.Evaluate()
+	if h.Degraded || len(h.Uplinks) != 2 || h.Uplinks[0].Node != 1 || h.Uplinks[1].Node != 2 {
+		t.Fatalf("after node 2's fresh facts: degraded %v, uplinks %+v", h.Degraded, h.Uplinks)
+	}
+}

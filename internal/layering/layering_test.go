@@ -150,6 +150,21 @@ var rules = []Rule{
 			"underneath, so this rule is on the cores' own imports",
 	},
 	{
+		Name:  "nothing below the broker reaches the uplink",
+		From:  []string{"wren/kafka/...", "wren/cluster/...", "wren/replication/...", "wren/engine/..."},
+		Reach: []string{"wren/uplink"},
+		Why: "the uplink is a client of the node (its own listener, a far cluster): the broker runs it after the " +
+			"kafka listener, and the layers that serve clients never call out to it",
+	},
+	{
+		Name:   "the uplink sits on config and franz-go's client only",
+		From:   []string{"wren/uplink"},
+		Reach:  []string{"wren/..."},
+		Except: []string{"wren/config", "wren/security/principal"},
+		Why: "it reads the local topics through the node's own listener and writes the far side with kgo, so it needs " +
+			"none of the node's insides; config (with the principal rules it checks) gives its [uplink.NAME] table",
+	},
+	{
 		Name:   "only broker and cli import ops",
 		From:   []string{"wren/..."},
 		Exempt: []string{"wren", "wren/broker", "wren/cli", "wren/ops"},

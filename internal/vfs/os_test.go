@@ -301,3 +301,48 @@ func testMissingIsNotExist(t *testing.T, fsys FS, dir string) {
 		}
 	}
 }
+
+// TestReadFileLimit: the operating system's file system reads a file
+// whole on the bare descriptor (readWhole); it answers as the path
+// through Open does, on MemFS and on the real one alike.
+func TestReadFileLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fsys FS
+		root string
+	}{
+		{"os", NewOS(), t.TempDir()},
+		{"os-behind-fault", NewFaultFS(NewOS()), t.TempDir()},
+		{"mem", NewMem(), "/d"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.fsys.MkdirAll(tc.root, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			name := tc.root + "/small"
+			if err := WriteFileAtomic(tc.fsys, name, []byte("0\n1\n0 0\n")); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadFileLimit(tc.fsys, name, 8)
+			if err != nil || string(got) != "0\n1\n0 0\n" {
+				t.Fatalf("ReadFileLimit at its size: %q, %v", got, err)
+			}
+			if got, err := ReadFile(tc.fsys, name); err != nil || string(got) != "0\n1\n0 0\n" {
+				t.Fatalf("ReadFile: %q, %v", got, err)
+			}
+			if _, err := ReadFileLimit(tc.fsys, name, 7); !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("ReadFileLimit under its size: %v, want ErrTooLarge", err)
+			}
+			if _, err := ReadFileLimit(tc.fsys, tc.root+"/missing", 8); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("ReadFileLimit of a missing file: %v, want not exist", err)
+			}
+			empty := tc.root + "/empty"
+			if err := WriteFileAtomic(tc.fsys, empty, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := ReadFileLimit(tc.fsys, empty, 8); err != nil || len(got) != 0 {
+				t.Fatalf("ReadFileLimit of an empty file: %q, %v", got, err)
+			}
+		})
+	}
+}

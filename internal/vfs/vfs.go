@@ -2,7 +2,9 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"os"
 )
 
@@ -103,6 +105,25 @@ func WriteFileAtomic(fs FS, name string, data []byte) error {
 
 // ReadFile reads a whole file.
 func ReadFile(fs FS, name string) ([]byte, error) {
+	return ReadFileLimit(fs, name, math.MaxInt64)
+}
+
+// ErrTooLarge: a file read by ReadFileLimit is larger than its limit.
+var ErrTooLarge = errors.New("over the size limit")
+
+// wholeReader is an FS that reads a small file whole in fewer system
+// calls than Open, Size, ReadAt and Close, and without a File: a start
+// reads two small files of every partition.
+type wholeReader interface {
+	readWhole(name string, limit int64) ([]byte, error)
+}
+
+// ReadFileLimit reads a whole file of at most limit bytes; a larger one
+// is ErrTooLarge, read no further.
+func ReadFileLimit(fs FS, name string, limit int64) ([]byte, error) {
+	if w, ok := fs.(wholeReader); ok {
+		return w.readWhole(name, limit)
+	}
 	f, err := fs.Open(name)
 	if err != nil {
 		return nil, err
@@ -112,12 +133,19 @@ func ReadFile(fs FS, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if size > limit {
+		return nil, tooLarge(size, limit)
+	}
 	buf := make([]byte, size)
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == size) {
 		return nil, err
 	}
 	return buf[:n], nil
+}
+
+func tooLarge(size, limit int64) error {
+	return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, size, limit)
 }
 
 func dirOf(name string) string {
