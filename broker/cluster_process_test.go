@@ -38,11 +38,11 @@ func (n *clusterNode) start(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	n.cmd = exec.Command(bin, "serve", "--config", n.conf)
+	n.cmd = diesWithTest(exec.Command(bin, "serve", "--config", n.conf))
 	if n.netns != "" {
 		// nsenter joins the namespace and execs wren: the same process,
 		// so signals reach wren itself.
-		n.cmd = exec.Command("nsenter", "--net=/run/netns/"+n.netns, bin, "serve", "--config", n.conf)
+		n.cmd = diesWithTest(exec.Command("nsenter", "--net=/run/netns/"+n.netns, bin, "serve", "--config", n.conf))
 	}
 	n.cmd.Stdout, n.cmd.Stderr = logf, logf
 	if err := n.cmd.Start(); err != nil {

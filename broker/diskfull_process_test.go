@@ -68,7 +68,7 @@ offsets.topic.num.partitions = 1
 level = "info"
 `)
 	stderr := &lockedBuffer{}
-	cmd := exec.Command(bin, "serve", "--config", conf)
+	cmd := diesWithTest(exec.Command(bin, "serve", "--config", conf))
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,13 @@ type processCluster struct {
 
 func startProcessCluster(t *testing.T) *processCluster {
 	t.Helper()
-	dir := t.TempDir()
+	return startProcessClusterIn(t, t.TempDir())
+}
+
+// startProcessClusterIn is startProcessCluster with the nodes' files in
+// dir.
+func startProcessClusterIn(t *testing.T, dir string) *processCluster {
+	t.Helper()
 	pc := &processCluster{t: t, bin: wrenBinary(t)}
 	ports := freePorts(t, 6) // three client, three controller
 	var voters []string

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,4 +152,17 @@ listen = "127.0.0.1:0"
 		t.Fatal(err)
 	}
 	return conf, addr
+}
+
+// diesWithTest makes a process a test starts die with the test binary
+// (SIGKILL when the thread that started it ends, which for Go's threads
+// is the process's end): a test binary killed mid-test, by a timeout or
+// by hand, leaves no wren running behind it. The setting survives exec,
+// so it holds through "sh -c ... exec wren" and nsenter.
+func diesWithTest(cmd *exec.Cmd) *exec.Cmd {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	return cmd
 }

@@ -84,9 +84,9 @@ level = "info"
 	b := &hostileBroker{addr: addr, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	var cmd *exec.Cmd
 	if cgroup != "" {
-		cmd = exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" serve --config "$3"`, "sh", cgroup, bin, conf)
+		cmd = diesWithTest(exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" serve --config "$3"`, "sh", cgroup, bin, conf))
 	} else {
-		cmd = exec.Command(bin, "serve", "--config", conf)
+		cmd = diesWithTest(exec.Command(bin, "serve", "--config", conf))
 	}
 	cmd.Stderr = b.stderr
 	if err := cmd.Start(); err != nil {

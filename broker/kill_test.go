@@ -34,7 +34,7 @@ log.flush.policy = "ack"
 level = "warn"
 `)
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "--config", conf)
+		cmd := diesWithTest(exec.Command(bin, "serve", "--config", conf))
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

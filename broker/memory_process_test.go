@@ -144,9 +144,9 @@ level = "info"
 	if cgroup != "" {
 		// The shell joins the group before exec, so the broker never
 		// allocates outside it.
-		cmd = exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" serve --config "$3"`, "sh", cgroup, bin, conf)
+		cmd = diesWithTest(exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" serve --config "$3"`, "sh", cgroup, bin, conf))
 	} else {
-		cmd = exec.Command(bin, "serve", "--config", conf)
+		cmd = diesWithTest(exec.Command(bin, "serve", "--config", conf))
 	}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

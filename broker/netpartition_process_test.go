@@ -229,7 +229,7 @@ func runInOwnNetns(t *testing.T) {
 	args := []string{"--net", os.Args[0], "-test.run=" + run, "-test.v", "-test.count=1", "-test.timeout=40m"}
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "unshare", args...)
+	cmd := diesWithTest(exec.CommandContext(ctx, "unshare", args...))
 	cmd.Env = append(os.Environ(), netnsInnerEnv+"=1", "WREN_TEST_BIN="+bin)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -42,7 +42,7 @@ level = "warn"
 
 	var peak atomic.Int64
 	start := func() (*exec.Cmd, chan struct{}) {
-		cmd := exec.Command("sh", "-c", fmt.Sprintf("ulimit -n %d && exec %s serve --config %s", nofile, bin, conf))
+		cmd := diesWithTest(exec.Command("sh", "-c", fmt.Sprintf("ulimit -n %d && exec %s serve --config %s", nofile, bin, conf)))
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -44,7 +44,7 @@ func TestSystemdNotify(t *testing.T) {
 	conf, addr := writeSingleNodeConfig(t, dir, filepath.Join(dir, "data"), "", `[logging]
 level = "warn"
 `)
-	cmd := exec.Command(bin, "serve", "--config", conf)
+	cmd := diesWithTest(exec.Command(bin, "serve", "--config", conf))
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+name, "WATCHDOG_USEC=200000")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
