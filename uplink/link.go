@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"sync"
 	"time"
@@ -24,8 +25,13 @@ type Options struct {
 	Config config.Uplink
 	// NodeID is this node's id: it forwards the partitions it leads.
 	NodeID int32
-	// Local is host:port of a PLAINTEXT client listener of this node.
+	// Local is the seed (host:port) of the local client.
 	Local string
+	// LocalDial, if set, makes the local client's connections (to the
+	// seed and to every broker the local Metadata names): the broker
+	// passes its internal listener's (kafka.InternalListener), which
+	// connects each one to this node. Nil dials Local over the network.
+	LocalDial func(ctx context.Context, network, address string) (net.Conn, error)
 	// Logger gets the link's start, stop and errors; slog.Default if nil.
 	Logger *slog.Logger
 	// Refresh is how often the local topics and leaders are read again;
@@ -420,7 +426,11 @@ func (l *Link) session(ctx context.Context) (err error) {
 	// Metadata answers are cached for at most a refresh: topics and
 	// leaders are read that often, and a far topic just created is seen.
 	age := kgo.MetadataMinAge(min(l.o.Refresh, 5*time.Second))
-	local, err := kgo.NewClient(kgo.SeedBrokers(l.o.Local), kgo.ClientID("wren-uplink-"+cfg.Name), age,
+	localOpts := []kgo.Opt{kgo.SeedBrokers(l.o.Local), kgo.ClientID("wren-uplink-" + cfg.Name), age}
+	if l.o.LocalDial != nil {
+		localOpts = append(localOpts, kgo.Dialer(l.o.LocalDial))
+	}
+	local, err := kgo.NewClient(append(localOpts,
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// An offset out of range ends the session rather than jump
 		// anywhere: the next one holds the cursor against the local log
@@ -431,7 +441,7 @@ func (l *Link) session(ctx context.Context) (err error) {
 		kgo.FetchMaxWait(500*time.Millisecond),
 		// An edge host is small: a fetch holds at most 4 MiB (kgo's
 		// default is 50), one partition's share 1 MiB as Kafka's.
-		kgo.FetchMaxBytes(localFetchMaxBytes))
+		kgo.FetchMaxBytes(localFetchMaxBytes))...)
 	if err != nil {
 		return fmt.Errorf("local client: %w", err)
 	}

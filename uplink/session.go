@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // session is one run of a link with its own clients.
@@ -652,48 +653,52 @@ func (s *session) checkLocal(cursors map[tp]int64, tailErrs map[tp]string) error
 	cfg := s.l.o.Config
 	latest := cfg.StartPosition == "latest"
 	at := !cfg.StartTime.IsZero()
-	topics := map[string]bool{}
+	// Only the partitions asked about are listed: each is led by this
+	// node, which answers for it (the local client connects every
+	// broker address to this node).
+	var parts []tp
 	for k, c := range cursors {
 		if c >= 0 || latest || at {
-			topics[k.topic] = true
+			parts = append(parts, k)
 		}
 	}
-	if len(topics) == 0 {
+	if len(parts) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(topics))
-	for t := range topics {
-		names = append(names, t)
-	}
-	starts, err := s.localAdm.ListStartOffsets(s.ctx, names...)
+	starts, err := s.listLocal(parts, -2)
 	if err != nil {
 		return fmt.Errorf("local start offsets: %w", err)
 	}
-	ends, err := s.localAdm.ListEndOffsets(s.ctx, names...)
+	ends, err := s.listLocal(parts, -1)
 	if err != nil {
 		return fmt.Errorf("local end offsets: %w", err)
 	}
-	var afters kadm.ListedOffsets
+	var afters map[tp]listed
 	if at {
 		// The first record stamped at or after the time, the local end
-		// where there is none (kadm's answer then).
-		if afters, err = s.localAdm.ListOffsetsAfterMilli(s.ctx, cfg.StartTime.UnixMilli(), names...); err != nil {
+		// where there is none (as kadm answers).
+		if afters, err = s.listLocal(parts, cfg.StartTime.UnixMilli()); err != nil {
 			return fmt.Errorf("local offsets at %s: %w", cfg.StartPosition, err)
+		}
+		for k, a := range afters {
+			if e, ok := ends[k]; ok && a.Err == nil && a.Offset == -1 {
+				afters[k] = e
+			}
 		}
 	}
 	for k, c := range cursors {
 		if c < 0 && !latest && !at {
 			continue
 		}
-		start, ok1 := starts.Lookup(k.topic, k.partition)
-		end, ok2 := ends.Lookup(k.topic, k.partition)
+		start, ok1 := starts[k]
+		end, ok2 := ends[k]
 		switch {
 		case !ok1 || !ok2 || start.Err != nil || end.Err != nil:
 			tailErrs[k] = fmt.Sprintf("local offsets of %s[%d]: not listed (%v)", k.topic, k.partition, errors.Join(start.Err, end.Err))
 			delete(cursors, k)
 		case c < 0 && at:
 			// start.position a time: fixed here, as latest is.
-			after, ok := afters.Lookup(k.topic, k.partition)
+			after, ok := afters[k]
 			if !ok || after.Err != nil || after.Offset < 0 {
 				tailErrs[k] = fmt.Sprintf("local offset of %s[%d] at %s: not listed (%v)", k.topic, k.partition, cfg.StartPosition, after.Err)
 				delete(cursors, k)
@@ -716,4 +721,51 @@ func (s *session) checkLocal(cursors map[tp]int64, tailErrs map[tp]string) error
 		}
 	}
 	return nil
+}
+
+// listed is one partition's offset as ListOffsets gave it.
+type listed struct {
+	Offset int64
+	Err    error
+}
+
+// listLocal lists the local offsets of parts at timestamp (-2 the log
+// start, -1 the end, else the first record stamped at or after it, -1
+// when none is), read uncommitted as kadm lists them. A partition left
+// out of the answer is left out of the map.
+func (s *session) listLocal(parts []tp, timestamp int64) (map[tp]listed, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	byTopic := map[string]int{}
+	for _, k := range parts {
+		i, ok := byTopic[k.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[k.topic] = i
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = k.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = k.partition, timestamp, -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	out := map[tp]listed{}
+	var firstErr error
+	for _, shard := range s.local.RequestSharded(s.ctx, req) {
+		if shard.Err != nil {
+			if firstErr == nil {
+				firstErr = shard.Err
+			}
+			continue
+		}
+		for _, t := range shard.Resp.(*kmsg.ListOffsetsResponse).Topics {
+			for _, p := range t.Partitions {
+				out[tp{t.Topic, p.Partition}] = listed{Offset: p.Offset, Err: kerr.ErrorForCode(p.ErrorCode)}
+			}
+		}
+	}
+	if len(out) == 0 && firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
 }
