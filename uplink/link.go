@@ -119,7 +119,9 @@ type partState struct {
 	sentBytes int64
 	rate      rate
 	active    bool
-	err       string
+	// settling: waiting for the far end offset to settle (session.go).
+	settling bool
+	err      string
 }
 
 // PartitionStatus is one local partition's forwarding state.
@@ -148,6 +150,10 @@ type PartitionStatus struct {
 	// RecordsPerSec and BytesPerSec are the send rate over the last
 	// rateWindow (records the far side acknowledged).
 	RecordsPerSec, BytesPerSec float64
+	// Settling: the partition waits for its far end offset to hold still
+	// for tail.settle.ms before its far tail is read and forwarding
+	// starts; the link's other partitions are forwarded meanwhile.
+	Settling bool
 	// Err says why the partition is not forwarded, if it is refused.
 	Err string
 }
@@ -259,7 +265,8 @@ func (l *Link) Status() Status {
 	l.holdStatus(&s)
 	hwms := make([]int64, 0, len(l.parts))
 	for k, p := range l.parts {
-		ps := PartitionStatus{Topic: k.topic, Partition: k.partition, Active: p.active, Next: p.next, Sent: p.sent, SentBytes: p.sentBytes, Err: p.err}
+		ps := PartitionStatus{Topic: k.topic, Partition: k.partition, Active: p.active, Next: p.next, Sent: p.sent, SentBytes: p.sentBytes,
+			Settling: p.settling, Err: p.err}
 		ps.RecordsPerSec, ps.BytesPerSec = p.rate.perSecond(now)
 		s.Partitions = append(s.Partitions, ps)
 		hwms = append(hwms, p.hwm)
@@ -379,7 +386,7 @@ func (l *Link) run(ctx context.Context) {
 			l.lastErr, l.errAt = err.Error(), time.Now()
 		}
 		for _, p := range l.parts {
-			p.active, p.pending = false, 0
+			p.active, p.pending, p.settling = false, 0, false
 		}
 		l.mu.Unlock()
 		if paused {
@@ -477,7 +484,7 @@ func (l *Link) session(ctx context.Context) (err error) {
 		remote.Close()
 	}()
 	s := &session{l: l, ctx: ctx, cancel: cancel, local: local, remote: remote, far: far,
-		localAdm: kadm.NewClient(local), remoteAdm: kadm.NewClient(remote), active: map[tp]bool{}, expect: map[tp]int64{}, produced: map[tp]bool{}, settled: map[tp]bool{}}
+		localAdm: kadm.NewClient(local), remoteAdm: kadm.NewClient(remote), active: map[tp]bool{}, expect: map[tp]int64{}, produced: map[tp]bool{}, settled: map[tp]bool{}, settling: map[tp]*settling{}}
 	if s.localCluster, err = clusterID(ctx, s.localAdm); err != nil {
 		return fmt.Errorf("local metadata: %w", err)
 	}

@@ -45,6 +45,19 @@ type session struct {
 	// tail.settle.ms in this session (settle); a partition that stops
 	// being forwarded settles again when it comes back.
 	settled map[tp]bool
+	// settling are the partitions waiting for their far end offset to
+	// hold still (settle): each waits on its own, while the others are
+	// forwarded and other partitions start.
+	settling map[tp]*settling
+}
+
+// settling is a partition's wait for its far end offset to settle: the
+// end offset last listed, when to list it again, and how many listings
+// found it moved.
+type settling struct {
+	end   int64
+	at    time.Time
+	moved int
 }
 
 // queued is a fetched record of local partition k.
@@ -53,8 +66,9 @@ type queued struct {
 	r *kgo.Record
 }
 
-// run refreshes the partitions to forward every Refresh, and forwards
-// what the local client fetches meanwhile.
+// run refreshes the partitions to forward every Refresh, looks again at
+// the far end offsets of partitions settling when each one's wait is
+// over, and forwards what the local client fetches meanwhile.
 func (s *session) run() error {
 	next := time.Now()
 	for {
@@ -64,13 +78,18 @@ func (s *session) run() error {
 			}
 			next = time.Now().Add(s.l.o.Refresh)
 		}
+		if err := s.settleDue(); err != nil {
+			return err
+		}
+		until := s.wakeAt(next)
 		if len(s.queue) == 0 {
-			if err := s.poll(next); err != nil {
+			if err := s.poll(until); err != nil {
 				return err
 			}
 		}
-		// The queue drains until it is empty or a refresh is due.
-		for len(s.queue) > 0 && time.Now().Before(next) {
+		// The queue drains until it is empty, a refresh is due or a
+		// partition's settle wait is over.
+		for len(s.queue) > 0 && time.Now().Before(until) {
 			q := s.queue[0]
 			s.queue[0] = queued{}
 			s.queue = s.queue[1:]
@@ -87,6 +106,16 @@ func (s *session) run() error {
 			}
 		}
 	}
+}
+
+// wakeAt is next, or the end of the first settle wait before it.
+func (s *session) wakeAt(next time.Time) time.Time {
+	for _, w := range s.settling {
+		if w.at.Before(next) {
+			next = w.at
+		}
+	}
+	return next
 }
 
 // poll fetches local records until next at the latest and queues those of
@@ -154,8 +183,9 @@ func (s *session) stop(parts map[string][]int32) {
 		for _, p := range ps {
 			delete(s.active, tp{t, p})
 			delete(s.settled, tp{t, p})
+			delete(s.settling, tp{t, p})
 			if st := s.l.parts[tp{t, p}]; st != nil {
-				st.active = false
+				st.active, st.settling = false, false
 			}
 		}
 	}
@@ -312,12 +342,17 @@ func (s *session) refresh() error {
 			removed[k.topic] = append(removed[k.topic], k.partition)
 		}
 	}
+	for k := range s.settling {
+		if !want[k] {
+			removed[k.topic] = append(removed[k.topic], k.partition)
+		}
+	}
 	if len(removed) > 0 {
 		s.stop(removed)
 	}
 	var added []tp
 	for k := range want {
-		if !s.active[k] {
+		if !s.active[k] && s.settling[k] == nil {
 			added = append(added, k)
 		}
 	}
@@ -336,17 +371,126 @@ func (s *session) refresh() error {
 		return err
 	}
 	refused, created := s.ensureRemoteTopics(added, counts)
-	var ok []tp
+	var tails []tp
 	for _, k := range added {
+		if refused[k] == "" && !created[k.topic] {
+			tails = append(tails, k)
+		}
+	}
+	ends, err := s.farEnds(tails)
+	if err != nil {
+		return err
+	}
+	// Those not settled in this session wait (settleDue); the others
+	// start now.
+	var now []tp
+	for _, k := range added {
+		if refused[k] == "" && !created[k.topic] && s.l.o.Config.TailSettle > 0 && !s.settled[k] {
+			if e, ok := ends.Lookup(s.l.o.Config.RemoteTopicPrefix+k.topic, k.partition); ok && e.Err == nil {
+				s.settling[k] = &settling{end: e.Offset, at: time.Now().Add(s.l.o.Config.TailSettle)}
+				s.l.mu.Lock()
+				st := s.l.parts[k]
+				if st == nil {
+					st = &partState{next: -1}
+					s.l.parts[k] = st
+				}
+				st.settling = true
+				s.l.mu.Unlock()
+				continue
+			}
+			// Not listed: readTails refuses it with the listing's error.
+		}
+		now = append(now, k)
+	}
+	return s.start(now, refused, created, ends)
+}
+
+// settleDue lists again the far end offsets of the partitions whose
+// settle wait is over: one that held still is settled and starts; one
+// that moved waits again, and after settleRounds waits that found it
+// moving is refused until a later refresh.
+func (s *session) settleDue() error {
+	now := time.Now()
+	var due []tp
+	for k, w := range s.settling {
+		if !now.Before(w.at) {
+			due = append(due, k)
+		}
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	ends, err := s.farEnds(due)
+	if err != nil {
+		return err
+	}
+	prefix := s.l.o.Config.RemoteTopicPrefix
+	refused := map[tp]string{}
+	var ready []tp
+	for _, k := range due {
+		w := s.settling[k]
+		e, ok := ends.Lookup(prefix+k.topic, k.partition)
+		switch {
+		case !ok || e.Err != nil:
+			// readTails refuses it with the listing's error.
+		case e.Offset == w.end:
+			s.settled[k] = true
+		default:
+			if w.moved++; w.moved < settleRounds {
+				w.end, w.at = e.Offset, time.Now().Add(s.l.o.Config.TailSettle)
+				continue
+			}
+			s.l.log.Warn("uplink: far partition still growing; its last record is not trusted yet", "topic", prefix+k.topic, "partition", k.partition)
+			refused[k] = fmt.Sprintf("far partition %s%s[%d]: its end offset did not hold still for %v (%d times): "+
+				"another writer may still be appending, so its last record is not trusted yet", prefix, k.topic, k.partition, s.l.o.Config.TailSettle, settleRounds)
+		}
+		delete(s.settling, k)
+		ready = append(ready, k)
+	}
+	return s.start(ready, refused, nil, ends)
+}
+
+// farEnds lists the far end offsets of parts' topics (none when parts is
+// empty).
+func (s *session) farEnds(parts []tp) (kadm.ListedOffsets, error) {
+	var topics []string
+	seen := map[string]bool{}
+	for _, k := range parts {
+		if !seen[k.topic] {
+			seen[k.topic] = true
+			topics = append(topics, s.l.o.Config.RemoteTopicPrefix+k.topic)
+		}
+	}
+	if len(topics) == 0 {
+		return kadm.ListedOffsets{}, nil
+	}
+	ends, err := s.remoteAdm.ListEndOffsets(s.ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("far end offsets: %w", err)
+	}
+	return ends, nil
+}
+
+// start starts forwarding parts, each from the cursor its far tail gives
+// (ends are the far end offsets listed for them), or records why it is
+// not forwarded: refused[k], or the tail's or the local log's refusal.
+// A partition of a topic in created starts at start.position.
+func (s *session) start(parts []tp, refused map[tp]string, created map[string]bool, ends kadm.ListedOffsets) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	cfg := s.l.o.Config
+	var ok []tp
+	for _, k := range parts {
 		if refused[k] == "" && !created[k.topic] {
 			ok = append(ok, k)
 		}
 	}
-	cursors, tailErrs, err := s.readTails(ok)
+	cursors, tailErrs, err := s.readTails(ok, ends)
 	if err != nil {
 		return err
 	}
-	for _, k := range added {
+	for _, k := range parts {
 		if created[k.topic] {
 			cursors[k] = -1 // a far topic this link just created holds nothing
 		}
@@ -359,12 +503,13 @@ func (s *session) refresh() error {
 	}
 	offsets := map[string]map[int32]kgo.Offset{}
 	s.l.mu.Lock()
-	for _, k := range added {
+	for _, k := range parts {
 		st := s.l.parts[k]
 		if st == nil {
 			st = &partState{next: -1}
 			s.l.parts[k] = st
 		}
+		st.settling = false
 		before := st.err
 		st.err = refused[k]
 		if st.err == "" {
@@ -463,7 +608,7 @@ func (s *session) remoteCount(topic string) (int32, error) {
 // partition that never held a record gives -1 (the start position). A
 // partition whose far tail cannot be read, or was not written by this
 // link, is refused (tailErrs) rather than guessed at.
-func (s *session) readTails(parts []tp) (cursors map[tp]int64, tailErrs map[tp]string, err error) {
+func (s *session) readTails(parts []tp, ends kadm.ListedOffsets) (cursors map[tp]int64, tailErrs map[tp]string, err error) {
 	cursors, tailErrs = map[tp]int64{}, map[tp]string{}
 	if len(parts) == 0 {
 		return cursors, tailErrs, nil
@@ -477,10 +622,6 @@ func (s *session) readTails(parts []tp) (cursors map[tp]int64, tailErrs map[tp]s
 			topics = append(topics, prefix+k.topic)
 		}
 	}
-	ends, unsettled, err := s.settle(topics, parts)
-	if err != nil {
-		return nil, nil, err
-	}
 	starts, err := s.remoteAdm.ListStartOffsets(s.ctx, topics...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("far start offsets: %w", err)
@@ -492,9 +633,6 @@ func (s *session) readTails(parts []tp) (cursors map[tp]int64, tailErrs map[tp]s
 		end, ok1 := ends.Lookup(far, k.partition)
 		start, ok2 := starts.Lookup(far, k.partition)
 		switch {
-		case unsettled[k]:
-			tailErrs[k] = fmt.Sprintf("far partition %s[%d]: its end offset did not hold still for %v (%d times): "+
-				"another writer may still be appending, so its last record is not trusted yet", far, k.partition, s.l.o.Config.TailSettle, settleRounds)
 		case !ok1 || !ok2:
 			tailErrs[k] = fmt.Sprintf("far partition %s[%d]: no offsets listed", far, k.partition)
 		case end.Err != nil || start.Err != nil:
@@ -554,74 +692,21 @@ func (s *session) readTails(parts []tp) (cursors map[tp]int64, tailErrs map[tp]s
 	return cursors, tailErrs, nil
 }
 
-// settleRounds bounds the waits of settle: a far partition still growing
-// after that many is refused until a later refresh.
+// settleRounds bounds a partition's settle waits: a far partition
+// still growing after that many is refused until a later refresh.
+//
+// Settling: the first time a session reads a far partition's tail (at
+// its start, and when the partition comes back after leadership left),
+// its end offset must hold still for tail.settle.ms first: produce
+// requests written before this session (by a crashed process, by a
+// session whose requests outlived its 30 s bound, by the former leader
+// of a partition) that the far side has not yet appended would otherwise
+// land after the tail is read, and be forwarded again by this session.
+// It narrows that gap to requests delayed longer than tail.settle.ms; it
+// cannot close it (uplink/doc.go, "Fencing"). Each partition waits on
+// its own (refresh, settleDue): the session forwards the others
+// meanwhile.
 const settleRounds = 3
-
-// settle lists the far partitions' end offsets and, for those not yet
-// settled in this session, waits until they hold still for
-// tail.settle.ms: produce requests written before this session (by a
-// crashed process, by a session whose requests outlived its 30 s bound,
-// by the former leader of a partition) that the far side has not yet
-// appended would otherwise land after the tail is read, and be forwarded
-// again by this session. It narrows that gap to requests delayed longer
-// than tail.settle.ms; it cannot close it (uplink/doc.go, "Fencing").
-// It returns the last listing and the partitions still growing after
-// settleRounds waits.
-func (s *session) settle(topics []string, parts []tp) (kadm.ListedOffsets, map[tp]bool, error) {
-	prefix := s.l.o.Config.RemoteTopicPrefix
-	list := func() (kadm.ListedOffsets, error) {
-		ends, err := s.remoteAdm.ListEndOffsets(s.ctx, topics...)
-		if err != nil {
-			return nil, fmt.Errorf("far end offsets: %w", err)
-		}
-		return ends, nil
-	}
-	ends, err := list()
-	if err != nil {
-		return nil, nil, err
-	}
-	wait := map[tp]bool{}
-	if s.l.o.Config.TailSettle > 0 {
-		for _, k := range parts {
-			if !s.settled[k] {
-				wait[k] = true
-			}
-		}
-	}
-	for round := 0; len(wait) > 0; round++ {
-		if round == settleRounds {
-			for k := range wait {
-				s.l.log.Warn("uplink: far partition still growing; its last record is not trusted yet", "topic", prefix+k.topic, "partition", k.partition)
-			}
-			return ends, wait, nil
-		}
-		t := time.NewTimer(s.l.o.Config.TailSettle)
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
-			return nil, nil, context.Cause(s.ctx)
-		case <-t.C:
-		}
-		now, err := list()
-		if err != nil {
-			return nil, nil, err
-		}
-		for k := range wait {
-			a, ok1 := ends.Lookup(prefix+k.topic, k.partition)
-			b, ok2 := now.Lookup(prefix+k.topic, k.partition)
-			switch {
-			case !ok2 || b.Err != nil:
-				delete(wait, k) // readTails refuses it with the listing's error
-			case ok1 && a.Err == nil && a.Offset == b.Offset:
-				delete(wait, k)
-				s.settled[k] = true
-			}
-		}
-		ends = now
-	}
-	return ends, nil, nil
-}
 
 // ownSource is the newest provenance header of a far record, if it names
 // this cluster and local partition k.
