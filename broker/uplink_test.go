@@ -541,3 +541,65 @@ tail.settle.ms = 100
 		}
 	}
 }
+
+// TestUplinkSettlePerPartition: tail.settle.ms is waited by each
+// partition on its own. With a ten-minute settle, a partition whose far
+// topic exists (so its tail must settle first) waits, while a partition
+// already forwarded keeps being forwarded: its new records reach the far
+// side within seconds.
+func TestUplinkSettlePerPartition(t *testing.T) {
+	ctx := testContext(t)
+	central := startBroker(t, testConfig(t, t.TempDir(), ""))
+	_, cadm := newClient(t, central, kgo.MetadataMinAge(10*time.Millisecond))
+	cfg := testConfig(t, t.TempDir(), fmt.Sprintf(`
+[uplink.central]
+bootstrap.servers = [%q]
+topics = ["sensors\\..*"]
+remote.topic.prefix = "site-7."
+tail.settle.ms = 600000
+`, central.Addr().String()))
+	edge, err := Start(cfg, Options{Logger: testLogger(t), UplinkRefresh: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { edge.Close() })
+	ecl, eadm := newClient(t, edge, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	partition := func(topic string) (uplink.PartitionStatus, bool) {
+		for _, st := range edge.UplinkStatus() {
+			for _, p := range st.Partitions {
+				if p.Topic == topic {
+					return p, true
+				}
+			}
+		}
+		return uplink.PartitionStatus{}, false
+	}
+
+	// sensors.a's far topic is the link's own, just created: nothing to
+	// settle, it is forwarded at once.
+	createTopic(t, eadm, "sensors.a", 1, nil)
+	produceUplink(t, ctx, ecl, "sensors.a", 1, 0, 1)
+	waitFarRecords(t, ctx, cadm, "site-7.sensors.a", 1)
+
+	// sensors.b's far topic exists already: its tail settles for ten
+	// minutes.
+	createTopic(t, cadm, "site-7.sensors.b", 1, nil)
+	createTopic(t, eadm, "sensors.b", 1, nil)
+	pollFor(t, "sensors.b settling", 20*time.Second, func() bool {
+		p, ok := partition("sensors.b")
+		return ok && p.Settling && !p.Active
+	})
+
+	// Meanwhile sensors.a goes on.
+	produceUplink(t, ctx, ecl, "sensors.a", 1, 1, 5)
+	quick, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	waitFarRecords(t, quick, cadm, "site-7.sensors.a", 6)
+	checkFar(t, readFar(t, ctx, central, "site-7.sensors.a", 1, 6), clusterOf(t, ctx, eadm), "sensors.a", 1, 6)
+	if p, _ := partition("sensors.b"); !p.Settling || p.Active || p.Err != "" {
+		t.Fatalf("sensors.b: %+v, want still settling", p)
+	}
+	if p, _ := partition("sensors.a"); !p.Active || p.Settling || p.Sent != 6 {
+		t.Fatalf("sensors.a: %+v, want active with 6 sent", p)
+	}
+}
