@@ -386,7 +386,7 @@ func (s *session) refresh() error {
 	var now []tp
 	for _, k := range added {
 		if refused[k] == "" && !created[k.topic] && s.l.o.Config.TailSettle > 0 && !s.settled[k] {
-			if e, ok := ends.Lookup(s.l.o.Config.RemoteTopicPrefix+k.topic, k.partition); ok && e.Err == nil {
+			if e, ok := ends[k]; ok && e.Err == nil {
 				s.settling[k] = &settling{end: e.Offset, at: time.Now().Add(s.l.o.Config.TailSettle)}
 				s.l.mu.Lock()
 				st := s.l.parts[k]
@@ -429,7 +429,7 @@ func (s *session) settleDue() error {
 	var ready []tp
 	for _, k := range due {
 		w := s.settling[k]
-		e, ok := ends.Lookup(prefix+k.topic, k.partition)
+		e, ok := ends[k]
 		switch {
 		case !ok || e.Err != nil:
 			// readTails refuses it with the listing's error.
@@ -450,21 +450,9 @@ func (s *session) settleDue() error {
 	return s.start(ready, refused, nil, ends)
 }
 
-// farEnds lists the far end offsets of parts' topics (none when parts is
-// empty).
-func (s *session) farEnds(parts []tp) (kadm.ListedOffsets, error) {
-	var topics []string
-	seen := map[string]bool{}
-	for _, k := range parts {
-		if !seen[k.topic] {
-			seen[k.topic] = true
-			topics = append(topics, s.l.o.Config.RemoteTopicPrefix+k.topic)
-		}
-	}
-	if len(topics) == 0 {
-		return kadm.ListedOffsets{}, nil
-	}
-	ends, err := s.remoteAdm.ListEndOffsets(s.ctx, topics...)
+// farEnds lists the far end offsets of parts.
+func (s *session) farEnds(parts []tp) (map[tp]listed, error) {
+	ends, err := s.listFar(parts, -1)
 	if err != nil {
 		return nil, fmt.Errorf("far end offsets: %w", err)
 	}
@@ -475,7 +463,7 @@ func (s *session) farEnds(parts []tp) (kadm.ListedOffsets, error) {
 // (ends are the far end offsets listed for them), or records why it is
 // not forwarded: refused[k], or the tail's or the local log's refusal.
 // A partition of a topic in created starts at start.position.
-func (s *session) start(parts []tp, refused map[tp]string, created map[string]bool, ends kadm.ListedOffsets) error {
+func (s *session) start(parts []tp, refused map[tp]string, created map[string]bool, ends map[tp]listed) error {
 	if len(parts) == 0 {
 		return nil
 	}
@@ -608,21 +596,13 @@ func (s *session) remoteCount(topic string) (int32, error) {
 // partition that never held a record gives -1 (the start position). A
 // partition whose far tail cannot be read, or was not written by this
 // link, is refused (tailErrs) rather than guessed at.
-func (s *session) readTails(parts []tp, ends kadm.ListedOffsets) (cursors map[tp]int64, tailErrs map[tp]string, err error) {
+func (s *session) readTails(parts []tp, ends map[tp]listed) (cursors map[tp]int64, tailErrs map[tp]string, err error) {
 	cursors, tailErrs = map[tp]int64{}, map[tp]string{}
 	if len(parts) == 0 {
 		return cursors, tailErrs, nil
 	}
 	prefix := s.l.o.Config.RemoteTopicPrefix
-	var topics []string
-	seen := map[string]bool{}
-	for _, k := range parts {
-		if !seen[k.topic] {
-			seen[k.topic] = true
-			topics = append(topics, prefix+k.topic)
-		}
-	}
-	starts, err := s.remoteAdm.ListStartOffsets(s.ctx, topics...)
+	starts, err := s.listFar(parts, -2)
 	if err != nil {
 		return nil, nil, fmt.Errorf("far start offsets: %w", err)
 	}
@@ -630,8 +610,8 @@ func (s *session) readTails(parts []tp, ends kadm.ListedOffsets) (cursors map[tp
 	want := map[tp]int64{} // far last offset, by local partition
 	for _, k := range parts {
 		far := prefix + k.topic
-		end, ok1 := ends.Lookup(far, k.partition)
-		start, ok2 := starts.Lookup(far, k.partition)
+		end, ok1 := ends[k]
+		start, ok2 := starts[k]
 		switch {
 		case !ok1 || !ok2:
 			tailErrs[k] = fmt.Sprintf("far partition %s[%d]: no offsets listed", far, k.partition)
@@ -814,20 +794,35 @@ type listed struct {
 	Err    error
 }
 
-// listLocal lists the local offsets of parts at timestamp (-2 the log
-// start, -1 the end, else the first record stamped at or after it, -1
-// when none is), read uncommitted as kadm lists them. A partition left
-// out of the answer is left out of the map.
+// listLocal lists the local offsets of parts at timestamp (listOffsets).
 func (s *session) listLocal(parts []tp, timestamp int64) (map[tp]listed, error) {
+	return listOffsets(s.ctx, s.local, "", parts, timestamp)
+}
+
+// listFar lists the far offsets of parts (far partition p of prefix +
+// topic for local partition p) at timestamp (listOffsets).
+func (s *session) listFar(parts []tp, timestamp int64) (map[tp]listed, error) {
+	return listOffsets(s.ctx, s.remote, s.l.o.Config.RemoteTopicPrefix, parts, timestamp)
+}
+
+// listOffsets lists through cl the offsets of the partitions prefix +
+// topic of parts at timestamp (-2 the log start, -1 the end, else the
+// first record stamped at or after it, -1 when none is), read
+// uncommitted as kadm lists them, keyed by the partitions of parts: only
+// they are asked about (kadm would list every partition of the topics,
+// from every leader). A partition left out of the answer (its leader's
+// request failed) is left out of the map; an error only when none was
+// answered.
+func listOffsets(ctx context.Context, cl *kgo.Client, prefix string, parts []tp, timestamp int64) (map[tp]listed, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	byTopic := map[string]int{}
 	for _, k := range parts {
-		i, ok := byTopic[k.topic]
+		i, ok := byTopic[prefix+k.topic]
 		if !ok {
 			i = len(req.Topics)
-			byTopic[k.topic] = i
+			byTopic[prefix+k.topic] = i
 			rt := kmsg.NewListOffsetsRequestTopic()
-			rt.Topic = k.topic
+			rt.Topic = prefix + k.topic
 			req.Topics = append(req.Topics, rt)
 		}
 		rp := kmsg.NewListOffsetsRequestTopicPartition()
@@ -835,8 +830,11 @@ func (s *session) listLocal(parts []tp, timestamp int64) (map[tp]listed, error) 
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	out := map[tp]listed{}
+	if len(parts) == 0 {
+		return out, nil
+	}
 	var firstErr error
-	for _, shard := range s.local.RequestSharded(s.ctx, req) {
+	for _, shard := range cl.RequestSharded(ctx, req) {
 		if shard.Err != nil {
 			if firstErr == nil {
 				firstErr = shard.Err
@@ -844,8 +842,11 @@ func (s *session) listLocal(parts []tp, timestamp int64) (map[tp]listed, error) 
 			continue
 		}
 		for _, t := range shard.Resp.(*kmsg.ListOffsetsResponse).Topics {
+			if _, asked := byTopic[t.Topic]; !asked || len(t.Topic) < len(prefix) {
+				continue
+			}
 			for _, p := range t.Partitions {
-				out[tp{t.Topic, p.Partition}] = listed{Offset: p.Offset, Err: kerr.ErrorForCode(p.ErrorCode)}
+				out[tp{t.Topic[len(prefix):], p.Partition}] = listed{Offset: p.Offset, Err: kerr.ErrorForCode(p.ErrorCode)}
 			}
 		}
 	}
