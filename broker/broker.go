@@ -49,6 +49,9 @@ type Broker struct {
 	// listeners are every bound client listener by name, listener the
 	// first of them.
 	listeners map[string]net.Listener
+	// internal is the server's in-process listener the links read this
+	// node through, as kafka.InternalPrincipal (uplink.go).
+	internal *kafka.InternalListener
 	// uplinks are the running [uplink.NAME] links (uplink.go).
 	uplinks []*uplink.Link
 	// uplinkRefusing are the refuse-writes links past their budget, read
@@ -506,6 +509,9 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 				closeAll()
 				return err
 			}
+			// The links read this node through it, advertising the first
+			// client listener in their Metadata.
+			b.internal = b.server.InternalListener(bound[0].spec)
 			// Requests that change metadata and reach a node that is not the
 			// controller are forwarded to it, and served there by this server.
 			b.controller.SetForwardHandler(b.server.ServeForwarded)

@@ -3,10 +3,8 @@ package broker
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/wren-broker/wren/cluster"
@@ -19,8 +17,10 @@ import (
 
 // uplinksComponent runs the enabled [uplink.NAME] links. It comes after
 // the kafka listener: a link reads the local topics as a client of this
-// node's own PLAINTEXT listener, so it closes (its requests in flight
-// answered) before the listener does.
+// node's server through its internal listener (kafka.InternalListener:
+// in-process connections, principal User:wren-uplink, read only, no ACL
+// asked, whatever the client listeners' security), so it closes (its
+// requests in flight answered) before the server does.
 func (b *Broker) uplinksComponent(w *wiring) component {
 	return component{name: "uplinks",
 		start: func() error {
@@ -28,20 +28,9 @@ func (b *Broker) uplinksComponent(w *wiring) component {
 			if b.uplinkDownAfter <= 0 {
 				b.uplinkDownAfter = time.Minute
 			}
-			local := ""
-			for _, c := range w.clients {
-				if ln := b.listeners[c.name]; ln != nil && b.cfg.ListenerProtocol(c.name) == "PLAINTEXT" {
-					local = dialable(ln.Addr())
-					break
-				}
-			}
 			for _, u := range b.cfg.Uplinks {
 				if !u.Enabled {
 					continue
-				}
-				if local == "" {
-					b.closeUplinks()
-					return fmt.Errorf("uplink %s: needs a PLAINTEXT client listener on this node, through which it reads the local topics", u.Name)
 				}
 				if u.SASL() {
 					// A password missing is the config's fault: said at
@@ -52,7 +41,8 @@ func (b *Broker) uplinksComponent(w *wiring) component {
 						return err
 					}
 				}
-				b.uplinks = append(b.uplinks, uplink.Start(uplink.Options{Config: u, NodeID: b.cfg.NodeID, Local: local,
+				b.uplinks = append(b.uplinks, uplink.Start(uplink.Options{Config: u, NodeID: b.cfg.NodeID,
+					Local: localSeed, LocalDial: b.internal.DialContext,
 					Logger: b.logger, Refresh: w.o.UplinkRefresh, Backlog: b.uplinkBacklog}))
 			}
 			if len(b.uplinks) == 0 {
@@ -105,22 +95,9 @@ func (b *Broker) closeUplinks() {
 	}
 }
 
-// dialable is a bound address a client on this host can dial: an
-// unspecified IP (every interface) becomes loopback.
-func dialable(a net.Addr) string {
-	tcp, ok := a.(*net.TCPAddr)
-	if !ok {
-		return a.String()
-	}
-	ip := tcp.IP
-	if ip.IsUnspecified() {
-		ip = net.IPv4(127, 0, 0, 1)
-		if tcp.IP.To4() == nil {
-			ip = net.IPv6loopback
-		}
-	}
-	return net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port))
-}
+// localSeed is the seed address of the links' local clients: any
+// address does, since their dialer connects every one to this node.
+const localSeed = "wren-internal:1"
 
 // UplinkStatus is every link's state. The links are set at start (before
 // the ready component attaches the metrics) and never change after.

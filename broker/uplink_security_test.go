@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +13,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/internal/testcert"
@@ -239,5 +243,91 @@ sasl.username = "u"
 `), Options{Logger: testLogger(t)})
 	if err == nil || !strings.Contains(err.Error(), "WREN_UPLINK_CENTRAL_PASSWORD") {
 		t.Fatalf("start: %v, want an error naming WREN_UPLINK_CENTRAL_PASSWORD", err)
+	}
+}
+
+// TestUplinkLocalSideSecured: an edge whose only client listener is
+// SASL_SSL, with allow.everyone.if.no.acl.found false and no ACL at all,
+// forwards all the same: the link reads the node through its internal
+// listener as User:wren-uplink, which no ACL is asked about. The
+// admin's records arrive once, in order, and no authorization was
+// refused meanwhile.
+func TestUplinkLocalSideSecured(t *testing.T) {
+	central := startBroker(t, testConfig(t, t.TempDir(), ""))
+	ca := testcert.NewCA(t, "wren test CA")
+	dir := t.TempDir()
+	trust := filepath.Join(dir, "ca.pem")
+	writeAtomically(t, trust, ca.PEM)
+	t.Setenv(config.BootstrapAdminPasswordEnv, "admin-password")
+	cfg, err := config.Parse("edge.toml", []byte(fmt.Sprintf(`
+[broker]
+node.id = 1
+log.dirs = [%q]
+listeners = ["SASL_SSL://127.0.0.1:0", "CONTROLLER://127.0.0.1:0"]
+
+[cluster]
+controller.quorum.voters = ["1@127.0.0.1:9093"]
+
+[http]
+listen = "127.0.0.1:0"
+
+[security]
+ssl.keystore.location = %q
+ssl.truststore.location = %q
+allow.everyone.if.no.acl.found = false
+bootstrap.admin.user = "admin"
+
+[uplink.central]
+bootstrap.servers = [%q]
+topics = ["sensors\\..*"]
+remote.topic.prefix = "site-7."
+tail.settle.ms = 100
+`, filepath.Join(dir, "data"), serverKeystore(t, ca, "127.0.0.1"), trust, central.Addr().String())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge, err := Start(cfg, Options{Logger: testLogger(t), UplinkRefresh: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { edge.Close() })
+	if a := edge.ListenerAddr("PLAINTEXT"); a != nil {
+		t.Fatalf("the edge has a PLAINTEXT listener at %v", a)
+	}
+
+	ctx := testContext(t)
+	tc := &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"}
+	ecl, eadm := tlsClient(t, edge.ListenerAddr("SASL_SSL").String(), tc,
+		kgo.SASL(kscram.Auth{User: "admin", Pass: "admin-password"}.AsSha512Mechanism()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// The bootstrap admin's credential is recorded once the controller
+	// acts: poll.
+	pollFor(t, "the bootstrap admin creating sensors.a", 20*time.Second, func() bool {
+		_, err := eadm.CreateTopic(ctx, 2, 1, nil, "sensors.a")
+		return err == nil || errors.Is(err, kerr.TopicAlreadyExists)
+	})
+	acls, err := eadm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().Deny().Operations(kadm.OpAny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range acls {
+		if r.Err != nil || len(r.Described) > 0 {
+			t.Fatalf("ACLs on the edge: %+v, %v; want none", r.Described, r.Err)
+		}
+	}
+	produceUplink(t, ctx, ecl, "sensors.a", 2, 0, 100)
+	_, cadm := newClient(t, central, kgo.MetadataMinAge(10*time.Millisecond))
+	waitFarRecords(t, ctx, cadm, "site-7.sensors.a", 200)
+	far := readFar(t, ctx, central, "site-7.sensors.a", 2, 200)
+	checkFar(t, far, clusterOf(t, ctx, eadm), "sensors.a", 2, 100)
+	st := edge.UplinkStatus()
+	if len(st) != 1 || st[0].Sent != 200 || st[0].LastError != "" {
+		t.Fatalf("link status %+v, want 200 sent and no error", st)
+	}
+	_, metrics := httpGet(t, edge, "/metrics")
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, "wren_authorization_denials_total") && !strings.HasSuffix(line, " 0") {
+			t.Errorf("an authorization was refused: %s", line)
+		}
 	}
 }

@@ -541,3 +541,125 @@ tail.settle.ms = 100
 		}
 	}
 }
+
+// TestUplinkSettlePerPartition: tail.settle.ms is waited by each
+// partition on its own. With a ten-minute settle, a partition whose far
+// topic exists (so its tail must settle first) waits, while a partition
+// already forwarded keeps being forwarded: its new records reach the far
+// side within seconds.
+func TestUplinkSettlePerPartition(t *testing.T) {
+	ctx := testContext(t)
+	central := startBroker(t, testConfig(t, t.TempDir(), ""))
+	_, cadm := newClient(t, central, kgo.MetadataMinAge(10*time.Millisecond))
+	cfg := testConfig(t, t.TempDir(), fmt.Sprintf(`
+[uplink.central]
+bootstrap.servers = [%q]
+topics = ["sensors\\..*"]
+remote.topic.prefix = "site-7."
+tail.settle.ms = 600000
+`, central.Addr().String()))
+	edge, err := Start(cfg, Options{Logger: testLogger(t), UplinkRefresh: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { edge.Close() })
+	ecl, eadm := newClient(t, edge, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	partition := func(topic string) (uplink.PartitionStatus, bool) {
+		for _, st := range edge.UplinkStatus() {
+			for _, p := range st.Partitions {
+				if p.Topic == topic {
+					return p, true
+				}
+			}
+		}
+		return uplink.PartitionStatus{}, false
+	}
+
+	// sensors.a's far topic is the link's own, just created: nothing to
+	// settle, it is forwarded at once.
+	createTopic(t, eadm, "sensors.a", 1, nil)
+	produceUplink(t, ctx, ecl, "sensors.a", 1, 0, 1)
+	waitFarRecords(t, ctx, cadm, "site-7.sensors.a", 1)
+
+	// sensors.b's far topic exists already: its tail settles for ten
+	// minutes.
+	createTopic(t, cadm, "site-7.sensors.b", 1, nil)
+	createTopic(t, eadm, "sensors.b", 1, nil)
+	pollFor(t, "sensors.b settling", 20*time.Second, func() bool {
+		p, ok := partition("sensors.b")
+		return ok && p.Settling && !p.Active
+	})
+
+	// Meanwhile sensors.a goes on.
+	produceUplink(t, ctx, ecl, "sensors.a", 1, 1, 5)
+	quick, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	waitFarRecords(t, quick, cadm, "site-7.sensors.a", 6)
+	checkFar(t, readFar(t, ctx, central, "site-7.sensors.a", 1, 6), clusterOf(t, ctx, eadm), "sensors.a", 1, 6)
+	if p, _ := partition("sensors.b"); !p.Settling || p.Active || p.Err != "" {
+		t.Fatalf("sensors.b: %+v, want still settling", p)
+	}
+	if p, _ := partition("sensors.a"); !p.Active || p.Settling || p.Sent != 6 {
+		t.Fatalf("sensors.a: %+v, want active with 6 sent", p)
+	}
+}
+
+// TestUplinkSettleRefusesGrowingTail: a far partition another writer
+// keeps appending to never settles: after three waits it is refused
+// with the reason, and the link's other partition is forwarded all
+// along.
+func TestUplinkSettleRefusesGrowingTail(t *testing.T) {
+	ctx := testContext(t)
+	central := startBroker(t, testConfig(t, t.TempDir(), ""))
+	ccl, cadm := newClient(t, central, kgo.MetadataMinAge(10*time.Millisecond))
+	createTopic(t, cadm, "site-7.sensors.busy", 1, nil)
+	// Another writer appends to the far partition every 10 ms.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if err := ccl.ProduceSync(ctx, &kgo.Record{Topic: "site-7.sensors.busy", Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil && ctx.Err() == nil {
+				t.Errorf("the other writer: %v", err)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	cfg := testConfig(t, t.TempDir(), fmt.Sprintf(`
+[uplink.central]
+bootstrap.servers = [%q]
+topics = ["sensors\\..*"]
+remote.topic.prefix = "site-7."
+tail.settle.ms = 200
+`, central.Addr().String()))
+	edge, err := Start(cfg, Options{Logger: testLogger(t), UplinkRefresh: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { edge.Close() })
+	ecl, eadm := newClient(t, edge, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, eadm, "sensors.busy", 1, nil)
+	createTopic(t, eadm, "sensors.quiet", 1, nil)
+	var busy uplink.PartitionStatus
+	pollFor(t, "sensors.busy refused as still growing", 20*time.Second, func() bool {
+		for _, st := range edge.UplinkStatus() {
+			for _, p := range st.Partitions {
+				if p.Topic == "sensors.busy" {
+					busy = p
+				}
+			}
+		}
+		return strings.Contains(busy.Err, "did not hold still")
+	})
+	if busy.Active || busy.Settling {
+		t.Fatalf("sensors.busy: %+v, want refused", busy)
+	}
+	produceUplink(t, ctx, ecl, "sensors.quiet", 1, 0, 3)
+	waitFarRecords(t, ctx, cadm, "site-7.sensors.quiet", 3)
+}

@@ -82,7 +82,9 @@ type Uplink struct {
 	// a partition starts being forwarded (tail.settle.ms; 5 s by default,
 	// 0 trusts it at once): produce requests a crashed process or a
 	// former leader wrote and the far side appends late would otherwise
-	// be forwarded again (uplink/doc.go, "Fencing").
+	// be forwarded again (uplink/doc.go, "Fencing"). Each partition
+	// waits on its own: the link's other partitions are forwarded
+	// meanwhile.
 	TailSettle time.Duration
 	// MaxBacklogBytes is max.backlog.bytes: how many bytes of records the
 	// link has not yet forwarded retention keeps for it on this node

@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/internal/membudget"
 	"github.com/wren-broker/wren/wire"
 )
@@ -79,6 +80,9 @@ type conn struct {
 	worked atomic.Bool
 	// evicted: the Server closed it to make room (guarded by Server.mu).
 	evicted bool
+	// internal: an InternalListener's connection (internal.go), outside
+	// the connection bounds, the request budgets and the quotas.
+	internal bool
 
 	// mutedUntil is when the connection's quota throttle ends
 	// (UnixNano, 0 never throttled): the reader reads no request before
@@ -183,6 +187,15 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 		c.sess.ListenerName = l.Name
 	}
 	c.tls, c.raw, c.batch = tc, raw, batch
+	if l != nil && l.internal {
+		// Authenticated from the start, as InternalPrincipal: no SASL
+		// exchange, so no deadline for one.
+		c.internal = true
+		c.log = connLogger(s, l).With("remote", "internal")
+		c.sess.internal, c.sess.authenticated, c.sess.principal, c.sess.host = true, true, InternalPrincipal, "internal"
+		c.sess.saslConfig = nil
+		c.sess.authDone.Store(true)
+	}
 	if sasl := c.sess.saslConfig; sasl != nil {
 		c.authTimer.Store(time.AfterFunc(sasl.AuthDeadline, func() {
 			if !c.sess.authDone.Load() {
@@ -290,6 +303,9 @@ func (c *conn) readLoop() {
 // whole within FrameTimeout, and sooner while others wait for what it
 // holds (Server.watchBudgets).
 func (c *conn) admit(size int32) error {
+	if c.internal {
+		return nil // outside the budgets (internal.go)
+	}
 	start := time.Now()
 	if err := c.s.requests.AcquireAs(c.ctx, c.owner, 1); err != nil {
 		return err
@@ -400,7 +416,10 @@ func (c *conn) dispatch(frame []byte) (queued, error) {
 	}
 	req := &Request{Header: hdr, Body: body, CompatOnly: hdr.ApiVersion < e.MinServed, Session: &c.sess}
 	var start time.Time
-	im := c.s.quotaImage()
+	var im *cluster.Image
+	if !c.internal {
+		im = c.s.quotaImage() // internal connections have no quota
+	}
 	if im != nil {
 		start = c.s.quotas.now()
 		if e.Key == kmsg.Fetch {

@@ -118,6 +118,26 @@
 // it and again on the controller, with the client's principal and host
 // carried along (forward.go).
 //
+// # The internal listener
+//
+// Server.InternalListener serves connections made inside the process
+// (internal.go): each Dial makes a Unix socket pair and serves one end
+// with the same connection code as a client listener's. It has no
+// network address, so the uplink reads its own node through it whatever
+// the client listeners' security. Its sessions are User:wren-uplink
+// (InternalPrincipal), authenticated from the start (no SASL exchange,
+// no TLS), and judged by a built-in rule instead of Node.Authorizer,
+// which is never asked about them: on ApiVersions, Metadata, ListOffsets,
+// Fetch (as a consumer), OffsetForLeaderEpoch and DescribeCluster they
+// may READ and DESCRIBE topics and DESCRIBE the cluster; every other
+// request, and every other operation (auto-creating a topic, a replica's
+// fetch), is refused with its API's authorization error, whatever the
+// ACLs say. Their requests are never forwarded to the controller (which
+// would judge the principal by the ACLs). They are outside the
+// connection bounds (they are not counted in MaxConnections or
+// Connections, and never closed to make room), the request budgets and
+// the client quotas.
+//
 // # Client quotas
 //
 // Client quotas (KIP-13, KIP-124, KIP-219) are set with AlterClientQuotas

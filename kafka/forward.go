@@ -59,7 +59,9 @@ var forwardedKeys = map[kmsg.Key]bool{
 // there, and returns its answer; false when the local handler should
 // answer.
 func (s *Server) maybeForward(req *Request) (Pending, bool) {
-	if !forwardedKeys[kmsg.Key(req.Header.ApiKey)] || req.CompatOnly || answeredHere(req) {
+	if !forwardedKeys[kmsg.Key(req.Header.ApiKey)] || req.CompatOnly || answeredHere(req) || internalSession(req) {
+		// An internal session's request is judged here alone (the
+		// controller would judge its principal by the ACLs).
 		return nil, false
 	}
 	n := s.broker

@@ -296,6 +296,10 @@ type Server struct {
 	addr      net.Addr
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	// internal are the InternalListener's connections (internal.go):
+	// apart from conns, so that no connection bound counts them and no
+	// eviction picks them.
+	internal map[*conn]struct{}
 	// perIP counts open connections by client address.
 	// Invariant: perIP[a] is the number of conns whose ip is a; no zero
 	// entries.
@@ -374,6 +378,7 @@ func newServer(cfg ServerConfig, broker *Node, table []apiEntry) (*Server, error
 		cancel:    cancel,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
+		internal:  make(map[*conn]struct{}),
 		connLog:   newLogLimiter(cfg.ConnLogLinesPerSecond, time.Now),
 		protoLog:  newLogLimiterWindow(1, time.Minute, time.Now),
 		budgetLog: newLogLimiterWindow(1, 10*time.Second, time.Now),
@@ -582,6 +587,11 @@ func (s *Server) SetConnectionLimits(l ConnectionLimits) error {
 
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
+	if c.internal {
+		delete(s.internal, c)
+		s.mu.Unlock()
+		return
+	}
 	delete(s.conns, c)
 	if c.evicted {
 		s.evicting--
@@ -614,6 +624,9 @@ func (s *Server) Close() error {
 			ln.Close()
 		}
 		for c := range s.conns {
+			c.close(nil)
+		}
+		for c := range s.internal {
 			c.close(nil)
 		}
 	}

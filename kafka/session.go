@@ -45,6 +45,9 @@ type Session struct {
 	// authDone is set once the session authenticated: the
 	// authentication deadline's timer reads it from its own goroutine.
 	authDone atomic.Bool
+	// internal: the session came on an InternalListener (internal.go):
+	// InternalPrincipal, judged by internalAuthorizer alone.
+	internal bool
 }
 
 // TLS is the connection's TLS state after its handshake, nil on a
@@ -110,6 +113,9 @@ type Listener struct {
 	// (ssl.principal.mapping.rules), on a TLS listener without SASL. An
 	// error closes the connection. Without it the name is the DN.
 	MapPrincipal func(dn string) (string, error)
+
+	// internal marks an InternalListener's (internal.go).
+	internal bool
 }
 
 // listenerOf is the name and this node's advertised address for the

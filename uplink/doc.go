@@ -57,20 +57,25 @@
 //
 // # Reading the local side
 //
-// A link reads the local topics as a client of this node's own PLAINTEXT
-// client listener, with franz-go's kgo consumer, partitions assigned
-// directly (no group), read_committed (aborted transactional records stay
-// home). Chosen over an in-process read because it reuses the whole
-// Fetch path as it is (high watermark, transactions, damaged ranges,
-// decompression budgets) and gives decoded records for the producer with
-// no second batch decoder; the cost is a loopback connection and a copy.
-// The broker starts the links only if such a listener exists (SASL or TLS
-// listeners are not used by this slice), and where ACLs are in force the
-// link reads as that listener's ANONYMOUS principal, which then needs
-// DESCRIBE and READ on the topics (an internal principal is later work;
-// until then a denial shows as the link's last error). Only partitions this node leads,
-// read from the local Metadata every refresh, are forwarded, so on a
-// cluster each partition is forwarded by its current leader.
+// A link reads the local topics as a client of this node's server,
+// with franz-go's kgo consumer, partitions assigned directly (no group),
+// read_committed (aborted transactional records stay home). Chosen over
+// an in-process read because it reuses the whole Fetch path as it is
+// (high watermark, transactions, damaged ranges, decompression budgets)
+// and gives decoded records for the producer with no second batch
+// decoder; the cost is a local socket and a copy. The client dials
+// through the server's internal listener (Options.LocalDial,
+// kafka.InternalListener): an in-process Unix socket pair per
+// connection, with no network address, so the node needs no PLAINTEXT
+// listener. The link reads as User:wren-uplink, authenticated from the
+// start and allowed to describe and read topics only, whatever the ACLs
+// say (they are never asked about it), outside the connection limits,
+// request budgets and quotas. The dialer connects every broker address
+// the local Metadata names to this node, so the link asks only about
+// the partitions this node leads (ListOffsets names them alone).
+// Only partitions this node leads, read from the local Metadata every
+// refresh, are forwarded, so on a cluster each partition is forwarded by
+// its current leader.
 //
 // # Writing the far side
 //
@@ -167,7 +172,8 @@
 //     the partition comes back after leadership left), the far end offset
 //     must hold still that long before the last record is trusted (up to
 //     three waits; a partition still growing is refused until a later
-//     refresh). A request delayed longer than that (a far side stalled,
+//     refresh). Each partition waits on its own (Status shows it
+//     Settling): the session forwards its other partitions meanwhile. A request delayed longer than that (a far side stalled,
 //     a network retransmitting for longer) still lands twice. Measured
 //     (TestUplinkSIGKILLDuringCatchUp, three SIGKILLs in a catch-up, each
 //     Produce request held 1 s on its way): without the wait every one of

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"sync"
 	"time"
@@ -24,8 +25,13 @@ type Options struct {
 	Config config.Uplink
 	// NodeID is this node's id: it forwards the partitions it leads.
 	NodeID int32
-	// Local is host:port of a PLAINTEXT client listener of this node.
+	// Local is the seed (host:port) of the local client.
 	Local string
+	// LocalDial, if set, makes the local client's connections (to the
+	// seed and to every broker the local Metadata names): the broker
+	// passes its internal listener's (kafka.InternalListener), which
+	// connects each one to this node. Nil dials Local over the network.
+	LocalDial func(ctx context.Context, network, address string) (net.Conn, error)
 	// Logger gets the link's start, stop and errors; slog.Default if nil.
 	Logger *slog.Logger
 	// Refresh is how often the local topics and leaders are read again;
@@ -113,7 +119,9 @@ type partState struct {
 	sentBytes int64
 	rate      rate
 	active    bool
-	err       string
+	// settling: waiting for the far end offset to settle (session.go).
+	settling bool
+	err      string
 }
 
 // PartitionStatus is one local partition's forwarding state.
@@ -142,6 +150,10 @@ type PartitionStatus struct {
 	// RecordsPerSec and BytesPerSec are the send rate over the last
 	// rateWindow (records the far side acknowledged).
 	RecordsPerSec, BytesPerSec float64
+	// Settling: the partition waits for its far end offset to hold still
+	// for tail.settle.ms before its far tail is read and forwarding
+	// starts; the link's other partitions are forwarded meanwhile.
+	Settling bool
 	// Err says why the partition is not forwarded, if it is refused.
 	Err string
 }
@@ -253,7 +265,8 @@ func (l *Link) Status() Status {
 	l.holdStatus(&s)
 	hwms := make([]int64, 0, len(l.parts))
 	for k, p := range l.parts {
-		ps := PartitionStatus{Topic: k.topic, Partition: k.partition, Active: p.active, Next: p.next, Sent: p.sent, SentBytes: p.sentBytes, Err: p.err}
+		ps := PartitionStatus{Topic: k.topic, Partition: k.partition, Active: p.active, Next: p.next, Sent: p.sent, SentBytes: p.sentBytes,
+			Settling: p.settling, Err: p.err}
 		ps.RecordsPerSec, ps.BytesPerSec = p.rate.perSecond(now)
 		s.Partitions = append(s.Partitions, ps)
 		hwms = append(hwms, p.hwm)
@@ -373,7 +386,7 @@ func (l *Link) run(ctx context.Context) {
 			l.lastErr, l.errAt = err.Error(), time.Now()
 		}
 		for _, p := range l.parts {
-			p.active, p.pending = false, 0
+			p.active, p.pending, p.settling = false, 0, false
 		}
 		l.mu.Unlock()
 		if paused {
@@ -420,7 +433,11 @@ func (l *Link) session(ctx context.Context) (err error) {
 	// Metadata answers are cached for at most a refresh: topics and
 	// leaders are read that often, and a far topic just created is seen.
 	age := kgo.MetadataMinAge(min(l.o.Refresh, 5*time.Second))
-	local, err := kgo.NewClient(kgo.SeedBrokers(l.o.Local), kgo.ClientID("wren-uplink-"+cfg.Name), age,
+	localOpts := []kgo.Opt{kgo.SeedBrokers(l.o.Local), kgo.ClientID("wren-uplink-" + cfg.Name), age}
+	if l.o.LocalDial != nil {
+		localOpts = append(localOpts, kgo.Dialer(l.o.LocalDial))
+	}
+	local, err := kgo.NewClient(append(localOpts,
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// An offset out of range ends the session rather than jump
 		// anywhere: the next one holds the cursor against the local log
@@ -431,7 +448,7 @@ func (l *Link) session(ctx context.Context) (err error) {
 		kgo.FetchMaxWait(500*time.Millisecond),
 		// An edge host is small: a fetch holds at most 4 MiB (kgo's
 		// default is 50), one partition's share 1 MiB as Kafka's.
-		kgo.FetchMaxBytes(localFetchMaxBytes))
+		kgo.FetchMaxBytes(localFetchMaxBytes))...)
 	if err != nil {
 		return fmt.Errorf("local client: %w", err)
 	}
@@ -467,7 +484,7 @@ func (l *Link) session(ctx context.Context) (err error) {
 		remote.Close()
 	}()
 	s := &session{l: l, ctx: ctx, cancel: cancel, local: local, remote: remote, far: far,
-		localAdm: kadm.NewClient(local), remoteAdm: kadm.NewClient(remote), active: map[tp]bool{}, expect: map[tp]int64{}, produced: map[tp]bool{}, settled: map[tp]bool{}}
+		localAdm: kadm.NewClient(local), remoteAdm: kadm.NewClient(remote), active: map[tp]bool{}, expect: map[tp]int64{}, produced: map[tp]bool{}, settled: map[tp]bool{}, settling: map[tp]*settling{}}
 	if s.localCluster, err = clusterID(ctx, s.localAdm); err != nil {
 		return fmt.Errorf("local metadata: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // session is one run of a link with its own clients.
@@ -44,6 +45,19 @@ type session struct {
 	// tail.settle.ms in this session (settle); a partition that stops
 	// being forwarded settles again when it comes back.
 	settled map[tp]bool
+	// settling are the partitions waiting for their far end offset to
+	// hold still (settle): each waits on its own, while the others are
+	// forwarded and other partitions start.
+	settling map[tp]*settling
+}
+
+// settling is a partition's wait for its far end offset to settle: the
+// end offset last listed, when to list it again, and how many listings
+// found it moved.
+type settling struct {
+	end   int64
+	at    time.Time
+	moved int
 }
 
 // queued is a fetched record of local partition k.
@@ -52,8 +66,9 @@ type queued struct {
 	r *kgo.Record
 }
 
-// run refreshes the partitions to forward every Refresh, and forwards
-// what the local client fetches meanwhile.
+// run refreshes the partitions to forward every Refresh, looks again at
+// the far end offsets of partitions settling when each one's wait is
+// over, and forwards what the local client fetches meanwhile.
 func (s *session) run() error {
 	next := time.Now()
 	for {
@@ -63,13 +78,18 @@ func (s *session) run() error {
 			}
 			next = time.Now().Add(s.l.o.Refresh)
 		}
+		if err := s.settleDue(); err != nil {
+			return err
+		}
+		until := s.wakeAt(next)
 		if len(s.queue) == 0 {
-			if err := s.poll(next); err != nil {
+			if err := s.poll(until); err != nil {
 				return err
 			}
 		}
-		// The queue drains until it is empty or a refresh is due.
-		for len(s.queue) > 0 && time.Now().Before(next) {
+		// The queue drains until it is empty, a refresh is due or a
+		// partition's settle wait is over.
+		for len(s.queue) > 0 && time.Now().Before(until) {
 			q := s.queue[0]
 			s.queue[0] = queued{}
 			s.queue = s.queue[1:]
@@ -86,6 +106,16 @@ func (s *session) run() error {
 			}
 		}
 	}
+}
+
+// wakeAt is next, or the end of the first settle wait before it.
+func (s *session) wakeAt(next time.Time) time.Time {
+	for _, w := range s.settling {
+		if w.at.Before(next) {
+			next = w.at
+		}
+	}
+	return next
 }
 
 // poll fetches local records until next at the latest and queues those of
@@ -153,8 +183,9 @@ func (s *session) stop(parts map[string][]int32) {
 		for _, p := range ps {
 			delete(s.active, tp{t, p})
 			delete(s.settled, tp{t, p})
+			delete(s.settling, tp{t, p})
 			if st := s.l.parts[tp{t, p}]; st != nil {
-				st.active = false
+				st.active, st.settling = false, false
 			}
 		}
 	}
@@ -311,12 +342,17 @@ func (s *session) refresh() error {
 			removed[k.topic] = append(removed[k.topic], k.partition)
 		}
 	}
+	for k := range s.settling {
+		if !want[k] {
+			removed[k.topic] = append(removed[k.topic], k.partition)
+		}
+	}
 	if len(removed) > 0 {
 		s.stop(removed)
 	}
 	var added []tp
 	for k := range want {
-		if !s.active[k] {
+		if !s.active[k] && s.settling[k] == nil {
 			added = append(added, k)
 		}
 	}
@@ -335,17 +371,114 @@ func (s *session) refresh() error {
 		return err
 	}
 	refused, created := s.ensureRemoteTopics(added, counts)
-	var ok []tp
+	var tails []tp
 	for _, k := range added {
+		if refused[k] == "" && !created[k.topic] {
+			tails = append(tails, k)
+		}
+	}
+	ends, err := s.farEnds(tails)
+	if err != nil {
+		return err
+	}
+	// Those not settled in this session wait (settleDue); the others
+	// start now.
+	var now []tp
+	for _, k := range added {
+		if refused[k] == "" && !created[k.topic] && s.l.o.Config.TailSettle > 0 && !s.settled[k] {
+			if e, ok := ends[k]; ok && e.Err == nil {
+				s.settling[k] = &settling{end: e.Offset, at: time.Now().Add(s.l.o.Config.TailSettle)}
+				s.l.mu.Lock()
+				st := s.l.parts[k]
+				if st == nil {
+					st = &partState{next: -1}
+					s.l.parts[k] = st
+				}
+				st.settling = true
+				s.l.mu.Unlock()
+				continue
+			}
+			// Not listed: readTails refuses it with the listing's error.
+		}
+		now = append(now, k)
+	}
+	return s.start(now, refused, created, ends)
+}
+
+// settleDue lists again the far end offsets of the partitions whose
+// settle wait is over: one that held still is settled and starts; one
+// that moved waits again, and after settleRounds waits that found it
+// moving is refused until a later refresh.
+func (s *session) settleDue() error {
+	now := time.Now()
+	var due []tp
+	for k, w := range s.settling {
+		if !now.Before(w.at) {
+			due = append(due, k)
+		}
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	ends, err := s.farEnds(due)
+	if err != nil {
+		return err
+	}
+	prefix := s.l.o.Config.RemoteTopicPrefix
+	refused := map[tp]string{}
+	var ready []tp
+	for _, k := range due {
+		w := s.settling[k]
+		e, ok := ends[k]
+		switch {
+		case !ok || e.Err != nil:
+			// readTails refuses it with the listing's error.
+		case e.Offset == w.end:
+			s.settled[k] = true
+		default:
+			if w.moved++; w.moved < settleRounds {
+				w.end, w.at = e.Offset, time.Now().Add(s.l.o.Config.TailSettle)
+				continue
+			}
+			s.l.log.Warn("uplink: far partition still growing; its last record is not trusted yet", "topic", prefix+k.topic, "partition", k.partition)
+			refused[k] = fmt.Sprintf("far partition %s%s[%d]: its end offset did not hold still for %v (%d times): "+
+				"another writer may still be appending, so its last record is not trusted yet", prefix, k.topic, k.partition, s.l.o.Config.TailSettle, settleRounds)
+		}
+		delete(s.settling, k)
+		ready = append(ready, k)
+	}
+	return s.start(ready, refused, nil, ends)
+}
+
+// farEnds lists the far end offsets of parts.
+func (s *session) farEnds(parts []tp) (map[tp]listed, error) {
+	ends, err := s.listFar(parts, -1)
+	if err != nil {
+		return nil, fmt.Errorf("far end offsets: %w", err)
+	}
+	return ends, nil
+}
+
+// start starts forwarding parts, each from the cursor its far tail gives
+// (ends are the far end offsets listed for them), or records why it is
+// not forwarded: refused[k], or the tail's or the local log's refusal.
+// A partition of a topic in created starts at start.position.
+func (s *session) start(parts []tp, refused map[tp]string, created map[string]bool, ends map[tp]listed) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	cfg := s.l.o.Config
+	var ok []tp
+	for _, k := range parts {
 		if refused[k] == "" && !created[k.topic] {
 			ok = append(ok, k)
 		}
 	}
-	cursors, tailErrs, err := s.readTails(ok)
+	cursors, tailErrs, err := s.readTails(ok, ends)
 	if err != nil {
 		return err
 	}
-	for _, k := range added {
+	for _, k := range parts {
 		if created[k.topic] {
 			cursors[k] = -1 // a far topic this link just created holds nothing
 		}
@@ -358,12 +491,13 @@ func (s *session) refresh() error {
 	}
 	offsets := map[string]map[int32]kgo.Offset{}
 	s.l.mu.Lock()
-	for _, k := range added {
+	for _, k := range parts {
 		st := s.l.parts[k]
 		if st == nil {
 			st = &partState{next: -1}
 			s.l.parts[k] = st
 		}
+		st.settling = false
 		before := st.err
 		st.err = refused[k]
 		if st.err == "" {
@@ -462,25 +596,13 @@ func (s *session) remoteCount(topic string) (int32, error) {
 // partition that never held a record gives -1 (the start position). A
 // partition whose far tail cannot be read, or was not written by this
 // link, is refused (tailErrs) rather than guessed at.
-func (s *session) readTails(parts []tp) (cursors map[tp]int64, tailErrs map[tp]string, err error) {
+func (s *session) readTails(parts []tp, ends map[tp]listed) (cursors map[tp]int64, tailErrs map[tp]string, err error) {
 	cursors, tailErrs = map[tp]int64{}, map[tp]string{}
 	if len(parts) == 0 {
 		return cursors, tailErrs, nil
 	}
 	prefix := s.l.o.Config.RemoteTopicPrefix
-	var topics []string
-	seen := map[string]bool{}
-	for _, k := range parts {
-		if !seen[k.topic] {
-			seen[k.topic] = true
-			topics = append(topics, prefix+k.topic)
-		}
-	}
-	ends, unsettled, err := s.settle(topics, parts)
-	if err != nil {
-		return nil, nil, err
-	}
-	starts, err := s.remoteAdm.ListStartOffsets(s.ctx, topics...)
+	starts, err := s.listFar(parts, -2)
 	if err != nil {
 		return nil, nil, fmt.Errorf("far start offsets: %w", err)
 	}
@@ -488,12 +610,9 @@ func (s *session) readTails(parts []tp) (cursors map[tp]int64, tailErrs map[tp]s
 	want := map[tp]int64{} // far last offset, by local partition
 	for _, k := range parts {
 		far := prefix + k.topic
-		end, ok1 := ends.Lookup(far, k.partition)
-		start, ok2 := starts.Lookup(far, k.partition)
+		end, ok1 := ends[k]
+		start, ok2 := starts[k]
 		switch {
-		case unsettled[k]:
-			tailErrs[k] = fmt.Sprintf("far partition %s[%d]: its end offset did not hold still for %v (%d times): "+
-				"another writer may still be appending, so its last record is not trusted yet", far, k.partition, s.l.o.Config.TailSettle, settleRounds)
 		case !ok1 || !ok2:
 			tailErrs[k] = fmt.Sprintf("far partition %s[%d]: no offsets listed", far, k.partition)
 		case end.Err != nil || start.Err != nil:
@@ -553,74 +672,21 @@ func (s *session) readTails(parts []tp) (cursors map[tp]int64, tailErrs map[tp]s
 	return cursors, tailErrs, nil
 }
 
-// settleRounds bounds the waits of settle: a far partition still growing
-// after that many is refused until a later refresh.
+// settleRounds bounds a partition's settle waits: a far partition
+// still growing after that many is refused until a later refresh.
+//
+// Settling: the first time a session reads a far partition's tail (at
+// its start, and when the partition comes back after leadership left),
+// its end offset must hold still for tail.settle.ms first: produce
+// requests written before this session (by a crashed process, by a
+// session whose requests outlived its 30 s bound, by the former leader
+// of a partition) that the far side has not yet appended would otherwise
+// land after the tail is read, and be forwarded again by this session.
+// It narrows that gap to requests delayed longer than tail.settle.ms; it
+// cannot close it (uplink/doc.go, "Fencing"). Each partition waits on
+// its own (refresh, settleDue): the session forwards the others
+// meanwhile.
 const settleRounds = 3
-
-// settle lists the far partitions' end offsets and, for those not yet
-// settled in this session, waits until they hold still for
-// tail.settle.ms: produce requests written before this session (by a
-// crashed process, by a session whose requests outlived its 30 s bound,
-// by the former leader of a partition) that the far side has not yet
-// appended would otherwise land after the tail is read, and be forwarded
-// again by this session. It narrows that gap to requests delayed longer
-// than tail.settle.ms; it cannot close it (uplink/doc.go, "Fencing").
-// It returns the last listing and the partitions still growing after
-// settleRounds waits.
-func (s *session) settle(topics []string, parts []tp) (kadm.ListedOffsets, map[tp]bool, error) {
-	prefix := s.l.o.Config.RemoteTopicPrefix
-	list := func() (kadm.ListedOffsets, error) {
-		ends, err := s.remoteAdm.ListEndOffsets(s.ctx, topics...)
-		if err != nil {
-			return nil, fmt.Errorf("far end offsets: %w", err)
-		}
-		return ends, nil
-	}
-	ends, err := list()
-	if err != nil {
-		return nil, nil, err
-	}
-	wait := map[tp]bool{}
-	if s.l.o.Config.TailSettle > 0 {
-		for _, k := range parts {
-			if !s.settled[k] {
-				wait[k] = true
-			}
-		}
-	}
-	for round := 0; len(wait) > 0; round++ {
-		if round == settleRounds {
-			for k := range wait {
-				s.l.log.Warn("uplink: far partition still growing; its last record is not trusted yet", "topic", prefix+k.topic, "partition", k.partition)
-			}
-			return ends, wait, nil
-		}
-		t := time.NewTimer(s.l.o.Config.TailSettle)
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
-			return nil, nil, context.Cause(s.ctx)
-		case <-t.C:
-		}
-		now, err := list()
-		if err != nil {
-			return nil, nil, err
-		}
-		for k := range wait {
-			a, ok1 := ends.Lookup(prefix+k.topic, k.partition)
-			b, ok2 := now.Lookup(prefix+k.topic, k.partition)
-			switch {
-			case !ok2 || b.Err != nil:
-				delete(wait, k) // readTails refuses it with the listing's error
-			case ok1 && a.Err == nil && a.Offset == b.Offset:
-				delete(wait, k)
-				s.settled[k] = true
-			}
-		}
-		ends = now
-	}
-	return ends, nil, nil
-}
 
 // ownSource is the newest provenance header of a far record, if it names
 // this cluster and local partition k.
@@ -652,48 +718,52 @@ func (s *session) checkLocal(cursors map[tp]int64, tailErrs map[tp]string) error
 	cfg := s.l.o.Config
 	latest := cfg.StartPosition == "latest"
 	at := !cfg.StartTime.IsZero()
-	topics := map[string]bool{}
+	// Only the partitions asked about are listed: each is led by this
+	// node, which answers for it (the local client connects every
+	// broker address to this node).
+	var parts []tp
 	for k, c := range cursors {
 		if c >= 0 || latest || at {
-			topics[k.topic] = true
+			parts = append(parts, k)
 		}
 	}
-	if len(topics) == 0 {
+	if len(parts) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(topics))
-	for t := range topics {
-		names = append(names, t)
-	}
-	starts, err := s.localAdm.ListStartOffsets(s.ctx, names...)
+	starts, err := s.listLocal(parts, -2)
 	if err != nil {
 		return fmt.Errorf("local start offsets: %w", err)
 	}
-	ends, err := s.localAdm.ListEndOffsets(s.ctx, names...)
+	ends, err := s.listLocal(parts, -1)
 	if err != nil {
 		return fmt.Errorf("local end offsets: %w", err)
 	}
-	var afters kadm.ListedOffsets
+	var afters map[tp]listed
 	if at {
 		// The first record stamped at or after the time, the local end
-		// where there is none (kadm's answer then).
-		if afters, err = s.localAdm.ListOffsetsAfterMilli(s.ctx, cfg.StartTime.UnixMilli(), names...); err != nil {
+		// where there is none (as kadm answers).
+		if afters, err = s.listLocal(parts, cfg.StartTime.UnixMilli()); err != nil {
 			return fmt.Errorf("local offsets at %s: %w", cfg.StartPosition, err)
+		}
+		for k, a := range afters {
+			if e, ok := ends[k]; ok && a.Err == nil && a.Offset == -1 {
+				afters[k] = e
+			}
 		}
 	}
 	for k, c := range cursors {
 		if c < 0 && !latest && !at {
 			continue
 		}
-		start, ok1 := starts.Lookup(k.topic, k.partition)
-		end, ok2 := ends.Lookup(k.topic, k.partition)
+		start, ok1 := starts[k]
+		end, ok2 := ends[k]
 		switch {
 		case !ok1 || !ok2 || start.Err != nil || end.Err != nil:
 			tailErrs[k] = fmt.Sprintf("local offsets of %s[%d]: not listed (%v)", k.topic, k.partition, errors.Join(start.Err, end.Err))
 			delete(cursors, k)
 		case c < 0 && at:
 			// start.position a time: fixed here, as latest is.
-			after, ok := afters.Lookup(k.topic, k.partition)
+			after, ok := afters[k]
 			if !ok || after.Err != nil || after.Offset < 0 {
 				tailErrs[k] = fmt.Sprintf("local offset of %s[%d] at %s: not listed (%v)", k.topic, k.partition, cfg.StartPosition, after.Err)
 				delete(cursors, k)
@@ -716,4 +786,72 @@ func (s *session) checkLocal(cursors map[tp]int64, tailErrs map[tp]string) error
 		}
 	}
 	return nil
+}
+
+// listed is one partition's offset as ListOffsets gave it.
+type listed struct {
+	Offset int64
+	Err    error
+}
+
+// listLocal lists the local offsets of parts at timestamp (listOffsets).
+func (s *session) listLocal(parts []tp, timestamp int64) (map[tp]listed, error) {
+	return listOffsets(s.ctx, s.local, "", parts, timestamp)
+}
+
+// listFar lists the far offsets of parts (far partition p of prefix +
+// topic for local partition p) at timestamp (listOffsets).
+func (s *session) listFar(parts []tp, timestamp int64) (map[tp]listed, error) {
+	return listOffsets(s.ctx, s.remote, s.l.o.Config.RemoteTopicPrefix, parts, timestamp)
+}
+
+// listOffsets lists through cl the offsets of the partitions prefix +
+// topic of parts at timestamp (-2 the log start, -1 the end, else the
+// first record stamped at or after it, -1 when none is), read
+// uncommitted as kadm lists them, keyed by the partitions of parts: only
+// they are asked about (kadm would list every partition of the topics,
+// from every leader). A partition left out of the answer (its leader's
+// request failed) is left out of the map; an error only when none was
+// answered.
+func listOffsets(ctx context.Context, cl *kgo.Client, prefix string, parts []tp, timestamp int64) (map[tp]listed, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	byTopic := map[string]int{}
+	for _, k := range parts {
+		i, ok := byTopic[prefix+k.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[prefix+k.topic] = i
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = prefix + k.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = k.partition, timestamp, -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	out := map[tp]listed{}
+	if len(parts) == 0 {
+		return out, nil
+	}
+	var firstErr error
+	for _, shard := range cl.RequestSharded(ctx, req) {
+		if shard.Err != nil {
+			if firstErr == nil {
+				firstErr = shard.Err
+			}
+			continue
+		}
+		for _, t := range shard.Resp.(*kmsg.ListOffsetsResponse).Topics {
+			if _, asked := byTopic[t.Topic]; !asked || len(t.Topic) < len(prefix) {
+				continue
+			}
+			for _, p := range t.Partitions {
+				out[tp{t.Topic[len(prefix):], p.Partition}] = listed{Offset: p.Offset, Err: kerr.ErrorForCode(p.ErrorCode)}
+			}
+		}
+	}
+	if len(out) == 0 && firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
 }
