@@ -33,6 +33,17 @@ import (
 // so a follower that becomes leader still holds what the old leader
 // held. Of several links forwarding a topic, the lowest offset and the
 // largest budget hold (a record goes only when every link lets it go).
+//
+// The log cleaner of a compacted topic keeps, on a partition this node
+// leads, every record at or past the hold's offset while the link keeps
+// everything (RetentionHold.Cleaner): within its budget, or past it under
+// refuse-writes (writes are refused then, so the backlog does not grow).
+// Past the budget under drop-oldest the cleaner compacts as usual, as
+// retention deletes: compaction then may drop superseded values the link
+// has not sent (the latest value of each key is still forwarded). A
+// follower compacts as usual: a follower that becomes leader may have
+// compacted past the new leader's cursor (the far side then gets the
+// latest value of each key of that stretch, not every value).
 func (b *Broker) uplinkHolds() map[engine.TopicPartition]engine.RetentionHold {
 	holds := map[engine.TopicPartition]engine.RetentionHold{}
 	if b.replicas == nil {
@@ -83,9 +94,13 @@ func (b *Broker) uplinkHolds() map[engine.TopicPartition]engine.RetentionHold {
 			if sizes[i] >= 0 && drop {
 				h.MaxBytes = int64(float64(sizes[i]) * float64(budget) / float64(total))
 			}
+			// A leader's hold binds the log cleaner too, while the link
+			// keeps everything (within its budget, or refusing writes).
+			h.Cleaner = sizes[i] >= 0 && h.MaxBytes < 0
 			tp := p.TopicPartition()
 			if old, ok := holds[tp]; ok {
 				h.Offset = min(h.Offset, old.Offset)
+				h.Cleaner = h.Cleaner || old.Cleaner
 				// A record goes only when every link's hold lets it go.
 				if old.MaxBytes < 0 || h.MaxBytes >= 0 && old.MaxBytes > h.MaxBytes {
 					h.MaxBytes = old.MaxBytes

@@ -169,6 +169,15 @@ func (m *Manager) RunCleaner(ctx context.Context, cfg CleanerConfig, highWaterma
 	}
 	var due []candidate
 	present := map[TopicPartition]bool{}
+	// The uplinks' holds (SetRetentionHold) bound the pass as the high
+	// watermark does, where they hold the cleaner (RetentionHold.Cleaner).
+	m.holdMu.Lock()
+	holdsFn := m.holds
+	m.holdMu.Unlock()
+	var holds map[TopicPartition]RetentionHold
+	if holdsFn != nil {
+		holds = holdsFn()
+	}
 	for _, l := range m.Logs() {
 		opts := l.Options()
 		if !opts.CleanupPolicy.Compact() {
@@ -179,6 +188,9 @@ func (m *Manager) RunCleaner(ctx context.Context, cfg CleanerConfig, highWaterma
 			continue
 		}
 		hw := highWatermark(l)
+		if h, ok := holds[l.tp]; ok && h.Cleaner {
+			hw = min(hw, h.Offset)
+		}
 		info, err := l.CleanableInfo(st.checkpoints[l.tp], hw)
 		if err != nil {
 			continue // closed meanwhile
