@@ -46,7 +46,9 @@ import (
 // latest value of each key of that stretch, not every value).
 func (b *Broker) uplinkHolds() map[engine.TopicPartition]engine.RetentionHold {
 	holds := map[engine.TopicPartition]engine.RetentionHold{}
-	if b.replicas == nil {
+	links := b.links()
+	if b.replicas == nil || len(links) == 0 {
+		b.uplinkRefusing.Store(nil)
 		return holds
 	}
 	parts := b.replicas.Partitions()
@@ -55,7 +57,7 @@ func (b *Broker) uplinkHolds() map[engine.TopicPartition]engine.RetentionHold {
 	offsets := make([]int64, len(parts))
 	sizes := make([]int64, len(parts))
 	var refusing []*uplink.Link
-	for _, l := range b.uplinks {
+	for _, l := range links {
 		budget := l.MaxBacklogBytes()
 		if budget <= 0 {
 			continue
@@ -120,7 +122,7 @@ func (b *Broker) uplinkHolds() map[engine.TopicPartition]engine.RetentionHold {
 // uplinkDropped is told what retention deleted past a hold: every link
 // with a budget forwarding the topic counts and logs it.
 func (b *Broker) uplinkDropped(tp engine.TopicPartition, d engine.RetentionDrop) {
-	for _, l := range b.uplinks {
+	for _, l := range b.links() {
 		if l.MaxBacklogBytes() > 0 && l.Matches(tp.Topic) {
 			l.NoteDropped(tp.Topic, tp.Partition, d.From, d.To, d.Bytes)
 		}

@@ -351,7 +351,7 @@ func ValidateTopicConfig(name, value string) error {
 // on a broker resource does: perBroker for a node's own layer, false for the
 // cluster-wide default.
 func ValidateBrokerConfig(name, value string, perBroker bool) error {
-	if _, ok := uplinkPausedName(name); ok {
+	if IsUplinkKey(name) {
 		// The controller checks values only (it passes perBroker true
 		// for every layer); the layer is checked where the request
 		// arrives (WithDynamic).
@@ -367,6 +367,9 @@ func parseBrokerValue(name, value string, perBroker bool) (any, error) {
 	}
 	if _, ok := uplinkPausedName(name); ok {
 		return parseUplinkPaused(name, value, perBroker)
+	}
+	if _, _, ok := uplinkLinkKey(name); ok {
+		return parseUplinkLinkValue(name, value, perBroker)
 	}
 	e, ok := byName[name]
 	if !ok {
