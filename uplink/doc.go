@@ -235,4 +235,14 @@
 // uplink.NAME.paused (config.UplinkPausedKey) names, from every metadata
 // image, so a pause reaches every node and outlives restarts. A paused
 // link is neither up nor in error.
+//
+// # Run-time links
+//
+// A link is a config.Uplink whether a file's [uplink.NAME] table or the
+// cluster-wide dynamic configs uplink.NAME.KEY (`wren uplink add`,
+// config.RuntimeUplinks) define it: the broker starts a Link for each,
+// and for a run-time one stops it (Close) when its keys go, or when they
+// change before starting its successor, so two Links of one name never
+// run at once on a node. The resume point is the far tail as ever, so a
+// link removed and added again resumes where it stopped.
 package uplink
