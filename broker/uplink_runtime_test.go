@@ -179,3 +179,57 @@ log.retention.check.interval.ms = 50
 	pollFor(t, "the run-time link stopped", 20*time.Second, func() bool { return len(linkNames(edge)) == 0 })
 	pollFor(t, "retention on sensors.h once the link is removed", 20*time.Second, func() bool { return logStart(t, edge, "sensors.h") > 0 })
 }
+
+// TestUplinkFileLinkWins: a run-time link named as a link of the node's
+// file is not run there: the file's link runs on, unchanged.
+func TestUplinkFileLinkWins(t *testing.T) {
+	ctx := testContext(t)
+	central := startBroker(t, testConfig(t, t.TempDir(), ""))
+	_, cadm := newClient(t, central, kgo.MetadataMinAge(10*time.Millisecond))
+	edge := uplinkEdge(t, t.TempDir(), central)
+	ecl, eadm := newClient(t, edge, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for _, topic := range []string{"sensors.w", "other.w"} {
+		if _, err := eadm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produceUplink(t, ctx, ecl, "sensors.w", 1, 0, 10)
+	waitFarRecords(t, ctx, cadm, "site-7.sensors.w", 10)
+	fileLink := edge.links()[0]
+
+	if code, out := uplinkCLI(t, edge, "add", "central", "--far", central.Addr().String(), "--topics", "other.w", "--set", "remote.topic.prefix=rt."); code != 0 {
+		t.Fatalf("uplink add exited %d: %s", code, out)
+	}
+	// The pause comes after the add: once it is applied, so is the add.
+	if code, out := uplinkCLI(t, edge, "pause", "central"); code != 0 {
+		t.Fatalf("uplink pause exited %d: %s", code, out)
+	}
+	pollFor(t, "the link paused", 20*time.Second, func() bool { st := edge.UplinkStatus(); return len(st) == 1 && st[0].Paused })
+	st := edge.UplinkStatus()
+	if ls := edge.links(); len(st) != 1 || len(ls) != 1 || ls[0] != fileLink {
+		t.Fatalf("the file's link was replaced: %+v", st)
+	}
+	for _, p := range st[0].Partitions {
+		if p.Topic != "sensors.w" {
+			t.Fatalf("the link forwards %s: the run-time link's topics", p.Topic)
+		}
+	}
+	if code, out := uplinkCLI(t, edge, "resume", "central"); code != 0 {
+		t.Fatalf("uplink resume exited %d: %s", code, out)
+	}
+	produceUplink(t, ctx, ecl, "sensors.w", 1, 10, 10)
+	waitFarRecords(t, ctx, cadm, "site-7.sensors.w", 20)
+	// The run-time link's keys stay stored; remove deletes them and
+	// leaves the file's link alone.
+	if code, out := uplinkCLI(t, edge, "remove", "central"); code != 0 {
+		t.Fatalf("uplink remove exited %d: %s", code, out)
+	}
+	if code, out := uplinkCLI(t, edge, "add", "Bad.Name", "--far", "a:1", "--topics", "x"); code == 0 || !strings.Contains(out, "uplink name") {
+		t.Fatalf("uplink add of a bad name exited %d: %s", code, out)
+	}
+	produceUplink(t, ctx, ecl, "sensors.w", 1, 20, 10)
+	waitFarRecords(t, ctx, cadm, "site-7.sensors.w", 30)
+	if ls := edge.links(); len(ls) != 1 || ls[0] != fileLink {
+		t.Fatalf("after remove: %v", linkNames(edge))
+	}
+}

@@ -113,6 +113,9 @@ func uplinkAddCommand(env Env) *ucli.Command {
 				return err
 			}
 			link := c.Args().First()
+			if err := config.CheckUplinkName(link); err != nil {
+				return fmt.Errorf("%w: %v", ErrUsage, err)
+			}
 			values := map[string]string{
 				"bootstrap.servers": strings.Join(c.StringSlice("far"), ","),
 				"topics":            strings.Join(c.StringSlice("topics"), ","),
@@ -185,6 +188,9 @@ func uplinkRemoveCommand(env Env) *ucli.Command {
 				return err
 			}
 			link := c.Args().First()
+			if err := config.CheckUplinkName(link); err != nil {
+				return fmt.Errorf("%w: %v", ErrUsage, err)
+			}
 			var ops []kadm.AlterConfig
 			for _, k := range config.UplinkKeys() {
 				ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: config.UplinkKey(link, k)})

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -186,4 +187,12 @@ func CheckUplinkChange(resource string, keys []string, layer map[string]string) 
 		return nil
 	}
 	return CheckUplinkLayer(layer)
+}
+
+// CheckUplinkName says why name cannot name a link, nil if it can.
+func CheckUplinkName(name string) error {
+	if !validUplinkName(name) {
+		return fmt.Errorf("uplink name %q: use lower-case letters, digits, '-' and '_' (at most 64)", truncate(name, 40))
+	}
+	return nil
 }
