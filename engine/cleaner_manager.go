@@ -125,7 +125,9 @@ type CleanerStats struct {
 // dirtiest first. A log is due when its dirty ratio reaches
 // min.cleanable.dirty.ratio, when its oldest dirty segment is older than
 // max.compaction.lag.ms, or when tombstones it kept reached their delete
-// horizon. highWatermark bounds each log's cleaning. cleaner-offset-checkpoint
+// horizon. highWatermark bounds each log's cleaning, and so does a
+// retention hold that binds the cleaner (SetRetentionHold,
+// RetentionHold.Cleaner: an uplink's records not yet forwarded). cleaner-offset-checkpoint
 // is rewritten after each log cleaned.
 //
 // Calls are serialised; the caller runs it every log.cleaner.backoff.ms
