@@ -55,6 +55,18 @@
 // holding the cursor), and segments go whole, so a partition may keep a
 // little less than its share.
 //
+// Compaction: on a compacted topic the log cleaner would remove records
+// superseded by a later value of their key whether forwarded or not. The
+// hold binds it on the leader (engine.RetentionHold.Cleaner): nothing at
+// or past the cursor is cleaned while the link keeps everything (within
+// its budget, or under refuse-writes), so the far side gets every value.
+// Past the budget under drop-oldest the cleaner compacts as usual, as
+// retention then deletes; the values it removes are superseded ones (the
+// latest value of each key is still forwarded) and are not counted as
+// dropped. Followers compact as usual (their cleaner knows no cursor): a
+// follower that becomes leader may hold, past the old leader's cursor,
+// only the latest value of some keys, and forwards those.
+//
 // # Reading the local side
 //
 // A link reads the local topics as a client of this node's own PLAINTEXT
