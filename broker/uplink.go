@@ -45,6 +45,9 @@ func (b *Broker) uplinksComponent(w *wiring) component {
 			rt := &uplinkRuntime{local: local, refresh: w.o.UplinkRefresh, wake: make(chan struct{}, 1),
 				file: map[string]bool{}, keys: map[string]string{}, logged: map[string]bool{}}
 			b.uplinkRT = rt
+			// A link paused in the metadata log starts paused: it does
+			// not forward until the first image is applied.
+			paused := config.UplinksPaused(b.controller.Image().BrokerConfigs(""))
 			var links []*uplink.Link
 			for _, u := range b.cfg.Uplinks {
 				rt.file[u.Name] = true
@@ -64,7 +67,7 @@ func (b *Broker) uplinksComponent(w *wiring) component {
 						return err
 					}
 				}
-				links = append(links, b.startUplink(u))
+				links = append(links, b.startUplink(u, paused[u.Name]))
 			}
 			b.uplinks.Store(&links)
 			// The retention hold, now that the links are set: retention
@@ -105,10 +108,10 @@ func (b *Broker) links() []*uplink.Link {
 	return nil
 }
 
-// startUplink starts link u on this node.
-func (b *Broker) startUplink(u config.Uplink) *uplink.Link {
+// startUplink starts link u on this node, paused or not.
+func (b *Broker) startUplink(u config.Uplink, paused bool) *uplink.Link {
 	return uplink.Start(uplink.Options{Config: u, NodeID: b.cfg.NodeID, Local: b.uplinkRT.local,
-		Logger: b.logger, Refresh: b.uplinkRT.refresh, Backlog: b.uplinkBacklog})
+		Logger: b.logger, Refresh: b.uplinkRT.refresh, Backlog: b.uplinkBacklog, Paused: paused})
 }
 
 func closeLinks(links []*uplink.Link) {
@@ -126,9 +129,10 @@ type uplinkRuntime struct {
 	task    *task
 	wake    chan struct{}
 
-	mu     sync.Mutex
-	layer  map[string]string
-	closed bool
+	// mu guards layer only: the publisher's goroutine never waits for
+	// a link to start or stop.
+	mu    sync.Mutex
+	layer map[string]string
 
 	// Owned by runUplinkConfigs: the file's link names (which win over
 	// run-time links of the same name), each running run-time link's
@@ -166,11 +170,12 @@ func (b *Broker) runUplinkConfigs(ctx context.Context) {
 	}
 }
 
-// applyUplinkConfigs makes the running run-time links those of the
-// cluster-wide dynamic layer: a link added starts, a link whose settings
-// changed restarts with them, a link removed stops (and so its retention
-// hold goes at once); then the links the layer pauses (uplink.NAME.paused)
-// are paused and the others resumed. A run-time link the node cannot run
+// applyUplinkConfigs, on runUplinkConfigs' goroutine only, makes the
+// running run-time links those of the cluster-wide dynamic layer: a link
+// added starts, a link whose settings changed restarts with them, a link
+// removed stops (and so its retention hold goes at once); then the links
+// the layer pauses (uplink.NAME.paused) are paused and the others
+// resumed. A run-time link the node cannot run
 // (its TLS files or password missing here, no PLAINTEXT listener) is
 // logged and not run; one the file also names is the file's.
 func (b *Broker) applyUplinkConfigs(layer map[string]string) {
@@ -216,11 +221,6 @@ func (b *Broker) applyUplinkConfigs(layer map[string]string) {
 	}
 	rt.logged = problems
 
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.closed {
-		return
-	}
 	var stop []*uplink.Link
 	var keep []*uplink.Link
 	for _, l := range b.links() {
@@ -243,8 +243,9 @@ func (b *Broker) applyUplinkConfigs(layer map[string]string) {
 		l.Close()
 		b.logger.Info("uplink: run-time link stopped", "uplink", l.Name())
 	}
+	paused := config.UplinksPaused(layer)
 	for _, name := range slices.Sorted(maps.Keys(next)) {
-		keep = append(keep, b.startUplink(next[name]))
+		keep = append(keep, b.startUplink(next[name], paused[name]))
 		rt.keys[name] = settings[name]
 		b.logger.Info("uplink: run-time link started", "uplink", name)
 	}
@@ -254,7 +255,6 @@ func (b *Broker) applyUplinkConfigs(layer map[string]string) {
 		// stopped refuses no more writes.
 		b.uplinkHolds()
 	}
-	paused := config.UplinksPaused(layer)
 	for _, l := range keep {
 		l.SetPaused(paused[l.Name()])
 	}
@@ -263,13 +263,10 @@ func (b *Broker) applyUplinkConfigs(layer map[string]string) {
 // closeUplinks stops the links. The list stays as it is: /metrics may
 // read a stopped link's status until the ops server closes.
 func (b *Broker) closeUplinks() {
-	if rt := b.uplinkRT; rt != nil {
-		if rt.task != nil {
-			rt.task.stop()
-		}
-		rt.mu.Lock()
-		rt.closed = true
-		rt.mu.Unlock()
+	if rt := b.uplinkRT; rt != nil && rt.task != nil {
+		// First: no link starts or stops from here on (an image offered
+		// later is not applied).
+		rt.task.stop()
 	}
 	if b.uplinkHoldTask != nil {
 		b.uplinkHoldTask.stop()
