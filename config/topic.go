@@ -354,7 +354,8 @@ func ValidateBrokerConfig(name, value string, perBroker bool) error {
 	if IsUplinkKey(name) {
 		// The controller checks values only (it passes perBroker true
 		// for every layer); the layer is checked where the request
-		// arrives (WithDynamic).
+		// arrives (WithDynamic, CheckUplinkChange) and, for a run-time
+		// link, at the controller too (CheckUplinkChange).
 		perBroker = false
 	}
 	_, err := parseBrokerValue(name, value, perBroker)
