@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +22,6 @@ import (
 	"github.com/wren-broker/wren/kafka"
 	"github.com/wren-broker/wren/peer"
 	"github.com/wren-broker/wren/replication"
-	"github.com/wren-broker/wren/uplink"
 )
 
 // metadataDirName held a one-voter metadata log inside the first log dir
@@ -52,8 +50,11 @@ type Broker struct {
 	// internal is the server's in-process listener the links read this
 	// node through, as kafka.InternalPrincipal (uplink.go).
 	internal *kafka.InternalListener
-	// uplinks are the running [uplink.NAME] links (uplink.go).
-	uplinks []*uplink.Link
+	// uplinks are the running links (uplink.go): the file's [uplink.NAME]
+	// and the run-time ones (uplink.NAME.KEY); uplinkRT is the state of
+	// the run-time ones.
+	uplinks  uplinkList
+	uplinkRT *uplinkRuntime
 	// uplinkRefusing are the refuse-writes links past their budget, read
 	// by every produce (uplink_hold.go); uplinkHoldTask looks at the
 	// links' backlogs.
@@ -215,9 +216,8 @@ func (b *Broker) componentList(w *wiring) []component {
 		b.groupsComponent(w),
 		b.kafkaListenerComponent(w),
 	)
-	if slices.ContainsFunc(cfg.Uplinks, func(u config.Uplink) bool { return u.Enabled }) {
-		list = append(list, b.uplinksComponent(w))
-	}
+	// Always: a run-time link (`wren uplink add`) may come.
+	list = append(list, b.uplinksComponent(w))
 	list = append(list, background("disk space watcher", b.watchDiskSpace))
 	if cfg.LogScrubberEnable {
 		list = append(list, background("scrubber", b.runScrubber))
@@ -328,6 +328,7 @@ func (b *Broker) openController(w *wiring) error {
 			}
 			return config.ValidateBrokerConfig(key, *value, true)
 		},
+		ValidateBrokerLayer: config.CheckUplinkChange,
 	})
 	if err != nil {
 		return err

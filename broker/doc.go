@@ -64,10 +64,11 @@
 //     serves. Its close is the first real step of Close: it closes every
 //     client connection and waits for their goroutines, so no handler
 //     runs when the parts below it close.
-//  9. uplinks (uplink.go): each [uplink.NAME] link reads the local topics
-//     as a client of a PLAINTEXT client listener, so it starts after the
-//     listener and closes before it, its produce requests in flight
-//     answered first.
+//  9. uplinks (uplink.go): each [uplink.NAME] link, and each run-time
+//     link the metadata images bring (uplink.NAME.KEY), reads the local
+//     topics through the server's internal listener (in-process, as
+//     User:wren-uplink), so it starts after the server and closes before
+//     it, its requests in flight answered first. Always started: a run-time link may come.
 //  10. disk space watcher, then scrubber (when log.scrubber.enable): only
 //     read the log dir; started after the listener so their work does not
 //     delay the start.

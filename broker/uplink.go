@@ -3,8 +3,12 @@ package broker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wren-broker/wren/cluster"
@@ -15,12 +19,16 @@ import (
 	"github.com/wren-broker/wren/uplink"
 )
 
-// uplinksComponent runs the enabled [uplink.NAME] links. It comes after
-// the kafka listener: a link reads the local topics as a client of this
-// node's server through its internal listener (kafka.InternalListener:
-// in-process connections, principal User:wren-uplink, read only, no ACL
-// asked, whatever the client listeners' security), so it closes (its
-// requests in flight answered) before the server does.
+// uplinksComponent runs the enabled links: the file's [uplink.NAME]
+// tables, and the run-time links of the cluster-wide dynamic configs
+// uplink.NAME.KEY (`wren uplink add|remove`, config.RuntimeUplinks),
+// started, restarted with new settings and stopped as the metadata
+// images come. It comes after the kafka listener: a link reads the local
+// topics as a client of this node's server through its internal listener
+// (kafka.InternalListener: in-process connections, principal
+// User:wren-uplink, read only, no ACL asked, whatever the client
+// listeners' security), so it closes (its requests in flight answered)
+// before the server does.
 func (b *Broker) uplinksComponent(w *wiring) component {
 	return component{name: "uplinks",
 		start: func() error {
@@ -28,7 +36,15 @@ func (b *Broker) uplinksComponent(w *wiring) component {
 			if b.uplinkDownAfter <= 0 {
 				b.uplinkDownAfter = time.Minute
 			}
+			rt := &uplinkRuntime{refresh: w.o.UplinkRefresh, wake: make(chan struct{}, 1),
+				file: map[string]bool{}, keys: map[string]string{}, logged: map[string]bool{}}
+			b.uplinkRT = rt
+			// A link paused in the metadata log starts paused: it does
+			// not forward until the first image is applied.
+			paused := config.UplinksPaused(b.controller.Image().BrokerConfigs(""))
+			var links []*uplink.Link
 			for _, u := range b.cfg.Uplinks {
+				rt.file[u.Name] = true
 				if !u.Enabled {
 					continue
 				}
@@ -37,28 +53,30 @@ func (b *Broker) uplinksComponent(w *wiring) component {
 					// start, not retried. A wrong one is the far side's
 					// answer: the link's last error, retried.
 					if _, err := u.Password(); err != nil {
-						b.closeUplinks()
+						closeLinks(links)
 						return err
 					}
 				}
-				b.uplinks = append(b.uplinks, uplink.Start(uplink.Options{Config: u, NodeID: b.cfg.NodeID,
-					Local: localSeed, LocalDial: b.internal.DialContext,
-					Logger: b.logger, Refresh: w.o.UplinkRefresh, Backlog: b.uplinkBacklog}))
+				links = append(links, b.startUplink(u, paused[u.Name]))
 			}
-			if len(b.uplinks) == 0 {
-				return nil
-			}
-			// The retention hold, now that b.uplinks is set: retention
-			// keeps what the links did not forward (uplink_hold.go).
+			b.uplinks.Store(&links)
+			// The retention hold, now that the links are set: retention
+			// and the log cleaner keep what the links did not forward
+			// (uplink_hold.go). Set even with no link: a run-time link
+			// may come.
 			b.logs.SetRetentionHold(b.uplinkHolds, b.uplinkDropped)
 			every := w.o.UplinkRefresh
 			if every <= 0 {
 				every = 5 * time.Second
 			}
 			b.uplinkHoldTask = goTask(func(ctx context.Context) { b.runUplinkHold(ctx, every) })
-			// Pauses are cluster-wide dynamic configs: each image says
-			// which links are paused (the first one at once).
-			if err := b.controller.Subscribe(func(_, im *cluster.Image) { b.applyUplinkPauses(im) }); err != nil {
+			// Run-time links and pauses are cluster-wide dynamic configs:
+			// each image says which links run and which are paused (the
+			// first one at once). The publisher's goroutine only hands the
+			// layer over: starting and stopping links (a stop waits for
+			// requests in flight) is runUplinkConfigs' work.
+			rt.task = goTask(func(ctx context.Context) { b.runUplinkConfigs(ctx) })
+			if err := b.controller.Subscribe(func(_, im *cluster.Image) { rt.offer(im.BrokerConfigs("")) }); err != nil {
 				b.closeUplinks()
 				return fmt.Errorf("uplinks: %w", err)
 			}
@@ -68,18 +86,174 @@ func (b *Broker) uplinksComponent(w *wiring) component {
 	}
 }
 
-// applyUplinkPauses pauses the links the image's cluster-wide dynamic
-// configs pause (config.UplinkPausedKey) and resumes the others.
-func (b *Broker) applyUplinkPauses(im *cluster.Image) {
-	paused := config.UplinksPaused(im.BrokerConfigs(""))
-	for _, l := range b.uplinks {
+// uplinkList holds the running links, replaced whole when a run-time
+// link starts or stops.
+type uplinkList = atomic.Pointer[[]*uplink.Link]
+
+// links are the running links.
+func (b *Broker) links() []*uplink.Link {
+	if p := b.uplinks.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// startUplink starts link u on this node, paused or not.
+func (b *Broker) startUplink(u config.Uplink, paused bool) *uplink.Link {
+	return uplink.Start(uplink.Options{Config: u, NodeID: b.cfg.NodeID, Local: localSeed, LocalDial: b.internal.DialContext,
+		Logger: b.logger, Refresh: b.uplinkRT.refresh, Backlog: b.uplinkBacklog, Paused: paused})
+}
+
+func closeLinks(links []*uplink.Link) {
+	for _, l := range links {
+		l.Close()
+	}
+}
+
+// uplinkRuntime is the run-time links' state: the last cluster-wide
+// dynamic layer offered (latest wins), and what runUplinkConfigs made
+// of the layers before.
+type uplinkRuntime struct {
+	refresh time.Duration
+	task    *task
+	wake    chan struct{}
+
+	// mu guards layer only: the publisher's goroutine never waits for
+	// a link to start or stop.
+	mu    sync.Mutex
+	layer map[string]string
+
+	// Owned by runUplinkConfigs: the file's link names (which win over
+	// run-time links of the same name), each running run-time link's
+	// settings (its uplink.NAME.* keys, to see a change), and the
+	// problems logged (each once while it lasts).
+	file   map[string]bool
+	keys   map[string]string
+	logged map[string]bool
+}
+
+// offer hands over an image's cluster-wide dynamic layer.
+func (rt *uplinkRuntime) offer(layer map[string]string) {
+	rt.mu.Lock()
+	rt.layer = layer
+	rt.mu.Unlock()
+	select {
+	case rt.wake <- struct{}{}:
+	default:
+	}
+}
+
+// runUplinkConfigs applies each layer offered until ctx ends.
+func (b *Broker) runUplinkConfigs(ctx context.Context) {
+	rt := b.uplinkRT
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-rt.wake:
+		}
+		rt.mu.Lock()
+		layer := rt.layer
+		rt.mu.Unlock()
+		b.applyUplinkConfigs(layer)
+	}
+}
+
+// applyUplinkConfigs, on runUplinkConfigs' goroutine only, makes the
+// running run-time links those of the cluster-wide dynamic layer: a link
+// added starts, a link whose settings changed restarts with them, a link
+// removed stops (and so its retention hold goes at once); then the links
+// the layer pauses (uplink.NAME.paused) are paused and the others
+// resumed. A run-time link the node cannot run
+// (its TLS files or password missing here) is
+// logged and not run; one the file also names is the file's.
+func (b *Broker) applyUplinkConfigs(layer map[string]string) {
+	rt := b.uplinkRT
+	wanted, errs := config.RuntimeUplinks(layer)
+	problems := map[string]bool{}
+	note := func(msg string, args ...any) {
+		key := fmt.Sprint(append([]any{msg}, args...)...)
+		problems[key] = true
+		if !rt.logged[key] {
+			b.logger.Warn(msg, args...)
+		}
+	}
+	for _, err := range errs {
+		note("uplink: a run-time link is not run", "err", err.Error())
+	}
+	settings := map[string]string{}
+	for k, v := range layer {
+		if config.IsUplinkKey(k) && !strings.HasSuffix(k, ".paused") {
+			name := strings.SplitN(k, ".", 3)[1]
+			settings[name] += k + "=" + v + "\n"
+		}
+	}
+	next := map[string]config.Uplink{}
+	for _, u := range wanted {
+		switch {
+		case rt.file[u.Name]:
+			note("uplink: the config file defines this link: the run-time link of the same name is not run on this node", "uplink", u.Name)
+			continue
+		case !u.Enabled:
+			continue
+		}
+		if u.SASL() {
+			if _, err := u.Password(); err != nil {
+				note("uplink: a run-time link is not run", "uplink", u.Name, "err", err.Error())
+				continue
+			}
+		}
+		next[u.Name] = u
+	}
+	rt.logged = problems
+
+	var stop []*uplink.Link
+	var keep []*uplink.Link
+	for _, l := range b.links() {
+		name := l.Name()
+		if rt.file[name] {
+			keep = append(keep, l)
+			continue
+		}
+		if _, ok := next[name]; ok && rt.keys[name] == settings[name] {
+			keep = append(keep, l)
+			delete(next, name) // running as it should
+			continue
+		}
+		stop = append(stop, l)
+		delete(rt.keys, name)
+	}
+	// Stopped before their successors start: a link restarted with new
+	// settings never runs twice at once.
+	for _, l := range stop {
+		l.Close()
+		b.logger.Info("uplink: run-time link stopped", "uplink", l.Name())
+	}
+	paused := config.UplinksPaused(layer)
+	for _, name := range slices.Sorted(maps.Keys(next)) {
+		keep = append(keep, b.startUplink(next[name], paused[name]))
+		rt.keys[name] = settings[name]
+		b.logger.Info("uplink: run-time link started", "uplink", name)
+	}
+	b.uplinks.Store(&keep)
+	if len(stop) > 0 {
+		// The stopped links' holds go now, and a refuse-writes link
+		// stopped refuses no more writes.
+		b.uplinkHolds()
+	}
+	for _, l := range keep {
 		l.SetPaused(paused[l.Name()])
 	}
 }
 
-// closeUplinks stops the links. b.uplinks stays as it is: /metrics may
+// closeUplinks stops the links. The list stays as it is: /metrics may
 // read a stopped link's status until the ops server closes.
 func (b *Broker) closeUplinks() {
+	if rt := b.uplinkRT; rt != nil && rt.task != nil {
+		// First: no link starts or stops from here on (an image offered
+		// later is not applied).
+		rt.task.stop()
+	}
 	if b.uplinkHoldTask != nil {
 		b.uplinkHoldTask.stop()
 		b.uplinkHoldTask = nil
@@ -90,20 +264,18 @@ func (b *Broker) closeUplinks() {
 		b.logs.SetRetentionHold(nil, nil)
 	}
 	b.uplinkRefusing.Store(nil)
-	for _, l := range b.uplinks {
-		l.Close()
-	}
+	closeLinks(b.links())
 }
 
 // localSeed is the seed address of the links' local clients: any
 // address does, since their dialer connects every one to this node.
 const localSeed = "wren-internal:1"
 
-// UplinkStatus is every link's state. The links are set at start (before
-// the ready component attaches the metrics) and never change after.
+// UplinkStatus is every running link's state: the file's links, set at
+// start, and the run-time links running now.
 func (b *Broker) UplinkStatus() []uplink.Status {
 	var out []uplink.Status
-	for _, l := range b.uplinks {
+	for _, l := range b.links() {
 		out = append(out, l.Status())
 	}
 	return out

@@ -33,9 +33,22 @@ import (
 // so a follower that becomes leader still holds what the old leader
 // held. Of several links forwarding a topic, the lowest offset and the
 // largest budget hold (a record goes only when every link lets it go).
+//
+// The log cleaner of a compacted topic keeps, on a partition this node
+// leads, every record at or past the hold's offset while the link keeps
+// everything (RetentionHold.Cleaner): within its budget, or past it under
+// refuse-writes (writes are refused then, so the backlog does not grow).
+// Past the budget under drop-oldest the cleaner compacts as usual, as
+// retention deletes: compaction then may drop superseded values the link
+// has not sent (the latest value of each key is still forwarded). A
+// follower compacts as usual: a follower that becomes leader may have
+// compacted past the new leader's cursor (the far side then gets the
+// latest value of each key of that stretch, not every value).
 func (b *Broker) uplinkHolds() map[engine.TopicPartition]engine.RetentionHold {
 	holds := map[engine.TopicPartition]engine.RetentionHold{}
-	if b.replicas == nil {
+	links := b.links()
+	if b.replicas == nil || len(links) == 0 {
+		b.uplinkRefusing.Store(nil)
 		return holds
 	}
 	parts := b.replicas.Partitions()
@@ -44,7 +57,7 @@ func (b *Broker) uplinkHolds() map[engine.TopicPartition]engine.RetentionHold {
 	offsets := make([]int64, len(parts))
 	sizes := make([]int64, len(parts))
 	var refusing []*uplink.Link
-	for _, l := range b.uplinks {
+	for _, l := range links {
 		budget := l.MaxBacklogBytes()
 		if budget <= 0 {
 			continue
@@ -83,9 +96,13 @@ func (b *Broker) uplinkHolds() map[engine.TopicPartition]engine.RetentionHold {
 			if sizes[i] >= 0 && drop {
 				h.MaxBytes = int64(float64(sizes[i]) * float64(budget) / float64(total))
 			}
+			// A leader's hold binds the log cleaner too, while the link
+			// keeps everything (within its budget, or refusing writes).
+			h.Cleaner = sizes[i] >= 0 && h.MaxBytes < 0
 			tp := p.TopicPartition()
 			if old, ok := holds[tp]; ok {
 				h.Offset = min(h.Offset, old.Offset)
+				h.Cleaner = h.Cleaner || old.Cleaner
 				// A record goes only when every link's hold lets it go.
 				if old.MaxBytes < 0 || h.MaxBytes >= 0 && old.MaxBytes > h.MaxBytes {
 					h.MaxBytes = old.MaxBytes
@@ -105,7 +122,7 @@ func (b *Broker) uplinkHolds() map[engine.TopicPartition]engine.RetentionHold {
 // uplinkDropped is told what retention deleted past a hold: every link
 // with a budget forwarding the topic counts and logs it.
 func (b *Broker) uplinkDropped(tp engine.TopicPartition, d engine.RetentionDrop) {
-	for _, l := range b.uplinks {
+	for _, l := range b.links() {
 		if l.MaxBacklogBytes() > 0 && l.Matches(tp.Topic) {
 			l.NoteDropped(tp.Topic, tp.Partition, d.From, d.To, d.Bytes)
 		}

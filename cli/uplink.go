@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -24,11 +25,13 @@ const uplinkWatchInterval = 2 * time.Second
 func uplinkCommand(env Env) *ucli.Command {
 	return &ucli.Command{
 		Name:  "uplink",
-		Usage: "inspect the links that forward local topics to a central Kafka cluster ([uplink.NAME])",
+		Usage: "inspect, pause and add at run time the links that forward local topics to a central Kafka cluster ([uplink.NAME], or uplink add)",
 		Subcommands: []*ucli.Command{
 			uplinkStatusCommand(env),
 			uplinkPauseCommand(env, true),
 			uplinkPauseCommand(env, false),
+			uplinkAddCommand(env),
+			uplinkRemoveCommand(env),
 		},
 	}
 }
@@ -73,6 +76,136 @@ func uplinkPauseCommand(env Env, pause bool) *ucli.Command {
 			}
 			return printResult(env.Stdout, format, uplinkPause{Link: link, Paused: pause}, func(w io.Writer) {
 				fmt.Fprintf(w, "uplink %s %sd on every node (cluster-wide config %s); `wren uplink status` shows it\n", link, name, config.UplinkPausedKey(link))
+			})
+		},
+	}
+}
+
+// uplinkChange is what `uplink add|remove --format json` prints.
+type uplinkChange struct {
+	Link    string            `json:"link"`
+	Added   bool              `json:"added"`
+	Configs map[string]string `json:"configs,omitempty"`
+}
+
+// uplinkAddCommand is `uplink add NAME --far ... --topics ...`: a run-time
+// link, the cluster-wide dynamic broker configs uplink.NAME.KEY (KEY a
+// key of an [uplink.NAME] table), set in one incremental AlterConfigs
+// that also deletes the link's other keys, so that the link is exactly
+// what the command says (adding a link again replaces it). Every node
+// runs it; the controller checks it as the file's tables are checked.
+func uplinkAddCommand(env Env) *ucli.Command {
+	return &ucli.Command{
+		Name: "add",
+		Usage: "add a link on every node at run time, kept across restarts (cluster-wide configs uplink.NAME.KEY, the keys of an [uplink.NAME] table); " +
+			"a link of the same name in a node's config file wins there. No password is stored: a SASL link reads its password from " +
+			"sasl.password.file or WREN_UPLINK_<NAME>_PASSWORD on each node",
+		ArgsUsage: "NAME",
+		Flags: clientFlags(timeoutFlag(),
+			&ucli.StringSliceFlag{Name: "far", Required: true, Usage: "the far cluster's bootstrap servers, host:port (comma-separated or repeated): bootstrap.servers"},
+			&ucli.StringSliceFlag{Name: "topics", Required: true, Usage: "the local topics forwarded, names or regular expressions (comma-separated or repeated): topics"},
+			&ucli.StringSliceFlag{Name: "set", Usage: "another key of the link, KEY=VALUE (repeat for more; a list is comma-separated), " +
+				"as remote.topic.prefix=site-7. or security.protocol=SASL_SSL; keys: " + strings.Join(config.UplinkKeys(), ", ")},
+		),
+		Action: func(c *ucli.Context) error {
+			format, err := argsFormat(c, 1, 1, "the link's name")
+			if err != nil {
+				return err
+			}
+			link := c.Args().First()
+			if err := config.CheckUplinkName(link); err != nil {
+				return fmt.Errorf("%w: %v", ErrUsage, err)
+			}
+			values := map[string]string{
+				"bootstrap.servers": strings.Join(c.StringSlice("far"), ","),
+				"topics":            strings.Join(c.StringSlice("topics"), ","),
+			}
+			// The flag splits at commas: a piece without '=' goes on
+			// the value before it.
+			var sets []string
+			for _, p := range c.StringSlice("set") {
+				if !strings.Contains(p, "=") && len(sets) > 0 {
+					sets[len(sets)-1] += "," + p
+					continue
+				}
+				sets = append(sets, p)
+			}
+			for _, kv := range sets {
+				k, v, ok := strings.Cut(kv, "=")
+				k = strings.TrimSpace(k)
+				switch {
+				case !ok || k == "":
+					return fmt.Errorf("%w: --set %q: KEY=VALUE", ErrUsage, kv)
+				case k == "bootstrap.servers" || k == "topics":
+					return fmt.Errorf("%w: --set %s: give it with --far or --topics", ErrUsage, k)
+				}
+				if _, dup := values[k]; dup {
+					return fmt.Errorf("%w: --set %s given twice", ErrUsage, k)
+				}
+				values[k] = v
+			}
+			var ops []kadm.AlterConfig
+			configs := map[string]string{}
+			for k, v := range values {
+				ops = append(ops, kadm.AlterConfig{Op: kadm.SetConfig, Name: config.UplinkKey(link, k), Value: strPtr(v)})
+				configs[config.UplinkKey(link, k)] = v
+			}
+			for _, k := range config.UplinkKeys() {
+				if _, set := values[k]; !set {
+					ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: config.UplinkKey(link, k)})
+				}
+			}
+			sort.Slice(ops, func(i, j int) bool { return ops[i].Name < ops[j].Name })
+			var res kadm.AlterConfigsResponses
+			err = runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
+				var err error
+				res, err = adm.AlterBrokerConfigs(ctx, ops)
+				return err
+			})
+			if err := alterErr("add uplink "+link, res, err); err != nil {
+				return err
+			}
+			return printResult(env.Stdout, format, uplinkChange{Link: link, Added: true, Configs: configs}, func(w io.Writer) {
+				fmt.Fprintf(w, "uplink %s added on every node (cluster-wide configs uplink.%s.*); `wren uplink status` shows it\n", link, link)
+			})
+		},
+	}
+}
+
+// uplinkRemoveCommand is `uplink remove NAME`: the run-time link's keys
+// deleted, in one incremental AlterConfigs. Every node stops the link
+// and releases what its retention hold kept. A file's link is not
+// touched (it is the file's); uplink.NAME.paused stays as it is.
+func uplinkRemoveCommand(env Env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "remove",
+		Usage:     "remove a link added at run time (uplink add): every node stops it and releases the records its retention hold kept; a link of a config file stays",
+		ArgsUsage: "NAME",
+		Flags:     clientFlags(timeoutFlag()),
+		Action: func(c *ucli.Context) error {
+			format, err := argsFormat(c, 1, 1, "the link's name")
+			if err != nil {
+				return err
+			}
+			link := c.Args().First()
+			if err := config.CheckUplinkName(link); err != nil {
+				return fmt.Errorf("%w: %v", ErrUsage, err)
+			}
+			var ops []kadm.AlterConfig
+			for _, k := range config.UplinkKeys() {
+				ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: config.UplinkKey(link, k)})
+			}
+			var res kadm.AlterConfigsResponses
+			err = runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
+				var err error
+				res, err = adm.AlterBrokerConfigs(ctx, ops)
+				return err
+			})
+			if err := alterErr("remove uplink "+link, res, err); err != nil {
+				return err
+			}
+			return printResult(env.Stdout, format, uplinkChange{Link: link}, func(w io.Writer) {
+				fmt.Fprintf(w, "uplink %s removed on every node (cluster-wide configs uplink.%s.* deleted)\n", link, link)
 			})
 		},
 	}

@@ -33,6 +33,9 @@ type ControllerConfig struct {
 	ValidateTopicConfig func(key string, value *string) error
 	// ValidateBrokerConfig checks one dynamic broker config.
 	ValidateBrokerConfig func(key string, value *string) error
+	// ValidateBrokerLayer checks a broker resource's dynamic configs as
+	// a whole (RuleConfig.ValidateBrokerLayer).
+	ValidateBrokerLayer func(name string, keys []string, configs map[string]string) error
 	// Rack (broker.rack) and Listeners of this node's broker registration,
 	// which the controller writes at start.
 	Rack      string

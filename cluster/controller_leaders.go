@@ -21,6 +21,7 @@ func (c *Controller) rules() RuleConfig {
 		DefaultReplicationFactor: c.cfg.DefaultReplicationFactor,
 		ValidateTopicConfig:      c.cfg.ValidateTopicConfig,
 		ValidateBrokerConfig:     c.cfg.ValidateBrokerConfig,
+		ValidateBrokerLayer:      c.cfg.ValidateBrokerLayer,
 		Leader: LeaderConfig{
 			MinInsyncReplicas:           c.cfg.MinInsyncReplicas,
 			UncleanLeaderElectionEnable: c.cfg.UncleanLeaderElectionEnable,

@@ -76,6 +76,11 @@ type RuleConfig struct {
 	// value = delete); nil accepts everything.
 	ValidateTopicConfig  func(key string, value *string) error
 	ValidateBrokerConfig func(key string, value *string) error
+	// ValidateBrokerLayer checks the dynamic configs of one broker
+	// resource (name "" for the cluster-wide defaults) as a whole, as
+	// they would be after the change, when keys names a key the change
+	// sets or deletes that the check concerns; nil accepts everything.
+	ValidateBrokerLayer func(name string, keys []string, configs map[string]string) error
 	// Leader is what the partition leader rules fall back to.
 	Leader LeaderConfig
 	// NewTopicID returns the id of a topic being created.

@@ -26,7 +26,8 @@ type AlterConfigsRequest struct {
 
 // DecideAlterConfigs returns the config records of the change, in key
 // order, each key validated; deleting a key that is not set writes
-// nothing. A change of unclean.leader.election.enable brings the leader
+// nothing; a broker resource is then checked as a whole
+// (ValidateBrokerLayer). A change of unclean.leader.election.enable brings the leader
 // elections it allows into the same entry (electionsAllowedBy).
 func DecideAlterConfigs(im *Image, cfg RuleConfig, req AlterConfigsRequest) Result[struct{}] {
 	refuse := func(err error) Result[struct{}] { return Result[struct{}]{Err: err} }
@@ -71,6 +72,23 @@ func DecideAlterConfigs(im *Image, cfg RuleConfig, req AlterConfigsRequest) Resu
 			continue
 		}
 		recs = append(recs, Record{Kind: KindConfig, Config: &ConfigRecord{ResourceType: req.ResourceType, Name: req.Name, Key: k, Value: v}})
+	}
+	if req.ResourceType == ResourceBroker && cfg.ValidateBrokerLayer != nil && len(recs) > 0 {
+		// The resource as a whole, as it would be after the change.
+		after := map[string]string{}
+		for k, v := range current {
+			after[k] = v
+		}
+		for _, k := range keys {
+			if v := final[k]; v != nil {
+				after[k] = *v
+			} else {
+				delete(after, k)
+			}
+		}
+		if err := cfg.ValidateBrokerLayer(req.Name, keys, after); err != nil {
+			return refuse(fmt.Errorf("%w: %w", kerr.InvalidConfig, err))
+		}
 	}
 	if req.ValidateOnly || len(recs) == 0 {
 		return Result[struct{}]{}

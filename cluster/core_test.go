@@ -97,14 +97,23 @@ type rulesEnv struct {
 
 func (e *rulesEnv) printf(format string, args ...any) { fmt.Fprintf(&e.out, format+"\n", args...) }
 
-// ruleConfig is the scripts' rule config: topic ids #1, #2, ... and a
-// topic config validator that refuses keys "bad.*".
+// ruleConfig is the scripts' rule config: topic ids #1, #2, ..., a
+// topic config validator that refuses keys "bad.*", and a broker layer
+// check that refuses pair.a without pair.b.
 func (e *rulesEnv) ruleConfig(partitions int32, rf int16) RuleConfig {
 	return RuleConfig{
 		DefaultPartitions: partitions, DefaultReplicationFactor: rf,
 		ValidateTopicConfig: func(key string, _ *string) error {
 			if strings.HasPrefix(key, "bad.") {
 				return fmt.Errorf("unknown topic config %q", key)
+			}
+			return nil
+		},
+		ValidateBrokerLayer: func(name string, keys []string, configs map[string]string) error {
+			_, a := configs["pair.a"]
+			_, b := configs["pair.b"]
+			if a && !b {
+				return fmt.Errorf("broker %q: pair.a needs pair.b (keys changed: %v)", name, keys)
 			}
 			return nil
 		},

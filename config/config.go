@@ -294,12 +294,17 @@ func (c *Config) WithDynamic(dyn *Dynamic) (*Config, error) {
 			if _, _, ok := listenerKey(name); ok {
 				continue // withDynamicListenerSSL
 			}
+			if _, _, ok := uplinkLinkKey(name); ok && layer.source == SourceDynamicDefaultBroker {
+				// A run-time link: the uplinks read it (RuntimeUplinks),
+				// and CheckUplinkChange checked it as a whole.
+				continue
+			}
 			v, err := parseBrokerValue(name, layer.values[name], layer.source == SourceDynamicBroker)
 			if err != nil {
 				return nil, err
 			}
-			if _, ok := uplinkPausedName(name); ok {
-				continue // the uplinks read it (UplinksPaused)
+			if IsUplinkKey(name) {
+				continue // the uplinks read them (UplinksPaused, RuntimeUplinks)
 			}
 			explicit[name] = given{value: v, source: layer.source}
 		}

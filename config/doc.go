@@ -49,6 +49,11 @@
 // file (STATIC_BROKER_CONFIG); then the first synonym with a default
 // (DEFAULT_CONFIG). Hours and minutes are converted to the topic's ms.
 //
+// The cluster-wide run-time layer also holds keys no registry Entry
+// names: uplink.NAME.paused (uplink_pause.go) and the run-time links'
+// uplink.NAME.KEY (uplink_dynamic.go), read by the uplinks rather than
+// by WithDynamic, and checked with the file's [uplink.NAME] code.
+//
 // # Defaults
 //
 // Kafka 4.0's, except where a small edge host is better served, and each

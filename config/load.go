@@ -74,7 +74,7 @@ func ParseWith(file string, data []byte, o Options) (*Config, error) {
 	}
 	c := newConfig(file, l.explicit)
 	c.listenerSSL = l.listenerSSL
-	c.Uplinks = l.checkUplinks()
+	c.Uplinks = l.checkUplinks(true)
 	if _, chosen := l.explicit["node.id"]; !chosen {
 		// A shared file checked for no node in particular: TLS material
 		// given per node is checked when a node is chosen (serve, or
@@ -133,6 +133,9 @@ type loader struct {
 	// selectNode lays over listenerSSL for the node chosen.
 	listenerSSL     map[string]map[string]given
 	nodeListenerSSL map[int32]map[string]map[string]given
+	// runtime: the links are run-time links (uplink.NAME.KEY dynamic
+	// configs, uplink_dynamic.go), not the file's tables.
+	runtime bool
 	// uplink is NAME of the current [uplink.NAME] table, "" outside one;
 	// uplinks are the links met, in file order (uplink.go).
 	uplink  string

@@ -351,10 +351,11 @@ func ValidateTopicConfig(name, value string) error {
 // on a broker resource does: perBroker for a node's own layer, false for the
 // cluster-wide default.
 func ValidateBrokerConfig(name, value string, perBroker bool) error {
-	if _, ok := uplinkPausedName(name); ok {
+	if IsUplinkKey(name) {
 		// The controller checks values only (it passes perBroker true
 		// for every layer); the layer is checked where the request
-		// arrives (WithDynamic).
+		// arrives (WithDynamic, CheckUplinkChange) and, for a run-time
+		// link, at the controller too (CheckUplinkChange).
 		perBroker = false
 	}
 	_, err := parseBrokerValue(name, value, perBroker)
@@ -367,6 +368,9 @@ func parseBrokerValue(name, value string, perBroker bool) (any, error) {
 	}
 	if _, ok := uplinkPausedName(name); ok {
 		return parseUplinkPaused(name, value, perBroker)
+	}
+	if _, _, ok := uplinkLinkKey(name); ok {
+		return parseUplinkLinkValue(name, value, perBroker)
 	}
 	e, ok := byName[name]
 	if !ok {

@@ -297,14 +297,7 @@ func (l *loader) uplinkDraft(name string, pos Position) *uplinkDraft {
 			return d
 		}
 	}
-	d := &uplinkDraft{Uplink: Uplink{Name: name, Enabled: true, StartPosition: "earliest", SecurityProtocol: ProtocolPlaintext,
-		VerifyHostname: true, Compression: "none", TailSettle: DefaultUplinkTailSettle,
-		MaxBacklogBytes: DefaultUplinkMaxBacklogBytes, BacklogFullPolicy: BacklogDropOldest, Pos: pos}, seen: map[string]Position{}}
-	d.SSL.Listener = "uplink " + name
-	d.SSL.keys = map[string]string{}
-	for _, k := range sslKeys {
-		d.SSL.keys[k] = "uplink." + name + "." + k
-	}
+	d := newUplinkDraft(name, pos)
 	l.uplinks = append(l.uplinks, d)
 	return d
 }
@@ -470,8 +463,9 @@ func (d *uplinkDraft) set(key string, v any) error {
 
 // checkSecurity checks that the link's ssl.* and sasl.* keys go with its
 // security.protocol, and loads its TLS material, each problem reported at
-// the key to fix.
-func (l *loader) checkSecurity(d *uplinkDraft) bool {
+// the key to fix. loadTLS false leaves the files alone (the controller
+// checks a run-time link whose files are on the nodes).
+func (l *loader) checkSecurity(d *uplinkDraft, loadTLS bool) bool {
 	ok := true
 	at := func(key string) Position {
 		// A key missing is reported where its partner is: the chain
@@ -503,7 +497,7 @@ func (l *loader) checkSecurity(d *uplinkDraft) bool {
 			}
 		}
 	}
-	if ok && d.TLS() {
+	if ok && loadTLS && d.TLS() {
 		if _, err := d.TLSConfig(); err != nil {
 			var se *SSLError
 			switch {
@@ -529,17 +523,22 @@ func (l *loader) checkSecurity(d *uplinkDraft) bool {
 }
 
 // checkUplinks reports the required keys missing, and returns the links.
-func (l *loader) checkUplinks() []Uplink {
+// loadTLS says whether each link's TLS files are loaded (checkSecurity).
+func (l *loader) checkUplinks(loadTLS bool) []Uplink {
 	var out []Uplink
 	for _, d := range l.uplinks {
 		ok := true
 		for _, key := range []string{"bootstrap.servers", "topics"} {
 			if _, set := d.seen[key]; !set {
-				l.errorf(d.Pos, "uplink."+d.Name+"."+key, "[uplink.%s] needs %s", d.Name, key)
+				if l.runtime {
+					l.errorf(d.Pos, "uplink."+d.Name+"."+key, "uplink.%s.%s is not set: a link needs bootstrap.servers and topics", d.Name, key)
+				} else {
+					l.errorf(d.Pos, "uplink."+d.Name+"."+key, "[uplink.%s] needs %s", d.Name, key)
+				}
 				ok = false
 			}
 		}
-		if !l.checkSecurity(d) {
+		if !l.checkSecurity(d, loadTLS) {
 			ok = false
 		}
 		if ok {

@@ -10,8 +10,9 @@ package engine
 // compacted before: the clean part. From there up to
 // firstUncleanableOffset lies the dirty part. firstUncleanableOffset is the
 // base of the first segment that may not be cleaned: the active segment,
-// a segment reaching the high watermark (the caller's upper bound), or one
-// holding a record younger than min.compaction.lag.ms.
+// a segment reaching the high watermark (the caller's upper bound, lowered
+// by Manager.RunCleaner to an uplink's cursor where a RetentionHold binds
+// the cleaner), or one holding a record younger than min.compaction.lag.ms.
 //
 //  1. Build the offset map: key hash → latest offset, over the dirty part,
 //     as far as the dedupe buffer holds (whole batches; endOffset is where

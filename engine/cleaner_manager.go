@@ -125,7 +125,9 @@ type CleanerStats struct {
 // dirtiest first. A log is due when its dirty ratio reaches
 // min.cleanable.dirty.ratio, when its oldest dirty segment is older than
 // max.compaction.lag.ms, or when tombstones it kept reached their delete
-// horizon. highWatermark bounds each log's cleaning. cleaner-offset-checkpoint
+// horizon. highWatermark bounds each log's cleaning, and so does a
+// retention hold that binds the cleaner (SetRetentionHold,
+// RetentionHold.Cleaner: an uplink's records not yet forwarded). cleaner-offset-checkpoint
 // is rewritten after each log cleaned.
 //
 // Calls are serialised; the caller runs it every log.cleaner.backoff.ms
@@ -169,6 +171,15 @@ func (m *Manager) RunCleaner(ctx context.Context, cfg CleanerConfig, highWaterma
 	}
 	var due []candidate
 	present := map[TopicPartition]bool{}
+	// The uplinks' holds (SetRetentionHold) bound the pass as the high
+	// watermark does, where they hold the cleaner (RetentionHold.Cleaner).
+	m.holdMu.Lock()
+	holdsFn := m.holds
+	m.holdMu.Unlock()
+	var holds map[TopicPartition]RetentionHold
+	if holdsFn != nil {
+		holds = holdsFn()
+	}
 	for _, l := range m.Logs() {
 		opts := l.Options()
 		if !opts.CleanupPolicy.Compact() {
@@ -179,6 +190,9 @@ func (m *Manager) RunCleaner(ctx context.Context, cfg CleanerConfig, highWaterma
 			continue
 		}
 		hw := highWatermark(l)
+		if h, ok := holds[l.tp]; ok && h.Cleaner {
+			hw = min(hw, h.Offset)
+		}
 		info, err := l.CleanableInfo(st.checkpoints[l.tp], hw)
 		if err != nil {
 			continue // closed meanwhile

@@ -328,9 +328,18 @@ func (l *Log) DeleteOldSegments(highWatermark int64) (int, error) {
 // then the oldest held segments retention would delete go until they do
 // not, and the deletion reports them (RetentionDrop). The log start offset
 // (DeleteRecords, a leader's start a follower takes) is never held.
+//
+// With Cleaner set, the log cleaner of a compacted log cleans nothing at
+// or above Offset either (Manager.RunCleaner bounds its pass there, as it
+// does at the high watermark): compaction would otherwise remove records
+// an uplink has not forwarded yet. The broker sets it on a partition it
+// leads while the link's backlog is within its budget (MaxBytes
+// negative); past the budget under drop-oldest, and on followers, the
+// cleaner compacts as usual.
 type RetentionHold struct {
 	Offset   int64
 	MaxBytes int64
+	Cleaner  bool
 }
 
 // RetentionDrop is what retention deleted past a RetentionHold: the

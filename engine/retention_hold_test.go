@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -136,5 +139,83 @@ func TestManagerRetentionHold(t *testing.T) {
 	}
 	if m.Log(held).Size() > 2*4096 {
 		t.Fatalf("held log keeps %d bytes with the hold off", m.Log(held).Size())
+	}
+}
+
+// TestCleanerHold: a hold with Cleaner set bounds the log cleaner as the
+// high watermark does: after a pass every record at or past the hold's
+// offset is still in the log (an uplink has not forwarded it), while the
+// log below it is compacted. A hold without Cleaner (a follower's, or a
+// leader's past its budget under drop-oldest) leaves the cleaner alone.
+func TestCleanerHold(t *testing.T) {
+	clock := &testClock{ms: 1_000_000}
+	opts := compactOptions(clock)
+	opts.MinCleanableDirtyRatio = 0.01
+	m, err := OpenManager(vfs.NewMem(), "/data", ManagerConfig{ClusterID: "hold", NodeID: 1, Defaults: opts})
+	mustNotErr(t, err)
+	defer m.Close()
+	tp := TopicPartition{"compacted", 0}
+	l, err := m.GetOrCreateLog(tp)
+	mustNotErr(t, err)
+	value := bytes.Repeat([]byte("v"), 200)
+	for i := 0; i < 120; i++ {
+		_, err := l.Append(keyedBatch(t, batch.CompressionNone, []kv{{[]byte(fmt.Sprint(i % 5)), value}}, clock.ms), 0)
+		mustNotErr(t, err)
+	}
+	mustNotErr(t, l.Roll())
+	segs := l.Segments()
+	if len(segs) < 6 {
+		t.Fatalf("%d segments, want at least 6", len(segs))
+	}
+	// The link's cursor, in the middle of a segment half way through.
+	cursor := segs[len(segs)/2].BaseOffset + 2
+	before, _ := logRecords(t, l)
+	var want []modelRecord
+	for _, r := range before {
+		if r.offset >= cursor {
+			want = append(want, r)
+		}
+	}
+	hold := RetentionHold{Offset: cursor, MaxBytes: -1, Cleaner: true}
+	m.SetRetentionHold(func() map[TopicPartition]RetentionHold {
+		return map[TopicPartition]RetentionHold{tp: hold}
+	}, nil)
+	hw := func(l *Log) int64 { return l.LogEndOffset() }
+	st, err := m.RunCleaner(context.Background(), DefaultCleanerConfig(), hw)
+	mustNotErr(t, err)
+	if st.LogsCleaned != 1 || st.SegmentsCleaned == 0 {
+		t.Fatalf("nothing below the hold was cleaned: %+v", st)
+	}
+	after, _ := logRecords(t, l)
+	var kept []modelRecord
+	below := 0
+	for _, r := range after {
+		if r.offset >= cursor {
+			kept = append(kept, r)
+		} else {
+			below++
+		}
+	}
+	if len(kept) != len(want) {
+		t.Fatalf("the cleaner removed records at or past the hold's offset %d: %d of %d left", cursor, len(kept), len(want))
+	}
+	for i := range want {
+		if kept[i].offset != want[i].offset || !bytes.Equal(kept[i].key, want[i].key) {
+			t.Fatalf("record %d: %v, want %v", i, kept[i], want[i])
+		}
+	}
+	if below >= int(cursor) {
+		t.Fatalf("%d records below the hold's offset %d: nothing compacted", below, cursor)
+	}
+	// The hold no longer binds the cleaner (past the budget, or a
+	// follower's): the rest is compacted, latest per key.
+	hold.Cleaner = false
+	_, err = m.RunCleaner(context.Background(), DefaultCleanerConfig(), hw)
+	mustNotErr(t, err)
+	after, _ = logRecords(t, l)
+	for _, r := range after {
+		if r.offset >= cursor && r.offset < segs[len(segs)-1].BaseOffset-5 {
+			t.Fatalf("record %v, superseded, outlived a pass without the cleaner hold", r)
+		}
 	}
 }

@@ -264,6 +264,22 @@ func (s *Server) alterConfigs(ctx context.Context, im *cluster.Image, a configAl
 		} else {
 			next.ClusterDefault = final
 		}
+		keys := make([]string, 0, len(a.ops))
+		for _, op := range a.ops {
+			keys = append(keys, op.Key)
+		}
+		if a.replace {
+			keys = slices.AppendSeq(keys, maps.Keys(a.current))
+		}
+		resource := a.name
+		if !a.perBroker {
+			resource = ""
+		}
+		// A run-time link (uplink.NAME.KEY) is checked as a whole, as a
+		// file's [uplink.NAME] table is; its error names the key.
+		if err := config.CheckUplinkChange(resource, keys, final); err != nil {
+			return fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+		}
 		if _, err := n.Config.WithDynamic(&next); err != nil {
 			if errors.Is(err, config.ErrInvalidKeystore) {
 				// Kafka refuses a keystore that does not load with

@@ -55,6 +55,18 @@
 // holding the cursor), and segments go whole, so a partition may keep a
 // little less than its share.
 //
+// Compaction: on a compacted topic the log cleaner would remove records
+// superseded by a later value of their key whether forwarded or not. The
+// hold binds it on the leader (engine.RetentionHold.Cleaner): nothing at
+// or past the cursor is cleaned while the link keeps everything (within
+// its budget, or under refuse-writes), so the far side gets every value.
+// Past the budget under drop-oldest the cleaner compacts as usual, as
+// retention then deletes; the values it removes are superseded ones (the
+// latest value of each key is still forwarded) and are not counted as
+// dropped. Followers compact as usual (their cleaner knows no cursor): a
+// follower that becomes leader may hold, past the old leader's cursor,
+// only the latest value of some keys, and forwards those.
+//
 // # Reading the local side
 //
 // A link reads the local topics as a client of this node's server,
@@ -241,4 +253,14 @@
 // uplink.NAME.paused (config.UplinkPausedKey) names, from every metadata
 // image, so a pause reaches every node and outlives restarts. A paused
 // link is neither up nor in error.
+//
+// # Run-time links
+//
+// A link is a config.Uplink whether a file's [uplink.NAME] table or the
+// cluster-wide dynamic configs uplink.NAME.KEY (`wren uplink add`,
+// config.RuntimeUplinks) define it: the broker starts a Link for each,
+// and for a run-time one stops it (Close) when its keys go, or when they
+// change before starting its successor, so two Links of one name never
+// run at once on a node. The resume point is the far tail as ever, so a
+// link removed and added again resumes where it stopped.
 package uplink

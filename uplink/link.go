@@ -46,6 +46,9 @@ type Options struct {
 	// no replica of it. Without it Status counts records only, up to the
 	// high watermark of the last fetch.
 	Backlog func(topic string, partition int32, next int64) (b LocalBacklog, ok bool)
+	// Paused starts the link paused (SetPaused): no session starts until
+	// it is resumed.
+	Paused bool
 }
 
 // LocalBacklog is what the local log holds of a partition from a
@@ -220,7 +223,7 @@ func Start(o Options) *Link {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Link{o: o, log: o.Logger.With("uplink", o.Config.Name), cancel: cancel, done: make(chan struct{}), parts: map[tp]*partState{}, started: time.Now(),
-		wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), paused: o.Paused}
 	if o.Config.MaxBytesPerSecond > 0 {
 		l.bucket = newBucket(o.Config.MaxBytesPerSecond, time.Now)
 	}
