@@ -107,6 +107,7 @@ func (m *Manager) SetReplication(cfg ReplicationConfig) {
 	}
 	m.fetchers = newFetcherManager(m.nodeID, cfg.Fetch, m.logger)
 	m.fetchers.throttle = m.followerThrottle
+	m.fetchers.observer = m.hooks.observer
 	if m.logs != nil {
 		m.fetchers.checkpoint = m.logs.Checkpoint
 	}
