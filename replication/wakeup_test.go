@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -252,5 +253,65 @@ func TestWakeAcksAllThroughHourLongPolls(t *testing.T) {
 	}
 	if st := c.leader.ReplicaFetchStats(); st.Expired != 0 {
 		t.Errorf("%d follower fetches held to the end of an hour-long wait", st.Expired)
+	}
+}
+
+// TestWakeFollowerFetchWhenDurable: a follower's Fetch already held when
+// the leader appends is woken when the append becomes durable (flush
+// policy ack: its fdatasync returned), the moment it can read the
+// records. A wake-up at the write itself finds nothing the follower may
+// read yet, and, with none to follow, leaves the fetch asleep for its hour.
+func TestWakeFollowerFetchWhenDurable(t *testing.T) {
+	fs := newSyncGateFS()
+	m, p := leaderWithFollower(t, fs)
+	m.repl.MaxFollowerWait = time.Hour
+	// waits counts the fetch's goes at waiting: one per look for
+	// records that found none.
+	var waits atomic.Int32
+	hook := func() { waits.Add(1) }
+	testHookFetchWaits.Store(&hook)
+	t.Cleanup(func() { testHookFetchWaits.Store(nil) })
+	fetched := make(chan int, 1)
+	go func() { fetched <- followerFetch(t, m, 0, hourPoll) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for waits.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the follower's fetch never waited")
+		}
+		runtime.Gosched()
+	}
+	fs.hold(t)
+	_, wait, err := p.AppendAsLeaderTimeout(oneRecord(t), 1, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, fs.entered, "the append's fdatasync")
+	// Nothing may wake the fetch while the records are not durable: no
+	// wake-up pending, none taken (a second go at waiting). A wake-up
+	// sent before the fdatasync began would be one of the two by now,
+	// or soon: the fetch is given many chances to run.
+	for range 1000 {
+		p.mu.Lock()
+		pending := 0
+		for _, fw := range p.waitsLocked().fetchWaits {
+			pending += len(fw.w.appended)
+		}
+		p.mu.Unlock()
+		if pending > 0 || waits.Load() > 1 {
+			t.Fatalf("the follower's fetch was woken before the append was durable (wake-ups pending %d, goes at waiting %d)", pending, waits.Load())
+		}
+		select {
+		case n := <-fetched:
+			t.Fatalf("the follower's fetch was answered (%d batches) before the append was durable", n)
+		default:
+		}
+		runtime.Gosched()
+	}
+	fs.release()
+	if n := within(t, fetched, "answer to the follower's hour-long poll once the append is durable"); n == 0 {
+		t.Fatal("the follower's poll ended with no records")
+	}
+	if err := wait(); err != nil {
+		t.Fatal(err)
 	}
 }
