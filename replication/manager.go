@@ -60,6 +60,10 @@ type Manager struct {
 	// sessions are the followers' fetch sessions with this leader
 	// (session.go).
 	sessions fetchSessions
+	// testHookFetchWaits, set by tests only before any fetch, runs where
+	// a follower's fetch, having found nothing to send, is about to wait
+	// for an append.
+	testHookFetchWaits func()
 }
 
 // ReplicationConfig connects the Manager to its peers: follower fetching,

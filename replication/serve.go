@@ -143,10 +143,10 @@ func (m *Manager) serveFetch(from int32, conn uint64, req *kmsg.FetchRequest) *w
 		if timer == nil {
 			timer = time.NewTimer(time.Until(deadline))
 		}
-		if h := testHookFetchWaits.Load(); h != nil {
+		if h := m.testHookFetchWaits; h != nil {
 			// Between the look for records and the wait: an append here
-			// must still wake the fetch (wakeupTest).
-			(*h)()
+			// must still wake the fetch (wakeup_test.go).
+			h()
 		}
 		select {
 		case <-appended:
@@ -158,10 +158,6 @@ func (m *Manager) serveFetch(from int32, conn uint64, req *kmsg.FetchRequest) *w
 		}
 	}
 }
-
-// testHookFetchWaits, set by tests only, runs where a follower's fetch,
-// having found nothing to send, is about to wait for an append.
-var testHookFetchWaits atomic.Pointer[func()]
 
 // fetchWait is a follower's fetch waiting for a leader's next append.
 type fetchWait struct {

@@ -92,8 +92,7 @@ func TestWakeAppendAfterFetchFoundNothing(t *testing.T) {
 			appended <- err
 		})
 	}
-	testHookFetchWaits.Store(&hook)
-	t.Cleanup(func() { testHookFetchWaits.Store(nil) })
+	m.testHookFetchWaits = hook
 	fetched := make(chan int, 1)
 	go func() { fetched <- followerFetch(t, m, 0, hourPoll) }()
 	if err := within(t, appended, "append between the fetch's look for records and its wait"); err != nil {
@@ -269,8 +268,7 @@ func TestWakeFollowerFetchWhenDurable(t *testing.T) {
 	// records that found none.
 	var waits atomic.Int32
 	hook := func() { waits.Add(1) }
-	testHookFetchWaits.Store(&hook)
-	t.Cleanup(func() { testHookFetchWaits.Store(nil) })
+	m.testHookFetchWaits = hook
 	fetched := make(chan int, 1)
 	go func() { fetched <- followerFetch(t, m, 0, hourPoll) }()
 	deadline := time.Now().Add(20 * time.Second)
