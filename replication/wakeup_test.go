@@ -168,7 +168,7 @@ func (c closableConn) RoundTrip(r kmsg.Request, deadline time.Time) ([]byte, err
 // hourPollCluster is idleReplicaCluster with every follower's poll held
 // for up to an hour by the leader: whatever answers an acks=all produce
 // must be a wake-up.
-func hourPollCluster(t *testing.T, n int) *idleReplicaCluster {
+func hourPollCluster(t *testing.T, n int, obs Observer) *idleReplicaCluster {
 	t.Helper()
 	fsys := vfs.NewMem()
 	c := &idleReplicaCluster{leader: &Manager{nodeID: 1, partitions: map[engine.TopicPartition]*Partition{},
@@ -186,7 +186,7 @@ func hourPollCluster(t *testing.T, n int) *idleReplicaCluster {
 	for i := range n {
 		tp := engine.TopicPartition{Topic: "t", Partition: int32(i)}
 		tps[i] = tp
-		p := newPartition(tp, open(1, tp), &partitionHooks{nodeID: 1, now: time.Now}, 0)
+		p := newPartition(tp, open(1, tp), &partitionHooks{nodeID: 1, now: time.Now, observer: obs}, 0)
 		p.setMetadata(1, []int32{1, 2, 3}, []int32{1, 2, 3}, 2, 30000)
 		if err := p.becomeLeader(1); err != nil {
 			t.Fatal(err)
@@ -203,6 +203,7 @@ func hourPollCluster(t *testing.T, n int) *idleReplicaCluster {
 			return closableConn{&loopbackConn{leader: c.leader, from: node, id: loopbackConns.Add(1), closed: make(chan struct{})}}, nil
 		}
 		fm := newFetcherManager(node, FetchConfig{Dial: dial, WaitMaxMs: hourPoll, Backoff: time.Hour}, slog.New(slog.DiscardHandler))
+		fm.observer = obs
 		for _, tp := range tps {
 			p := newPartition(tp, open(node, tp), &partitionHooks{nodeID: node, now: time.Now}, 0)
 			if err := p.becomeLeaderOrFollower(false, 1); err != nil {
@@ -231,7 +232,7 @@ func hourPollCluster(t *testing.T, n int) *idleReplicaCluster {
 // their next fetches releasing the produce) runs on wake-ups alone.
 func TestWakeAcksAllThroughHourLongPolls(t *testing.T) {
 	rng := wakeSeed(t)
-	c := hourPollCluster(t, 3)
+	c := hourPollCluster(t, 3, nil)
 	for round := range 30 {
 		inFlight := 1 + rng.IntN(4)
 		acked := make(chan error, inFlight)
