@@ -448,7 +448,7 @@ func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout ti
 	}
 	return info, func() error {
 		var awaited time.Time
-		if obs != nil {
+		if obs != nil && acks == -1 {
 			awaited = time.Now()
 		}
 		d := <-durable
