@@ -17,6 +17,11 @@
 # shared machine spread over all of them; every run is printed, then per system and client the
 # mean and the spread (min..max) of the rounds, then the ratios.
 #
+# After each client's run on wren, each node's /metrics says where a produce's time went there
+# (produce_figures: read to answer, queued behind earlier answers, leader append to durable, durable
+# to the ISR holding it, follower appends, expired follower fetches, failed fetch rounds), read
+# once the client is done so that the run measures the same.
+#
 # Usage: scripts/bench-cluster.sh [NUM_RECORDS]   (default 1500000: 1.4 GiB a run, on every replica)
 #
 # Fixed-rate mode (WREN_BENCH_RATE=records/s): what a producer at its own steady rate feels, the
