@@ -368,6 +368,9 @@ func (b *Broker) replicasComponent(w *wiring) component {
 				opts.DecompressionBudget = w.decompression
 				return opts
 			}, logger)
+			// Before the first image, as SetReplication: the metrics of
+			// where an acks=all produce's time goes.
+			b.replicas.SetObserver(b.ops.metrics)
 			b.replicas.SetLeaderDefaults(cluster.LeaderConfig{
 				MinInsyncReplicas:           int(cfg.TopicDefaults.MinInsyncReplicas),
 				UncleanLeaderElectionEnable: cfg.TopicDefaults.UncleanLeaderElectionEnable,

@@ -14,6 +14,7 @@ import (
 	"github.com/wren-broker/wren/config"
 	"github.com/wren-broker/wren/kafka"
 	"github.com/wren-broker/wren/ops"
+	"github.com/wren-broker/wren/replication"
 )
 
 // withLimits fills the client listener's memory and connection bounds from
@@ -158,3 +159,10 @@ func readLimit(file string) (int64, bool) {
 // The metrics count client quota throttles (the Kafka server finds the
 // interface on its Observer).
 var _ kafka.QuotaObserver = (*ops.Metrics)(nil)
+
+// The metrics of where a produce's time goes: the Kafka server's writer
+// and the replicas report to them.
+var (
+	_ kafka.ProduceObserver = (*ops.Metrics)(nil)
+	_ replication.Observer  = (*ops.Metrics)(nil)
+)

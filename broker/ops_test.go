@@ -170,6 +170,10 @@ func TestOpsEndpoints(t *testing.T) {
 		"wren_cluster_brokers_down", "wren_cluster_controller_id", "wren_cluster_unavailable_partitions",
 		"wren_kafka_under_replicated_replicas", "wren_kafka_request_budget_waiting", "wren_kafka_request_frames_too_slow_total",
 		"wren_kafka_connections_evicted_total", "wren_cluster_request_budget_starved_nodes",
+		"wren_kafka_produce_handled_seconds_bucket", "wren_kafka_produce_queued_seconds_bucket",
+		"wren_replication_leader_durable_seconds_bucket", "wren_replication_acks_all_isr_wait_seconds_bucket",
+		"wren_replication_follower_append_seconds_bucket", "wren_replication_follower_fetch_expired_total",
+		"wren_replication_follower_fetch_failures_total",
 		"go_goroutines", "go_gc_duration_seconds", "process_resident_memory_bytes",
 	} {
 		if _, ok := family(after, name); !ok {
@@ -197,6 +201,9 @@ func TestOpsEndpoints(t *testing.T) {
 		"wren_kafka_received_bytes_total", "wren_kafka_sent_bytes_total",
 		"wren_storage_fdatasync_latency_seconds_count", "wren_storage_group_commit_batch_appends_count",
 		"wren_storage_group_commit_batch_appends_sum",
+		// franz-go produces with acks=all: one replica, its own ISR.
+		"wren_kafka_produce_handled_seconds_count", "wren_kafka_produce_queued_seconds_count",
+		"wren_replication_leader_durable_seconds_count", "wren_replication_acks_all_isr_wait_seconds_count",
 	}
 	for _, series := range moved {
 		if after[series] <= before[series] {

@@ -470,14 +470,25 @@ func (c *conn) dispatchSafely(frame []byte) (item queued, err error) {
 func (c *conn) writeLoop() {
 	defer c.s.wg.Done()
 	defer c.s.removeConn(c)
+	po, _ := c.s.cfg.Observer.(ProduceObserver)
 	for item := range c.queue {
 		c.respBytes = 0
+		var picked time.Time
+		if po != nil && item.key == int16(kmsg.Produce) {
+			// The answers before it are written: from here on it
+			// waits for its own appends.
+			picked = time.Now()
+		}
 		if err := c.complete(item); err != nil {
 			c.close(err)
 		} else if item.closeAfter != nil {
 			c.close(item.closeAfter)
 		}
-		c.s.cfg.Observer.RequestDone(item.key, item.size, c.respBytes, time.Since(item.read))
+		took := time.Since(item.read)
+		c.s.cfg.Observer.RequestDone(item.key, item.size, c.respBytes, took)
+		if !picked.IsZero() {
+			po.ProduceDone(max(picked.Sub(item.read), 0), took)
+		}
 		c.lastActive.Store(time.Now().UnixNano())
 		c.inflight.Add(-1)
 	}

@@ -164,6 +164,9 @@
 // out, latency), refused connection, and per-topic produced and fetched
 // bytes; it must be cheap, as it runs on the connection goroutines. The
 // kafka package never imports the metrics library or the HTTP server.
+// An Observer that is a ProduceObserver too is told, per Produce, how
+// long it waited behind the answers before it on its connection (queued)
+// and from reading it to writing its answer (handled).
 //
 // # Error policy
 //

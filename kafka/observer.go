@@ -43,6 +43,20 @@ type TLSObserver interface {
 	TLSHandshakeFailed(listener, reason string)
 }
 
+// ProduceObserver is told, for every Produce request, where its time
+// went on the broker, when the Server's Observer implements it too (the
+// metrics of a slow produce: with replication.Observer, which splits the
+// wait for its answer). queued runs from the moment its frame was read
+// whole until the answers before it on its connection were written (the
+// connection answers in request order; its append, fdatasync and
+// replication started at once and ran meanwhile), handled until its own
+// answer was written (for acks=0, until its appends were durable). Called
+// on the connection's writer, once per Produce: it must be cheap and never
+// block.
+type ProduceObserver interface {
+	ProduceDone(queued, handled time.Duration)
+}
+
 // nopObserver is the Observer of a Server configured without one.
 type nopObserver struct{}
 

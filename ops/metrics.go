@@ -84,6 +84,11 @@ type Metrics struct {
 	syncErrors            *counter
 	commitBatch           *histogram
 
+	// Where a produce's time went (ProduceDone, replication.Observer).
+	produceHandled, produceQueued *histogram
+	leaderDurable, acksAllISRWait *histogram
+	followerAppend                *histogram
+
 	sources atomic.Pointer[Sources]
 }
 
@@ -138,8 +143,33 @@ func NewMetrics() *Metrics {
 	m.syncLatency = m.set.histogram("wren_storage_fdatasync_latency_seconds", "", "time one group-commit fdatasync took", syncLatencyBuckets)
 	m.syncErrors = m.set.counter("wren_storage_fdatasync_errors_total", "", "group-commit fdatasyncs that failed")
 	m.commitBatch = m.set.histogram("wren_storage_group_commit_batch_appends", "", "appends made durable by one fdatasync", batchBuckets)
+	m.produceHandled = m.set.histogram("wren_kafka_produce_handled_seconds", "",
+		"time from reading a Produce request to writing its answer (acks=0: to its appends being durable)", requestLatencyBuckets)
+	m.produceQueued = m.set.histogram("wren_kafka_produce_queued_seconds", "",
+		"time a Produce request waited, after it was read, for the answers before it on its connection to be written", requestLatencyBuckets)
+	m.leaderDurable = m.set.histogram("wren_replication_leader_durable_seconds", "",
+		"time from a leader's append to its being durable (fdatasync under log.flush.policy ack, group commit included)", syncLatencyBuckets)
+	m.acksAllISRWait = m.set.histogram("wren_replication_acks_all_isr_wait_seconds", "",
+		"time an acks=all append waited for the ISR: from the later of its being durable on the leader and its answer being awaited, to the high watermark passing it", requestLatencyBuckets)
+	m.followerAppend = m.set.histogram("wren_replication_follower_append_seconds", "",
+		"time a follower took to append one partition's records from a fetch response (durably under log.flush.policy ack)", syncLatencyBuckets)
 	return m
 }
+
+// ProduceDone implements kafka.ProduceObserver.
+func (m *Metrics) ProduceDone(queued, handled time.Duration) {
+	m.produceQueued.Observe(queued.Seconds())
+	m.produceHandled.Observe(handled.Seconds())
+}
+
+// LeaderDurable implements replication.Observer.
+func (m *Metrics) LeaderDurable(d time.Duration) { m.leaderDurable.Observe(d.Seconds()) }
+
+// AcksAllISRWait implements replication.Observer.
+func (m *Metrics) AcksAllISRWait(d time.Duration) { m.acksAllISRWait.Observe(d.Seconds()) }
+
+// FollowerAppend implements replication.Observer.
+func (m *Metrics) FollowerAppend(d time.Duration) { m.followerAppend.Observe(d.Seconds()) }
 
 // Attach sets the parts that scrape-time gauges read, once the broker has
 // them.
@@ -431,6 +461,8 @@ func writeReplicaFetches(w io.Writer, replicas *replication.Manager) {
 		{"wren_replication_follower_fetches_incremental_total", "counter", "follower Fetches in a fetch session that named only what changed", st.Incremental},
 		{"wren_replication_follower_fetch_partitions_total", "counter", "partitions the follower Fetches named", st.Partitions},
 		{"wren_replication_fetch_sessions", "gauge", "followers' fetch sessions open with this node as leader", int64(st.Sessions)},
+		{"wren_replication_follower_fetch_expired_total", "counter", "follower Fetches this node, as leader, held for their whole wait and answered at its end without records", st.Expired},
+		{"wren_replication_follower_fetch_failures_total", "counter", "this node's fetch rounds, as follower, that failed (leader unreachable, connection closed, response refused or undecodable); each waits out replica.fetch.backoff.ms", st.FetchFailures},
 	} {
 		writeFamily(w, c.name, c.typ, c.help)
 		fmt.Fprintf(w, "%s %d\n", c.name, c.v)

@@ -62,6 +62,18 @@
 // appended, and that fetch answers the acks=all appends it covers. See
 // docs/ARCHITECTURE.md.
 //
+// The wake-up is the fetch's own buffered channel (fetchWaiter),
+// registered with each partition under the partition's lock as the
+// partition takes the fetch (followerFetch), before the fetch looks for
+// records: an append made durable before the registration is found by the
+// look, one after it sends into the channel, which keeps the send for a
+// fetch not yet waiting. wakeup_test.go holds every poll for an hour to
+// pin this. An Observer (observer.go; the broker's metrics) is told how
+// long each leader append took to become durable, how long an acks=all
+// append then waited for the ISR, and how long each follower append took;
+// ReplicaFetchStats counts follower fetches held to the end of their wait
+// and this node's failed fetch rounds.
+//
 // A follower fetches in an incremental fetch session (session.go, Kafka's
 // KIP-227) with each leader: after a first full Fetch, its Fetches name
 // only the partitions whose fetch state changed (and forget those it no

@@ -51,6 +51,12 @@ type fetcherManager struct {
 	// throttles nothing.
 	throttle *Throttle
 
+	// observer is told how long follower appends took; nil: nobody.
+	observer Observer
+	// fetchFailures counts the follower's rounds with a leader that
+	// failed (ReplicaFetchStats.FetchFailures).
+	fetchFailures atomic.Int64
+
 	// sessionResets counts the fetch sessions a leader refused
 	// (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH).
 	sessionResets atomic.Int64
@@ -344,6 +350,7 @@ func (fm *fetcherManager) run(f *fetcher) {
 				return
 			default:
 			}
+			fm.fetchFailures.Add(1)
 			fm.logger.Debug("replica fetcher: connection to the leader failed", "leader", f.leader, "err", err)
 			closeConn()
 			if !pause(fm.cfg.Backoff) {
@@ -795,7 +802,15 @@ func (fm *fetcherManager) handlePartition(fl *followed, rp kmsg.FetchResponseTop
 		return false, false
 	}
 	if len(rp.RecordBatches) > 0 {
-		if err := fl.p.appendAsFollower(fl.epoch, rp.RecordBatches); err != nil {
+		var start time.Time
+		if fm.observer != nil {
+			start = time.Now()
+		}
+		err := fl.p.appendAsFollower(fl.epoch, rp.RecordBatches)
+		if err == nil && fm.observer != nil {
+			fm.observer.FollowerAppend(time.Since(start))
+		}
+		if err != nil {
 			if errors.Is(err, engine.ErrInvalidOffsets) {
 				fm.setTruncated(fl, false)
 			} else {

@@ -60,6 +60,10 @@ type Manager struct {
 	// sessions are the followers' fetch sessions with this leader
 	// (session.go).
 	sessions fetchSessions
+	// testHookFetchWaits, set by tests only before any fetch, runs where
+	// a follower's fetch, having found nothing to send, is about to wait
+	// for an append.
+	testHookFetchWaits func()
 }
 
 // ReplicationConfig connects the Manager to its peers: follower fetching,
@@ -107,6 +111,7 @@ func (m *Manager) SetReplication(cfg ReplicationConfig) {
 	}
 	m.fetchers = newFetcherManager(m.nodeID, cfg.Fetch, m.logger)
 	m.fetchers.throttle = m.followerThrottle
+	m.fetchers.observer = m.hooks.observer
 	if m.logs != nil {
 		m.fetchers.checkpoint = m.logs.Checkpoint
 	}

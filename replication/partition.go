@@ -107,6 +107,9 @@ type partitionHooks struct {
 	// The simulator runs it at a simulated time instead, as it runs the
 	// rest of a node.
 	startDurable func(wait func())
+	// observer is told how long appends took to become durable and to
+	// be held by the ISR; nil: nobody.
+	observer Observer
 }
 
 func defaultHooks() *partitionHooks {
@@ -406,6 +409,11 @@ func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout ti
 	if acks == -1 && minSet && isr < minISR {
 		return engine.AppendInfo{}, nil, fmt.Errorf("%w: %s has %d in-sync replica(s), min.insync.replicas is %d", kerr.NotEnoughReplicas, p.tp, isr, minISR)
 	}
+	obs := p.hooks.observer
+	var start time.Time
+	if obs != nil {
+		start = time.Now()
+	}
 	// The engine refuses the append where it commits unless this replica
 	// still leads at epoch (FenceLeaderAppends), so a leadership change
 	// between the check above and the write cannot land it as a deposed
@@ -432,36 +440,67 @@ func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout ti
 	// their long poll meanwhile. Started here, it runs while the request
 	// before it replicates, and followers are woken the moment it is
 	// durable (waitDurable).
-	durable := make(chan error, 1)
-	if start := p.hooks.startDurable; start != nil {
-		start(func() { p.waitDurable(info, wait, durable) })
+	durable := make(chan durableOutcome, 1)
+	if run := p.hooks.startDurable; run != nil {
+		run(func() { p.waitDurable(info, wait, start, durable) })
 	} else {
-		go p.waitDurable(info, wait, durable)
+		go p.waitDurable(info, wait, start, durable)
 	}
 	return info, func() error {
-		if err := <-durable; err != nil {
-			return err
+		var awaited time.Time
+		if obs != nil && acks == -1 {
+			awaited = time.Now()
+		}
+		d := <-durable
+		if d.err != nil {
+			return d.err
 		}
 		if acks != -1 {
 			return nil
 		}
 		// A retried batch (Duplicate) waits for its original's commit
 		// like a new one: the original may not be committed yet.
-		return p.waitHighWatermark(info.LastOffset+1, timeout)
+		err := p.waitHighWatermark(info.LastOffset+1, timeout)
+		if obs != nil && err == nil {
+			// Held by the ISR from the later of durable and awaited: a
+			// wait that began late (the answers before it on the
+			// connection) counts only what it waited itself.
+			if d.at.After(awaited) {
+				awaited = d.at
+			}
+			obs.AcksAllISRWait(time.Since(awaited))
+		}
+		return err
 	}, nil
+}
+
+// durableOutcome is how an append's wait for durability ended: its error,
+// and when it ended (set only with an Observer).
+type durableOutcome struct {
+	err error
+	at  time.Time
 }
 
 // waitDurable waits for an append to be as durable as the flush policy
 // promises, then wakes the followers' fetches (they read only what is
 // durable under flush policy ack) and lets the high watermark count it,
-// and sends the outcome to done.
-func (p *Partition) waitDurable(info engine.AppendInfo, wait func() error, done chan<- error) {
+// and sends the outcome to done. start is when the append began (set
+// only with an Observer).
+func (p *Partition) waitDurable(info engine.AppendInfo, wait func() error, start time.Time, done chan<- durableOutcome) {
 	err := wait()
+	var at time.Time
+	if err == nil && !start.IsZero() {
+		at = time.Now()
+	}
 	if err == nil && !info.Duplicate {
 		p.notifyAppended()
 	}
 	p.maybeAdvanceHighWatermark()
-	done <- err
+	done <- durableOutcome{err: err, at: at}
+	// Observed last: the followers' wake-up and the answer come first.
+	if obs := p.hooks.observer; obs != nil && !at.IsZero() {
+		obs.LeaderDurable(at.Sub(start))
+	}
 }
 
 // waitHighWatermark waits until the high watermark reaches offset.

@@ -131,6 +131,9 @@ func (m *Manager) serveFetch(from int32, conn uint64, req *kmsg.FetchRequest) *w
 		if req.MinBytes <= 0 || !waiting || !time.Now().Before(deadline) || anyReadable(targets) {
 			fr := m.readForFollower(from, req, ctx, targets)
 			if fr.size >= int64(req.MinBytes) || !waiting || !time.Now().Before(deadline) {
+				if timer != nil && fr.size < int64(req.MinBytes) {
+					m.sessions.expired.Add(1) // held, woken, and still short at the end
+				}
 				return m.answerFetch(req, ctx, fr)
 			}
 			fr.release()
@@ -140,9 +143,15 @@ func (m *Manager) serveFetch(from int32, conn uint64, req *kmsg.FetchRequest) *w
 		if timer == nil {
 			timer = time.NewTimer(time.Until(deadline))
 		}
+		if h := m.testHookFetchWaits; h != nil {
+			// Between the look for records and the wait: an append here
+			// must still wake the fetch (wakeup_test.go).
+			h()
+		}
 		select {
 		case <-appended:
 		case <-timer.C:
+			m.sessions.expired.Add(1)
 			return m.answerFetch(req, ctx, m.readForFollower(from, req, ctx, targets))
 		case <-m.stopped:
 			return m.answerFetch(req, ctx, m.readForFollower(from, req, ctx, targets))

@@ -144,8 +144,9 @@ type fetchSessions struct {
 	byFollower map[int32]*fetchSession
 	lastID     int32
 
-	// What followers' Fetches asked (ReplicaFetchStats).
-	requests, incremental, partitions atomic.Int64
+	// What followers' Fetches asked (ReplicaFetchStats); expired: those
+	// answered at the end of their wait, nothing new having come.
+	requests, incremental, partitions, expired atomic.Int64
 }
 
 // ReplicaFetchStats counts the follower Fetches this leader served.
@@ -158,6 +159,15 @@ type ReplicaFetchStats struct {
 	Partitions int64
 	// Sessions open now.
 	Sessions int
+	// Expired: follower Fetches this leader held for their whole wait
+	// and answered at its end, with nothing new (an idle partition's, or
+	// a wake-up that never came).
+	Expired int64
+	// FetchFailures: this node's own fetch rounds, as follower, that
+	// failed (the leader unreachable or closing the connection, a
+	// response it refused or that did not decode); each waits out
+	// replica.fetch.backoff.ms.
+	FetchFailures int64
 }
 
 // ReplicaFetchStats says what the followers' Fetches asked of this leader.
@@ -166,7 +176,15 @@ func (m *Manager) ReplicaFetchStats() ReplicaFetchStats {
 	s.mu.Lock()
 	n := len(s.byFollower)
 	s.mu.Unlock()
-	return ReplicaFetchStats{Requests: s.requests.Load(), Incremental: s.incremental.Load(), Partitions: s.partitions.Load(), Sessions: n}
+	st := ReplicaFetchStats{Requests: s.requests.Load(), Incremental: s.incremental.Load(), Partitions: s.partitions.Load(), Sessions: n,
+		Expired: s.expired.Load()}
+	m.mu.RLock()
+	fm := m.fetchers
+	m.mu.RUnlock()
+	if fm != nil {
+		st.FetchFailures = fm.fetchFailures.Load()
+	}
+	return st
 }
 
 // ReplicaConnClosed drops the session of follower from's replica

@@ -17,6 +17,11 @@
 # shared machine spread over all of them; every run is printed, then per system and client the
 # mean and the spread (min..max) of the rounds, then the ratios.
 #
+# After each client's run on wren, each node's /metrics says where a produce's time went there
+# (produce_figures: read to answer, queued behind earlier answers, leader append to durable, durable
+# to the ISR holding it, follower appends, expired follower fetches, failed fetch rounds), read
+# once the client is done so that the run measures the same.
+#
 # Usage: scripts/bench-cluster.sh [NUM_RECORDS]   (default 1500000: 1.4 GiB a run, on every replica)
 #
 # Fixed-rate mode (WREN_BENCH_RATE=records/s): what a producer at its own steady rate feels, the
@@ -246,6 +251,42 @@ runtime_figures() { # label
 	done
 }
 
+# produce_figures prints each wren node's figures since it started (its /metrics) of where an
+# acks=all produce's time went, in both modes: a Produce from reading it to writing its answer
+# (handled) and behind earlier answers on its connection (queued); the leader's append to durable;
+# durable to the ISR holding it; a follower's append; and the follower fetches a leader held to
+# the end of their wait (expired) and this node's failed fetch rounds. Read after the client is
+# done, so the run measures the same as without. Bucket bounds, so "<=".
+produce_figures() { # label
+	local i
+	for i in "${!hports[@]}"; do
+		curl -s --max-time 5 "http://127.0.0.1:${hports[i]}/metrics" | awk -v label="$1" -v node="$i" '
+			function q(name, f,   k) {
+				for (k = 1; k <= nb[name]; k++) if (cnt[name, k] >= f * tot[name]) return le_[name, k] * 1000
+				return -1
+			}
+			function h(title, name) {
+				if (!(name in tot)) return ""
+				return sprintf("; %s p99 <= %.3g ms, p99.9 <= %.3g ms (%d)", title, q(name, 0.99), q(name, 0.999), tot[name])
+			}
+			/^wren_kafka_produce_(handled|queued)_seconds_bucket|^wren_replication_(leader_durable|acks_all_isr_wait|follower_append)_seconds_bucket/ {
+				split($1, a, "_bucket"); name = a[1]
+				le = $1; sub(/.*le="/, "", le); sub(/".*/, "", le)
+				if (le == "+Inf") { tot[name] = $2; next }
+				k = ++nb[name]; le_[name, k] = le; cnt[name, k] = $2
+			}
+			/^wren_replication_follower_fetch_expired_total / { expired = $2 }
+			/^wren_replication_follower_fetch_failures_total / { failures = $2 }
+			END {
+				line = h("Produce handled", "wren_kafka_produce_handled_seconds") h("queued", "wren_kafka_produce_queued_seconds") \
+					h("leader durable", "wren_replication_leader_durable_seconds") h("ISR wait", "wren_replication_acks_all_isr_wait_seconds") \
+					h("follower append", "wren_replication_follower_append_seconds")
+				if (line == "") exit
+				printf "   %s node %s: %s; follower fetches expired %d, fetch failures %d\n", label, node, substr(line, 3), expired, failures
+			}' || true
+	done
+}
+
 stop_wren() {
 	local p
 	for p in "${wren_pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -346,7 +387,10 @@ run_system() { # system round
 			gsub(/[(),]/, "")
 			printf "%-14s %-11s %5s %12.0f %8.2f %8s %8s %8s %8s\n", sys, client, round, $4, $6, $16, $22, $25, $12
 		}' <<<"$line" | tee -a "$results"
-		if [[ "$sys" == wren-* ]]; then runtime_figures "after $client:"; fi
+		if [[ "$sys" == wren-* ]]; then
+			runtime_figures "after $client:"
+			produce_figures "after $client:"
+		fi
 	done
 	case "$sys" in
 	wren-*) stop_wren ;;
