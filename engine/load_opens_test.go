@@ -38,10 +38,10 @@ func TestCleanRestartOpensLittle(t *testing.T) {
 			if !m.HadCleanShutdown() {
 				t.Fatal("not a clean restart")
 			}
-			fromSummary := 0
+			fromSummary, removed := 0, 0
 			perFile, dirStats, logStats := n, n, 2*n
 			if withSummary {
-				fromSummary, perFile = n, 0
+				fromSummary, perFile, removed = n, 0, 1
 			}
 			if rep := m.LoadReport(); rep.Partitions != n || len(rep.Recovered) != 0 || rep.FromSummary != fromSummary {
 				t.Fatalf("load report %+v, want %d partitions, none recovered, %d from the summary", rep, n, fromSummary)
@@ -67,7 +67,7 @@ func TestCleanRestartOpensLittle(t *testing.T) {
 				"stat leader-epoch-checkpoint":                perFile, // the fstat of the open file
 				"syncdata *.log":                              0,
 				"sync *.index":                                0,
-				"remove " + CleanStopSummaryFile:              1,
+				"remove " + CleanStopSummaryFile:              removed,
 			} {
 				if c := ops.get(key); c != want {
 					t.Errorf("%s: %d, want %d\nall operations of the open:\n%s", key, c, want, got)

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -201,23 +202,6 @@ func (m *Manager) open() error {
 	}
 	m.hadCleanShutdown = clean
 	m.uncleanPending.Store(!m.hadCleanShutdown)
-	// The clean-stop summary is read now, and removed before any
-	// partition loads (summary.go): from here on the partitions' own
-	// files are the truth.
-	var summary map[TopicPartition]*partitionSummary
-	if clean {
-		summary = m.readCleanStopSummary(marker, markerOK)
-	}
-	if err := m.dropCleanStopSummary(); err != nil {
-		return err
-	}
-	if clean {
-		// The marker's and the summary's removal are durable before any
-		// load writes: a crash from here on reads as unclean.
-		if err := m.fs.SyncDir(m.dir); err != nil {
-			return err
-		}
-	}
 	rps, err := ReadOffsetCheckpoint(m.fs, m.dir+"/"+RecoveryPointCheckpointFile)
 	if err != nil {
 		return err
@@ -229,6 +213,23 @@ func (m *Manager) open() error {
 	names, err := m.fs.List(m.dir)
 	if err != nil {
 		return err
+	}
+	// The clean-stop summary is read now, and removed before any
+	// partition loads (summary.go): from here on the partitions' own
+	// files are the truth.
+	var summary map[TopicPartition]*partitionSummary
+	if clean && slices.Contains(names, CleanStopSummaryFile) {
+		summary = m.readCleanStopSummary(marker, markerOK)
+	}
+	if err := m.dropCleanStopSummary(names); err != nil {
+		return err
+	}
+	if clean {
+		// The marker's and the summary's removal are durable before any
+		// load writes: a crash from here on reads as unclean.
+		if err := m.fs.SyncDir(m.dir); err != nil {
+			return err
+		}
 	}
 	var jobs []loadJob
 	removed := false

@@ -340,8 +340,11 @@ func (m *Manager) writeCleanStopSummary(logs []*Log) {
 // loads: from here on the partitions' own files are the truth, and the
 // next summary is the next clean stop's. The directory sync that makes the
 // marker's removal durable makes this one durable too.
-func (m *Manager) dropCleanStopSummary() error {
+func (m *Manager) dropCleanStopSummary(names []string) error {
 	for _, name := range []string{CleanStopSummaryFile, CleanStopSummaryFile + ".tmp"} {
+		if !slices.Contains(names, name) {
+			continue
+		}
 		if err := m.fs.Remove(m.dir + "/" + name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("engine: removing %s: %w", m.dir+"/"+name, err)
 		}
