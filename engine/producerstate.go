@@ -188,15 +188,15 @@ func (l *Log) replayProducerState(st *producer.State, from int64) (int64, error)
 // writeProducerSnapshot writes the state as of the log end offset and
 // drops old snapshots. Called under l.mu.
 func (l *Log) writeProducerSnapshot() error {
-	_, _, err := l.writeProducerSnapshotMemo(nil)
+	_, _, _, err := l.writeProducerSnapshotMemo(nil)
 	return err
 }
 
 // writeProducerSnapshotMemo is writeProducerSnapshot, returning the
-// snapshot's offset and bytes. memo, if not nil, is a snapshot known to
+// snapshot's offset and bytes, and whether it changed the directory. memo, if not nil, is a snapshot known to
 // be on disk as it says (a clean load read it, and the directory has not
 // changed since): the same snapshot is not even read back.
-func (l *Log) writeProducerSnapshotMemo(memo *loadedState) (int64, []byte, error) {
+func (l *Log) writeProducerSnapshotMemo(memo *loadedState) (int64, []byte, bool, error) {
 	if l.producers.MapEndOffset() < l.logEndOffset {
 		l.producers.OnLogStartOffsetIncremented(l.logEndOffset)
 	}
@@ -204,29 +204,29 @@ func (l *Log) writeProducerSnapshotMemo(memo *loadedState) (int64, []byte, error
 	name := segmentFileName(l.dir, off, snapshotSuffix)
 	data := l.producers.AppendSnapshot(nil)
 	if memo != nil && memo.snapshot != nil && memo.snapshotOffset == off && bytes.Equal(memo.snapshot, data) {
-		return off, data, nil
+		return off, data, false, nil
 	}
 	if old, err := vfs.ReadFile(l.fs, name); err == nil && bytes.Equal(old, data) {
 		// An idle partition's clean close finds the snapshot it loaded:
 		// rewriting it would cost two fsyncs and a rename per partition
 		// at every stop. Were the file not durable yet, a crash would
 		// only mean a longer replay.
-		return off, data, nil
+		return off, data, false, nil
 	}
 	if err := vfs.WriteFileAtomic(l.fs, name, data); err != nil {
-		return 0, nil, err
+		return 0, nil, true, err
 	}
 	offsets, err := snapshotOffsets(l.fs, l.dir)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, true, err
 	}
 	for len(offsets) > snapshotsKept {
 		if err := l.fs.Remove(segmentFileName(l.dir, offsets[0], snapshotSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return 0, nil, err
+			return 0, nil, true, err
 		}
 		offsets = offsets[1:]
 	}
-	return off, data, nil
+	return off, data, true, nil
 }
 
 // producerPlan is what a leader append does to the producer state once

@@ -359,6 +359,15 @@ type loadedState struct {
 	snapshot       []byte
 }
 
+// stampIfUntouched is the load's stamp when untouched (the files are as
+// the load found them), else the zero stamp.
+func (ld *loadedState) stampIfUntouched(untouched bool) logStamp {
+	if ld == nil || !untouched {
+		return logStamp{}
+	}
+	return ld.stamp
+}
+
 // closeFilesLocked is Close's work on the files: sync the active segment
 // and its indexes, write the producer snapshot and, if the leader-epoch
 // checkpoint may not hold the cache, the cache; then note what the
@@ -373,6 +382,7 @@ func (l *Log) closeFilesLocked() error {
 		st, ok, err := stampLog(l.fs, l.dir, l.active().baseOffset)
 		untouched = err == nil && ok && st == ld.stamp
 	}
+	wrote := !untouched
 	if !untouched {
 		if err := l.active().flush(true); err != nil {
 			l.fail(err)
@@ -389,21 +399,27 @@ func (l *Log) closeFilesLocked() error {
 	if untouched {
 		memo = l.loaded
 	}
-	off, data, err := l.writeProducerSnapshotMemo(memo)
+	off, data, snapWrote, err := l.writeProducerSnapshotMemo(memo)
 	if err != nil {
 		l.fail(err)
 		return err
 	}
+	wrote = wrote || snapWrote
 	if !l.epochs.onDiskKnown || !slices.Equal(l.epochs.entries, l.epochs.onDisk) {
+		wrote = true
 		if err := l.epochs.flush(); err != nil {
 			l.fail(err)
 			return err
 		}
 	}
-	// The stamps are taken after the last change to the files.
-	st, ok, err := stampLog(l.fs, l.dir, l.active().baseOffset)
-	if err != nil || !ok {
-		return nil // no summary of this log: it loads from its files
+	// The stamps are taken after the last change to the files; a log
+	// untouched that wrote nothing has the stamps its load took.
+	st := l.loaded.stampIfUntouched(!wrote)
+	if wrote {
+		var ok bool
+		if st, ok, err = stampLog(l.fs, l.dir, l.active().baseOffset); err != nil || !ok {
+			return nil // no summary of this log: it loads from its files
+		}
 	}
 	l.summary = &partitionSummary{TP: l.tp, Stamp: st, Epochs: slices.Clone(l.epochs.entries),
 		SnapshotOffset: off, Snapshot: data}
