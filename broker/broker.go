@@ -274,7 +274,7 @@ func (b *Broker) openLogs(w *wiring) (err error) {
 	if err == nil {
 		rep := b.logs.LoadReport()
 		o.Logger.Info("log dir loaded", "dir", dir, "partitions", rep.Partitions, "recovered", len(rep.Recovered),
-			"deferred", rep.Deferred, "workers", rep.Workers, "took", rep.Duration.Round(time.Millisecond).String())
+			"deferred", rep.Deferred, "from_clean_stop_summary", rep.FromSummary, "workers", rep.Workers, "took", rep.Duration.Round(time.Millisecond).String())
 	}
 	return err
 }

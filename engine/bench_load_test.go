@@ -129,7 +129,7 @@ func BenchmarkOpenIdlePartitions(b *testing.B) {
 				}
 				makeIdlePartitions(b, fsys, dir, n)
 				var open, load time.Duration
-				total := 0
+				total, stopTotal := 0, 0
 				last := ""
 				b.ResetTimer()
 				for range b.N {
@@ -151,8 +151,14 @@ func BenchmarkOpenIdlePartitions(b *testing.B) {
 						b.Fatal("not a clean restart")
 					}
 					b.StopTimer()
+					if ops != nil {
+						ops.reset()
+					}
 					if err := m.Close(); err != nil {
 						b.Fatal(err)
+					}
+					if ops != nil {
+						stopTotal += ops.total()
 					}
 					b.StartTimer()
 				}
@@ -160,6 +166,8 @@ func BenchmarkOpenIdlePartitions(b *testing.B) {
 				b.ReportMetric(float64(load.Nanoseconds())/float64(b.N*n), "load-ns/partition")
 				if ops != nil {
 					b.ReportMetric(float64(total)/float64(b.N*n), "fsops/partition")
+					// The clean stop after it (the next start's summary).
+					b.ReportMetric(float64(stopTotal)/float64(b.N*n), "stop-fsops/partition")
 					b.Logf("last open:\n%s", last)
 				}
 			})

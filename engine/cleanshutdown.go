@@ -22,18 +22,21 @@ const cleanShutdownContents = `{"version":0,"brokerEpoch":-1}`
 // completed, and removes the marker: from now on a crash must read as
 // unclean. The removal is made durable by the directory sync that ends
 // open (SyncDirAndCheckpoint), before anything is served.
-func (m *Manager) takeCleanShutdownMarker() (bool, error) {
+//
+// It also returns the marker's stamp (ok=false when the file system keeps
+// no fine-grained identity), which a clean-stop summary must name.
+func (m *Manager) takeCleanShutdownMarker() (clean bool, marker fileStamp, ok bool, err error) {
 	path := m.dir + "/" + CleanShutdownFile
-	if _, err := m.fs.Stat(path); err != nil {
+	if marker, ok, err = stampOf(m.fs, path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
+			return false, fileStamp{}, false, nil
 		}
-		return false, fmt.Errorf("engine: %s: %w", path, err)
+		return false, fileStamp{}, false, fmt.Errorf("engine: %s: %w", path, err)
 	}
 	if err := m.fs.Remove(path); err != nil {
-		return false, fmt.Errorf("engine: removing %s: %w", path, err)
+		return false, fileStamp{}, false, fmt.Errorf("engine: removing %s: %w", path, err)
 	}
-	return true, nil
+	return true, marker, ok, nil
 }
 
 // writeCleanShutdownMarker runs last in a Close that met no error.

@@ -17,7 +17,8 @@
 // back without it as one that may have lost unsynced records). After an
 // open without it, Close leaves none until UncleanShutdownHandled (the
 // cluster registered the restart as unclean), so a failed start does not
-// launder a crash.
+// launder a crash. A completed Close also leaves wren-clean-stop-summary
+// beside the marker (see Clean restarts, below); Kafka ignores it.
 //
 // Index files reserve no disk: they start empty and grow by one entry per
 // append, up to segment.index.bytes, which is a cap that rolls the segment,
@@ -151,7 +152,8 @@
 // The Manager loads its partitions with a bounded pool of workers
 // (min(8, 2*GOMAXPROCS): a load mostly waits on the disk), taking results
 // in directory order, so the logs and the first error are those a serial
-// load gives. After a clean stop no partition is scanned; after a crash
+// load gives. After a clean stop no partition is scanned (and the leader
+// epochs and producer snapshots come from the clean-stop summary); after a crash
 // only those written since the recovery-point checkpoint was last written
 // (periodically, log.flush.offset.checkpoint.interval.ms) are. An empty
 // .log whose index files are missing, what a segment creation cut short
@@ -164,6 +166,68 @@
 // fails the open, as it always did. Idle segments still hold their three
 // files open from load on; opening them on first use instead belongs with
 // the open-file cache (segment.go, index.go).
+//
+// # Clean restarts
+//
+// A clean start of 10,000 idle partitions should do almost no work per
+// partition. Each partition still has its directory listed and its files
+// looked up (stat); what a clean stop leaves spares it the rest:
+//
+// The clean-stop summary (summary.go), wren-clean-stop-summary in the data
+// directory, holds every partition's leader-epoch entries and producer
+// snapshot: what its leader-epoch-checkpoint and newest %020d.snapshot
+// hold. A Close that met no error writes it last: every log flushed and
+// closed, the offset checkpoints written, the clean-shutdown marker
+// written, then the summary (temporary file, fsync, rename, directory
+// fsync). Magic, version and a CRC-32C over the body open it; a summary
+// that does not parse, or of another version, is ignored with a log line.
+//
+// A start trusts it only as proof of the very stop that left the files
+// (vfs.FileIdentity: inode and nanosecond ctime; any write, truncation,
+// rename or replacement moves a file's ctime, nothing sets it back):
+//
+//   - the summary names the clean-shutdown marker's identity: any other
+//     stop (an older wren, Kafka, this build's next stop) writes a new
+//     marker, another inode; a copied or restored directory has other
+//     inodes throughout. On a mismatch the whole summary is ignored.
+//   - it names the recovery-point and log-start-offset checkpoints'
+//     size and identity (the stop writes both before the marker): a
+//     mismatch of either ignores the whole summary.
+//   - each partition's part names its directory's identity and its last
+//     segment's base offset, size and identity, with its recovery point
+//     and log start offset. Every change to the leader-epoch checkpoint,
+//     a snapshot or a segment list is a file written under a temporary
+//     name and renamed, or removed, which moves the directory's ctime; an
+//     append or truncation moves the last segment's. So an offline tool
+//     (wren storage repair) or a hand that changed a partition's files
+//     is seen; that partition, and only it, loads from its own files.
+//   - a file system whose ctimes are whole seconds could not tell two
+//     versions apart: a stop there writes no summary, and a start does
+//     not use one.
+//
+// The summary never replaces a partition's files, it copies them: a stop
+// writes the snapshot and the leader-epoch checkpoint whenever they may
+// differ from what they hold (the epoch cache knows what its file holds:
+// what it was loaded with or last wrote), before it stamps the log for
+// the summary. So the partitions' own files are the truth at every
+// moment, and the summary is only ever a second, checked copy of them.
+// A start reads the summary, then removes it with the marker, and syncs
+// the directory, before any partition loads or anything is written: a
+// crash from then on finds neither and recovers from the partitions' own
+// files, as after any crash; a crash before that sync finds both as the
+// stop left them, with every file still as they name it, and uses them
+// again. A start that finds the summary but no marker (a crash after a
+// start) ignores and removes it.
+//
+// A clean stop syncs and writes nothing of a partition a clean start left
+// untouched: the load stamped its directory and last segment (after a
+// clean stop every segment, index and snapshot was durable, and the load
+// wrote nothing); at Close the same stamps, no index entry unsynced and
+// the same producer snapshot as the one loaded mean its files are as
+// durable as they were, and the summary's part is taken from its state.
+// It costs two lookups, no open and no sync. Any change since (an append,
+// a roll, a truncation, a new epoch, retention) moves a stamp, and the
+// partition is flushed and its snapshot written as before.
 //
 // All file access goes through internal/vfs, so tests crash the engine at
 // any write and lose exactly what was not synced.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -23,6 +24,11 @@ type epochCache struct {
 	// built when it is read or written, not held by every idle partition.
 	at      *fileDir
 	entries []EpochEntry
+	// onDisk is what the file holds, when onDiskKnown: the entries it was
+	// loaded with (none for a missing file) or last written. A clean
+	// Close writes the file only when the entries differ from it.
+	onDisk      []EpochEntry
+	onDiskKnown bool
 }
 
 // path is the leader-epoch-checkpoint file's.
@@ -46,7 +52,13 @@ func loadEpochCache(at *fileDir) (*epochCache, error) {
 		}
 		c.entries = append(c.entries, ent)
 	}
+	c.setOnDisk()
 	return c, nil
+}
+
+// setOnDisk records that the file holds the entries.
+func (c *epochCache) setOnDisk() {
+	c.onDisk, c.onDiskKnown = slices.Clone(c.entries), true
 }
 
 func (c *epochCache) flush() error {
@@ -54,7 +66,13 @@ func (c *epochCache) flush() error {
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return writeCheckpoint(c.at.fs, c.path(), lines)
+	if err := writeCheckpoint(c.at.fs, c.path(), lines); err != nil {
+		// The file may hold the old entries or the new ones.
+		c.onDisk, c.onDiskKnown = nil, false
+		return err
+	}
+	c.setOnDisk()
+	return nil
 }
 
 // latest is the newest entry, or ok=false.

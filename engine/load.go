@@ -31,6 +31,9 @@ type LoadReport struct {
 	// descriptors and is retried in the background (Manager.Pending,
 	// ManagerConfig.OnLogsLoaded).
 	Deferred int
+	// FromSummary is the number of partitions whose leader epochs and
+	// producer snapshot came from the clean-stop summary.
+	FromSummary int
 	// Workers is how many partitions were loaded at once.
 	Workers int
 	// Duration is the time the partitions' load took.
@@ -145,6 +148,9 @@ func (m *Manager) loadPartitions(jobs []loadJob) error {
 		case r.err == nil:
 			m.addLoaded(r.log, r.stats)
 			rep.Partitions++
+			if r.stats.FromSummary {
+				rep.FromSummary++
+			}
 			if r.stats.Changed() || r.stats.SegmentsScanned > 0 {
 				rep.Recovered = append(rep.Recovered, j.tp)
 			}

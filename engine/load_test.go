@@ -341,6 +341,9 @@ func TestDeleteDeferredPartition(t *testing.T) {
 		mustNotErr(t, err)
 	}
 	mustNotErr(t, m.Close())
+	// Without the clean-stop summary the load opens t-1's files (its
+	// leader-epoch checkpoint), which run out of descriptors here.
+	mustNotErr(t, mem.Remove("/data/"+CleanStopSummaryFile))
 
 	ffs := vfs.NewFaultFS(mem)
 	ffs.Inject(vfs.Fault{Op: vfs.OpOpen | vfs.OpCreate, Err: syscall.EMFILE,

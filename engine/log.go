@@ -96,6 +96,14 @@ type Log struct {
 	cleanMu sync.Mutex
 
 	mu sync.Mutex
+	// Clean restarts (doc.go). loaded is set by an Open after a clean
+	// stop whose load wrote nothing: the directory and last segment as
+	// the load found them, and the producer snapshot it read (nil for
+	// none); a Close that finds both stamps unchanged has nothing to sync
+	// or rewrite. summary is what Close leaves for the clean-stop summary
+	// (nil: nothing). Guarded by mu.
+	loaded  *loadedState
+	summary *partitionSummary
 	// segments are sorted by base offset; the last is the active segment.
 	// Invariant: len(segments) >= 1.
 	segments []*segment
@@ -817,20 +825,7 @@ func (l *Log) Close() error {
 		}
 	}
 	if l.health.check() == nil && !pending {
-		if err := l.active().flush(true); err != nil {
-			l.fail(err)
-			errs = append(errs, err)
-		} else {
-			l.commit.Advance(l.logEndOffset)
-			// A damaged log's producer state skips the damaged batches:
-			// no snapshot vouches for it.
-			if len(l.damage) == 0 {
-				if err := l.writeProducerSnapshot(); err != nil {
-					l.fail(err)
-					errs = append(errs, err)
-				}
-			}
-		}
+		errs = append(errs, l.closeFilesLocked())
 	}
 	l.dropDirWorkLocked()
 	l.closed = true

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -195,9 +196,11 @@ func (m *Manager) open() error {
 		return err
 	}
 	m.meta = meta
-	if m.hadCleanShutdown, err = m.takeCleanShutdownMarker(); err != nil {
+	clean, marker, markerOK, err := m.takeCleanShutdownMarker()
+	if err != nil {
 		return err
 	}
+	m.hadCleanShutdown = clean
 	m.uncleanPending.Store(!m.hadCleanShutdown)
 	rps, err := ReadOffsetCheckpoint(m.fs, m.dir+"/"+RecoveryPointCheckpointFile)
 	if err != nil {
@@ -210,6 +213,23 @@ func (m *Manager) open() error {
 	names, err := m.fs.List(m.dir)
 	if err != nil {
 		return err
+	}
+	// The clean-stop summary is read now, and removed before any
+	// partition loads (summary.go): from here on the partitions' own
+	// files are the truth.
+	var summary map[TopicPartition]*partitionSummary
+	if clean && slices.Contains(names, CleanStopSummaryFile) {
+		summary = m.readCleanStopSummary(marker, markerOK)
+	}
+	if err := m.dropCleanStopSummary(names); err != nil {
+		return err
+	}
+	if clean {
+		// The marker's and the summary's removal are durable before any
+		// load writes: a crash from here on reads as unclean.
+		if err := m.fs.SyncDir(m.dir); err != nil {
+			return err
+		}
 	}
 	var jobs []loadJob
 	removed := false
@@ -234,7 +254,8 @@ func (m *Manager) open() error {
 		// is a directory is asked by the load, in parallel, and only when
 		// the load fails (loadJob.unchecked).
 		jobs = append(jobs, loadJob{tp: tp, path: path, unchecked: true,
-			oo: OpenOptions{RecoveryPoint: rps[tp], LogStartOffset: lsos[tp], health: m.health, dirListed: true}})
+			oo: OpenOptions{RecoveryPoint: rps[tp], LogStartOffset: lsos[tp], health: m.health, dirListed: true,
+				afterCleanStop: clean, summary: summary[tp]}})
 	}
 	if err := m.loadPartitions(jobs); err != nil {
 		return err
@@ -244,11 +265,10 @@ func (m *Manager) open() error {
 		// offset: the checkpoints the stop wrote (and synced) say what
 		// new ones would, so they are not written again (two files of
 		// every partition's line, and four fsyncs, at every start). The
-		// directory is synced all the same: the clean-shutdown marker's
-		// removal must be durable before anything is served, or a crash
-		// would read as a clean stop.
+		// clean-shutdown marker's removal was made durable before the
+		// loads.
 		if rpsNow, lsosNow := m.checkpointOffsets(); maps.Equal(rps, rpsNow) && maps.Equal(lsos, lsosNow) {
-			return m.fs.SyncDir(m.dir)
+			return nil
 		}
 	}
 	return m.SyncDirAndCheckpoint()
@@ -726,7 +746,12 @@ func (m *Manager) Close() error {
 		errs = append(errs, m.Checkpoint())
 	}
 	if err := errors.Join(errs...); err == nil && m.health.check() == nil {
-		errs = append(errs, m.writeCleanShutdownMarker())
+		err := m.writeCleanShutdownMarker()
+		errs = append(errs, err)
+		if err == nil && !m.uncleanPending.Load() {
+			// After the marker, bound to it (doc.go, "Clean restarts").
+			m.writeCleanStopSummary(m.Logs())
+		}
 	}
 	errs = append(errs, m.lock.Close())
 	m.health.handles.Close()

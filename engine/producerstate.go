@@ -58,6 +58,16 @@ func (l *Log) loadProducerStateStats(stats *RecoveryStats) error {
 // loadProducerStateFrom is loadProducerStateStats given the directory's
 // current listing (nil: list it), which Open has already.
 func (l *Log) loadProducerStateFrom(names []string, stats *RecoveryStats) error {
+	_, err := l.loadProducerStateSummary(names, stats, nil)
+	return err
+}
+
+// loadProducerStateSummary is loadProducerStateFrom taking the snapshot
+// that sum (a clean-stop summary's part checked against the directory)
+// holds instead of reading its file. It returns the snapshot used, and
+// whether it removed snapshots above the log end.
+func (l *Log) loadProducerStateSummary(names []string, stats *RecoveryStats, sum *partitionSummary) (usedSnapshot, error) {
+	var used usedSnapshot
 	opts := producer.Options{}
 	var offsets []int64
 	if names != nil {
@@ -65,7 +75,7 @@ func (l *Log) loadProducerStateFrom(names []string, stats *RecoveryStats) error 
 	} else {
 		var err error
 		if offsets, err = snapshotOffsets(l.fs, l.dir); err != nil {
-			return err
+			return used, err
 		}
 	}
 	var st *producer.State
@@ -75,7 +85,7 @@ func (l *Log) loadProducerStateFrom(names []string, stats *RecoveryStats) error 
 		name := segmentFileName(l.dir, off, snapshotSuffix)
 		if off > l.logEndOffset {
 			if err := l.fs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
+				return used, err
 			}
 			removed = true
 			continue
@@ -83,21 +93,30 @@ func (l *Log) loadProducerStateFrom(names []string, stats *RecoveryStats) error 
 		if st != nil || off < l.segments[0].baseOffset {
 			continue
 		}
-		data, err := vfs.ReadFile(l.fs, name)
+		var data []byte
+		var err error
+		if sum != nil && off == sum.SnapshotOffset {
+			data = sum.Snapshot
+		} else {
+			data, err = vfs.ReadFile(l.fs, name)
+		}
 		if isOutOfFiles(err) {
 			// Not a damaged snapshot: the load is retried (load.go).
-			return err
+			return used, err
 		}
 		if err == nil {
 			st, err = producer.DecodeSnapshot(data, off, opts)
 		}
 		if err != nil {
 			st = nil // fall back to an older snapshot or a full replay
+		} else {
+			used.offset, used.data = off, data
 		}
 	}
+	used.removed = removed
 	if removed {
 		if err := l.fs.SyncDir(l.dir); err != nil {
-			return err
+			return used, err
 		}
 	}
 	snapshotUsed := st != nil
@@ -108,7 +127,7 @@ func (l *Log) loadProducerStateFrom(names []string, stats *RecoveryStats) error 
 	from := st.MapEndOffset()
 	replayed, err := l.replayProducerState(st, from)
 	if err != nil {
-		return err
+		return used, err
 	}
 	if stats != nil {
 		stats.ProducerBatchesReplayed = replayed
@@ -117,7 +136,15 @@ func (l *Log) loadProducerStateFrom(names []string, stats *RecoveryStats) error 
 		}
 	}
 	l.producers = st
-	return nil
+	return used, nil
+}
+
+// usedSnapshot says which snapshot a load started from (data nil: none)
+// and whether it removed any.
+type usedSnapshot struct {
+	offset  int64
+	data    []byte
+	removed bool
 }
 
 // replayProducerState applies every batch at or after from to st, and
@@ -161,33 +188,45 @@ func (l *Log) replayProducerState(st *producer.State, from int64) (int64, error)
 // writeProducerSnapshot writes the state as of the log end offset and
 // drops old snapshots. Called under l.mu.
 func (l *Log) writeProducerSnapshot() error {
+	_, _, _, err := l.writeProducerSnapshotMemo(nil)
+	return err
+}
+
+// writeProducerSnapshotMemo is writeProducerSnapshot, returning the
+// snapshot's offset and bytes, and whether it changed the directory. memo, if not nil, is a snapshot known to
+// be on disk as it says (a clean load read it, and the directory has not
+// changed since): the same snapshot is not even read back.
+func (l *Log) writeProducerSnapshotMemo(memo *loadedState) (int64, []byte, bool, error) {
 	if l.producers.MapEndOffset() < l.logEndOffset {
 		l.producers.OnLogStartOffsetIncremented(l.logEndOffset)
 	}
 	off := l.producers.MapEndOffset()
 	name := segmentFileName(l.dir, off, snapshotSuffix)
 	data := l.producers.AppendSnapshot(nil)
+	if memo != nil && memo.snapshot != nil && memo.snapshotOffset == off && bytes.Equal(memo.snapshot, data) {
+		return off, data, false, nil
+	}
 	if old, err := vfs.ReadFile(l.fs, name); err == nil && bytes.Equal(old, data) {
 		// An idle partition's clean close finds the snapshot it loaded:
 		// rewriting it would cost two fsyncs and a rename per partition
 		// at every stop. Were the file not durable yet, a crash would
 		// only mean a longer replay.
-		return nil
+		return off, data, false, nil
 	}
 	if err := vfs.WriteFileAtomic(l.fs, name, data); err != nil {
-		return err
+		return 0, nil, true, err
 	}
 	offsets, err := snapshotOffsets(l.fs, l.dir)
 	if err != nil {
-		return err
+		return 0, nil, true, err
 	}
 	for len(offsets) > snapshotsKept {
 		if err := l.fs.Remove(segmentFileName(l.dir, offsets[0], snapshotSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return 0, nil, true, err
 		}
 		offsets = offsets[1:]
 	}
-	return nil
+	return off, data, true, nil
 }
 
 // producerPlan is what a leader append does to the producer state once

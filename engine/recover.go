@@ -28,6 +28,12 @@ type OpenOptions struct {
 	// dirListed: the directory was just seen in its parent's listing, so
 	// Open need not look it up to create it.
 	dirListed bool
+	// afterCleanStop: the directory's clean-shutdown marker was there, so
+	// the load stamps the log (Log.loaded) and summary, if set, is its
+	// part of the clean-stop summary, used when the stamps match (doc.go,
+	// "Clean restarts").
+	afterCleanStop bool
+	summary        *partitionSummary
 }
 
 // RecoveryStats say what Open found and repaired.
@@ -51,6 +57,9 @@ type RecoveryStats struct {
 	ProducerSnapshotOffset int64
 	// Duration is the time Open took.
 	Duration time.Duration
+	// FromSummary: the leader epochs and the producer snapshot came from
+	// the clean-stop summary, not from the partition's files.
+	FromSummary bool
 }
 
 // Changed says whether recovery did anything worth an operator's notice.
@@ -91,8 +100,30 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 	if err != nil {
 		return nil, nil, err
 	}
-	epochs, err := &epochCache{at: l.fileDir}, error(nil)
-	if slices.Contains(names, LeaderEpochCheckpointFile) {
+	// After a clean stop the directory and its last segment are stamped
+	// before anything else: they are what the clean-stop summary is
+	// checked against, and what the next Close compares.
+	var stamp logStamp
+	stamped := false
+	var sum *partitionSummary
+	if oo.afterCleanStop {
+		if last, ok := lastSegmentBase(names); ok {
+			var serr error
+			stamp, stamped, serr = stampLog(fsys, dir, last)
+			stamped = stamped && serr == nil
+		}
+		if stamped && oo.summary != nil && oo.summary.matches(stamp, oo) {
+			sum = oo.summary
+		}
+	}
+	epochs, err := &epochCache{at: l.fileDir, onDiskKnown: true}, error(nil)
+	switch {
+	case sum != nil:
+		// The file holds these entries: it was not replaced since the
+		// stop that wrote them into the summary (the directory's stamp).
+		epochs.entries = slices.Clone(sum.Epochs)
+		epochs.setOnDisk()
+	case slices.Contains(names, LeaderEpochCheckpointFile):
 		epochs, err = loadEpochCache(l.fileDir)
 	}
 	if isOutOfFiles(err) {
@@ -117,14 +148,17 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 		// later recovery could take the damage for a torn tail.
 		l.heldRecoveryPoint.Store(oo.RecoveryPoint)
 	}
+	wrote := false
 	if l.logStartOffset > l.logEndOffset && len(l.damage) == 0 {
 		if err := l.truncateFullyAndStartAtLocked(l.logStartOffset); err != nil {
 			l.closeAll()
 			return nil, nil, err
 		}
 		names = nil // the directory changed: the snapshots are listed again
+		wrote = true
 	}
-	if err := l.loadProducerStateFrom(names, stats); err != nil {
+	used, err := l.loadProducerStateSummary(names, stats, sum)
+	if err != nil {
 		l.closeAll()
 		return nil, nil, err
 	}
@@ -143,6 +177,7 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 			l.closeAll()
 			return nil, nil, err
 		}
+		wrote = true
 	}
 	// Whatever is in the files now may be only in the page cache (a
 	// process crash, not a power loss): sync before calling it durable.
@@ -155,6 +190,13 @@ func Open(fsys vfs.FS, dir string, tp TopicPartition, opts Options, oo OpenOptio
 			l.closeAll()
 			return nil, nil, err
 		}
+		wrote = true
+	}
+	if stamped && !wrote && !used.removed && !stats.Changed() && len(l.damage) == 0 && l.active().baseOffset == stamp.LastBase {
+		l.loaded = &loadedState{stamp: stamp, snapshotOffset: used.offset, snapshot: used.data}
+	}
+	if sum != nil {
+		stats.FromSummary = true
 	}
 	l.lastFlushMs = l.nowMs()
 	l.commit = wal.NewGroupCommitter(l.logEndOffset, l.syncActive)

@@ -50,12 +50,58 @@ type MemFS struct {
 	// crashState is nil while the FS is alive; afterwards it is what the
 	// machine finds after the power loss.
 	crashState *MemFS
+
+	// lastIno numbers the inodes; clock is the ctime source (a counter
+	// that every change moves on, shown as nanoseconds, or as whole
+	// seconds under wholeSecondCtime: SetWholeSecondCtime). Both survive
+	// a crash, as a disk's inode numbers and the wall clock do.
+	lastIno          uint64
+	clock            int64
+	wholeSecondCtime bool
+}
+
+// memCtimeBase is the first ctime a MemFS shows: some moment in 2023.
+const memCtimeBase = 1_700_000_000_000_000_000
+
+// SetWholeSecondCtime makes the FS keep ctimes in whole seconds, as some
+// file systems do (FileIdentity.WholeSecond).
+func (m *MemFS) SetWholeSecondCtime(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.wholeSecondCtime = on
+}
+
+// touch sets the ctime of nodes to now: every change to a node's data,
+// size, links or name does. Callers hold m.mu for writing.
+func (m *MemFS) touch(nodes ...*memNode) {
+	m.clock++
+	now := int64(memCtimeBase) + m.clock*1_000_003
+	if m.wholeSecondCtime {
+		now = int64(memCtimeBase) + m.clock*1_000_000_000
+	}
+	for _, n := range nodes {
+		if n != nil {
+			n.ctimeNs = now
+		}
+	}
+}
+
+// newNode gives n an inode number and a ctime. Callers hold m.mu for
+// writing.
+func (m *MemFS) newNode(n *memNode) *memNode {
+	m.lastIno++
+	n.ino = m.lastIno
+	m.touch(n)
+	return n
 }
 
 // memNode is an inode: a directory or a regular file.
 type memNode struct {
 	isDir bool
 	perm  os.FileMode
+	// ino and ctimeNs are the node's identity (FileIdentity).
+	ino     uint64
+	ctimeNs int64
 
 	// Directories only. children are the current entries; syncedChildren
 	// are the entries as of the last SyncDir (or fsync of the directory),
@@ -89,11 +135,12 @@ type undoRecord struct {
 
 // NewMem returns an empty in-memory FS.
 func NewMem() *MemFS {
-	return &MemFS{
-		root:       newDirNode(0o755),
+	m := &MemFS{
 		locks:      make(map[*memNode]bool),
 		crashAfter: -1,
 	}
+	m.root = m.newNode(newDirNode(0o755))
+	return m
 }
 
 func newDirNode(perm os.FileMode) *memNode {
@@ -255,6 +302,7 @@ func (m *MemFS) openWritable(op, name string, truncate bool) (File, error) {
 	}
 	if truncate {
 		n.truncate(0)
+		m.touch(n)
 	}
 	return &memFile{fs: m, node: n, name: name, writable: true}, nil
 }
@@ -270,8 +318,9 @@ func (m *MemFS) createLocked(name string) (*memNode, error) {
 	}
 	n, ok := dir.children[base]
 	if !ok {
-		n = &memNode{perm: 0o644}
+		n = m.newNode(&memNode{perm: 0o644})
 		dir.children[base] = n
+		m.touch(dir)
 	}
 	if n.isDir {
 		return nil, syscall.EISDIR
@@ -316,6 +365,7 @@ func (m *MemFS) Remove(name string) error {
 		return &fs.PathError{Op: "remove", Path: name, Err: syscall.ENOTEMPTY}
 	}
 	delete(dir.children, base)
+	m.touch(dir, n)
 	return nil
 }
 
@@ -338,7 +388,10 @@ func (m *MemFS) RemoveAll(name string) error {
 	if err != nil {
 		return &fs.PathError{Op: "unlinkat", Path: name, Err: err}
 	}
-	delete(dir.children, base)
+	if n, ok := dir.children[base]; ok {
+		delete(dir.children, base)
+		m.touch(dir, n)
+	}
 	return nil
 }
 
@@ -405,8 +458,10 @@ func (m *MemFS) renameLocked(oldname, newname string) error {
 			return syscall.EEXIST // os.Rename's check above already refused it
 		}
 	}
+	existing := newDir.children[newBase]
 	delete(oldDir.children, oldBase)
 	newDir.children[newBase] = n
+	m.touch(oldDir, newDir, n, existing)
 	return nil
 }
 
@@ -426,8 +481,9 @@ func (m *MemFS) MkdirAll(dir string, perm os.FileMode) error {
 	for _, p := range parts {
 		c, ok := n.children[p]
 		if !ok {
-			c = newDirNode(perm)
+			c = m.newNode(newDirNode(perm))
 			n.children[p] = c
+			m.touch(n)
 		}
 		if !c.isDir {
 			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
@@ -537,7 +593,7 @@ func (n *memNode) sync() {
 }
 
 func (n *memNode) stat(name string) os.FileInfo {
-	fi := &memFileInfo{name: name, mode: n.perm}
+	fi := &memFileInfo{name: name, mode: n.perm, sys: &memStat{ino: n.ino, ctimeNs: n.ctimeNs}}
 	if n.isDir {
 		fi.mode |= fs.ModeDir
 	} else {
@@ -550,6 +606,13 @@ type memFileInfo struct {
 	name string
 	size int64
 	mode fs.FileMode
+	sys  *memStat
+}
+
+// memStat is a MemFS file's identity (IdentityOf).
+type memStat struct {
+	ino     uint64
+	ctimeNs int64
 }
 
 func (fi *memFileInfo) Name() string       { return fi.name }
@@ -557,4 +620,4 @@ func (fi *memFileInfo) Size() int64        { return fi.size }
 func (fi *memFileInfo) Mode() fs.FileMode  { return fi.mode }
 func (fi *memFileInfo) ModTime() time.Time { return time.Time{} } // no clock: tests stay deterministic
 func (fi *memFileInfo) IsDir() bool        { return fi.mode.IsDir() }
-func (fi *memFileInfo) Sys() any           { return nil }
+func (fi *memFileInfo) Sys() any           { return fi.sys }

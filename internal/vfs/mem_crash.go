@@ -38,7 +38,8 @@ func (o CrashOptions) validate() {
 func (m *MemFS) crashLocked(opts CrashOptions) {
 	opts.validate()
 	next := NewMem()
-	c := crasher{opts: opts, seen: make(map[*memNode]*memNode)}
+	next.lastIno, next.clock, next.wholeSecondCtime = m.lastIno, m.clock, m.wholeSecondCtime
+	c := crasher{opts: opts, seen: make(map[*memNode]*memNode), fs: next}
 	next.root = c.recover(m.root)
 	next.capacity = m.capacity
 	m.crashState = next
@@ -50,6 +51,9 @@ func (m *MemFS) crashLocked(opts CrashOptions) {
 
 type crasher struct {
 	opts CrashOptions
+	// fs is the post-crash FS, whose clock gives a file that lost
+	// unsynced changes a new ctime.
+	fs *MemFS
 	// seen maps old inodes to their recovered copies, so a file reachable by
 	// two durable names (a rename whose two directories were not both
 	// synced) stays one inode with two links.
@@ -63,11 +67,22 @@ func (c *crasher) recover(old *memNode) *memNode {
 		return n
 	}
 	if !old.isDir {
-		n := &memNode{perm: old.perm, data: c.durableData(old)}
+		// A file keeps its inode; one that lost unsynced changes gets a
+		// new ctime, as its inode may have been written back with them
+		// or without them.
+		lost := len(old.undo) > 0
+		n := &memNode{perm: old.perm, ino: old.ino, ctimeNs: old.ctimeNs, data: c.durableData(old)}
+		if lost {
+			c.fs.touch(n)
+		}
 		c.seen[old] = n
 		return n
 	}
 	n := newDirNode(old.perm)
+	n.ino, n.ctimeNs = old.ino, old.ctimeNs
+	if !maps.Equal(old.children, old.syncedChildren) {
+		c.fs.touch(n) // it lost entries, or gained back old ones
+	}
 	c.seen[old] = n
 	for _, name := range slices.Sorted(maps.Keys(old.syncedChildren)) {
 		child := old.syncedChildren[name]

@@ -75,9 +75,11 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		// A full disk takes what fits, then refuses the rest (write(2)
 		// returns the short count, and the retry of the rest ENOSPC).
 		f.node.write(p[:fits], off)
+		f.fs.touch(f.node)
 		return fits, &fs.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
 	}
 	f.node.write(p, off)
+	f.fs.touch(f.node)
 	return len(p), nil
 }
 
@@ -98,6 +100,7 @@ func (f *memFile) Truncate(size int64) error {
 		return &fs.PathError{Op: "truncate", Path: f.name, Err: syscall.EFBIG}
 	}
 	f.node.truncate(size)
+	f.fs.touch(f.node)
 	return nil
 }
 
