@@ -56,22 +56,15 @@ func uplinkPauseCommand(env Env, pause bool) *ucli.Command {
 		ArgsUsage: "NAME",
 		Flags:     clientFlags(timeoutFlag()),
 		Action: func(c *ucli.Context) error {
-			format, err := argsFormat(c, 1, 1, "the link's name")
+			link, format, err := uplinkArg(c, false)
 			if err != nil {
 				return err
 			}
-			link := c.Args().First()
 			op := kadm.AlterConfig{Op: kadm.DeleteConfig, Name: config.UplinkPausedKey(link)}
 			if pause {
 				op = kadm.AlterConfig{Op: kadm.SetConfig, Name: config.UplinkPausedKey(link), Value: strPtr("true")}
 			}
-			var res kadm.AlterConfigsResponses
-			err = runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
-				var err error
-				res, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{op})
-				return err
-			})
-			if err := alterErr(name+" uplink "+link, res, err); err != nil {
+			if err := alterClusterConfigs(c, name+" uplink "+link, []kadm.AlterConfig{op}); err != nil {
 				return err
 			}
 			return printResult(env.Stdout, format, uplinkPause{Link: link, Paused: pause}, func(w io.Writer) {
@@ -79,6 +72,33 @@ func uplinkPauseCommand(env Env, pause bool) *ucli.Command {
 			})
 		},
 	}
+}
+
+// uplinkArg is the link's name, the command's one argument (checked as
+// a name of a run-time link when checkName), and the output format.
+func uplinkArg(c *ucli.Context, checkName bool) (link string, format outputFormat, err error) {
+	if format, err = argsFormat(c, 1, 1, "the link's name"); err != nil {
+		return "", format, err
+	}
+	link = c.Args().First()
+	if checkName {
+		if err := config.CheckUplinkName(link); err != nil {
+			return "", format, fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+	}
+	return link, format, nil
+}
+
+// alterClusterConfigs makes the incremental changes ops to the
+// cluster-wide dynamic broker configs; what names the change in an error.
+func alterClusterConfigs(c *ucli.Context, what string, ops []kadm.AlterConfig) error {
+	var res kadm.AlterConfigsResponses
+	err := runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
+		var err error
+		res, err = adm.AlterBrokerConfigs(ctx, ops)
+		return err
+	})
+	return alterErr(what, res, err)
 }
 
 // uplinkChange is what `uplink add|remove --format json` prints.
@@ -108,13 +128,9 @@ func uplinkAddCommand(env Env) *ucli.Command {
 				"as remote.topic.prefix=site-7. or security.protocol=SASL_SSL; keys: " + strings.Join(config.UplinkKeys(), ", ")},
 		),
 		Action: func(c *ucli.Context) error {
-			format, err := argsFormat(c, 1, 1, "the link's name")
+			link, format, err := uplinkArg(c, true)
 			if err != nil {
 				return err
-			}
-			link := c.Args().First()
-			if err := config.CheckUplinkName(link); err != nil {
-				return fmt.Errorf("%w: %v", ErrUsage, err)
 			}
 			values := map[string]string{
 				"bootstrap.servers": strings.Join(c.StringSlice("far"), ","),
@@ -156,13 +172,7 @@ func uplinkAddCommand(env Env) *ucli.Command {
 				}
 			}
 			sort.Slice(ops, func(i, j int) bool { return ops[i].Name < ops[j].Name })
-			var res kadm.AlterConfigsResponses
-			err = runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
-				var err error
-				res, err = adm.AlterBrokerConfigs(ctx, ops)
-				return err
-			})
-			if err := alterErr("add uplink "+link, res, err); err != nil {
+			if err := alterClusterConfigs(c, "add uplink "+link, ops); err != nil {
 				return err
 			}
 			return printResult(env.Stdout, format, uplinkChange{Link: link, Added: true, Configs: configs}, func(w io.Writer) {
@@ -183,25 +193,15 @@ func uplinkRemoveCommand(env Env) *ucli.Command {
 		ArgsUsage: "NAME",
 		Flags:     clientFlags(timeoutFlag()),
 		Action: func(c *ucli.Context) error {
-			format, err := argsFormat(c, 1, 1, "the link's name")
+			link, format, err := uplinkArg(c, true)
 			if err != nil {
 				return err
-			}
-			link := c.Args().First()
-			if err := config.CheckUplinkName(link); err != nil {
-				return fmt.Errorf("%w: %v", ErrUsage, err)
 			}
 			var ops []kadm.AlterConfig
 			for _, k := range config.UplinkKeys() {
 				ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: config.UplinkKey(link, k)})
 			}
-			var res kadm.AlterConfigsResponses
-			err = runAdmin(c, func(ctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
-				var err error
-				res, err = adm.AlterBrokerConfigs(ctx, ops)
-				return err
-			})
-			if err := alterErr("remove uplink "+link, res, err); err != nil {
+			if err := alterClusterConfigs(c, "remove uplink "+link, ops); err != nil {
 				return err
 			}
 			return printResult(env.Stdout, format, uplinkChange{Link: link}, func(w io.Writer) {
