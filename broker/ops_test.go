@@ -116,10 +116,15 @@ func TestOpsEndpoints(t *testing.T) {
 	if code, body := httpGet(t, b, "/livez"); code != http.StatusOK {
 		t.Fatalf("/livez: %d %s", code, body)
 	}
-	if code, body := httpGet(t, b, "/readyz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
-		t.Fatalf("/readyz: %d %s", code, body)
-	}
-	code, body := httpGet(t, b, "/v1/cluster/health")
+	// Start returns with the client listener bound; it is accepting a
+	// moment later (a goroutine serves it), and /readyz says so then.
+	var code int
+	var body string
+	pollFor(t, "/readyz ok", 10*time.Second, func() bool {
+		code, body = httpGet(t, b, "/readyz")
+		return code == http.StatusOK && strings.TrimSpace(body) == "ok"
+	})
+	code, body = httpGet(t, b, "/v1/cluster/health")
 	var h health.ClusterHealth
 	if err := json.Unmarshal([]byte(body), &h); code != http.StatusOK || err != nil {
 		t.Fatalf("/v1/cluster/health: %d %v %s", code, err, body)
