@@ -28,7 +28,7 @@ func (id FileIdentity) WholeSecond() bool { return id.CtimeNs%1_000_000_000 == 0
 func IdentityOf(fi os.FileInfo) (id FileIdentity, ok bool) {
 	switch st := fi.Sys().(type) {
 	case *syscall.Stat_t: // the OS FS: stat(2)
-		return FileIdentity{Ino: st.Ino, CtimeNs: st.Ctim.Sec*1_000_000_000 + st.Ctim.Nsec}, true
+		return FileIdentity{Ino: uint64(st.Ino), CtimeNs: int64(st.Ctim.Sec)*1_000_000_000 + int64(st.Ctim.Nsec)}, true // int32 fields on 32-bit ARM
 	case *memStat:
 		return FileIdentity{Ino: st.ino, CtimeNs: st.ctimeNs}, true
 	}
