@@ -337,12 +337,16 @@ func TestDeleteDeferredPartition(t *testing.T) {
 	mustNotErr(t, err)
 	m.UncleanShutdownHandled()
 	for p := int32(0); p < 3; p++ {
-		_, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		l, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		mustNotErr(t, err)
+		// A record, so that the stop writes a producer snapshot (an
+		// empty log has none).
+		_, err = l.Append(makeBatch(t, batch.CompressionNone, 0, 1, 100, 1000), 0)
 		mustNotErr(t, err)
 	}
 	mustNotErr(t, m.Close())
 	// Without the clean-stop summary the load opens t-1's files (its
-	// leader-epoch checkpoint), which run out of descriptors here.
+	// producer snapshot), which run out of descriptors here.
 	mustNotErr(t, mem.Remove("/data/"+CleanStopSummaryFile))
 
 	ffs := vfs.NewFaultFS(mem)
@@ -710,5 +714,40 @@ func TestLoadLaterLoadsFirstThenTheRest(t *testing.T) {
 		if l := m.Log(TopicPartition{"t", p}); l == nil || l.LogEndOffset() != wantEnd(p) {
 			t.Fatalf("t-%d after a close with loads pending: %v, want ending at %d", p, l, wantEnd(p))
 		}
+	}
+}
+
+// TestCleanStopOfEmptyPartitionWritesNoSnapshot: as Kafka, a stop writes
+// no producer snapshot for an empty log (the first clean stop after
+// creating 10,000 partitions wrote 10,000 files, each charged to a small
+// memory cgroup); the next load, clean or not, finds the empty state.
+func TestCleanStopOfEmptyPartitionWritesNoSnapshot(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := loadTestConfig()
+	m, err := OpenManager(mem, "/data", cfg)
+	mustNotErr(t, err)
+	m.UncleanShutdownHandled()
+	tp := TopicPartition{"t", 0}
+	_, err = m.GetOrCreateLog(tp)
+	mustNotErr(t, err)
+	mustNotErr(t, m.Close())
+	names, err := mem.List("/data/t-0")
+	mustNotErr(t, err)
+	for _, n := range names {
+		if strings.HasSuffix(n, ".snapshot") {
+			t.Fatalf("an empty partition's stop wrote %s", n)
+		}
+	}
+	for _, summary := range []bool{true, false} {
+		if !summary {
+			mustNotErr(t, mem.Remove("/data/"+CleanStopSummaryFile))
+		}
+		m, err = OpenManager(mem, "/data", cfg)
+		mustNotErr(t, err)
+		l := m.Log(tp)
+		if l == nil || l.LogEndOffset() != 0 || l.producers.Len() != 0 {
+			t.Fatalf("summary %v: reloaded %v", summary, l)
+		}
+		mustNotErr(t, m.Close())
 	}
 }
