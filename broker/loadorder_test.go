@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -74,7 +75,13 @@ func TestStartServesLeadersBeforeFollowerLoads(t *testing.T) {
 	brokers := make([]*Broker, 3)
 	var mu sync.Mutex // guards brokers[0], replaced by the restart
 	for i := range 3 {
-		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", i+1), []byte(quorumConfigText(i+1, filepath.Join(t.TempDir(), "data"), ports)))
+		text := quorumConfigText(i+1, filepath.Join(t.TempDir(), "data"), ports)
+		if i == 0 {
+			// Checkpoints often, to see what they keep of partitions
+			// still loading.
+			text += "[storage]\nlog.flush.offset.checkpoint.interval.ms = 50\n"
+		}
+		cfg, err := config.Parse(fmt.Sprintf("node%d.toml", i+1), []byte(text))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,6 +177,10 @@ func TestStartServesLeadersBeforeFollowerLoads(t *testing.T) {
 	}
 	produce(cl, "lead", "before")
 	produce(cl, "follow", "before")
+	pollFor(t, "node 1 learns follow-0's high watermark", 30*time.Second, func() bool {
+		p := brokers[0].Replicas().Partition(followTP(0))
+		return p != nil && p.HighWatermark() == 1
+	})
 
 	// Restart node 1 with its follower partitions' loads held.
 	if err := brokers[0].Close(); err != nil {
@@ -247,6 +258,21 @@ func TestStartServesLeadersBeforeFollowerLoads(t *testing.T) {
 	}
 	if code := fresp.Topics[0].Partitions[0].ErrorCode; code != 6 && code != 3 && code != 5 {
 		t.Fatalf("fetch of follow-0 from node 1 while it loads: error code %d, want NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE", code)
+	}
+
+	// The high watermark checkpoint written meanwhile keeps what it said
+	// of the partitions still loading (follow-0 holds one record).
+	hwFile := filepath.Join(cfgs[0].LogDirs[0], engine.ReplicationCheckpointFile)
+	if err := os.Remove(hwFile); err != nil {
+		t.Fatal(err)
+	}
+	var hws map[engine.TopicPartition]int64
+	pollFor(t, "a high watermark checkpoint written while the follower partitions load", 30*time.Second, func() bool {
+		hws, err = engine.ReadOffsetCheckpoint(vfs.NewOS(), hwFile)
+		return err == nil && len(hws) > 0
+	})
+	if hw, ok := hws[followTP(0)]; !ok || hw != 1 {
+		t.Fatalf("high watermark checkpoint while follow-0 loads: %v (present %v), want 1", hw, ok)
 	}
 
 	// Let the loads go: node 1 hosts every follower partition and rejoins
