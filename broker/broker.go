@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -270,12 +271,50 @@ func (b *Broker) openLogs(w *wiring) (err error) {
 				r.LogsLoaded(tps)
 			}
 		},
+		// The partitions load once the metadata image says which this
+		// node leads (loadLeadersFirst).
+		LoadLater: true,
 	})
-	if err == nil {
-		rep := b.logs.LoadReport()
-		o.Logger.Info("log dir loaded", "dir", dir, "partitions", rep.Partitions, "recovered", len(rep.Recovered),
-			"deferred", rep.Deferred, "from_clean_stop_summary", rep.FromSummary, "workers", rep.Workers, "took", rep.Duration.Round(time.Millisecond).String())
+	return err
+}
+
+// loadLeadersFirst loads, before the replicas follow the image and the
+// client listener opens, the partitions that the metadata image this node
+// has (its own metadata log, replayed) says it leads, those without a
+// leader that it holds a replica of (it may be elected as soon as it is
+// back), and every partition of an internal topic (__consumer_offsets for
+// the group coordinator). The rest, partitions it follows and any the
+// image does not name, load in the background afterwards, each hosted as
+// it is loaded (replication.Manager.LogsLoaded); until then a client asking
+// for one gets a retriable error and the replica does not fetch.
+func (b *Broker) loadLeadersFirst() error {
+	im, me := b.controller.Image(), b.cfg.NodeID
+	first := func(tp engine.TopicPartition) bool {
+		if strings.HasPrefix(tp.Topic, "__") {
+			return true
+		}
+		t := im.Topic(tp.Topic)
+		if t == nil {
+			return false
+		}
+		leads := func(p cluster.PartitionImage) bool {
+			return p.Leader == me || (p.Leader < 0 && slices.Contains(p.Replicas, me))
+		}
+		if i := int(tp.Partition); i >= 0 && i < len(t.Partitions) && t.Partitions[i].Partition == tp.Partition {
+			return leads(t.Partitions[i])
+		}
+		for _, p := range t.Partitions {
+			if p.Partition == tp.Partition {
+				return leads(p)
+			}
+		}
+		return false
 	}
+	err := b.logs.LoadPending(first)
+	rep := b.logs.LoadReport()
+	b.logger.Info("log dir loaded", "dir", b.cfg.LogDirs[0], "partitions", rep.Partitions, "recovered", len(rep.Recovered),
+		"deferred", rep.Deferred, "loading_after_start", rep.Later, "from_clean_stop_summary", rep.FromSummary, "workers", rep.Workers,
+		"took", rep.Duration.Round(time.Millisecond).String())
 	return err
 }
 
@@ -383,8 +422,12 @@ func (b *Broker) replicasComponent(w *wiring) component {
 			// found by that image.
 			w.replRef.Store(b.replicas)
 			// On a quorum the replicas follow the image only once it is
-			// current (serveWhenCaughtUp).
+			// current, and the partitions load then (serveWhenCaughtUp):
+			// until then this node's image may be older than its log.
 			if w.quorum == nil {
+				if err := b.loadLeadersFirst(); err != nil {
+					return err
+				}
 				if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
 					return err
 				}

@@ -23,20 +23,26 @@
 //  1. ops: the metrics and the http.listen server. First, so that /livez
 //     answers and /readyz says "starting" during a long recovery of the log
 //     dir; last to close, so /readyz says "shutting down" to the end.
-//  2. log dir: the engine locks the data directory, then recovers every
-//     partition. Nothing else opens a file in it before the lock is held,
-//     and it closes only after everything that writes to it has stopped,
-//     so its clean close (checkpoints, trimmed indexes) is the last word.
-//     Partitions load in parallel; one whose load runs out of file
-//     descriptors is left out and served once a background retry loaded
-//     it (replication.Manager.LogsLoaded). The whole load stays before
-//     the listener: which partitions this node leads is known only from
-//     the metadata image, whose log lives in this directory under its
-//     lock, and after a clean stop the load of an idle partition is one
-//     listing of its directory, a stat of each segment file and a read
-//     of its leader-epoch checkpoint and producer snapshot (both needed
-//     before it serves). A replica left out is not hosted, so it
-//     neither serves nor fetches; its leader waits for it as for any
+//  2. log dir: the engine locks the data directory and reads what it
+//     needs before any partition loads (meta.properties, the marker, the
+//     checkpoints, the clean-stop summary), but loads no partition yet
+//     (engine.ManagerConfig.LoadLater). Nothing else opens a file in it
+//     before the lock is held, and it closes only after everything that
+//     writes to it has stopped, so its clean close (checkpoints, trimmed
+//     indexes) is the last word. Which partitions this node leads is known
+//     only from the metadata image, whose log lives in this directory
+//     under its lock; so the partitions load once the image is there
+//     (loadLeadersFirst): with one voter in the replicas' start, on a
+//     quorum once this node caught up with the metadata log
+//     (serveWhenCaughtUp), before the replicas follow the image and the
+//     client listener accepts. Then the partitions the image says this
+//     node leads, those without a leader it holds a replica of, and every
+//     internal topic's load in parallel, and the start waits for them;
+//     the rest (the partitions it follows) load in the background after,
+//     each hosted as it loads (replication.Manager.LogsLoaded), as are
+//     partitions whose load ran out of file descriptors. A replica not
+//     loaded yet is not hosted, so it neither serves (a client gets a
+//     retriable error) nor fetches; its leader waits for it as for any
 //     slow follower until the ISR check drops it, and nothing is
 //     acknowledged on its account.
 //  3. controller listener (quorum only): binds the CONTROLLER listener and

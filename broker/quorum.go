@@ -347,7 +347,17 @@ func (b *Broker) serveWhenCaughtUp(ctx context.Context, bound []boundListener, q
 		// The controller acted on how this process's predecessor stopped:
 		// a clean close may leave the marker again.
 		b.logs.UncleanShutdownHandled()
-		if err := b.controller.Subscribe(b.replicas.ApplyImage); err != nil {
+		// The partitions this node leads in the current image load before
+		// it serves; the rest load in the background (loadLeadersFirst).
+		err := b.loadLeadersFirst()
+		if err != nil {
+			// As a failed load of the log dir fails a start: the node stops.
+			err = fmt.Errorf("broker: log dir: %w", err)
+			b.stopFor(err)
+		} else {
+			err = b.controller.Subscribe(b.replicas.ApplyImage)
+		}
+		if err != nil {
 			for _, bl := range bound {
 				bl.ln.Close()
 			}

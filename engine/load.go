@@ -34,6 +34,9 @@ type LoadReport struct {
 	// FromSummary is the number of partitions whose leader epochs and
 	// producer snapshot came from the clean-stop summary.
 	FromSummary int
+	// Later is the number of partitions left to the background loader
+	// (ManagerConfig.LoadLater, Manager.LoadPending).
+	Later int
 	// Workers is how many partitions were loaded at once.
 	Workers int
 	// Duration is the time the partitions' load took.
@@ -170,6 +173,85 @@ func (m *Manager) loadPartitions(jobs []loadJob) error {
 	return firstErr
 }
 
+// LoadPending ends what ManagerConfig.LoadLater began: it loads the
+// pending partitions for which first says true, in parallel as an open
+// would, and returns once they are served (or deferred for lack of file
+// descriptors), then writes the checkpoints if the loads changed them;
+// the rest load in the background, in partition order, chunk by chunk,
+// each chunk reported through OnLogsLoaded as it is done. A load of the
+// first ones that fails for another reason fails LoadPending, as it
+// fails an open; one of the rest is logged and retried with backoff, and
+// that partition alone stays unserved. Call it once, before anything
+// else uses the partitions; without LoadLater it does nothing.
+func (m *Manager) LoadPending(first func(TopicPartition) bool) error {
+	m.mu.Lock()
+	if !m.holdLoads || m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	var jobs []loadJob
+	for tp, j := range m.deferred {
+		if first(tp) {
+			jobs = append(jobs, j)
+		}
+	}
+	rps, lsos, removed := m.openRps, m.openLsos, m.openRemoved
+	m.openRps, m.openLsos = nil, nil
+	later := len(m.deferred) - len(jobs)
+	m.mu.Unlock()
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].tp.Less(jobs[b].tp) })
+	started := time.Now()
+	workers := loadWorkers()
+	reserve, _ := m.takeFDReserve(loadFDReserve)
+	results := m.loadLogs(jobs, workers)
+	reserve.release()
+	rep := LoadReport{Workers: workers, Later: later}
+	var firstErr error
+	for i, r := range results {
+		j := jobs[i]
+		switch {
+		case r.notDir:
+			m.mu.Lock()
+			m.undeferLocked(j.tp)
+			m.mu.Unlock()
+		case r.err == nil:
+			if !m.adoptDeferred(j.tp, r.log, r.stats) {
+				continue
+			}
+			rep.Partitions++
+			if r.stats.FromSummary {
+				rep.FromSummary++
+			}
+			if r.stats.Changed() || r.stats.SegmentsScanned > 0 {
+				rep.Recovered = append(rep.Recovered, j.tp)
+			}
+		case isOutOfFiles(r.err):
+			rep.Deferred++
+			m.noteOutOfFiles("loading partitions", j.tp, r.err)
+		case firstErr == nil:
+			firstErr = fmt.Errorf("engine: recovering %s: %w", j.tp, r.err)
+		}
+	}
+	rep.Duration = time.Since(started)
+	m.mu.Lock()
+	m.loadReport = rep
+	m.holdLoads = false
+	// A retry looks a directory up again: by then a deletion may have
+	// renamed it.
+	for tp, j := range m.deferred {
+		j.oo.dirListed = false
+		m.deferred[tp] = j
+	}
+	if firstErr == nil {
+		m.startDeferredLoadsLocked(0)
+	}
+	m.mu.Unlock()
+	if firstErr != nil {
+		return firstErr
+	}
+	return m.checkpointAfterLoad(rps, lsos, removed)
+}
+
 // isDir says whether path is a directory; a failed lookup says no, as the
 // listing of the data directory always took it.
 func (m *Manager) isDir(path string) bool {
@@ -260,7 +342,7 @@ const (
 // until each succeeds or the Manager closes; it starts the retrying
 // goroutine unless it runs already. Called with mu held.
 func (m *Manager) startDeferredLoadsLocked(first time.Duration) {
-	if m.retryRunning || len(m.deferred) == 0 || m.closed {
+	if m.retryRunning || len(m.deferred) == 0 || m.closed || m.holdLoads {
 		return
 	}
 	m.retryRunning = true

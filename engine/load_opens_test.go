@@ -48,8 +48,9 @@ func TestCleanRestartOpensLittle(t *testing.T) {
 			}
 			for key, want := range map[string]int{
 				"open leader-epoch-checkpoint": perFile,
-				"open *.snapshot":              perFile,
-				"list <partition dir>":         n,
+				// Empty partitions: a stop writes them no snapshot.
+				"open *.snapshot":      0,
+				"list <partition dir>": n,
 				// With the summary, the directory's stamp proves its files
 				// unchanged since the stop.
 				"stat <partition dir>": dirStats,

@@ -337,12 +337,16 @@ func TestDeleteDeferredPartition(t *testing.T) {
 	mustNotErr(t, err)
 	m.UncleanShutdownHandled()
 	for p := int32(0); p < 3; p++ {
-		_, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		l, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		mustNotErr(t, err)
+		// A record, so that the stop writes a producer snapshot (an
+		// empty log has none).
+		_, err = l.Append(makeBatch(t, batch.CompressionNone, 0, 1, 100, 1000), 0)
 		mustNotErr(t, err)
 	}
 	mustNotErr(t, m.Close())
 	// Without the clean-stop summary the load opens t-1's files (its
-	// leader-epoch checkpoint), which run out of descriptors here.
+	// producer snapshot), which run out of descriptors here.
 	mustNotErr(t, mem.Remove("/data/"+CleanStopSummaryFile))
 
 	ffs := vfs.NewFaultFS(mem)
@@ -611,5 +615,139 @@ func TestLoadSkipsFilesNamedLikePartitions(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Fatalf("stray file %s: %v (want it left alone)", name, err)
 		}
+	}
+}
+
+// TestLoadLaterLoadsFirstThenTheRest: under LoadLater the open loads no
+// partition; every one answers ErrLogLoading (never a fresh empty log)
+// until LoadPending loads those asked for first, before it returns, and
+// the rest in the background, reported through OnLogsLoaded, with their
+// records, after a crash as after a clean stop. A Close while some are
+// still pending leaves their checkpoint entries as they were, and the
+// next open loads them with their data.
+func TestLoadLaterLoadsFirstThenTheRest(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := loadTestConfig()
+	m, err := OpenManager(mem, "/data", cfg)
+	mustNotErr(t, err)
+	m.UncleanShutdownHandled()
+	const n = 6
+	for p := int32(0); p < n; p++ {
+		l, err := m.GetOrCreateLog(TopicPartition{"t", p})
+		mustNotErr(t, err)
+		for i := 0; i <= int(p); i++ {
+			_, err := l.Append(makeBatch(t, batch.CompressionNone, i, 3, 100, int64(1000+i)), 0)
+			mustNotErr(t, err)
+		}
+	}
+	mustNotErr(t, m.Close())
+	wantEnd := func(p int32) int64 { return int64(p+1) * 3 }
+	first := func(tp TopicPartition) bool { return tp.Partition < 2 }
+
+	for _, crash := range []bool{false, true} {
+		loaded := make(chan TopicPartition, n)
+		cfg := cfg
+		cfg.LoadLater = true
+		cfg.OnLogsLoaded = func(tps []TopicPartition) {
+			for _, tp := range tps {
+				loaded <- tp
+			}
+		}
+		m, err := OpenManager(mem, "/data", cfg)
+		mustNotErr(t, err)
+		if len(m.Logs()) != 0 || len(m.Pending()) != n {
+			t.Fatalf("crash %v: after a LoadLater open %d logs, %d pending; want 0, %d", crash, len(m.Logs()), len(m.Pending()), n)
+		}
+		for p := int32(0); p < n; p++ {
+			if _, err := m.GetOrCreateLog(TopicPartition{"t", p}); !errors.Is(err, ErrLogLoading) {
+				t.Fatalf("crash %v: GetOrCreateLog of pending t-%d: %v, want ErrLogLoading", crash, p, err)
+			}
+		}
+		mustNotErr(t, m.LoadPending(first))
+		for p := int32(0); p < 2; p++ {
+			l := m.Log(TopicPartition{"t", p})
+			if l == nil || l.LogEndOffset() != wantEnd(p) {
+				t.Fatalf("crash %v: t-%d after LoadPending: %v, want loaded, ending at %d", crash, p, l, wantEnd(p))
+			}
+		}
+		if rep := m.LoadReport(); rep.Partitions != 2 || rep.Later != n-2 {
+			t.Fatalf("crash %v: load report %+v, want 2 loaded, %d later", crash, rep, n-2)
+		}
+		got := map[TopicPartition]bool{}
+		for len(got) < n-2 {
+			select {
+			case tp := <-loaded:
+				got[tp] = true
+			case <-time.After(10 * time.Second):
+				t.Fatalf("crash %v: loaded in the background %v, pending %v after 10 s", crash, got, m.Pending())
+			}
+		}
+		for p := int32(0); p < n; p++ {
+			l, err := m.GetOrCreateLog(TopicPartition{"t", p})
+			if err != nil || l.LogEndOffset() != wantEnd(p) {
+				t.Fatalf("crash %v: t-%d once loaded: %v, %v; want ending at %d", crash, p, l, err, wantEnd(p))
+			}
+		}
+		if crash {
+			m.mu.Lock()
+			m.closed = true
+			m.mu.Unlock()
+			m.stopDeferredLoads()
+			m.lock.Close()
+		} else {
+			mustNotErr(t, m.Close())
+		}
+	}
+
+	// A Close with partitions still pending (LoadPending never called),
+	// then an open that loads everything: nothing lost.
+	cfg.LoadLater = true
+	m, err = OpenManager(mem, "/data", cfg)
+	mustNotErr(t, err)
+	m.UncleanShutdownHandled()
+	mustNotErr(t, m.Close())
+	cfg.LoadLater = false
+	m, err = OpenManager(mem, "/data", cfg)
+	mustNotErr(t, err)
+	defer m.Close()
+	for p := int32(0); p < n; p++ {
+		if l := m.Log(TopicPartition{"t", p}); l == nil || l.LogEndOffset() != wantEnd(p) {
+			t.Fatalf("t-%d after a close with loads pending: %v, want ending at %d", p, l, wantEnd(p))
+		}
+	}
+}
+
+// TestCleanStopOfEmptyPartitionWritesNoSnapshot: as Kafka, a stop writes
+// no producer snapshot for an empty log (the first clean stop after
+// creating 10,000 partitions wrote 10,000 files, each charged to a small
+// memory cgroup); the next load, clean or not, finds the empty state.
+func TestCleanStopOfEmptyPartitionWritesNoSnapshot(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := loadTestConfig()
+	m, err := OpenManager(mem, "/data", cfg)
+	mustNotErr(t, err)
+	m.UncleanShutdownHandled()
+	tp := TopicPartition{"t", 0}
+	_, err = m.GetOrCreateLog(tp)
+	mustNotErr(t, err)
+	mustNotErr(t, m.Close())
+	names, err := mem.List("/data/t-0")
+	mustNotErr(t, err)
+	for _, n := range names {
+		if strings.HasSuffix(n, ".snapshot") {
+			t.Fatalf("an empty partition's stop wrote %s", n)
+		}
+	}
+	for _, summary := range []bool{true, false} {
+		if !summary {
+			mustNotErr(t, mem.Remove("/data/"+CleanStopSummaryFile))
+		}
+		m, err = OpenManager(mem, "/data", cfg)
+		mustNotErr(t, err)
+		l := m.Log(tp)
+		if l == nil || l.LogEndOffset() != 0 || l.producers.Len() != 0 {
+			t.Fatalf("summary %v: reloaded %v", summary, l)
+		}
+		mustNotErr(t, m.Close())
 	}
 }

@@ -82,6 +82,14 @@ type ManagerConfig struct {
 	// (GetOrCreateLog returned ErrLogLoading for them until then). It runs
 	// on the retrying goroutine.
 	OnLogsLoaded func([]TopicPartition)
+	// LoadLater: OpenManager loads no partition. Every partition found on
+	// disk is pending (GetOrCreateLog answers ErrLogLoading for it) until
+	// LoadPending loads the ones its caller wants first and hands the
+	// rest to the background loader, which reports them through
+	// OnLogsLoaded. The broker sets it so that its client listener waits
+	// only for the partitions the node leads (which only the metadata
+	// image, read after the directory is open, tells).
+	LoadLater bool
 }
 
 // Manager owns one data directory (Kafka's log.dirs entry): its lock,
@@ -134,6 +142,12 @@ type Manager struct {
 	retryRunning      bool
 	retryMu           sync.Mutex
 	lastOutOfFilesLog atomic.Int64 // unix ns
+	// holdLoads (guarded by mu): under LoadLater, the background loader
+	// waits for LoadPending. openRemoved: the open removed a directory
+	// (a deletion's leftovers), so LoadPending writes the checkpoints.
+	holdLoads         bool
+	openRemoved       bool
+	openRps, openLsos map[TopicPartition]int64
 }
 
 // OpenManager locks dir, checks or writes meta.properties, and opens and
@@ -257,9 +271,28 @@ func (m *Manager) open() error {
 			oo: OpenOptions{RecoveryPoint: rps[tp], LogStartOffset: lsos[tp], health: m.health, dirListed: true,
 				afterCleanStop: clean, summary: summary[tp]}})
 	}
+	if m.cfg.LoadLater {
+		// LoadPending loads them; until then each is pending, as a load
+		// deferred for lack of descriptors is, with what the checkpoints
+		// and the summary say of it.
+		m.holdLoads = true
+		m.openRemoved = removed
+		m.openRps, m.openLsos = rps, lsos
+		for _, j := range jobs {
+			m.deferred[j.tp] = j
+		}
+		return nil
+	}
 	if err := m.loadPartitions(jobs); err != nil {
 		return err
 	}
+	return m.checkpointAfterLoad(rps, lsos, removed)
+}
+
+// checkpointAfterLoad writes the checkpoints after the partitions'
+// loads, unless a clean restart that removed nothing left them as the
+// stop wrote them.
+func (m *Manager) checkpointAfterLoad(rps, lsos map[TopicPartition]int64, removed bool) error {
 	if m.hadCleanShutdown && !removed {
 		// A clean restart that removed nothing and whose loads moved no
 		// offset: the checkpoints the stop wrote (and synced) say what
@@ -470,7 +503,7 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition) (*Log, error) {
 	if _, ok := m.deferred[tp]; ok {
 		// Its data is on disk: opening it afresh here would lose its
 		// recovery point and log start offset.
-		return nil, fmt.Errorf("%w: %s (out of file descriptors; retried in the background)", ErrLogLoading, tp)
+		return nil, fmt.Errorf("%w: %s (loaded in the background)", ErrLogLoading, tp)
 	}
 	if err := m.health.check(); err != nil {
 		return nil, err

@@ -554,6 +554,20 @@ func (m *Manager) checkpointHighWatermarks() {
 	for _, p := range m.Partitions() {
 		hws[p.tp] = p.HighWatermark()
 	}
+	// A partition whose log still loads (the followers, after a start)
+	// keeps the entry it had: dropped, its high watermark would start at
+	// the log start after the next restart.
+	if pending := m.logs.Pending(); len(pending) > 0 {
+		m.mu.RLock()
+		for _, tp := range pending {
+			if hw, ok := m.checkpointed[tp]; ok {
+				if _, hosted := hws[tp]; !hosted {
+					hws[tp] = hw
+				}
+			}
+		}
+		m.mu.RUnlock()
+	}
 	m.logIfErr("high watermark checkpoint", m.logs.WriteHighWatermarks(hws))
 }
 

@@ -80,7 +80,13 @@ func TestLogsLoadedServesDeferredPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	for p := int32(0); p < 2; p++ {
-		if _, err := logs.GetOrCreateLog(engine.TopicPartition{Topic: "t", Partition: p}); err != nil {
+		l, err := logs.GetOrCreateLog(engine.TopicPartition{Topic: "t", Partition: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A record, so that the stop writes a producer snapshot, which
+		// the load opens (an empty log has none).
+		if _, err := l.Append(oneRecord(t), 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@
 #   1. creation time: topics of WREN_TOPIC_PARTITIONS partitions, WREN_CREATE_BATCH topics per
 #      CreateTopics request,
 #   2. idle resident memory (VmRSS) and open file descriptors, a few seconds after creation,
+#      then the first clean stop: its time and, in a memory cgroup, what it charged to it,
 #   3. restart after a clean stop (SIGTERM): ms from the fork to the first accepted connection
 #      on the client port, and to every partition answering ListOffsets (`wren offsets`),
 #   4. the same after SIGKILL,
@@ -178,7 +179,20 @@ TOML
 	create_ms=$((($(date +%s%N) - t0) / 1000000))
 	sleep 3
 	echo "wren $n partitions: created in $create_ms ms ($(((n + per_topic * batch - 1) / (per_topic * batch))) CreateTopics requests; $answered); idle RSS $(rss_mib "$pid") MiB, $(fds "$pid") open files"
+	# The first clean stop after the creation writes every partition's
+	# files once: its time, and what it charged to the memory cgroup.
+	if [[ -n "$cg" ]]; then
+		echo 0 >"$cg/memory.max_usage_in_bytes"
+		echo 0 >"$cg/memory.kmem.max_usage_in_bytes" 2>/dev/null || true
+		failcnt0=$(cat "$cg/memory.failcnt")
+	fi
+	t0=$(date +%s%N)
 	stop_broker TERM
+	stop_line="  first clean stop: $((($(date +%s%N) - t0) / 1000000)) ms"
+	if [[ -n "$cg" ]]; then
+		stop_line+="; memory cgroup during it: peak $(awk '{ printf "%.1f", $1 / 1048576 }' "$cg/memory.max_usage_in_bytes") MiB, kernel memory peak $(awk '{ printf "%.1f", $1 / 1048576 }' "$cg/memory.kmem.max_usage_in_bytes" 2>/dev/null || echo "?") MiB, $(($(cat "$cg/memory.failcnt") - failcnt0)) charges over the limit (reclaims)"
+	fi
+	echo "$stop_line"
 	for how in TERM KILL; do
 		label="clean stop"
 		[[ "$how" == KILL ]] && label="SIGKILL"
