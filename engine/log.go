@@ -379,7 +379,7 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 
 	var plan producerPlan
 	if assignOffsets {
-		p, dup, err := l.checkProducers(hs)
+		p, dup, err := l.checkProducers(records, hs)
 		if err != nil {
 			return AppendInfo{}, err
 		}
@@ -419,12 +419,17 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	}
 	l.health.space.noteWritten(int64(len(records)))
 	l.setLogEndOffsetLocked(next)
+	var completed []producer.CompletedTxn
 	if assignOffsets {
-		l.applyProducerPlan(plan)
+		completed = l.applyProducerPlan(plan)
 	} else {
-		for _, h := range hs {
-			l.producers.Apply(h)
-		}
+		completed = l.applyFollowerBatches(records, hs)
+	}
+	if err := l.completedTxnsLocked(seg, completed); err != nil {
+		// The marker is written and counted: a transaction index that
+		// cannot take its entry fails the directory, like an index write.
+		l.fail(err)
+		return AppendInfo{}, l.health.check()
 	}
 	info.LogStartOffset = l.logStartOffset
 	if invariants.Enabled {

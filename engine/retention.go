@@ -130,6 +130,9 @@ func (l *Log) truncateSegment(seg *segment, offset int64) error {
 	if err := seg.timeIndex.truncateTo(offset); err != nil {
 		return err
 	}
+	if err := truncateTxnIndex(l.fs, l.dir, seg.baseOffset, offset); err != nil {
+		return err
+	}
 	if err := seg.log.Truncate(bp.Position); err != nil {
 		return err
 	}

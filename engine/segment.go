@@ -286,11 +286,12 @@ func (s *segment) dropHandles() {
 	}
 }
 
-// removeSegmentFiles deletes the files of the segment at base (and its
-// producer snapshot, if any); files already gone are no error.
+// removeSegmentFiles deletes the files of the segment at base (with its
+// transaction index and producer snapshot, if any); files already gone are
+// no error.
 func removeSegmentFiles(fsys vfs.FS, dir string, base int64) error {
 	var errs []error
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, snapshotSuffix} {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix, snapshotSuffix} {
 		if err := fsys.Remove(segmentFileName(dir, base, suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
