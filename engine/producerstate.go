@@ -137,7 +137,7 @@ func (l *Log) loadProducerStateSummary(names []string, stats *RecoveryStats, sum
 	if err != nil {
 		return used, err
 	}
-	if err := l.rebuildTxnIndexes(from, rebuilt); err != nil {
+	if err := l.rebuildTxnIndexes(from, rebuilt, names); err != nil {
 		return used, err
 	}
 	if stats != nil {

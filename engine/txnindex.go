@@ -175,10 +175,15 @@ func truncateTxnIndex(fsys vfs.FS, dir string, base, offset int64) error {
 // found: the entries of markers below from as they were, then those the
 // replay completed (rebuilt, by segment). It writes only what differs, so
 // a load that replays nothing, or finds the indexes right, writes nothing.
-func (l *Log) rebuildTxnIndexes(from int64, rebuilt map[*segment][]abortedTxn) error {
+//
+// names, if not nil, is the directory's listing: a segment without a
+// transaction index there, and with nothing rebuilt, is skipped unread.
+// The segment holding from is looked at even when the replay read none of
+// it: a truncation may have left entries past the log end there.
+func (l *Log) rebuildTxnIndexes(from int64, rebuilt map[*segment][]abortedTxn, names []string) error {
 	for i := l.segmentFor(from); i < len(l.segments); i++ {
 		s := l.segments[i]
-		if s.nextOffset <= from && len(rebuilt[s]) == 0 {
+		if len(rebuilt[s]) == 0 && names != nil && !slices.Contains(names, fmt.Sprintf("%020d%s", s.baseOffset, txnIndexSuffix)) {
 			continue
 		}
 		var entries []abortedTxn
