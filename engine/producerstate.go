@@ -70,15 +70,13 @@ func (l *Log) loadProducerStateFrom(names []string, stats *RecoveryStats) error 
 func (l *Log) loadProducerStateSummary(names []string, stats *RecoveryStats, sum *partitionSummary) (usedSnapshot, error) {
 	var used usedSnapshot
 	opts := producer.Options{}
-	var offsets []int64
-	if names != nil {
-		offsets = snapshotOffsetsIn(names)
-	} else {
+	if names == nil {
 		var err error
-		if offsets, err = snapshotOffsets(l.fs, l.dir); err != nil {
+		if names, err = l.fs.List(l.dir); err != nil {
 			return used, err
 		}
 	}
+	offsets := snapshotOffsetsIn(names)
 	var st *producer.State
 	removed := false
 	for i := len(offsets) - 1; i >= 0; i-- {

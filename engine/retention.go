@@ -143,6 +143,7 @@ func (l *Log) truncateSegment(seg *segment, offset int64) error {
 	// The transaction index is cut once the log's cut is durable: a crash
 	// before leaves the index whole beside the whole log; after, entries
 	// past the log end, which recovery drops (rebuildTxnIndexes).
+	seg.abortedLoaded = false
 	return truncateTxnIndex(l.fs, l.dir, seg.baseOffset, offset)
 }
 

@@ -74,6 +74,11 @@ type segment struct {
 	indexesDirty bool
 	// lastWriteMs is when the log last wrote to the segment.
 	lastWriteMs int64
+	// aborted caches the segment's transaction index entries once read
+	// (abortedLoaded), for read_committed reads. Owned by the log lock;
+	// every write of the file resets abortedLoaded.
+	aborted       []abortedTxn
+	abortedLoaded bool
 
 	// refs counts the log's own reference plus readers in flight; the
 	// handles are dropped when it reaches zero. A reader pins the handles

@@ -96,3 +96,45 @@ func (l *Log) completedTxnsLocked(seg *segment, completed []producer.CompletedTx
 	}
 	return nil
 }
+
+// ReadCommitted is Read for a read_committed consumer (Fetch isolation
+// level 1) of a partition whose high watermark is hw: it reads from offset
+// below the last stable offset, and returns that offset and the aborted
+// transactions of the range read, whose records the consumer drops.
+func (l *Log) ReadCommitted(offset, maxBytes, hw int64, minOneMessage bool) (*ReadResult, int64, []AbortedTxn, error) {
+	lso := l.LastStableOffset(hw)
+	rr, err := l.Read(offset, maxBytes, lso, minOneMessage)
+	if err != nil || rr.Slice.Size == 0 || rr.seg == nil {
+		return rr, lso, nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// The read holds batches of one segment: nothing past its end.
+	upper := min(lso, rr.seg.nextOffset)
+	aborted, err := l.collectAbortedTxnsLocked(rr.FirstOffset, upper)
+	if err != nil {
+		rr.Release()
+		return nil, lso, nil, l.readFailed(err)
+	}
+	return rr, lso, aborted, nil
+}
+
+// AbortedTxns returns the aborted transactions a read_committed reader of
+// offsets [from, upper) must know, as ReadCommitted does (for tools and
+// tests).
+func (l *Log) AbortedTxns(from, upper int64) ([]AbortedTxn, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.collectAbortedTxnsLocked(from, upper)
+}
+
+// CommittedRead is what a read_committed consumer's read returns, beside
+// the records: the offsets a Fetch response carries and the aborted
+// transactions.
+type CommittedRead struct {
+	Result           *ReadResult
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	Aborted          []AbortedTxn
+}

@@ -232,3 +232,52 @@ func TestTxnRecovery(t *testing.T) {
 	}
 	mustNotErr(t, l.Close())
 }
+
+// TestAbortedTxnsAcrossSegments: a transaction that starts in one segment
+// and is aborted in a later one is listed for a read of the first; the
+// search stops at an entry whose last stable offset reaches the bound, and
+// the cache follows a truncation.
+func TestAbortedTxnsAcrossSegments(t *testing.T) {
+	clock := &testClock{ms: 1_700_000_000_000}
+	fsys := vfs.NewMem()
+	l := openTestLog(t, fsys, testOptions(clock), OpenOptions{})
+	defer l.Close()
+	_, err := l.Append(makeTxnBatch(t, 1, 0, 0, 2, clock.ms), 0) // 0-1
+	mustNotErr(t, err)
+	_, err = l.Append(makeBatch(t, batch.CompressionNone, 0, 2, 10, clock.ms), 0) // 2-3
+	mustNotErr(t, err)
+	mustNotErr(t, l.Roll())
+	_, err = l.AppendTxnMarker(TxnMarker{ProducerID: 1, Commit: false}, 0) // 4
+	mustNotErr(t, err)
+	_, err = l.Append(makeTxnBatch(t, 2, 0, 0, 1, clock.ms), 0) // 5
+	mustNotErr(t, err)
+	_, err = l.AppendTxnMarker(TxnMarker{ProducerID: 2, Commit: false}, 0) // 6
+	mustNotErr(t, err)
+	got, err := l.AbortedTxns(0, 4)
+	mustNotErr(t, err)
+	if fmt.Sprint(got) != "[{1 0}]" {
+		t.Fatalf("aborted in [0, 4): %v", got)
+	}
+	// Producer 1's entry has last stable offset 5 >= 5: producer 2's
+	// abort is not looked at for a read below 5.
+	if got, _ := l.AbortedTxns(2, 5); fmt.Sprint(got) != "[{1 0}]" {
+		t.Fatalf("aborted in [2, 5): %v", got)
+	}
+	if got, _ := l.AbortedTxns(0, 7); fmt.Sprint(got) != "[{1 0} {2 5}]" {
+		t.Fatalf("aborted in [0, 7): %v", got)
+	}
+	rr, lso, aborted, err := l.ReadCommitted(0, 1<<20, 7, true)
+	mustNotErr(t, err)
+	rr.Release()
+	if lso != 7 || fmt.Sprint(aborted) != "[{1 0}]" {
+		// The read ends with the first segment (offsets 0-3).
+		t.Fatalf("ReadCommitted: lso %d aborted %v", lso, aborted)
+	}
+	mustNotErr(t, l.TruncateTo(6))
+	if got, _ := l.AbortedTxns(0, 7); fmt.Sprint(got) != "[{1 0}]" {
+		t.Fatalf("after truncation to 6, aborted in [0, 7): %v", got)
+	}
+	if lso := l.LastStableOffset(6); lso != 5 {
+		t.Fatalf("after truncation to 6, LSO %d, want 5", lso)
+	}
+}

@@ -100,6 +100,7 @@ func readAbortedTxns(fsys vfs.FS, dir string, base int64) ([]abortedTxn, error) 
 // appendAbortedTxn appends one entry to the segment's transaction index and
 // makes it durable (the file, and the directory when it creates the file).
 func (s *segment) appendAbortedTxn(at *fileDir, a abortedTxn) error {
+	s.abortedLoaded = false
 	name := segmentFileName(at.dir, s.baseOffset, txnIndexSuffix)
 	created := false
 	f, err := at.fs.OpenReadWrite(name)
@@ -205,9 +206,50 @@ func (l *Log) rebuildTxnIndexes(from int64, rebuilt map[*segment][]abortedTxn, n
 			}
 		}
 		entries = append(entries, rebuilt[s]...)
+		s.abortedLoaded = false
 		if err := setTxnIndex(l.fs, l.dir, s.baseOffset, entries); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// abortedTxnsLocked returns the segment's transaction index entries, read
+// once and then cached. Under the log lock.
+func (s *segment) abortedTxnsLocked(at *fileDir) ([]abortedTxn, error) {
+	if s.abortedLoaded {
+		return s.aborted, nil
+	}
+	entries, err := readAbortedTxns(at.fs, at.dir, s.baseOffset)
+	if err != nil {
+		return nil, err
+	}
+	s.aborted, s.abortedLoaded = entries, true
+	return entries, nil
+}
+
+// collectAbortedTxnsLocked returns the aborted transactions a
+// read_committed reader of offsets [from, upper) must know (Kafka's
+// collectAbortedTransactions): those whose marker is at or after from and
+// whose first offset is below upper, in marker order. It reads the indexes
+// of the segments from the one holding from, and stops at an entry whose
+// last stable offset reaches upper: no transaction that started below
+// upper was open after it. Under the log lock.
+func (l *Log) collectAbortedTxnsLocked(from, upper int64) ([]AbortedTxn, error) {
+	var out []AbortedTxn
+	for i := l.segmentFor(from); i < len(l.segments); i++ {
+		entries, err := l.segments[i].abortedTxnsLocked(l.fileDir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if e.LastOffset >= from && e.FirstOffset < upper {
+				out = append(out, AbortedTxn{ProducerID: e.ProducerID, FirstOffset: e.FirstOffset})
+			}
+			if e.LastStableOffset >= upper {
+				return out, nil
+			}
+		}
+	}
+	return out, nil
 }
