@@ -124,6 +124,10 @@ type Log struct {
 	epochs           *epochCache
 	// producers is the idempotent producers' state as of logEndOffset.
 	producers *producer.State
+	// mayHaveAborted: some segment may have a transaction index (one was
+	// listed at load, or written since). While false, read_committed
+	// reads look for no aborted transaction. Guarded by mu; never reset.
+	mayHaveAborted bool
 	// unflushedMessages counts records appended since the last sync, for
 	// flush.messages under FlushInterval.
 	unflushedMessages int64

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"sort"
+	"strings"
 
 	"github.com/wren-broker/wren/engine/batch"
 	"github.com/wren-broker/wren/engine/producer"
@@ -77,6 +78,12 @@ func (l *Log) loadProducerStateSummary(names []string, stats *RecoveryStats, sum
 		}
 	}
 	offsets := snapshotOffsetsIn(names)
+	for _, n := range names {
+		if strings.HasSuffix(n, txnIndexSuffix) {
+			l.mayHaveAborted = true
+			break
+		}
+	}
 	var st *producer.State
 	removed := false
 	for i := len(offsets) - 1; i >= 0; i-- {

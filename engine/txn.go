@@ -87,6 +87,7 @@ func (l *Log) completedTxnsLocked(seg *segment, completed []producer.CompletedTx
 		if !c.Aborted {
 			continue
 		}
+		l.mayHaveAborted = true
 		if err := seg.appendAbortedTxn(l.fileDir, abortedTxn{
 			ProducerID: c.ProducerID, FirstOffset: c.FirstOffset,
 			LastOffset: c.LastOffset, LastStableOffset: c.LastStableOffset,

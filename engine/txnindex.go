@@ -207,6 +207,9 @@ func (l *Log) rebuildTxnIndexes(from int64, rebuilt map[*segment][]abortedTxn, n
 		}
 		entries = append(entries, rebuilt[s]...)
 		s.abortedLoaded = false
+		if len(entries) > 0 {
+			l.mayHaveAborted = true
+		}
 		if err := setTxnIndex(l.fs, l.dir, s.baseOffset, entries); err != nil {
 			return err
 		}
@@ -236,6 +239,9 @@ func (s *segment) abortedTxnsLocked(at *fileDir) ([]abortedTxn, error) {
 // last stable offset reaches upper: no transaction that started below
 // upper was open after it. Under the log lock.
 func (l *Log) collectAbortedTxnsLocked(from, upper int64) ([]AbortedTxn, error) {
+	if !l.mayHaveAborted {
+		return nil, nil
+	}
 	var out []AbortedTxn
 	for i := l.segmentFor(from); i < len(l.segments); i++ {
 		entries, err := l.segments[i].abortedTxnsLocked(l.fileDir)
