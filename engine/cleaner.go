@@ -189,7 +189,14 @@ func (p *cleanPlan) release() {
 // (never the active one, none reaching upperBound, none with a record
 // younger than min.compaction.lag.ms), the first offset not cleanable, and
 // the effective first dirty offset. Called under l.mu.
+//
+// Transactions in the log: nothing at or past the first unstable offset is
+// cleanable (Kafka's cleaner stops at the last stable offset), so an open
+// transaction's batches and a marker not yet replicated are never cleaned.
 func (l *Log) cleanableRangeLocked(firstDirty, upperBound, nowMs int64) (n int, firstUncleanable, dirty int64) {
+	if off, ok := l.producers.FirstUnstableOffset(); ok && off < upperBound {
+		upperBound = off
+	}
 	lag := l.opts.MinCompactionLagMs
 	// A damaged log is left as it is until repaired: nothing in it is
 	// cleanable (Damage).

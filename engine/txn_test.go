@@ -281,3 +281,40 @@ func TestAbortedTxnsAcrossSegments(t *testing.T) {
 		t.Fatalf("after truncation to 6, LSO %d, want 5", lso)
 	}
 }
+
+// TestCleanerStopsAtFirstUnstableOffset: no segment holding an open
+// transaction's batches, or after them, is cleanable.
+func TestCleanerStopsAtFirstUnstableOffset(t *testing.T) {
+	clock := &testClock{ms: 1_700_000_000_000}
+	opts := testOptions(clock)
+	opts.CleanupPolicy = CleanupCompact
+	l := openTestLog(t, vfs.NewMem(), opts, OpenOptions{})
+	defer l.Close()
+	for i := range 3 {
+		_, err := l.Append(makeBatch(t, batch.CompressionNone, i, 2, 10, clock.ms), 0)
+		mustNotErr(t, err)
+		mustNotErr(t, l.Roll())
+	}
+	_, err := l.Append(makeTxnBatch(t, 1, 0, 0, 2, clock.ms), 0) // 6-7, open
+	mustNotErr(t, err)
+	mustNotErr(t, l.Roll())
+	_, err = l.Append(makeBatch(t, batch.CompressionNone, 9, 2, 10, clock.ms), 0)
+	mustNotErr(t, err)
+	mustNotErr(t, l.Roll())
+	l.mu.Lock()
+	n, first, _ := l.cleanableRangeLocked(0, l.logEndOffset, clock.ms)
+	l.mu.Unlock()
+	if n != 3 || first != 6 {
+		t.Fatalf("cleanable: %d segments up to %d, want 3 up to 6 (the open transaction)", n, first)
+	}
+	_, err = l.AppendTxnMarker(TxnMarker{ProducerID: 1, Commit: true}, 0)
+	mustNotErr(t, err)
+	mustNotErr(t, l.Roll())
+	l.mu.Lock()
+	l.producers.OnHighWatermarkUpdated(l.logEndOffset)
+	n, _, _ = l.cleanableRangeLocked(0, l.logEndOffset, clock.ms)
+	l.mu.Unlock()
+	if n != 6 {
+		t.Fatalf("cleanable after the commit: %d segments, want 6", n)
+	}
+}
