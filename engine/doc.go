@@ -256,7 +256,7 @@
 // its offset after the log's cut is durable; the file goes with its
 // segment, and one without its .log is an orphan that a load removes. The
 // snapshot's current-transaction offsets restore the open transactions.
-// Retention stops at the first unstable offset. A transaction whose batches
+// Retention and the cleaner stop at the first unstable offset. A transaction whose batches
 // retention deleted before its marker is known to a replay without a
 // snapshot only from the marker on; its entry may then start at the
 // marker, which serves no offset below the log.

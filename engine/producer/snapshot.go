@@ -133,7 +133,7 @@ func DecodeSnapshot(b []byte, offset int64, opts Options) (*State, error) {
 	for _, n := range s.producers {
 		order = append(order, n)
 		if n.CurrentTxnFirstOffset >= 0 {
-			s.ongoing = append(s.ongoing, ongoingTxn{producerID: n.ProducerID, firstOffset: n.CurrentTxnFirstOffset})
+			s.ongoing = append(s.ongoing, ongoingTxn{producerID: n.ProducerID, firstOffset: n.CurrentTxnFirstOffset, startTimestamp: n.LastTimestamp})
 		}
 	}
 	// Open transactions, by first offset; two cannot start at one offset.

@@ -188,6 +188,10 @@ type State struct {
 type ongoingTxn struct {
 	producerID  int64
 	firstOffset int64
+	// startTimestamp is the max timestamp of the transaction's first
+	// batch; after a snapshot load, the producer's LastTimestamp (the
+	// snapshot keeps no more).
+	startTimestamp int64
 }
 
 // CompletedTxn is a transaction a marker ended (Kafka's CompletedTxn).
@@ -388,7 +392,7 @@ func (s *State) apply(h batch.Header, m *batch.EndTxnMarker) (CompletedTxn, bool
 	if h.IsTransactional() && e.CurrentTxnFirstOffset < 0 {
 		e.CurrentTxnFirstOffset = h.BaseOffset
 		// Offsets only grow, so the new transaction is the newest.
-		s.ongoing = append(s.ongoing, ongoingTxn{producerID: e.ProducerID, firstOffset: h.BaseOffset})
+		s.ongoing = append(s.ongoing, ongoingTxn{producerID: e.ProducerID, firstOffset: h.BaseOffset, startTimestamp: h.MaxTimestamp})
 	}
 	return CompletedTxn{}, false
 }
@@ -432,6 +436,11 @@ type OpenTxn struct {
 	FirstOffset   int64
 	// LastTimestamp is the producer's last batch's max timestamp.
 	LastTimestamp int64
+	// StartTimestamp is the max timestamp of the transaction's first
+	// batch, or, after a snapshot load, of the producer's last batch
+	// before it (the snapshot keeps no more): the age of the transaction
+	// is measured from it.
+	StartTimestamp int64
 }
 
 // OpenTxns lists the open transactions, oldest first.
@@ -439,7 +448,8 @@ func (s *State) OpenTxns() []OpenTxn {
 	out := make([]OpenTxn, 0, len(s.ongoing))
 	for _, t := range s.ongoing {
 		e := s.producers[t.producerID]
-		out = append(out, OpenTxn{ProducerID: t.producerID, ProducerEpoch: e.ProducerEpoch, FirstOffset: t.firstOffset, LastTimestamp: e.LastTimestamp})
+		out = append(out, OpenTxn{ProducerID: t.producerID, ProducerEpoch: e.ProducerEpoch, FirstOffset: t.firstOffset,
+			LastTimestamp: e.LastTimestamp, StartTimestamp: t.startTimestamp})
 	}
 	return out
 }
