@@ -261,9 +261,11 @@
 // snapshot only from the marker on; its entry may then start at the
 // marker, which serves no offset below the log.
 //
-// Not yet: the cleaner keeps markers and aborted records by no rule of
-// Kafka's and writes no .txnindex for the segments it merges (harmless
-// while Produce refuses transactional producers, see kafka/produce_guard.go).
+// The cleaner keeps control batches and never merges a segment with a
+// .txnindex into an earlier run (cleanSeg.aborted), so each index stays
+// beside its markers. Not yet: Kafka's removal of aborted records and of
+// markers whose transaction is gone (harmless while Produce refuses
+// transactional producers, see kafka/produce_guard.go).
 //
 // All file access goes through internal/vfs, so tests crash the engine at
 // any write and lose exactly what was not synced.

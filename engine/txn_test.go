@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -316,5 +317,66 @@ func TestCleanerStopsAtFirstUnstableOffset(t *testing.T) {
 	l.mu.Unlock()
 	if n != 6 {
 		t.Fatalf("cleanable after the commit: %d segments, want 6", n)
+	}
+}
+
+// TestCleanerKeepsTransactionIndexes: compaction never merges a segment
+// with a transaction index into an earlier one, so its index stays beside
+// the markers it names, and the markers stay.
+func TestCleanerKeepsTransactionIndexes(t *testing.T) {
+	clock := &testClock{ms: 1_700_000_000_000}
+	opts := testOptions(clock)
+	opts.CleanupPolicy = CleanupCompact
+	fsys := vfs.NewMem()
+	l := openTestLog(t, fsys, opts, OpenOptions{})
+	defer l.Close()
+	plain := func() {
+		t.Helper()
+		_, err := l.Append(makeBatch(t, batch.CompressionNone, 0, 3, 10, clock.ms), 0)
+		mustNotErr(t, err)
+	}
+	plain()
+	mustNotErr(t, l.Roll())
+	plain()
+	_, err := l.Append(makeTxnBatch(t, 1, 0, 0, 2, clock.ms), 0)
+	mustNotErr(t, err)
+	_, err = l.AppendTxnMarker(TxnMarker{ProducerID: 1, Commit: false}, 0)
+	mustNotErr(t, err)
+	mustNotErr(t, l.Roll())
+	plain()
+	mustNotErr(t, l.Roll())
+	plain()
+	segsBefore := l.Segments()
+	abortedBase := segsBefore[1].BaseOffset
+	before := txnIndexOf(t, fsys, l.Dir(), abortedBase)
+	if len(before) != 1 {
+		t.Fatalf("txnindex before cleaning: %+v", before)
+	}
+	leo := l.LogEndOffset()
+	res, err := l.Clean(context.Background(), CleanConfig{UpperBound: leo, DedupeBufferBytes: 1 << 20})
+	mustNotErr(t, err)
+	if res.SegmentsCleaned == 0 {
+		t.Fatalf("nothing cleaned: %+v", res)
+	}
+	var bases []int64
+	for _, s := range l.Segments() {
+		bases = append(bases, s.BaseOffset)
+	}
+	if !slices.Contains(bases, abortedBase) {
+		t.Fatalf("the segment with the transaction index was merged away: segments %v", bases)
+	}
+	if got := txnIndexOf(t, fsys, l.Dir(), abortedBase); !slices.Equal(got, before) {
+		t.Fatalf("txnindex after cleaning %+v, want %+v", got, before)
+	}
+	got, err := l.AbortedTxns(0, leo)
+	mustNotErr(t, err)
+	if fmt.Sprint(got) != fmt.Sprintf("[{1 %d}]", before[0].FirstOffset) {
+		t.Fatalf("aborted after cleaning: %v", got)
+	}
+	// The marker is still in the log.
+	b, err := l.ReadBatches(before[0].LastOffset, 1<<20, before[0].LastOffset+1)
+	mustNotErr(t, err)
+	if h, _ := batch.ParseHeader(b); !h.IsControl() || h.BaseOffset != before[0].LastOffset {
+		t.Fatalf("the ABORT marker at %d is gone: %+v", before[0].LastOffset, h)
 	}
 }
