@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/wren-broker/wren/engine/batch"
@@ -36,7 +37,15 @@ func txnIndexOf(t tb, fsys vfs.FS, dir string, base int64) []abortedTxn {
 	return entries
 }
 
-func openTxns(l *Log) string { return fmt.Sprint(l.OpenTxns()) }
+// openTxns prints the open transactions as the log and a snapshot both
+// keep them (a snapshot keeps no start time).
+func openTxns(l *Log) string {
+	var out []string
+	for _, o := range l.OpenTxns() {
+		out = append(out, fmt.Sprintf("{%d %d %d %d}", o.ProducerID, o.ProducerEpoch, o.FirstOffset, o.LastTimestamp))
+	}
+	return "[" + strings.Join(out, " ") + "]"
+}
 
 // TestTxnMarkersLSOAndIndex: transactional batches open transactions, a
 // marker ends one, the LSO follows the oldest open transaction (and an
