@@ -258,7 +258,7 @@ func (s *State) Check(h batch.Header) (AppendInfo, error) {
 	lastSeq := h.LastSequence()
 
 	e := s.producers[pid]
-	if e != nil && e.CurrentTxnFirstOffset >= 0 && !h.IsTransactional() && epoch == e.ProducerEpoch {
+	if e != nil && e.CurrentTxnFirstOffset >= 0 && !h.IsTransactional() && epoch >= e.ProducerEpoch {
 		return AppendInfo{}, fmt.Errorf("%w: producer %d sent a non-transactional batch while its transaction from offset %d is open",
 			ErrInvalidTxnState, pid, e.CurrentTxnFirstOffset)
 	}
