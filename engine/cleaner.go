@@ -38,7 +38,11 @@ package engine
 //     attribute bit 6 (KIP-534), to now + delete.retention.ms by the first
 //     pass that keeps the tombstone, so a consumer that started before
 //     that pass has at least delete.retention.ms to see the delete.
-//   - Control batches stay as they are (wren has no transactions).
+//   - Control batches (transaction markers) stay as they are. Records of
+//     aborted transactions are not yet removed by Kafka's rules; nothing
+//     at or past the first unstable offset is cleaned, and a segment with
+//     a transaction index only starts a run (cleanSeg.aborted), so its
+//     index stays with it.
 //   - A batch left with no records still stays, as an empty batch (header
 //     only), when it is its producer's last batch: it carries the
 //     sequence and epoch that idempotence needs. It stays too when it is
@@ -164,6 +168,11 @@ type cleanSeg struct {
 	seg  *segment
 	size int64
 	next int64
+	// aborted: the segment has a transaction index (or it could not be
+	// read). Such a segment only starts a run, never joins one: the run's
+	// new segment takes the first segment's name, and with it that
+	// segment's .txnindex, whose markers cleaning keeps.
+	aborted bool
 }
 
 // cleanPlan is what the pass took from the log under its lock.
@@ -189,7 +198,17 @@ func (p *cleanPlan) release() {
 // (never the active one, none reaching upperBound, none with a record
 // younger than min.compaction.lag.ms), the first offset not cleanable, and
 // the effective first dirty offset. Called under l.mu.
+//
+// Transactions in the log: nothing at or past the first unstable offset is
+// cleanable (Kafka's cleaner stops at the last stable offset), so an open
+// transaction's batches and a marker not yet replicated are never cleaned.
 func (l *Log) cleanableRangeLocked(firstDirty, upperBound, nowMs int64) (n int, firstUncleanable, dirty int64) {
+	// upperBound is at most the high watermark: markers below it are
+	// replicated.
+	l.producers.OnHighWatermarkUpdated(upperBound)
+	if off, ok := l.producers.FirstUnstableOffset(); ok && off < upperBound {
+		upperBound = off
+	}
 	lag := l.opts.MinCompactionLagMs
 	// A damaged log is left as it is until repaired: nothing in it is
 	// cleanable (Damage).
@@ -237,8 +256,13 @@ func (l *Log) planClean(cfg CleanConfig) (*cleanPlan, error) {
 		}
 	}
 	for _, s := range l.segments[:n] {
+		aborted := false
+		if l.mayHaveAborted {
+			entries, err := s.abortedTxnsLocked(l.fileDir)
+			aborted = err != nil || len(entries) > 0
+		}
 		s.acquire()
-		p.segs = append(p.segs, cleanSeg{seg: s, size: s.size.Load(), next: s.nextOffset})
+		p.segs = append(p.segs, cleanSeg{seg: s, size: s.size.Load(), next: s.nextOffset, aborted: aborted})
 	}
 	return p, nil
 }
@@ -450,7 +474,7 @@ func (c *cleaner) groupSegments() [][]cleanSeg {
 		timeEntries := segs[0].seg.timeIndex.entries()
 		for len(g) < len(segs) {
 			n := segs[len(g)]
-			if size+n.size > opts.SegmentBytes ||
+			if n.aborted || size+n.size > opts.SegmentBytes ||
 				offsetEntries+n.seg.offsetIndex.entries() > maxEntriesOffset ||
 				timeEntries+n.seg.timeIndex.entries() > maxEntriesTime ||
 				n.next-1-g[0].seg.baseOffset > math.MaxInt32 {

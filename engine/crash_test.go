@@ -50,7 +50,8 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	t.Logf("%d crash points: %v; operations completed before the crashes: %v", iterations, modes, ops)
 	if ops["roll"] == 0 || ops["truncate"] == 0 || ops["retention-deleted-segment"] == 0 || ops["acked-append"] == 0 ||
-		ops["clean-restart"] == 0 || ops["start-from-summary"] == 0 || ops["crash-in-clean-stop"] == 0 || ops["crash-in-clean-start"] == 0 {
+		ops["clean-restart"] == 0 || ops["start-from-summary"] == 0 || ops["crash-in-clean-stop"] == 0 || ops["crash-in-clean-start"] == 0 ||
+		ops["txn-marker"] == 0 {
 		t.Fatalf("the workload missed an operation kind: %v", ops)
 	}
 }
@@ -63,12 +64,23 @@ type crashModel struct {
 	durableLogStartOffset int64
 	// pendingTruncate >= 0: a truncation to that offset was cut by the crash.
 	pendingTruncate int64
+	// hwFloor is the highest high watermark retention or DeleteRecords
+	// was given: a replica never truncates a transaction marker below
+	// it (only an unclean election could), and the transaction it ended
+	// may have lost its batches to retention since.
+	hwFloor int64
 }
 
 type modelBatch struct {
 	base, last int64
-	bytes      []byte
-	acked      bool
+	// bytes is nil for a transaction marker, whose bytes the engine builds
+	// (with its clock): it is checked by its header and marker.
+	bytes []byte
+	acked bool
+	// txnPID is the producer of a transactional batch or marker, 0 for
+	// other batches; marker is "COMMIT" or "ABORT" for a marker.
+	txnPID int64
+	marker string
 }
 
 func runCrashIteration(t *testing.T, seed int64, ops map[string]int) string {
@@ -121,19 +133,39 @@ func runCrashIteration(t *testing.T, seed int64, ops map[string]int) string {
 		op := rng.Intn(100)
 
 		switch {
+		case op < 5:
+			// A transaction marker for one of the transactional producers
+			// (transactions in the log): COMMIT or ABORT, open or not.
+			pid := crashTxnPID + int64(rng.Intn(2))
+			commit := rng.Intn(2) == 0
+			name := map[bool]string{true: "COMMIT", false: "ABORT"}[commit]
+			base := l.LogEndOffset()
+			_, err := l.AppendTxnMarker(TxnMarker{ProducerID: pid, Commit: commit}, int32(step/30))
+			model.batches = append(model.batches, modelBatch{base: base, last: base, acked: err == nil, txnPID: pid, marker: name})
+			if err != nil {
+				crashed = true
+				break
+			}
+			ops["txn-marker"]++
 		case op < 70:
 			b := makeBatch(t, batch.CompressionType(rng.Intn(5)), step, 1+rng.Intn(6), rng.Intn(900), int64(1000+step))
-			if rng.Intn(2) == 0 {
+			var txnPID int64
+			switch rng.Intn(4) {
+			case 0, 1:
 				// An idempotent producer's batch, next in its sequence as
 				// the log knows it.
 				b = makeProducerBatch(t, l, 1000+int64(rng.Intn(3)), step, 1+rng.Intn(6), int64(1000+step))
+			case 2:
+				// A transactional producer's batch.
+				txnPID = crashTxnPID + int64(rng.Intn(2))
+				b = makeProducerBatch(t, l, txnPID, step, 1+rng.Intn(6), int64(1000+step))
 			}
 			base := l.LogEndOffset()
 			epoch := int32(step / 30)
 			want := withOffset(b, base, epoch)
 			h, _ := batch.ParseHeader(b)
 			info, err := l.Append(b, epoch)
-			model.batches = append(model.batches, modelBatch{base: base, last: base + int64(h.LastOffsetDelta), bytes: want, acked: err == nil})
+			model.batches = append(model.batches, modelBatch{base: base, last: base + int64(h.LastOffsetDelta), bytes: want, acked: err == nil, txnPID: txnPID})
 			if err != nil {
 				crashed = true
 				break
@@ -152,6 +184,9 @@ func runCrashIteration(t *testing.T, seed int64, ops map[string]int) string {
 			if target < l.LogStartOffset() {
 				continue
 			}
+			if slices.ContainsFunc(model.batches[k:], func(b modelBatch) bool { return b.marker != "" && b.base < model.hwFloor }) {
+				continue
+			}
 			if err := l.TruncateTo(target); err != nil {
 				model.pendingTruncate = target
 				crashed = true
@@ -161,8 +196,11 @@ func runCrashIteration(t *testing.T, seed int64, ops map[string]int) string {
 			ops["truncate"]++
 			segments = len(l.Segments())
 		case op < 84:
-			leo := l.LogEndOffset()
-			off := l.LogStartOffset() + rng.Int63n(leo-l.LogStartOffset()+1)
+			// DeleteRecords stops at the last stable offset, as the
+			// broker's DeleteRecords stops at the high watermark.
+			leo := l.LastStableOffset(l.LogEndOffset())
+			off := l.LogStartOffset() + rng.Int63n(max(leo-l.LogStartOffset()+1, 1))
+			model.hwFloor = max(model.hwFloor, l.LogEndOffset())
 			if _, err := m.DeleteRecords(tp, off); err != nil {
 				crashed = true
 				break
@@ -173,6 +211,7 @@ func runCrashIteration(t *testing.T, seed int64, ops map[string]int) string {
 		case op < 90:
 			retentionBytes := int64(rng.Intn(int(3 * opts.SegmentBytes)))
 			setOptions(l, func(o *Options) { o.RetentionBytes = retentionBytes })
+			model.hwFloor = max(model.hwFloor, l.LogEndOffset())
 			n, err := m.RunRetention(func(l *Log) int64 { return l.LogEndOffset() })
 			setOptions(l, func(o *Options) { o.RetentionBytes = -1 })
 			if err != nil {
@@ -275,7 +314,14 @@ func checkRecovered(t *testing.T, fsys *vfs.MemFS, cfg ManagerConfig, tp TopicPa
 		if i+j >= len(model.batches) {
 			t.Fatalf("recovered batch %d (%d bytes) was never written", j, len(g))
 		}
-		if !bytes.Equal(g, model.batches[i+j].bytes) {
+		if mb := model.batches[i+j]; mb.marker != "" {
+			h, _ := batch.ParseHeader(g)
+			m, err := markerOf(g)
+			if err != nil || m == nil || h.BaseOffset != mb.base || h.ProducerID != mb.txnPID || (m.Commit != (mb.marker == "COMMIT")) {
+				t.Fatalf("recovered batch at %d (producer %d, marker %+v, %v) is not the %s marker of producer %d written at %d",
+					h.BaseOffset, h.ProducerID, m, err, mb.marker, mb.txnPID, mb.base)
+			}
+		} else if !bytes.Equal(g, mb.bytes) {
 			h, _ := batch.ParseHeader(g)
 			t.Fatalf("recovered batch at %d differs from the one written at %d", h.BaseOffset, model.batches[i+j].base)
 		}
@@ -296,6 +342,7 @@ func checkRecovered(t *testing.T, fsys *vfs.MemFS, cfg ManagerConfig, tp TopicPa
 	checkIndexesAgree(t, l)
 	checkProducerStateMatchesReplay(t, l)
 	checkEpochsMatchBatches(t, l)
+	checkTxnsMatchModel(t, fsys, l, model.batches[:i+len(got)])
 	if idle := m.Log(crashIdleTP); idle != nil {
 		// Written and synced before any crash point: through any number
 		// of clean restarts it keeps its epoch and its producer.
@@ -577,6 +624,9 @@ func makeProducerBatch(t *testing.T, l *Log, pid int64, id, n int, ts int64) []b
 	l.mu.Unlock()
 	b := batch.NewBuilder(batch.CompressionNone)
 	b.ProducerID, b.ProducerEpoch, b.BaseSequence = pid, 0, seq
+	// The crash workload's transactional producers write transactional
+	// batches.
+	b.IsTransactional = pid >= crashTxnPID
 	for i := 0; i < n; i++ {
 		b.Append(batch.Record{Timestamp: ts + int64(i), Value: []byte(fmt.Sprintf("p%d-%d-%d", pid, id, i))})
 	}
@@ -608,12 +658,22 @@ func checkProducerStateMatchesReplay(t *testing.T, l *Log) {
 		}
 		got = append(got, e)
 	}
-	want := full.Entries()
+	// A producer known by a marker alone (or whose batches retention
+	// deleted before a marker) is known without a batch by one side only,
+	// depending on where the replay started: those are left out here, and
+	// checkTxnsMatchModel checks the transactions.
+	var want []producer.Entry
+	for _, e := range full.Entries() {
+		if _, ok := e.LastBatch(); ok {
+			want = append(want, e)
+		}
+	}
+	got = slices.DeleteFunc(got, func(e producer.Entry) bool { _, ok := e.LastBatch(); return !ok })
 	// A snapshot keeps only each producer's last batch (Kafka's layout), so
 	// compare what both must agree on: producer, epoch, last sequence and
 	// last offset.
 	if len(got) != len(want) {
-		t.Fatalf("producer state has %d producers with batches in the log, a full replay %d", len(got), len(want))
+		t.Fatalf("producer state has %d producers with batches in the log, a full replay %d:\n%+v\n%+v", len(got), len(want), got, want)
 	}
 	for i := range want {
 		g, w := got[i], want[i]
@@ -623,6 +683,95 @@ func checkProducerStateMatchesReplay(t *testing.T, l *Log) {
 			t.Fatalf("producer %d: recovered (epoch %d, seq %d, offset %d), full replay (epoch %d, seq %d, offset %d)",
 				w.ProducerID, g.ProducerEpoch, gb.LastSequence, gb.LastOffset, w.ProducerEpoch, wb.LastSequence, wb.LastOffset)
 		}
+	}
+}
+
+// crashTxnPID is the first of the crash workload's transactional producers.
+const crashTxnPID = 2000
+
+// checkTxnsMatchModel: the open transactions, the last stable offset and
+// the transaction indexes of the recovered log are those a model walk of
+// the batches it holds (and those retention deleted) gives.
+func checkTxnsMatchModel(t *testing.T, fsys vfs.FS, l *Log, batches []modelBatch) {
+	t.Helper()
+	open := map[int64]int64{}
+	var aborted []abortedTxn
+	for _, b := range batches {
+		switch {
+		case b.marker != "":
+			first, ok := open[b.txnPID]
+			if !ok {
+				first = b.base
+			}
+			delete(open, b.txnPID)
+			if b.marker == "ABORT" {
+				lso := b.base + 1
+				for _, f := range open {
+					lso = min(lso, f)
+				}
+				aborted = append(aborted, abortedTxn{ProducerID: b.txnPID, FirstOffset: first, LastOffset: b.base, LastStableOffset: lso})
+			}
+		case b.txnPID != 0:
+			if _, ok := open[b.txnPID]; !ok {
+				open[b.txnPID] = b.base
+			}
+		}
+	}
+	leo := l.LogEndOffset()
+	wantLSO := leo
+	var wantOpen []string
+	for pid, f := range open {
+		wantLSO = min(wantLSO, f)
+		wantOpen = append(wantOpen, fmt.Sprintf("%d@%d", pid, f))
+	}
+	slices.Sort(wantOpen)
+	var gotOpen []string
+	for _, o := range l.OpenTxns() {
+		gotOpen = append(gotOpen, fmt.Sprintf("%d@%d", o.ProducerID, o.FirstOffset))
+	}
+	slices.Sort(gotOpen)
+	if !slices.Equal(gotOpen, wantOpen) {
+		t.Fatalf("open transactions after recovery %v, model %v", gotOpen, wantOpen)
+	}
+	if got := l.LastStableOffset(leo); got != wantLSO {
+		t.Fatalf("last stable offset after recovery %d, model %d", got, wantLSO)
+	}
+	segs := l.Segments()
+	var gotAborted []abortedTxn
+	for _, s := range segs {
+		entries, err := readAbortedTxns(fsys, l.Dir(), s.BaseOffset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.LastOffset < s.BaseOffset || e.LastOffset >= s.NextOffset {
+				t.Fatalf("segment %d-%d indexes an aborted transaction whose marker is at %d", s.BaseOffset, s.NextOffset, e.LastOffset)
+			}
+		}
+		gotAborted = append(gotAborted, entries...)
+	}
+	var wantAborted []abortedTxn
+	for _, a := range aborted {
+		if a.LastOffset >= segs[0].BaseOffset {
+			wantAborted = append(wantAborted, a)
+		}
+	}
+	// A transaction whose batches retention deleted before its marker
+	// (or another one open then) is known to a replay that starts without
+	// a snapshot only from the marker on: the entry may then say the
+	// transaction started at its marker, and the last stable offset after
+	// it. Either way no offset below the log's first segment is served.
+	equalEntry := func(g, w abortedTxn) bool {
+		if g == w {
+			return true
+		}
+		first := segs[0].BaseOffset
+		return g.ProducerID == w.ProducerID && g.LastOffset == w.LastOffset &&
+			(w.FirstOffset < first || w.LastStableOffset < first) &&
+			(g.FirstOffset == w.FirstOffset || g.FirstOffset == g.LastOffset) && g.LastStableOffset >= w.LastStableOffset
+	}
+	if !slices.EqualFunc(gotAborted, wantAborted, equalEntry) {
+		t.Fatalf("aborted transactions indexed after recovery %+v, model %+v", gotAborted, wantAborted)
 	}
 }
 

@@ -8,6 +8,9 @@
 //	                                with baseOffset and partitionLeaderEpoch filled in
 //	00000000000000000000.index      sparse offset index: relative offset int32, position int32
 //	00000000000000000000.timeindex  time index: timestamp int64, relative offset int32
+//	00000000000000000000.txnindex   aborted transactions (only once the segment has an ABORT
+//	                                marker): version int16 0, producer id, first offset, last
+//	                                offset, last stable offset, int64 each (txnindex.go)
 //
 // plus leader-epoch-checkpoint. The data directory (Manager) holds
 // meta.properties, recovery-point-offset-checkpoint and
@@ -248,6 +251,41 @@
 // fails for a reason other than descriptors fails LoadPending as it
 // fails an open; one of the rest is logged and retried, and only that
 // partition stays unserved.
+//
+// # Transactions in the log
+//
+// A transactional batch opens a transaction for its producer at its first
+// offset; a control batch holding Kafka's EndTransactionMarker ends it
+// (engine/batch/control.go). The producer state (engine/producer) tracks
+// the open transactions: a leader checks a marker written through
+// Log.AppendTxnMarker (an older producer epoch or coordinator epoch is
+// refused), a follower's append and every replay apply markers as the log
+// holds them, reading the control record. Log.LastStableOffset(hw) is
+// min(first offset of the oldest open transaction, first offset of a
+// completed one whose marker hw has not passed, hw); Log.ReadCommitted
+// reads below it and lists the aborted transactions of the range read.
+//
+// Each ABORT marker appends one entry to its segment's .txnindex, written
+// and fsynced (with the directory, when it creates the file) in the
+// marker's append, before the log end offset that a sync, and so the
+// recovery point, can cover moves past the marker: every entry of a marker
+// below the recovery point is durable. Every producer-state load (recovery,
+// truncation, a directory back from a full disk) rebuilds the entries of
+// the offsets it replays from the snapshot it started at, and drops those
+// past the log end (rebuildTxnIndexes); a truncation cuts the entries past
+// its offset after the log's cut is durable; the file goes with its
+// segment, and one without its .log is an orphan that a load removes. The
+// snapshot's current-transaction offsets restore the open transactions.
+// Retention and the cleaner stop at the first unstable offset. A transaction whose batches
+// retention deleted before its marker is known to a replay without a
+// snapshot only from the marker on; its entry may then start at the
+// marker, which serves no offset below the log.
+//
+// The cleaner keeps control batches and never merges a segment with a
+// .txnindex into an earlier run (cleanSeg.aborted), so each index stays
+// beside its markers. Not yet: Kafka's removal of aborted records and of
+// markers whose transaction is gone (harmless while Produce refuses
+// transactional producers, see kafka/produce_guard.go).
 //
 // All file access goes through internal/vfs, so tests crash the engine at
 // any write and lose exactly what was not synced.

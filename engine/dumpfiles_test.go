@@ -52,5 +52,42 @@ func TestWriteSegmentsForKafkaTools(t *testing.T) {
 		t.Fatalf("want several segments, got %d", len(l.Segments()))
 	}
 	checkIndexesAgree(t, l)
+
+	// Transactions: three transactional producers, COMMIT and ABORT
+	// markers, so segments hold control batches and .txnindex files; one
+	// transaction is left open, so the snapshots keep its first offset.
+	tl, err := m.GetOrCreateLog(TopicPartition{"wren-dump-txn", 0})
+	mustNotErr(t, err)
+	seqs := map[int64]int32{}
+	for i := 0; i < 90; i++ {
+		pid := int64(20 + i%3)
+		b := batch.NewBuilder(batch.CompressionType(i % 5))
+		b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.IsTransactional = pid, 0, seqs[pid], true
+		for r := 0; r < 3; r++ {
+			b.Append(batch.Record{Timestamp: ts + int64(i*10+r), Key: []byte{byte('a' + r)}, Value: make([]byte, 300+i*17%500)})
+		}
+		raw, err := b.Build()
+		mustNotErr(t, err)
+		_, err = tl.Append(raw, 0)
+		mustNotErr(t, err)
+		seqs[pid] += 3
+		if i%5 == 4 && i < 85 {
+			_, err := tl.AppendTxnMarker(TxnMarker{ProducerID: pid, ProducerEpoch: 0, Commit: i%10 == 4, CoordinatorEpoch: int32(i / 30)}, 0)
+			mustNotErr(t, err)
+		}
+	}
+	if len(tl.Segments()) < 3 || len(tl.OpenTxns()) == 0 {
+		t.Fatalf("want several segments and an open transaction, got %d and %v", len(tl.Segments()), tl.OpenTxns())
+	}
+	aborted := 0
+	for _, seg := range tl.Segments() {
+		entries, err := readAbortedTxns(m.fs, tl.Dir(), seg.BaseOffset)
+		mustNotErr(t, err)
+		aborted += len(entries)
+	}
+	if aborted != 8 {
+		t.Fatalf("%d aborted transactions indexed, want 8", aborted)
+	}
+	checkIndexesAgree(t, tl)
 	mustNotErr(t, m.Close())
 }

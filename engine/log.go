@@ -124,6 +124,10 @@ type Log struct {
 	epochs           *epochCache
 	// producers is the idempotent producers' state as of logEndOffset.
 	producers *producer.State
+	// mayHaveAborted: some segment may have a transaction index (one was
+	// listed at load, or written since). While false, read_committed
+	// reads look for no aborted transaction. Guarded by mu; never reset.
+	mayHaveAborted bool
 	// unflushedMessages counts records appended since the last sync, for
 	// flush.messages under FlushInterval.
 	unflushedMessages int64
@@ -379,7 +383,7 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 
 	var plan producerPlan
 	if assignOffsets {
-		p, dup, err := l.checkProducers(hs)
+		p, dup, err := l.checkProducers(records, hs)
 		if err != nil {
 			return AppendInfo{}, err
 		}
@@ -419,12 +423,17 @@ func (l *Log) appendLocked(records []byte, ss []batch.Summary, leaderEpoch int32
 	}
 	l.health.space.noteWritten(int64(len(records)))
 	l.setLogEndOffsetLocked(next)
+	var completed []producer.CompletedTxn
 	if assignOffsets {
-		l.applyProducerPlan(plan)
+		completed = l.applyProducerPlan(plan)
 	} else {
-		for _, h := range hs {
-			l.producers.Apply(h)
-		}
+		completed = l.applyFollowerBatches(records, hs)
+	}
+	if err := l.completedTxnsLocked(seg, completed); err != nil {
+		// The marker is written and counted: a transaction index that
+		// cannot take its entry fails the directory, like an index write.
+		l.fail(err)
+		return AppendInfo{}, l.health.check()
 	}
 	info.LogStartOffset = l.logStartOffset
 	if invariants.Enabled {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"sort"
+	"strings"
 
 	"github.com/wren-broker/wren/engine/batch"
 	"github.com/wren-broker/wren/engine/producer"
@@ -69,13 +71,17 @@ func (l *Log) loadProducerStateFrom(names []string, stats *RecoveryStats) error 
 func (l *Log) loadProducerStateSummary(names []string, stats *RecoveryStats, sum *partitionSummary) (usedSnapshot, error) {
 	var used usedSnapshot
 	opts := producer.Options{}
-	var offsets []int64
-	if names != nil {
-		offsets = snapshotOffsetsIn(names)
-	} else {
+	if names == nil {
 		var err error
-		if offsets, err = snapshotOffsets(l.fs, l.dir); err != nil {
+		if names, err = l.fs.List(l.dir); err != nil {
 			return used, err
+		}
+	}
+	offsets := snapshotOffsetsIn(names)
+	for _, n := range names {
+		if strings.HasSuffix(n, txnIndexSuffix) {
+			l.mayHaveAborted = true
+			break
 		}
 	}
 	var st *producer.State
@@ -125,8 +131,18 @@ func (l *Log) loadProducerStateSummary(names []string, stats *RecoveryStats, sum
 		st.OnLogStartOffsetIncremented(l.segments[0].baseOffset)
 	}
 	from := st.MapEndOffset()
-	replayed, err := l.replayProducerState(st, from)
+	rebuilt := map[*segment][]abortedTxn{}
+	replayed, err := l.replayProducerStateTxns(st, from, func(s *segment, c producer.CompletedTxn) error {
+		if c.Aborted {
+			rebuilt[s] = append(rebuilt[s], abortedTxn{ProducerID: c.ProducerID, FirstOffset: c.FirstOffset,
+				LastOffset: c.LastOffset, LastStableOffset: c.LastStableOffset})
+		}
+		return nil
+	})
 	if err != nil {
+		return used, err
+	}
+	if err := l.rebuildTxnIndexes(from, rebuilt, names); err != nil {
 		return used, err
 	}
 	if stats != nil {
@@ -149,7 +165,14 @@ type usedSnapshot struct {
 
 // replayProducerState applies every batch at or after from to st, and
 // says how many it read. Damaged ranges are stepped over.
+//
+// onCompleted, if not nil, is told of every transaction a marker in segment
+// s completed (recovery rebuilds transaction indexes with it).
 func (l *Log) replayProducerState(st *producer.State, from int64) (int64, error) {
+	return l.replayProducerStateTxns(st, from, nil)
+}
+
+func (l *Log) replayProducerStateTxns(st *producer.State, from int64, onCompleted func(*segment, producer.CompletedTxn) error) (int64, error) {
 	var replayed int64
 	hdr := make([]byte, batch.RecordBatchOverhead)
 	for i := l.segmentFor(from); i < len(l.segments); i++ {
@@ -176,7 +199,19 @@ func (l *Log) replayProducerState(st *producer.State, from int64) (int64, error)
 				return replayed, fmt.Errorf("engine: replaying producer state from %s at %d: %w", s.log.Name(), pos, err)
 			}
 			if h.BaseOffset >= from && h.BaseOffset >= st.MapEndOffset() {
-				st.Apply(h)
+				if h.IsControl() && h.HasProducerID() {
+					m, err := s.readMarker(pos, h)
+					if err != nil {
+						return replayed, fmt.Errorf("engine: replaying producer state from %s at %d: %w", s.log.Name(), pos, err)
+					}
+					if c, ok := st.ApplyControl(h, m); ok && onCompleted != nil {
+						if err := onCompleted(s, c); err != nil {
+							return replayed, err
+						}
+					}
+				} else {
+					st.Apply(h)
+				}
 				replayed++
 			}
 			pos += int64(h.Size())
@@ -239,6 +274,43 @@ func (l *Log) writeProducerSnapshotMemo(memo *loadedState) (int64, []byte, bool,
 	return off, data, true, nil
 }
 
+// readMarker reads the control batch with header h at pos and returns
+// its transaction marker, or nil when it holds none (compaction emptied
+// it, or another control type).
+func (s *segment) readMarker(pos int64, h batch.Header) (*batch.EndTxnMarker, error) {
+	buf := make([]byte, h.Size())
+	if _, err := s.log.ReadAt(buf, pos); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return markerOf(buf)
+}
+
+// markerOf returns the transaction marker of b, one control batch, or nil
+// when it holds none.
+func markerOf(b []byte) (*batch.EndTxnMarker, error) {
+	m, err := batch.ReadEndTxnMarker(b, batch.Limits{})
+	if errors.Is(err, batch.ErrNotEndTxnMarker) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// batchBytes returns the bytes of each batch of records, whose headers are
+// hs, in order.
+func batchBytes(records []byte, hs []batch.Header, i int) []byte {
+	var at int
+	for j := 0; j < i; j++ {
+		at += hs[j].Size()
+	}
+	return records[at : at+hs[i].Size()]
+}
+
 // producerPlan is what a leader append does to the producer state once
 // its write succeeded.
 type producerPlan struct {
@@ -247,13 +319,24 @@ type producerPlan struct {
 	// commit are the checked batches to record (one batch, checked on the
 	// live state, which nothing changes before the commit: l.mu is held).
 	commit []producer.AppendInfo
+	// completed are the transactions the markers of replace completed.
+	completed []producer.CompletedTxn
 }
 
 // checkProducers runs the idempotence checks of a leader append over its
 // batches (offsets assigned). It returns the plan to apply after the
 // write, or the original of a retried batch to answer with. Several
 // batches are tried on a copy so a rejection leaves the state untouched.
-func (l *Log) checkProducers(hs []batch.Header) (producerPlan, *producer.BatchMetadata, error) {
+func (l *Log) checkProducers(records []byte, hs []batch.Header) (producerPlan, *producer.BatchMetadata, error) {
+	if len(hs) == 1 && hs[0].IsControl() {
+		// A transaction marker (AppendTxnMarker; clients may not write
+		// control batches).
+		info, err := checkMarker(l.producers, records, hs[0])
+		if err != nil {
+			return producerPlan{}, nil, err
+		}
+		return producerPlan{commit: []producer.AppendInfo{info}}, nil, nil
+	}
 	if len(hs) == 1 {
 		info, err := l.producers.Check(hs[0])
 		if err != nil {
@@ -264,8 +347,18 @@ func (l *Log) checkProducers(hs []batch.Header) (producerPlan, *producer.BatchMe
 		}
 		return producerPlan{commit: []producer.AppendInfo{info}}, nil, nil
 	}
+	var plan producerPlan
 	st := l.producers.Clone()
-	for _, h := range hs {
+	for i, h := range hs {
+		if h.IsControl() {
+			info, err := checkMarker(st, batchBytes(records, hs, i), h)
+			if err != nil {
+				return producerPlan{}, nil, err
+			}
+			c, _ := st.Commit(info)
+			plan.completed = append(plan.completed, c)
+			continue
+		}
 		info, err := st.Check(h)
 		if err != nil {
 			return producerPlan{}, nil, err
@@ -276,16 +369,61 @@ func (l *Log) checkProducers(hs []batch.Header) (producerPlan, *producer.BatchMe
 		}
 		st.Commit(info)
 	}
-	return producerPlan{replace: st}, nil, nil
+	plan.replace = st
+	return plan, nil, nil
 }
 
-func (l *Log) applyProducerPlan(plan producerPlan) {
+// checkMarker checks a leader's control batch b (header h) against st.
+func checkMarker(st *producer.State, b []byte, h batch.Header) (producer.AppendInfo, error) {
+	m, err := markerOf(b)
+	if err != nil {
+		return producer.AppendInfo{}, err
+	}
+	if m == nil || !h.HasProducerID() {
+		return producer.AppendInfo{}, fmt.Errorf("%w: a leader's control batch at offset %d is no transaction marker with a producer id",
+			batch.ErrInvalidRecord, h.BaseOffset)
+	}
+	return st.CheckMarker(h, *m)
+}
+
+// applyProducerPlan records a leader append's batches in the producer
+// state, and returns the transactions its markers completed.
+func (l *Log) applyProducerPlan(plan producerPlan) []producer.CompletedTxn {
 	if plan.replace != nil {
 		l.producers = plan.replace
+		return plan.completed
 	}
+	var completed []producer.CompletedTxn
 	for _, info := range plan.commit {
-		l.producers.Commit(info)
+		if c, ok := l.producers.Commit(info); ok {
+			completed = append(completed, c)
+		}
 	}
+	return completed
+}
+
+// applyFollowerBatches records batches already in some log (a follower's
+// append) in the producer state, reading the markers of control batches
+// from records, and returns the transactions the markers completed.
+func (l *Log) applyFollowerBatches(records []byte, hs []batch.Header) []producer.CompletedTxn {
+	var completed []producer.CompletedTxn
+	var at int
+	for _, h := range hs {
+		b := records[at : at+h.Size()]
+		at += h.Size()
+		if !h.IsControl() || !h.HasProducerID() {
+			l.producers.Apply(h)
+			continue
+		}
+		// The batch passed validation: an error here is one of a marker's
+		// own fields, which leaves the batch without a marker, as Kafka's
+		// replay of an unreadable control record would not.
+		m, _ := markerOf(b)
+		if c, ok := l.producers.ApplyControl(h, m); ok {
+			completed = append(completed, c)
+		}
+	}
+	return completed
 }
 
 // ProducerStates returns the idempotent producers this partition tracks,

@@ -297,7 +297,7 @@ func (l *Log) loadSegments(names []string, recoveryPoint, logStartOffset int64, 
 		}
 	}
 	for _, name := range names {
-		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if base, ok := parseBase(name, suffix); ok && !hasLog[base] {
 				orphans = append(orphans, name)
 			}

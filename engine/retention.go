@@ -137,7 +137,14 @@ func (l *Log) truncateSegment(seg *segment, offset int64) error {
 	if err := seg.rescanTail(l.opts); err != nil {
 		return err
 	}
-	return seg.flush(true)
+	if err := seg.flush(true); err != nil {
+		return err
+	}
+	// The transaction index is cut once the log's cut is durable: a crash
+	// before leaves the index whole beside the whole log; after, entries
+	// past the log end, which recovery drops (rebuildTxnIndexes).
+	seg.abortedLoaded = false
+	return truncateTxnIndex(l.fs, l.dir, seg.baseOffset, offset)
 }
 
 // rescanTail recomputes a segment's in-memory state (next offset, max
@@ -369,6 +376,14 @@ func (l *Log) deleteOldSegments(highWatermark int64, hold *RetentionHold) (int, 
 		// A damaged log changes only by an operator's repair: retention
 		// could delete the evidence, or the only good copy before it.
 		return 0, drop, nil
+	}
+	// Transactions in the log: no segment goes past the first unstable
+	// offset, so an open transaction keeps its first batch, and a replay
+	// of the log from its first segment finds it (txn.go). Markers the high
+	// watermark passed no longer count.
+	l.producers.OnHighWatermarkUpdated(highWatermark)
+	if off, ok := l.producers.FirstUnstableOffset(); ok && off < highWatermark {
+		highWatermark = off
 	}
 	now := l.nowMs()
 	var total, held int64

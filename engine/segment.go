@@ -74,6 +74,11 @@ type segment struct {
 	indexesDirty bool
 	// lastWriteMs is when the log last wrote to the segment.
 	lastWriteMs int64
+	// aborted caches the segment's transaction index entries once read
+	// (abortedLoaded), for read_committed reads. Owned by the log lock;
+	// every write of the file resets abortedLoaded.
+	aborted       []abortedTxn
+	abortedLoaded bool
 
 	// refs counts the log's own reference plus readers in flight; the
 	// handles are dropped when it reaches zero. A reader pins the handles
@@ -286,11 +291,12 @@ func (s *segment) dropHandles() {
 	}
 }
 
-// removeSegmentFiles deletes the files of the segment at base (and its
-// producer snapshot, if any); files already gone are no error.
+// removeSegmentFiles deletes the files of the segment at base (with its
+// transaction index and producer snapshot, if any); files already gone are
+// no error.
 func removeSegmentFiles(fsys vfs.FS, dir string, base int64) error {
 	var errs []error
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, snapshotSuffix} {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix, snapshotSuffix} {
 		if err := fsys.Remove(segmentFileName(dir, base, suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -42,8 +42,14 @@ import (
 //   throttle_time_ms and no topics at all, its bytes not counted, and the
 //   connection muted for the throttle. A single record batch larger than
 //   that bound is throttled every time, as in Kafka.
-// * IsolationLevel read_committed reads to the last stable offset, which
-//   equals the high watermark while there are no transactions.
+// * IsolationLevel read_committed reads to the last stable offset (the
+//   first offset of the oldest open transaction, or of one whose marker
+//   the high watermark has not passed, if below the high watermark), and
+//   the response carries it with the aborted transactions of the records
+//   read, from the segments' transaction indexes (Kafka's
+//   collectAbortedTransactions). read_uncommitted reads to the high
+//   watermark and reports it as the last stable offset, as before
+//   (transactional producers are still refused at Produce).
 // * Authorization: READ on each topic, or TOPIC_AUTHORIZATION_FAILED on each
 //   of its partitions and nothing read.
 //
@@ -58,6 +64,9 @@ import (
 //   claiming a replica id would read past the high watermark and move
 //   it). Followers fetch on replica connections of the CONTROLLER
 //   listener, after its handshake (replication/serve.go).
+
+// readCommitted is Fetch's and ListOffsets' isolation level 1.
+const readCommitted = 1
 
 // maxFetchWait bounds a long poll whatever the client asks.
 const maxFetchWait = 30 * time.Second
@@ -198,8 +207,21 @@ func (plan *fetchPlan) read(r *kmsg.FetchRequest) ([]wire.FetchTopic, int64, fun
 				if limit < 0 {
 					limit = 0
 				}
-				rr, hw, lso, err := ft.p.ReadForConsumer(ft.part.FetchOffset, limit, total == 0)
-				fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset = hw, hw, lso
+				var rr *engine.ReadResult
+				var err error
+				if r.IsolationLevel == readCommitted {
+					var cr engine.CommittedRead
+					cr, err = ft.p.ReadCommittedForConsumer(ft.part.FetchOffset, limit, total == 0)
+					rr = cr.Result
+					fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset = cr.HighWatermark, cr.LastStableOffset, cr.LogStartOffset
+					for _, a := range cr.Aborted {
+						fp.AbortedTransactions = append(fp.AbortedTransactions, wire.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+					}
+				} else {
+					var hw, start int64
+					rr, hw, start, err = ft.p.ReadForConsumer(ft.part.FetchOffset, limit, total == 0)
+					fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset = hw, hw, start
+				}
 				switch {
 				case errors.Is(err, engine.ErrOffsetOutOfRange):
 					fp.ErrorCode = kerr.OffsetOutOfRange.Code

@@ -10,8 +10,9 @@ import (
 // ListOffsets: v1-8
 //
 // Behavior:
-// * -1 (latest): the high watermark (the last stable offset under
-//   read_committed, the same while there are no transactions).
+// * -1 (latest): the high watermark; under read_committed (isolation
+//   level 1, v2+) the last stable offset, which also bounds timestamp
+//   lookups.
 // * -2 (earliest) and -4 (earliest local): the log start offset.
 // * -3 (max timestamp, v7+): the record with the largest timestamp.
 // * A timestamp: the first record whose timestamp is at or after it, below
@@ -67,7 +68,14 @@ func (s *Server) handleListOffsets(req *Request) (Pending, error) {
 			case r.ReplicaID == consumerReplicaID && epochStart > hw:
 				rp.ErrorCode = kerr.OffsetNotAvailable.Code
 			default:
-				listOffset(part, hw, p.Timestamp, &rp)
+				bound := hw
+				if r.IsolationLevel == readCommitted {
+					// read_committed: latest is the last stable offset,
+					// and no lookup answers past it (Kafka's
+					// fetchOffsetForTimestamp).
+					bound = part.LastStableOffset(hw)
+				}
+				listOffset(part, bound, p.Timestamp, &rp)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}

@@ -81,6 +81,13 @@ type Replica interface {
 	// ReadForConsumer reads from offset below the high watermark and
 	// returns the read, the high watermark and the log start offset.
 	ReadForConsumer(offset, maxBytes int64, minOneMessage bool) (*engine.ReadResult, int64, int64, error)
+	// ReadCommittedForConsumer is ReadForConsumer for read_committed:
+	// below the last stable offset, with the aborted transactions of the
+	// records read.
+	ReadCommittedForConsumer(offset, maxBytes int64, minOneMessage bool) (engine.CommittedRead, error)
+	// LastStableOffset is the last stable offset given the high
+	// watermark hw.
+	LastStableOffset(hw int64) int64
 
 	// The log's own verbs.
 	CheckWritable() error

@@ -18,6 +18,7 @@ import (
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/engine/producer"
 	"github.com/wren-broker/wren/security/acl"
+	"github.com/wren-broker/wren/wire"
 )
 
 // Small fakes of the seam (seam.go), so each API's behaviour is tested
@@ -43,6 +44,8 @@ type fakeReplica struct {
 	epochs    []engine.EpochEntry
 	producers []producer.Entry
 	hwChanged chan struct{}
+	// log, if set, is a real log the consumer reads go to (below hw).
+	log *engine.Log
 	// leaderFn, if set, answers Leader in place of leader (a leadership
 	// that moves while a request waits).
 	leaderFn func() bool
@@ -83,11 +86,31 @@ func (r *fakeReplica) AppendAsLeaderTimeout(records []byte, acks int16, _ time.D
 	return info, func() error { return r.ackErr }, nil
 }
 
-func (r *fakeReplica) ReadForConsumer(offset, _ int64, _ bool) (*engine.ReadResult, int64, int64, error) {
+func (r *fakeReplica) ReadForConsumer(offset, maxBytes int64, minOne bool) (*engine.ReadResult, int64, int64, error) {
+	if r.log != nil {
+		rr, err := r.log.Read(offset, maxBytes, r.hw, minOne)
+		return rr, r.hw, r.log.LogStartOffset(), err
+	}
 	if offset > r.hw || offset < r.logStart {
 		return nil, r.hw, r.logStart, fmt.Errorf("%w: offset %d", engine.ErrOffsetOutOfRange, offset)
 	}
 	return &engine.ReadResult{}, r.hw, r.logStart, nil
+}
+
+func (r *fakeReplica) ReadCommittedForConsumer(offset, maxBytes int64, minOne bool) (engine.CommittedRead, error) {
+	if r.log != nil {
+		rr, lso, aborted, err := r.log.ReadCommitted(offset, maxBytes, r.hw, minOne)
+		return engine.CommittedRead{Result: rr, HighWatermark: r.hw, LastStableOffset: lso, LogStartOffset: r.log.LogStartOffset(), Aborted: aborted}, err
+	}
+	rr, hw, start, err := r.ReadForConsumer(offset, maxBytes, minOne)
+	return engine.CommittedRead{Result: rr, HighWatermark: hw, LastStableOffset: hw, LogStartOffset: start}, err
+}
+
+func (r *fakeReplica) LastStableOffset(hw int64) int64 {
+	if r.log != nil {
+		return r.log.LastStableOffset(hw)
+	}
+	return hw
 }
 
 func (r *fakeReplica) CheckWritable() error  { return r.writable }
@@ -535,12 +558,10 @@ func (f *seamFixture) do(t *testing.T, req kmsg.Request) kmsg.Response {
 		return resp.Msg
 	}
 	defer resp.Spliced.Done()
-	var out []byte
-	for _, c := range resp.Spliced.Chunks {
-		if c.File.File != nil {
-			t.Fatalf("%s: a file chunk from a fake replica", kmsg.NameForKey(req.Key()))
-		}
-		out = append(out, c.Bytes...)
+	// File chunks come from a fake replica's real log (fakeReplica.log).
+	out, err := wire.AppendTo(nil, resp.Spliced.Chunks)
+	if err != nil {
+		t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
 	}
 	msg := req.ResponseKind()
 	msg.SetVersion(req.GetVersion())

@@ -587,6 +587,7 @@ func writeLogDir(w io.Writer, logs *engine.Manager) {
 	fmt.Fprintf(w, "wren_storage_log_bytes{log_dir=%s} %d\n", dir, bytes)
 	writeFamily(w, "wren_storage_log_dir_failed", "gauge", "1 once a write or fdatasync in the log dir failed")
 	fmt.Fprintf(w, "wren_storage_log_dir_failed{log_dir=%s} %d\n", dir, failed)
+	writeOpenTxns(w, logs, dir)
 	var damagedPartitions, damagedRanges int
 	for _, l := range logs.Logs() {
 		if d := l.Damage(); len(d) > 0 {
@@ -689,5 +690,42 @@ func writeGroupLag(w io.Writer, d *coordinator.Driver, replicas *replication.Man
 	writeFamily(w, "wren_kafka_consumer_group_lag_max", "gauge", "largest lag of one of the group's committed partitions")
 	for _, l := range lags {
 		fmt.Fprintf(w, "wren_kafka_consumer_group_lag_max{group=%s} %d\n", quote(l.group), l.max)
+	}
+}
+
+// writeOpenTxns writes the open transactions of the log dir's partitions,
+// and, for each partition holding one, the age of its oldest (the hanging
+// transaction alarm): now less the max timestamp of the transaction's
+// first batch (after a restart, of its producer's last batch before the
+// snapshot), never below 0.
+func writeOpenTxns(w io.Writer, logs *engine.Manager, dir string) {
+	type oldest struct {
+		tp  engine.TopicPartition
+		age float64
+	}
+	var open int
+	var ages []oldest
+	now := time.Now().UnixMilli()
+	for _, l := range logs.Logs() {
+		txns := l.OpenTxns()
+		open += len(txns)
+		if len(txns) == 0 {
+			continue
+		}
+		start := txns[0].StartTimestamp
+		for _, t := range txns[1:] {
+			start = min(start, t.StartTimestamp)
+		}
+		ages = append(ages, oldest{l.TopicPartition(), float64(max(now-start, 0)) / 1000})
+	}
+	writeFamily(w, "wren_storage_open_transactions", "gauge", "transactions open (begun, no marker yet) in the log dir's partitions")
+	fmt.Fprintf(w, "wren_storage_open_transactions{log_dir=%s} %d\n", dir, open)
+	if len(ages) == 0 {
+		return
+	}
+	writeFamily(w, "wren_storage_oldest_open_transaction_age_seconds", "gauge",
+		"age of a partition's oldest open transaction, from its first batch's timestamp (only partitions with one)")
+	for _, a := range ages {
+		fmt.Fprintf(w, "wren_storage_oldest_open_transaction_age_seconds{topic=%s,partition=\"%d\"} %g\n", quote(a.tp.Topic), a.tp.Partition, a.age)
 	}
 }

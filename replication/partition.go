@@ -553,3 +553,15 @@ func (p *Partition) ReadForConsumer(offset, maxBytes int64, minOneMessage bool) 
 	r, err := p.log.Read(offset, maxBytes, hw, minOneMessage)
 	return r, hw, p.log.LogStartOffset(), err
 }
+
+// ReadCommittedForConsumer is ReadForConsumer for a read_committed
+// consumer: it reads below the last stable offset, and returns it too,
+// with the aborted transactions of the records read.
+func (p *Partition) ReadCommittedForConsumer(offset, maxBytes int64, minOneMessage bool) (engine.CommittedRead, error) {
+	hw := p.HighWatermark()
+	r, lso, aborted, err := p.log.ReadCommitted(offset, maxBytes, hw, minOneMessage)
+	return engine.CommittedRead{Result: r, HighWatermark: hw, LastStableOffset: lso, LogStartOffset: p.log.LogStartOffset(), Aborted: aborted}, err
+}
+
+// LastStableOffset is the last stable offset given the high watermark hw.
+func (p *Partition) LastStableOffset(hw int64) int64 { return p.log.LastStableOffset(hw) }

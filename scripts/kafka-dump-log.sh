@@ -3,9 +3,9 @@
 # Kafka's kafka-dump-log tool), so that files the engine writes are proven readable by Kafka.
 #
 # Usage: scripts/kafka-dump-log.sh [-v] FILE|DIR...
-#   FILE  a .log, .index, .timeindex or .snapshot file; an index is checked against the .log of
-#         the same base offset beside it
-#   DIR   a partition directory: every .log, .index, .timeindex and .snapshot in it
+#   FILE  a .log, .index, .timeindex, .txnindex or .snapshot file; an index is checked against
+#         the .log of the same base offset beside it
+#   DIR   a partition directory: every .log, .index, .timeindex, .txnindex and .snapshot in it
 #   -v    also print Kafka's full output
 #
 # Checks, per kind of file:
@@ -16,6 +16,8 @@
 #                increasing, and after the first all-zero entry (Kafka's preallocated tail, where
 #                DumpLogSegments stops looking) nothing but zeros
 #   .snapshot    the producer-state snapshot parses and its CRC matches
+#   .txnindex    the transaction index parses (Kafka reads every aborted-transaction entry), and
+#                DumpLogSegments prints one entry per 34 bytes of the file
 # Exits 0 when every file passes, 1 when any fails (the offending lines are printed), 2 on usage
 # errors. Needs java 17+ and the classpath of kafka-fetch.sh (called; a no-op once cached).
 #
@@ -39,7 +41,7 @@ files=()
 for arg in "$@"; do
 	if [[ -d "$arg" ]]; then
 		shopt -s nullglob
-		found=("$arg"/*.log "$arg"/*.index "$arg"/*.timeindex "$arg"/*.snapshot)
+		found=("$arg"/*.log "$arg"/*.index "$arg"/*.timeindex "$arg"/*.txnindex "$arg"/*.snapshot)
 		shopt -u nullglob
 		if [[ ${#found[@]} -eq 0 ]]; then
 			echo "kafka-dump-log: $arg holds no segment files" >&2
@@ -92,7 +94,7 @@ dump() {
 	log) args=(--deep-iteration) ;;
 	sanity) args=(--index-sanity-check) ;;
 	verify) args=(--verify-index-only) ;;
-	snapshot) args=() ;;
+	snapshot | txnindex) args=() ;;
 	esac
 	local rc=0
 	(cd "$dir" && java -cp "$libs/*" -Dlog4j2.configurationFile="$home/config/log4j2.yaml" \
@@ -113,6 +115,11 @@ judge() {
 		failed=1
 	elif [[ "$mode" == log ]] && ! grep -q '^Log starting offset:' "$out"; then
 		echo "FAIL $file ($mode): DumpLogSegments did not read it:"
+		head -n 5 "$out" | sed 's/^/    /'
+		failed=1
+	elif [[ "$mode" == txnindex ]] &&
+		[[ "$(grep -c '^version: 0 producerId: ' "$out" || true)" -ne $(($(stat -c %s "$file") / 34)) ]]; then
+		echo "FAIL $file ($mode): DumpLogSegments printed $(grep -c '^version: 0 producerId: ' "$out" || true) entries for $(stat -c %s "$file") bytes:"
 		head -n 5 "$out" | sed 's/^/    /'
 		failed=1
 	else
@@ -187,7 +194,7 @@ check_order() {
 
 # Group the files by directory and kind. A name with a comma cannot go in --files, and the
 # groups are space-separated lists, so such names are refused (segment names never have them).
-declare -A logs=() indexes=() snapshots=()
+declare -A logs=() indexes=() snapshots=() txnindexes=()
 for f in "${files[@]}"; do
 	dir="$(dirname "$f")"
 	name="$(basename "$f")"
@@ -199,8 +206,9 @@ for f in "${files[@]}"; do
 	*.log) logs[$dir]+="$name " ;;
 	*.index | *.timeindex) indexes[$dir]+="$name " ;;
 	*.snapshot) snapshots[$dir]+="$name " ;;
+	*.txnindex) txnindexes[$dir]+="$name " ;;
 	*)
-		echo "kafka-dump-log: $f: not a .log, .index, .timeindex or .snapshot file" >&2
+		echo "kafka-dump-log: $f: not a .log, .index, .timeindex, .txnindex or .snapshot file" >&2
 		exit 2
 		;;
 	esac
@@ -222,5 +230,9 @@ done
 for dir in "${!snapshots[@]}"; do
 	# shellcheck disable=SC2086
 	check snapshot "$dir" ${snapshots[$dir]}
+done
+for dir in "${!txnindexes[@]}"; do
+	# shellcheck disable=SC2086
+	check txnindex "$dir" ${txnindexes[$dir]}
 done
 exit "$failed"

@@ -11,7 +11,18 @@ type FetchPartition struct {
 	HighWatermark    int64
 	LastStableOffset int64
 	LogStartOffset   int64
-	Records          FileSlice
+	// AbortedTransactions are the aborted transactions of the records
+	// (read_committed); nil for none.
+	AbortedTransactions []AbortedTransaction
+	Records             FileSlice
+}
+
+// AbortedTransaction is one entry of a Fetch response's aborted
+// transactions: a read_committed consumer drops the producer's records
+// from FirstOffset to its ABORT marker.
+type AbortedTransaction struct {
+	ProducerID  int64
+	FirstOffset int64
 }
 
 // FetchTopic is one topic of a Fetch response.
@@ -49,9 +60,14 @@ func EncodeFetchResponse(version int16, throttleMs int32, errorCode int16, sessi
 			if version >= 5 {
 				e.int64(p.LogStartOffset)
 			}
-			// AbortedTransactions: none (there are no transactions yet);
-			// an empty array, as Kafka sends for read_uncommitted too.
-			e.arrayLen(0)
+			// AbortedTransactions: an empty array when there are none, as
+			// Kafka sends for read_uncommitted too.
+			e.arrayLen(len(p.AbortedTransactions))
+			for _, a := range p.AbortedTransactions {
+				e.int64(a.ProducerID)
+				e.int64(a.FirstOffset)
+				e.tags()
+			}
 			if version >= 11 {
 				e.int32(-1) // PreferredReadReplica
 			}

@@ -49,10 +49,17 @@ func TestFetchEncodingMatchesKmsg(t *testing.T) {
 					if n > 0 {
 						fp.Records = FileSlice{File: f, Position: off, Size: n}
 					}
-					ft.Partitions = append(ft.Partitions, fp)
 					kp := kmsg.NewFetchResponseTopicPartition()
 					kp.Partition, kp.ErrorCode, kp.HighWatermark, kp.LastStableOffset, kp.LogStartOffset = fp.Partition, fp.ErrorCode, fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset
 					kp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+					for range rng.Intn(3) {
+						a := AbortedTransaction{ProducerID: rng.Int63(), FirstOffset: rng.Int63()}
+						fp.AbortedTransactions = append(fp.AbortedTransactions, a)
+						ka := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+						ka.ProducerID, ka.FirstOffset = a.ProducerID, a.FirstOffset
+						kp.AbortedTransactions = append(kp.AbortedTransactions, ka)
+					}
+					ft.Partitions = append(ft.Partitions, fp)
 					kp.RecordBatches = append([]byte{}, data[off:off+n]...)
 					kt.Partitions = append(kt.Partitions, kp)
 				}

@@ -143,9 +143,33 @@
 //   - The decoder refuses what Kafka never writes: trailing bytes, negative
 //     producer ids, a batch with a negative sequence or offset delta. A
 //     repeated producer id is tolerated (the last one wins, as in Kafka).
-//   - Transactions are not implemented. Entries keep CoordinatorEpoch and
-//     CurrentTxnFirstOffset so snapshots round-trip; a transactional batch
-//     opens CurrentTxnFirstOffset and a control batch (marker) closes it and
-//     sets the epoch, but the marker's coordinator epoch is not read, and
-//     no completed-transaction or last-stable-offset bookkeeping exists.
+//   - A producer with an open transaction is never evicted at MaxProducers
+//     (its transaction holds the last stable offset): with every producer
+//     in a transaction the cap is exceeded, and a snapshot of such a state
+//     is larger than DecodeSnapshot accepts, so a load replays the log.
+//
+// # Transactions
+//
+// A transactional batch (attributes bit 4) opens CurrentTxnFirstOffset at
+// its base offset; a control batch whose record is a transaction marker
+// (batch.EndTxnMarker) ends it: ApplyControl (replication, replay) or
+// CheckMarker then Commit (the leader), which return the CompletedTxn with
+// the last stable offset after it (the first offset of the oldest other
+// open transaction, else the marker's offset + 1), the value Kafka's
+// transaction index keeps. CheckMarker refuses a producer epoch below the
+// stored one (ErrInvalidProducerEpoch) and a coordinator epoch below the
+// producer's last marker's (ErrCoordinatorFenced); a marker for a
+// producer without an open transaction completes an empty one at its own
+// offset, as in Kafka. Check refuses a non-transactional batch from a
+// producer whose transaction is open (ErrInvalidTxnState). A control
+// batch without a marker (compacted empty, or another control type)
+// changes no producer.
+//
+// The open transactions are kept by first offset (Kafka's ongoingTxns);
+// completed ones stay unstable until OnHighWatermarkUpdated passes their
+// marker (Kafka's unreplicatedTxns). FirstUnstableOffset and
+// LastStableOffset(hw) read them. A snapshot keeps CurrentTxnFirstOffset
+// and CoordinatorEpoch per entry; DecodeSnapshot rebuilds the open
+// transactions from them (two at one offset: ErrCorruptSnapshot). The
+// unreplicated completed ones are not kept, as in Kafka.
 package producer

@@ -22,6 +22,12 @@ var (
 	// state does not know (never seen, expired or evicted). The client
 	// recovers by bumping its epoch and starting again at sequence 0.
 	ErrUnknownProducerID = fmt.Errorf("producer: %w", kerr.UnknownProducerID)
+	// ErrInvalidTxnState: a non-transactional batch from a producer whose
+	// transaction is open.
+	ErrInvalidTxnState = fmt.Errorf("producer: %w", kerr.InvalidTxnState)
+	// ErrCoordinatorFenced: a marker from a transaction coordinator epoch
+	// older than the one of the producer's last marker.
+	ErrCoordinatorFenced = fmt.Errorf("producer: %w", kerr.TransactionCoordinatorFenced)
 )
 
 // Snapshot errors. The caller treats either like Kafka's

@@ -132,6 +132,17 @@ func DecodeSnapshot(b []byte, offset int64, opts Options) (*State, error) {
 	order := make([]*node, 0, len(s.producers))
 	for _, n := range s.producers {
 		order = append(order, n)
+		if n.CurrentTxnFirstOffset >= 0 {
+			s.ongoing = append(s.ongoing, ongoingTxn{producerID: n.ProducerID, firstOffset: n.CurrentTxnFirstOffset, startTimestamp: n.LastTimestamp})
+		}
+	}
+	// Open transactions, by first offset; two cannot start at one offset.
+	slices.SortFunc(s.ongoing, func(a, b ongoingTxn) int { return cmp.Compare(a.firstOffset, b.firstOffset) })
+	for i, t := range s.ongoing {
+		if i > 0 && s.ongoing[i-1].firstOffset == t.firstOffset {
+			return nil, fmt.Errorf("%w: producers %d and %d: open transactions both at offset %d",
+				ErrCorruptSnapshot, s.ongoing[i-1].producerID, t.producerID, t.firstOffset)
+		}
 	}
 	slices.SortFunc(order, func(a, b *node) int {
 		if c := cmp.Compare(a.LastTimestamp, b.LastTimestamp); c != 0 {

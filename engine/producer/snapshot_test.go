@@ -204,10 +204,13 @@ func randomState(rng *rand.Rand, n int) *State {
 			switch rng.IntN(8) {
 			case 0:
 				h.Attributes = 0x10
+				s.Apply(h)
 			case 1:
 				h.Attributes = 0x30
+				s.ApplyControl(h, &batch.EndTxnMarker{Commit: rng.IntN(2) == 0, CoordinatorEpoch: rng.Int32N(5)})
+			default:
+				s.Apply(h)
 			}
-			s.Apply(h)
 			seq = batch.IncrementSequence(seq, cnt)
 			off = h.NextOffset() + rng.Int64N(3)
 		}

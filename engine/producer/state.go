@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -66,8 +67,8 @@ type Entry struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	// CoordinatorEpoch is the epoch of the transaction coordinator that
-	// wrote the last marker; -1 when none. Kept for snapshot
-	// compatibility only.
+	// wrote the producer's last marker; -1 when none. A marker from an
+	// older coordinator epoch is refused (CheckMarker).
 	CoordinatorEpoch int32
 	// CurrentTxnFirstOffset is the first offset of the open transaction,
 	// or -1. An entry with an open transaction never expires.
@@ -172,6 +173,41 @@ type State struct {
 	// AppendInfo so that Commit can assert that the decision still holds.
 	// MapEndOffset moves are not counted: Commit checks the offset itself.
 	changes uint64
+	// ongoing are the open transactions, by first offset (Kafka's
+	// ongoingTxns). Invariant: exactly the entries whose
+	// CurrentTxnFirstOffset >= 0, one each, sorted by first offset.
+	ongoing []ongoingTxn
+	// unreplicated are completed transactions whose marker the high
+	// watermark has not passed yet (Kafka's unreplicatedTxns), in marker
+	// order: they stay unstable until it does, so the last stable offset
+	// never passes a marker a new leader may not have.
+	unreplicated []CompletedTxn
+}
+
+// ongoingTxn is one open transaction.
+type ongoingTxn struct {
+	producerID  int64
+	firstOffset int64
+	// startTimestamp is the max timestamp of the transaction's first
+	// batch; after a snapshot load, the producer's LastTimestamp (the
+	// snapshot keeps no more).
+	startTimestamp int64
+}
+
+// CompletedTxn is a transaction a marker ended (Kafka's CompletedTxn).
+type CompletedTxn struct {
+	ProducerID int64
+	// FirstOffset is the transaction's first offset in this partition,
+	// or the marker's own offset when it held no batch here.
+	FirstOffset int64
+	// LastOffset is the marker's offset.
+	LastOffset int64
+	Aborted    bool
+	// LastStableOffset is the last stable offset once this transaction
+	// completes: the first offset of the oldest other open transaction,
+	// or LastOffset+1 when none. An aborted transaction's index entry
+	// keeps it (Kafka's AbortedTxn.lastStableOffset).
+	LastStableOffset int64
 }
 
 // New returns an empty State.
@@ -190,6 +226,8 @@ type AppendInfo struct {
 
 	header  batch.Header
 	changes uint64
+	// marker is the transaction marker of a control batch (CheckMarker).
+	marker *batch.EndTxnMarker
 }
 
 // Check decides whether a client's batch may be appended (see doc.go for
@@ -220,6 +258,10 @@ func (s *State) Check(h batch.Header) (AppendInfo, error) {
 	lastSeq := h.LastSequence()
 
 	e := s.producers[pid]
+	if e != nil && e.CurrentTxnFirstOffset >= 0 && !h.IsTransactional() && epoch >= e.ProducerEpoch {
+		return AppendInfo{}, fmt.Errorf("%w: producer %d sent a non-transactional batch while its transaction from offset %d is open",
+			ErrInvalidTxnState, pid, e.CurrentTxnFirstOffset)
+	}
 	if e != nil && e.ProducerEpoch == epoch {
 		if m, ok := e.findBatch(firstSeq, lastSeq); ok {
 			info.Duplicate, info.Original = true, m
@@ -252,7 +294,9 @@ func (s *State) Check(h batch.Header) (AppendInfo, error) {
 // Commit records a batch that Check accepted, after the write succeeded.
 // It panics if the State changed since that Check or if info is a
 // duplicate (a duplicate is never written).
-func (s *State) Commit(info AppendInfo) {
+//
+// For a marker it returns the transaction the marker completed.
+func (s *State) Commit(info AppendInfo) (CompletedTxn, bool) {
 	if info.Duplicate {
 		panic(fmt.Sprintf("producer: Commit of a duplicate of offsets %d-%d from producer %d; duplicates are not written",
 			info.Original.FirstOffset(), info.Original.LastOffset, info.header.ProducerID))
@@ -262,36 +306,83 @@ func (s *State) Commit(info AppendInfo) {
 			info.header.BaseOffset, info.changes, s.changes))
 	}
 	s.checkOffset(info.header, "Commit")
-	s.apply(info.header)
+	return s.apply(info.header, info.marker)
+}
+
+// CheckMarker decides whether the leader may append h, a control batch
+// holding marker m (offset assigned), for its producer (Kafka's
+// ProducerAppendInfo.appendEndTxnMarker checks): a producer epoch below
+// the stored one gets ErrInvalidProducerEpoch, a coordinator epoch below
+// the one of the producer's last marker ErrCoordinatorFenced. A marker for
+// a producer the partition does not know, or with no open transaction, is
+// accepted: the coordinator writes markers to every partition of the
+// transaction, and one may hold no batch of it. Changes nothing; the
+// caller writes the batch, then calls Commit.
+func (s *State) CheckMarker(h batch.Header, m batch.EndTxnMarker) (AppendInfo, error) {
+	s.checkOffset(h, "CheckMarker")
+	if !h.IsControl() || !h.HasProducerID() {
+		panic(fmt.Sprintf("producer: CheckMarker of a batch at offset %d that is no control batch with a producer id", h.BaseOffset))
+	}
+	pid, epoch := h.ProducerID, h.ProducerEpoch
+	if epoch < 0 {
+		return AppendInfo{}, fmt.Errorf("%w: marker for producer %d has epoch %d", ErrInvalidProducerEpoch, pid, epoch)
+	}
+	if e := s.producers[pid]; e != nil {
+		if epoch < e.ProducerEpoch {
+			return AppendInfo{}, fmt.Errorf("%w: %s marker for producer %d at epoch %d, the partition has seen epoch %d",
+				ErrInvalidProducerEpoch, markerName(m), pid, epoch, e.ProducerEpoch)
+		}
+		if m.CoordinatorEpoch < e.CoordinatorEpoch {
+			return AppendInfo{}, fmt.Errorf("%w: %s marker for producer %d from coordinator epoch %d, the partition has seen coordinator epoch %d",
+				ErrCoordinatorFenced, markerName(m), pid, m.CoordinatorEpoch, e.CoordinatorEpoch)
+		}
+	}
+	return AppendInfo{header: h, changes: s.changes, marker: &m}, nil
+}
+
+func markerName(m batch.EndTxnMarker) string {
+	if m.Commit {
+		return "COMMIT"
+	}
+	return "ABORT"
 }
 
 // Apply records a batch already in the log: fetched by a follower,
 // replayed in recovery or after a snapshot. It checks nothing and never
 // fails (Kafka's AppendOrigin.REPLICATION): the log is the truth. Batches
-// must come in offset order.
+// must come in offset order. A control batch given to Apply is taken as
+// one holding no marker (see ApplyControl); use ApplyControl for markers.
 func (s *State) Apply(h batch.Header) {
 	s.checkOffset(h, "Apply")
-	s.apply(h)
+	s.apply(h, nil)
 }
 
-func (s *State) apply(h batch.Header) {
+// ApplyControl is Apply for a control batch already in the log, with the
+// marker its record holds (batch.ReadEndTxnMarker), or nil when it holds
+// none: compaction emptied it, or it is another control type. Only a
+// marker changes producers, as in Kafka. It returns the transaction the
+// marker completed.
+func (s *State) ApplyControl(h batch.Header, m *batch.EndTxnMarker) (CompletedTxn, bool) {
+	s.checkOffset(h, "ApplyControl")
+	return s.apply(h, m)
+}
+
+func (s *State) apply(h batch.Header, m *batch.EndTxnMarker) (CompletedTxn, bool) {
 	s.changes++
 	s.mapEndOffset = h.NextOffset()
 	if !h.HasProducerID() {
-		return
+		return CompletedTxn{}, false
+	}
+	if h.IsControl() {
+		if m == nil {
+			return CompletedTxn{}, false
+		}
+		return s.applyMarker(h, *m), true
 	}
 	e := s.entry(h.ProducerID)
 	s.unlink(e)
 	s.pushNewest(e)
 	e.maybeUpdateProducerEpoch(h.ProducerEpoch)
-	if h.IsControl() {
-		// A transaction marker closes the transaction and carries the
-		// epoch; its coordinator epoch lives in the record, which this
-		// package does not read.
-		e.CurrentTxnFirstOffset = -1
-		e.LastTimestamp = h.MaxTimestamp
-		return
-	}
 	e.addBatch(BatchMetadata{
 		LastSequence: h.LastSequence(),
 		LastOffset:   h.LastOffset(),
@@ -300,7 +391,107 @@ func (s *State) apply(h batch.Header) {
 	})
 	if h.IsTransactional() && e.CurrentTxnFirstOffset < 0 {
 		e.CurrentTxnFirstOffset = h.BaseOffset
+		// Offsets only grow, so the new transaction is the newest.
+		s.ongoing = append(s.ongoing, ongoingTxn{producerID: e.ProducerID, firstOffset: h.BaseOffset, startTimestamp: h.MaxTimestamp})
 	}
+	return CompletedTxn{}, false
+}
+
+// applyMarker closes the producer's transaction (Kafka's
+// appendEndTxnMarker and completeTxn): the marker carries the epoch and
+// the coordinator epoch, and its batch has no sequence.
+func (s *State) applyMarker(h batch.Header, m batch.EndTxnMarker) CompletedTxn {
+	e := s.entry(h.ProducerID)
+	s.unlink(e)
+	s.pushNewest(e)
+	e.maybeUpdateProducerEpoch(h.ProducerEpoch)
+	c := CompletedTxn{ProducerID: e.ProducerID, FirstOffset: h.BaseOffset, LastOffset: h.BaseOffset, Aborted: !m.Commit}
+	if e.CurrentTxnFirstOffset >= 0 {
+		c.FirstOffset = e.CurrentTxnFirstOffset
+		s.removeOngoing(e.ProducerID, e.CurrentTxnFirstOffset)
+	}
+	c.LastStableOffset = c.LastOffset + 1
+	if len(s.ongoing) > 0 {
+		c.LastStableOffset = s.ongoing[0].firstOffset
+	}
+	e.CurrentTxnFirstOffset = -1
+	e.CoordinatorEpoch = m.CoordinatorEpoch
+	e.LastTimestamp = h.MaxTimestamp
+	s.unreplicated = append(s.unreplicated, c)
+	return c
+}
+
+func (s *State) removeOngoing(pid, first int64) {
+	i, found := slices.BinarySearchFunc(s.ongoing, first, func(t ongoingTxn, off int64) int { return cmp.Compare(t.firstOffset, off) })
+	if !found || s.ongoing[i].producerID != pid {
+		panic(fmt.Sprintf("producer: open transaction of producer %d at %d is not listed", pid, first))
+	}
+	s.ongoing = slices.Delete(s.ongoing, i, i+1)
+}
+
+// OpenTxn is one open transaction, for tools and metrics.
+type OpenTxn struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	FirstOffset   int64
+	// LastTimestamp is the producer's last batch's max timestamp.
+	LastTimestamp int64
+	// StartTimestamp is the max timestamp of the transaction's first
+	// batch, or, after a snapshot load, of the producer's last batch
+	// before it (the snapshot keeps no more): the age of the transaction
+	// is measured from it.
+	StartTimestamp int64
+}
+
+// OpenTxns lists the open transactions, oldest first.
+func (s *State) OpenTxns() []OpenTxn {
+	out := make([]OpenTxn, 0, len(s.ongoing))
+	for _, t := range s.ongoing {
+		e := s.producers[t.producerID]
+		out = append(out, OpenTxn{ProducerID: t.producerID, ProducerEpoch: e.ProducerEpoch, FirstOffset: t.firstOffset,
+			LastTimestamp: e.LastTimestamp, StartTimestamp: t.startTimestamp})
+	}
+	return out
+}
+
+// OnHighWatermarkUpdated forgets the completed transactions whose marker
+// lies below hw: they are replicated, and no longer hold the last stable
+// offset back (Kafka's onHighWatermarkUpdated).
+func (s *State) OnHighWatermarkUpdated(hw int64) {
+	i := 0
+	for i < len(s.unreplicated) && s.unreplicated[i].LastOffset < hw {
+		i++
+	}
+	if i > 0 {
+		s.unreplicated = slices.Delete(s.unreplicated, 0, i)
+	}
+}
+
+// FirstUnstableOffset is the first offset a read_committed reader may not
+// pass: the first offset of the oldest open transaction, or of a
+// completed one whose marker is not below the high watermark yet
+// (OnHighWatermarkUpdated). ok is false when there is none.
+func (s *State) FirstUnstableOffset() (offset int64, ok bool) {
+	if len(s.ongoing) > 0 {
+		offset, ok = s.ongoing[0].firstOffset, true
+	}
+	for _, c := range s.unreplicated {
+		if !ok || c.FirstOffset < offset {
+			offset, ok = c.FirstOffset, true
+		}
+	}
+	return offset, ok
+}
+
+// LastStableOffset is the partition's last stable offset given its high
+// watermark: min(FirstUnstableOffset, hw), after forgetting the completed
+// transactions hw has passed.
+func (s *State) LastStableOffset(hw int64) int64 {
+	s.OnHighWatermarkUpdated(hw)
+	if off, ok := s.FirstUnstableOffset(); ok && off < hw {
+		return off
+	}
+	return hw
 }
 
 // checkOffset asserts that batches arrive in log order: a batch below
@@ -320,7 +511,16 @@ func (s *State) entry(pid int64) *node {
 		return n
 	}
 	if len(s.producers) >= s.opts.maxProducers() {
-		s.remove(s.oldest)
+		// A producer with an open transaction is never evicted: its
+		// transaction holds the last stable offset until a marker ends
+		// it. With every producer in a transaction the cap is exceeded.
+		victim := s.oldest
+		for victim != nil && victim.CurrentTxnFirstOffset >= 0 {
+			victim = victim.newer
+		}
+		if victim != nil {
+			s.remove(victim)
+		}
 	}
 	n := &node{Entry: *newEntry(pid)}
 	if s.producers == nil {
@@ -429,7 +629,8 @@ func (s *State) producerIDs() []int64 {
 // Clone returns an independent copy, recency order included, for a caller
 // that wants to try changes it may throw away.
 func (s *State) Clone() *State {
-	c := &State{opts: s.opts, mapEndOffset: s.mapEndOffset, changes: s.changes}
+	c := &State{opts: s.opts, mapEndOffset: s.mapEndOffset, changes: s.changes,
+		ongoing: slices.Clone(s.ongoing), unreplicated: slices.Clone(s.unreplicated)}
 	if len(s.producers) > 0 {
 		c.producers = make(map[int64]*node, len(s.producers))
 	}

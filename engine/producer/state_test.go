@@ -217,9 +217,12 @@ func TestTransactionalFields(t *testing.T) {
 	}
 	marker := header(4, 1, -1, 1, 13, 102)
 	marker.Attributes = 0x30 // transactional control batch
-	s.Apply(marker)
+	c, ok := s.ApplyControl(marker, &batch.EndTxnMarker{Commit: true, CoordinatorEpoch: 3})
+	if !ok || c != (CompletedTxn{ProducerID: 4, FirstOffset: 10, LastOffset: 13, LastStableOffset: 14}) {
+		t.Fatalf("completed %+v %v", c, ok)
+	}
 	e, _ := s.LastEntry(4)
-	if e.CurrentTxnFirstOffset != -1 || e.ProducerEpoch != 1 || len(e.Batches()) != 0 || e.LastTimestamp != 102 {
+	if e.CurrentTxnFirstOffset != -1 || e.ProducerEpoch != 1 || e.CoordinatorEpoch != 3 || len(e.Batches()) != 0 || e.LastTimestamp != 102 {
 		t.Fatalf("after the marker: %+v batches %v", e, e.Batches())
 	}
 	// The marker's epoch has no batch: the producer starts again at 0.
