@@ -60,6 +60,9 @@ func (b *Broker) uplinksComponent(w *wiring) component {
 				links = append(links, b.startUplink(u, paused[u.Name]))
 			}
 			b.uplinks.Store(&links)
+			// The links' pull sides write their pull targets through the
+			// internal listener, and no other topic.
+			b.server.SetInternalWritable(b.uplinkPullTarget)
 			// The retention hold, now that the links are set: retention
 			// and the log cleaner keep what the links did not forward
 			// (uplink_hold.go). Set even with no link: a run-time link
@@ -101,7 +104,45 @@ func (b *Broker) links() []*uplink.Link {
 // startUplink starts link u on this node, paused or not.
 func (b *Broker) startUplink(u config.Uplink, paused bool) *uplink.Link {
 	return uplink.Start(uplink.Options{Config: u, NodeID: b.cfg.NodeID, Local: localSeed, LocalDial: b.internal.DialContext,
-		Logger: b.logger, Refresh: b.uplinkRT.refresh, Backlog: b.uplinkBacklog, Paused: paused})
+		Logger: b.logger, Refresh: b.uplinkRT.refresh, Backlog: b.uplinkBacklog, Paused: paused,
+		CreateTopic: b.uplinkCreateTopic, Links: b.uplinkConfigs})
+}
+
+// uplinkConfigs are the configs of the links running on this node, for
+// the links' run-time loop checks.
+func (b *Broker) uplinkConfigs() []config.Uplink {
+	var out []config.Uplink
+	for _, l := range b.links() {
+		out = append(out, l.Config())
+	}
+	return out
+}
+
+// uplinkPullTarget says whether a running link pulls into local topic
+// topic: the internal listener's sessions may write it
+// (kafka.Server.SetInternalWritable), and no other topic.
+func (b *Broker) uplinkPullTarget(topic string) bool {
+	for _, l := range b.links() {
+		if c := l.Config(); c.PullTarget(topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// uplinkCreateTopic creates the local topic a link pulls a far topic
+// into, with the far partition count and the cluster's default
+// replication factor, through this node's controller: it answers
+// NOT_CONTROLLER unless this node is the acting controller, whose link
+// then creates it (every node runs the same links). In process rather
+// than as a CreateTopics request of the link's principal: that would be
+// forwarded to the controller and judged by the ACLs there.
+func (b *Broker) uplinkCreateTopic(ctx context.Context, topic string, partitions int32) error {
+	res, err := b.controller.CreateTopics(ctx, []cluster.CreateTopic{{Name: topic, NumPartitions: partitions, ReplicationFactor: -1}}, false)
+	if err != nil {
+		return err
+	}
+	return res[0].Err
 }
 
 func closeLinks(links []*uplink.Link) {
@@ -265,6 +306,9 @@ func (b *Broker) closeUplinks() {
 	}
 	b.uplinkRefusing.Store(nil)
 	closeLinks(b.links())
+	if b.server != nil {
+		b.server.SetInternalWritable(nil)
+	}
 }
 
 // localSeed is the seed address of the links' local clients: any

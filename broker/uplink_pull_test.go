@@ -1,0 +1,201 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/wren-broker/wren/uplink"
+)
+
+// pullEdge starts an edge broker in dir whose [uplink.central] forwards
+// sensors\..* to central as site-7.* and pulls central's
+// site-7.commands.* into central.site-7.commands.*; extra is appended to
+// the link's table.
+func pullEdge(t *testing.T, dir string, central *Broker, extra string) *Broker {
+	t.Helper()
+	cfg := testConfig(t, dir, fmt.Sprintf(`
+[uplink.central]
+bootstrap.servers = [%q]
+topics = ["sensors\\..*"]
+remote.topic.prefix = "site-7."
+pull.topics = ["site-7\\.commands\\..*"]
+pull.local.topic.prefix = "central."
+tail.settle.ms = 100
+%s`, central.Addr().String(), extra))
+	b, err := Start(cfg, Options{Logger: testLogger(t), UplinkRefresh: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// localHeld is what the topic's partitions hold together (end offsets).
+func localHeld(ctx context.Context, adm *kadm.Client, topic string) int64 {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) { n += max(o.Offset, 0) })
+	return n
+}
+
+// TestUplinkPullExactlyOnce: the central cluster's site-7.commands.*
+// topics are pulled into the edge's central.site-7.commands.* (made by
+// the link with the far partition count), every record exactly once, in
+// order, in the same partition, with its key, headers, timestamp and the
+// far provenance, across a restart of the edge in the middle of pulling;
+// a far topic created later is picked up; the pulled topics are never
+// forwarded back; status shows them with their direction, and a pause
+// stops the pull side too.
+func TestUplinkPullExactlyOnce(t *testing.T) {
+	ctx := testContext(t)
+	central := startBroker(t, testConfig(t, t.TempDir(), ""))
+	ccl, cadm := newClient(t, central, kgo.MetadataMinAge(10*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	centralID := clusterOf(t, ctx, cadm)
+	const far, local = "site-7.commands.a", "central.site-7.commands.a"
+	if _, err := cadm.CreateTopic(ctx, 3, 1, nil, far); err != nil {
+		t.Fatal(err)
+	}
+	produceUplink(t, ctx, ccl, far, 3, 0, 200)
+
+	edgeDir := t.TempDir()
+	edge := pullEdge(t, edgeDir, central, "")
+	_, eadm := newClient(t, edge, kgo.MetadataMinAge(10*time.Millisecond))
+	waitFarRecords(t, ctx, eadm, local, 600)
+	tds, err := eadm.ListTopics(ctx, local)
+	if err != nil || len(tds[local].Partitions) != 3 {
+		t.Fatalf("local topic %s: %+v, %v; want 3 partitions", local, tds[local], err)
+	}
+
+	// More records, and the edge closed as soon as it holds some of
+	// them: its restart resumes from what its own log holds.
+	const second = 2000
+	produceUplink(t, ctx, ccl, far, 3, 200, second)
+	for localHeld(ctx, eadm, local) <= 600 && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	held := localHeld(ctx, eadm, local)
+	if err := edge.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the edge held %d of %d records when it closed", held, 3*(200+second))
+	edge = pullEdge(t, edgeDir, central, "")
+	_, eadm = newClient(t, edge, kgo.MetadataMinAge(10*time.Millisecond))
+	waitFarRecords(t, ctx, eadm, local, 3*(200+second))
+	checkFar(t, readFar(t, ctx, edge, local, 3, 3*(200+second)), centralID, far, 3, 200+second)
+
+	// A far topic created after the link started is picked up.
+	if _, err := cadm.CreateTopic(ctx, 1, 1, nil, "site-7.commands.b"); err != nil {
+		t.Fatal(err)
+	}
+	produceUplink(t, ctx, ccl, "site-7.commands.b", 1, 0, 7)
+	waitFarRecords(t, ctx, eadm, "central.site-7.commands.b", 7)
+	checkFar(t, readFar(t, ctx, edge, "central.site-7.commands.b", 1, 7), centralID, "site-7.commands.b", 1, 7)
+
+	// Nothing pulled went back up: the link forwards sensors.* only, and
+	// the central side holds no topic made from the pulled ones.
+	ctds, err := cadm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range ctds.Names() {
+		if strings.Contains(name, "central.") {
+			t.Fatalf("central holds %s: a pulled topic went back up", name)
+		}
+	}
+
+	// Status: the four pulled partitions, active, caught up.
+	var st []uplink.Status
+	for ctx.Err() == nil {
+		st = edge.UplinkStatus()
+		done := len(st) == 1 && len(st[0].Partitions) == 4
+		for _, p := range st[0].Partitions {
+			done = done && p.Direction == uplink.DirectionPull && p.Active && p.Leader && p.Backlog == 0 && p.Err == "" && p.Next > 0 &&
+				p.FarTopic == strings.TrimPrefix(p.Topic, "central.")
+		}
+		if done {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("uplink status never settled: %+v", st)
+	}
+
+	// Paused, the link pulls nothing; resumed, it pulls again.
+	links := edge.links()
+	links[0].SetPaused(true)
+	for ctx.Err() == nil {
+		s := links[0].Status()
+		active := false
+		for _, p := range s.Partitions {
+			active = active || p.Active
+		}
+		if !active {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	produceUplink(t, ctx, ccl, "site-7.commands.b", 1, 7, 3)
+	time.Sleep(500 * time.Millisecond) // five refreshes: a paused link must not pull
+	if n := localHeld(ctx, eadm, "central.site-7.commands.b"); n != 7 {
+		t.Fatalf("a paused link pulled: the local topic holds %d records, want 7", n)
+	}
+	links[0].SetPaused(false)
+	waitFarRecords(t, ctx, eadm, "central.site-7.commands.b", 10)
+	checkFar(t, readFar(t, ctx, edge, "central.site-7.commands.b", 1, 10), centralID, "site-7.commands.b", 1, 10)
+}
+
+// TestUplinkPullLoopAtRunTime: a loop that only regular expressions make
+// (config time cannot see it) is refused at run time on both sides: the
+// pull side refuses the far topic, naming the keys, and the push side
+// never forwards the local topic; the local topic is not made.
+func TestUplinkPullLoopAtRunTime(t *testing.T) {
+	ctx := testContext(t)
+	central := startBroker(t, testConfig(t, t.TempDir(), ""))
+	ccl, cadm := newClient(t, central, kgo.MetadataMinAge(10*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if _, err := cadm.CreateTopic(ctx, 1, 1, nil, "site-7.commands.a"); err != nil {
+		t.Fatal(err)
+	}
+	produceUplink(t, ctx, ccl, "site-7.commands.a", 1, 0, 5)
+	// topics also matches central.site-7.commands.a.
+	cfg := testConfig(t, t.TempDir(), fmt.Sprintf(`
+[uplink.central]
+bootstrap.servers = [%q]
+topics = ["central\\..*"]
+pull.topics = ["site-7\\.commands\\..*"]
+pull.local.topic.prefix = "central."
+tail.settle.ms = 0
+`, central.Addr().String()))
+	edge, err := Start(cfg, Options{Logger: testLogger(t), UplinkRefresh: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { edge.Close() })
+	var st []uplink.Status
+	for ctx.Err() == nil {
+		st = edge.UplinkStatus()
+		if len(st) == 1 && len(st[0].Partitions) == 1 && strings.Contains(st[0].Partitions[0].Err, "no circular sending") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the loop was never refused: %+v", st)
+	}
+	if p := st[0].Partitions[0]; p.Direction != uplink.DirectionPull || !strings.Contains(p.Err, "uplink.central.topics") || p.Active {
+		t.Fatalf("refused partition: %+v", p)
+	}
+	_, eadm := newClient(t, edge)
+	if tds, err := eadm.ListTopics(ctx); err != nil || tds.Has("central.site-7.commands.a") {
+		t.Fatalf("the edge made the looping topic: %v, %v", tds.Names(), err)
+	}
+}
