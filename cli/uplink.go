@@ -334,8 +334,8 @@ func mergeUplinks(answers []brokerAnswer, now time.Time) uplinkReport {
 	r := uplinkReport{At: now, Links: []uplinkLink{}, UnreachableNodes: []int32{}}
 	byName := map[string]*uplinkLink{}
 	type key struct {
-		link, topic string
-		partition   int32
+		link, topic, direction string
+		partition              int32
 	}
 	rows := map[key]uplinkPartition{}
 	for _, a := range answers {
@@ -353,7 +353,7 @@ func mergeUplinks(answers []brokerAnswer, now time.Time) uplinkReport {
 				byName[u.Link] = l
 			}
 			for _, p := range u.Partitions {
-				k := key{u.Link, p.Topic, p.Partition}
+				k := key{u.Link, p.Topic, p.Direction, p.Partition}
 				old, ok := rows[k]
 				if !ok || better(p, old.UplinkPartition) {
 					rows[k] = uplinkPartition{Node: u.Node, UplinkPartition: p}
@@ -486,9 +486,14 @@ func printUplinks(w io.Writer, r uplinkReport) {
 			up[n.Node], paused[n.Node] = n.Up, n.Paused
 		}
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "  TOPIC\tPARTITION\tNODE\tSTATE\tNEXT\tBACKLOG\tBYTES\tAGE\tREC/S\tBYTES/S\tSENT\tERROR")
+		fmt.Fprintln(tw, "  TOPIC\tPARTITION\tDIRECTION\tNODE\tSTATE\tNEXT\tBACKLOG\tBYTES\tAGE\tREC/S\tBYTES/S\tSENT\tERROR")
 		for _, p := range l.Partitions {
-			state := "forwarding"
+			state, dir := "forwarding", "push"
+			if p.Direction == "pull" {
+				// Pulled from far topic p.FarTopic into local p.Topic;
+				// NEXT and BACKLOG are far offsets and records.
+				state, dir = "pulling", "pull<-"+p.FarTopic
+			}
 			switch {
 			case p.Error != "":
 				state = "refused"
@@ -499,7 +504,7 @@ func printUplinks(w io.Writer, r uplinkReport) {
 			case !up[p.Node]:
 				state = "waiting" // for the far side
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%.1f\t%s\t%d\t%s\n", p.Topic, p.Partition, p.Node, state, p.Next,
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%.1f\t%s\t%d\t%s\n", p.Topic, p.Partition, dir, p.Node, state, p.Next,
 				p.BacklogRecords, sizeText(float64(p.BacklogBytes)), secondsText(p.BacklogSeconds), p.RecordsPerSec, sizeText(p.BytesPerSec), p.SentRecords, p.Error)
 		}
 		tw.Flush()

@@ -25,8 +25,13 @@ var internalKeys = map[kmsg.Key]bool{
 	kmsg.Fetch:                true,
 	kmsg.OffsetForLeaderEpoch: true,
 	kmsg.DescribeCluster:      true,
-	// A link's pull side writes its pull targets (SetInternalWritable):
-	// an idempotent producer's keys, WRITE on those topics only.
+}
+
+// internalWriteKeys are the keys an internal session is served only for
+// the topics SetInternalWritable names (a link's pull side writing its
+// pull targets): an idempotent producer's, WRITE on those topics and
+// IDEMPOTENT_WRITE on the cluster, nothing else.
+var internalWriteKeys = map[kmsg.Key]bool{
 	kmsg.Produce:        true,
 	kmsg.InitProducerID: true,
 }
@@ -145,17 +150,26 @@ type internalAuthorizer struct {
 }
 
 func (a internalAuthorizer) Authorize(_, _ string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	if internalWriteKeys[a.key] {
+		if a.write == nil {
+			return false
+		}
+		switch rt {
+		case kmsg.ACLResourceTypeTopic:
+			return op == kmsg.ACLOperationWrite && a.write(name)
+		case kmsg.ACLResourceTypeCluster:
+			return op == kmsg.ACLOperationIdempotentWrite
+		}
+		return false
+	}
 	if !internalKeys[a.key] {
 		return false
 	}
 	switch rt {
 	case kmsg.ACLResourceTypeTopic:
-		if op == kmsg.ACLOperationWrite {
-			return a.write != nil && a.write(name)
-		}
 		return op == kmsg.ACLOperationRead || op == kmsg.ACLOperationDescribe
 	case kmsg.ACLResourceTypeCluster:
-		return op == kmsg.ACLOperationDescribe || op == kmsg.ACLOperationIdempotentWrite && a.write != nil
+		return op == kmsg.ACLOperationDescribe
 	}
 	return false
 }
