@@ -199,3 +199,66 @@ tail.settle.ms = 0
 		t.Fatalf("the edge made the looping topic: %v, %v", tds.Names(), err)
 	}
 }
+
+// TestUplinkPullFromLeaders: on a three-node edge each node pulls exactly
+// the local partitions it leads (the local topic made once, by the
+// controller node's link, with the far partition count), writing through
+// itself as their leader with acks=all; leadership leaving a node moves
+// the pulling to the new leaders, which resume from their local tails,
+// so every record is there once, in order. `wren uplink status` shows the
+// pulled partitions with their direction.
+func TestUplinkPullFromLeaders(t *testing.T) {
+	ctx := testContext(t)
+	central := startBroker(t, testConfig(t, t.TempDir(), ""))
+	ccl, cadm := newClient(t, central, kgo.MetadataMinAge(10*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	centralID := clusterOf(t, ctx, cadm)
+	const far, local, partitions = "site-7.commands.c", "central.site-7.commands.c", 6
+	if _, err := cadm.CreateTopic(ctx, partitions, 1, nil, far); err != nil {
+		t.Fatal(err)
+	}
+	produceUplink(t, ctx, ccl, far, partitions, 0, 100)
+	brokers := startThreeBrokersOpts(t, fmt.Sprintf(`
+[uplink.central]
+bootstrap.servers = [%q]
+pull.topics = ["site-7\\.commands\\..*"]
+pull.local.topic.prefix = "central."
+tail.settle.ms = 100
+`, central.Addr().String()), Options{UplinkRefresh: 100 * time.Millisecond})
+	_, eadm := threeNodeAdmin(t, brokers)
+	waitFarRecords(t, ctx, eadm, local, partitions*100)
+
+	checkLeaders := func() {
+		t.Helper()
+		pollFor(t, "each node pulling exactly the partitions it leads", 20*time.Second, func() bool {
+			active := 0
+			for _, b := range brokers {
+				leads := map[int32]bool{}
+				for _, p := range b.Controller().Image().Topic(local).Partitions {
+					leads[p.Partition] = p.Leader == b.cfg.NodeID
+				}
+				for _, st := range b.UplinkStatus() {
+					for _, p := range st.Partitions {
+						if p.Direction != uplink.DirectionPull || p.Active != leads[p.Partition] {
+							return false
+						}
+						if p.Active {
+							active++
+						}
+					}
+				}
+			}
+			return active == partitions
+		})
+	}
+	checkLeaders()
+	displaceLeaders(t, brokers, local, brokers[0].cfg.NodeID)
+	checkLeaders()
+	produceUplink(t, ctx, ccl, far, partitions, 100, 100)
+	waitFarRecords(t, ctx, eadm, local, partitions*200)
+	checkFar(t, readFar(t, ctx, brokers[1], local, partitions, partitions*200), centralID, far, partitions, 200)
+
+	pollFor(t, "uplink status showing the pulled partitions", 20*time.Second, func() bool {
+		code, out := uplinkStatusCLI(t, brokers[1])
+		return code == 0 && strings.Count(out, "pull<-"+far) == partitions && strings.Contains(out, "pulling")
+	})
+}
