@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -261,4 +262,109 @@ tail.settle.ms = 100
 		code, out := uplinkStatusCLI(t, brokers[1])
 		return code == 0 && strings.Count(out, "pull<-"+far) == partitions && strings.Contains(out, "pulling")
 	})
+}
+
+// TestUplinkPullSIGKILL: a wren process pulling a backlog from the
+// central broker is SIGKILLed three times in the middle of it and
+// restarted; the local topic ends up holding every far record exactly
+// once, in order, with key, value, headers, timestamp and provenance
+// (the resume point is read back from the local log each time).
+func TestUplinkPullSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the wren binary")
+	}
+	const (
+		farTopic   = "site-7.commands.k"
+		localTopic = "central.site-7.commands.k"
+		partitions = 3
+		perPart    = 6000
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	far := startFarBroker(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(far.proxy.addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, farTopic); err != nil {
+		t.Fatal(err)
+	}
+	centralID := clusterOf(t, ctx, adm)
+	acked := &uplinkAcked{}
+	pad := strings.Repeat("x", 1000)
+	for i := 0; i < perPart; i += 1000 {
+		var rs []*kgo.Record
+		for j := i; j < i+1000; j++ {
+			for p := range int32(partitions) {
+				r := uplinkRecord(farTopic, p, j)
+				r.Value = append(r.Value, pad...)
+				rs = append(rs, r)
+			}
+		}
+		res := cl.ProduceSync(ctx, rs...)
+		if err := res.FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			acked.add(r.Record)
+		}
+	}
+	cl.Close()
+
+	dir := t.TempDir()
+	node := &clusterNode{id: 1, logf: filepath.Join(dir, "wren.log")}
+	node.conf, node.addr = writeSingleNodeConfig(t, dir, filepath.Join(dir, "data"), "", fmt.Sprintf(`[logging]
+level = "info"
+
+[uplink.central]
+bootstrap.servers = [%q]
+pull.topics = ["site-7\\.commands\\..*"]
+pull.local.topic.prefix = "central."
+tail.settle.ms = 200
+`, far.proxy.addr()))
+	bin := wrenBinary(t)
+	node.start(t, bin)
+	defer node.kill()
+	defer func() {
+		if t.Failed() {
+			uplinkLogTail(t, node.logf)
+		}
+	}()
+	lcl, err := kgo.NewClient(kgo.SeedBrokers(node.addr), kgo.MetadataMinAge(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lcl.Close()
+	ladm := kadm.NewClient(lcl)
+	total := int64(partitions * perPart)
+	var at []int64
+	last := int64(0)
+	for _, frac := range []int64{20, 45, 70} {
+		want := min(max(total*frac/100, last+total/20), total)
+		deadline := time.Now().Add(2 * time.Minute)
+		for localHeld(ctx, ladm, localTopic) < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out after 2m waiting for the local topic holding %d%% of the backlog (it holds %d)", frac, localHeld(ctx, ladm, localTopic))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		node.kill()
+		last = localHeld(ctx, ladm, localTopic) // 0 while the node is down
+		node.start(t, bin)
+		held := int64(0)
+		for held == 0 && ctx.Err() == nil {
+			held = localHeld(ctx, ladm, localTopic)
+		}
+		at = append(at, held)
+		last = held
+	}
+	t.Logf("killed with the local topic holding about %v of %d records", at, total)
+	snap := acked.snapshot()
+	got := readFarTopic(t, ctx, []string{node.addr}, localTopic, lastOffsets(snap), 2*time.Minute)
+	rep := checkUplinkFar(got, snap, centralID, farTopic)
+	t.Logf("%v", rep)
+	if rep.losses+rep.reorders+rep.damaged+rep.duplicates+rep.extra > 0 {
+		t.Fatalf("%v", rep)
+	}
 }
