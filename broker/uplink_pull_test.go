@@ -195,9 +195,31 @@ tail.settle.ms = 0
 	if p := st[0].Partitions[0]; p.Direction != uplink.DirectionPull || !strings.Contains(p.Err, "uplink.central.topics") || p.Active {
 		t.Fatalf("refused partition: %+v", p)
 	}
-	_, eadm := newClient(t, edge)
+	ecl, eadm := newClient(t, edge)
 	if tds, err := eadm.ListTopics(ctx); err != nil || tds.Has("central.site-7.commands.a") {
 		t.Fatalf("the edge made the looping topic: %v, %v", tds.Names(), err)
+	}
+	// Made by hand and written to, the pull target is not forwarded by
+	// the push side either, while another topic its topics match is.
+	for _, name := range []string{"central.site-7.commands.a", "central.other"} {
+		if _, err := eadm.CreateTopic(ctx, 1, 1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+		if err := ecl.ProduceSync(ctx, &kgo.Record{Topic: name, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFarRecords(t, ctx, cadm, "central.other", 1)
+	for range 5 { // five refreshes after central.other went
+		time.Sleep(100 * time.Millisecond)
+	}
+	if tds, err := cadm.ListTopics(ctx); err != nil || tds.Has("central.site-7.commands.a") {
+		t.Fatalf("the push side forwarded the pull target: %v, %v", tds.Names(), err)
+	}
+	for _, p := range edge.UplinkStatus()[0].Partitions {
+		if p.Direction == uplink.DirectionPush && p.Topic != "central.other" {
+			t.Fatalf("the push side took %s", p.Topic)
+		}
 	}
 }
 
