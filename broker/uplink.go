@@ -345,7 +345,7 @@ func (b *Broker) uplinkBacklog(topic string, partition int32, next int64) (uplin
 	leader, _, hwm, _ := p.LeaderState()
 	out := uplink.LocalBacklog{Leader: leader, HighWatermark: hwm}
 	log := p.Log()
-	if !leader || log == nil || next >= hwm {
+	if !leader || log == nil || next < 0 || next >= hwm {
 		return out, true
 	}
 	from, err := log.Read(next, 1, hwm, true)

@@ -25,7 +25,7 @@ const uplinkWatchInterval = 2 * time.Second
 func uplinkCommand(env Env) *ucli.Command {
 	return &ucli.Command{
 		Name:  "uplink",
-		Usage: "inspect, pause and add at run time the links that forward local topics to a central Kafka cluster ([uplink.NAME], or uplink add)",
+		Usage: "inspect, pause and add at run time the links that forward local topics to a central Kafka cluster and pull its topics ([uplink.NAME], or uplink add)",
 		Subcommands: []*ucli.Command{
 			uplinkStatusCommand(env),
 			uplinkPauseCommand(env, true),
@@ -123,7 +123,9 @@ func uplinkAddCommand(env Env) *ucli.Command {
 		ArgsUsage: "NAME",
 		Flags: clientFlags(timeoutFlag(),
 			&ucli.StringSliceFlag{Name: "far", Required: true, Usage: "the far cluster's bootstrap servers, host:port (comma-separated or repeated): bootstrap.servers"},
-			&ucli.StringSliceFlag{Name: "topics", Required: true, Usage: "the local topics forwarded, names or regular expressions (comma-separated or repeated): topics"},
+			&ucli.StringSliceFlag{Name: "topics", Usage: "the local topics forwarded, names or regular expressions (comma-separated or repeated): topics; it or --pull-topics is required"},
+			&ucli.StringSliceFlag{Name: "pull-topics", Usage: "the far topics pulled into local ones (central to edge), names or regular expressions (comma-separated or repeated): pull.topics; " +
+				"the local name is pull.local.topic.prefix (--set) before the far one"},
 			&ucli.StringSliceFlag{Name: "set", Usage: "another key of the link, KEY=VALUE (repeat for more; a list is comma-separated), " +
 				"as remote.topic.prefix=site-7. or security.protocol=SASL_SSL; keys: " + strings.Join(config.UplinkKeys(), ", ")},
 		),
@@ -132,9 +134,15 @@ func uplinkAddCommand(env Env) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			values := map[string]string{
-				"bootstrap.servers": strings.Join(c.StringSlice("far"), ","),
-				"topics":            strings.Join(c.StringSlice("topics"), ","),
+			values := map[string]string{"bootstrap.servers": strings.Join(c.StringSlice("far"), ",")}
+			if ts := c.StringSlice("topics"); len(ts) > 0 {
+				values["topics"] = strings.Join(ts, ",")
+			}
+			if ts := c.StringSlice("pull-topics"); len(ts) > 0 {
+				values["pull.topics"] = strings.Join(ts, ",")
+			}
+			if len(values) == 1 {
+				return fmt.Errorf("%w: give the topics to forward (--topics), to pull (--pull-topics), or both", ErrUsage)
 			}
 			// The flag splits at commas: a piece without '=' goes on
 			// the value before it.
@@ -152,8 +160,8 @@ func uplinkAddCommand(env Env) *ucli.Command {
 				switch {
 				case !ok || k == "":
 					return fmt.Errorf("%w: --set %q: KEY=VALUE", ErrUsage, kv)
-				case k == "bootstrap.servers" || k == "topics":
-					return fmt.Errorf("%w: --set %s: give it with --far or --topics", ErrUsage, k)
+				case k == "bootstrap.servers" || k == "topics" || k == "pull.topics":
+					return fmt.Errorf("%w: --set %s: give it with --far, --topics or --pull-topics", ErrUsage, k)
 				}
 				if _, dup := values[k]; dup {
 					return fmt.Errorf("%w: --set %s given twice", ErrUsage, k)

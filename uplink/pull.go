@@ -440,11 +440,9 @@ func (p *puller) create(local string, partitions int32) {
 	}
 	why := fmt.Sprintf("local topic %s does not exist: %v", local, err)
 	if errors.Is(err, kerr.NotController) {
-		why = fmt.Sprintf("local topic %s does not exist yet: the link on the acting controller node creates it", local)
-		for part := int32(0); part < partitions; part++ {
-			st := p.l.pullState(tp{local, part})
-			st.err, st.active = why, false // not logged: it is expected for a refresh or two
-		}
+		// The link on the acting controller node creates it: no row
+		// here until it exists (a refused one would make the cluster
+		// degraded for a refresh or two).
 		return
 	}
 	for part := int32(0); part < partitions; part++ {
