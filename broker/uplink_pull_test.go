@@ -390,3 +390,39 @@ tail.settle.ms = 200
 		t.Fatalf("%v", rep)
 	}
 }
+
+// TestUplinkPullAtRunTime: `wren uplink add --pull-topics` makes a
+// run-time link (cluster-wide configs uplink.NAME.KEY) that pulls; one
+// whose names make a loop is refused with INVALID_CONFIG naming
+// uplink.NAME.pull.topics, and nothing is set.
+func TestUplinkPullAtRunTime(t *testing.T) {
+	ctx := testContext(t)
+	central := startBroker(t, testConfig(t, t.TempDir(), ""))
+	ccl, cadm := newClient(t, central, kgo.MetadataMinAge(10*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	centralID := clusterOf(t, ctx, cadm)
+	if _, err := cadm.CreateTopic(ctx, 2, 1, nil, "cmd"); err != nil {
+		t.Fatal(err)
+	}
+	produceUplink(t, ctx, ccl, "cmd", 2, 0, 20)
+	edge, err := Start(testConfig(t, t.TempDir(), ""), Options{Logger: testLogger(t), UplinkRefresh: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { edge.Close() })
+	_, eadm := newClient(t, edge, kgo.MetadataMinAge(10*time.Millisecond))
+
+	code, out := uplinkCLI(t, edge, "add", "loop", "--far", central.Addr().String(), "--topics", "cmd", "--pull-topics", "cmd")
+	if code == 0 || !strings.Contains(out, "uplink.loop.pull.topics") || !strings.Contains(out, "no circular sending") {
+		t.Fatalf("a looping link added: exit %d: %s", code, out)
+	}
+	code, out = uplinkCLI(t, edge, "add", "central", "--far", central.Addr().String(), "--pull-topics", "cmd",
+		"--set", "pull.local.topic.prefix=central.", "--set", "tail.settle.ms=100")
+	if code != 0 {
+		t.Fatalf("uplink add exited %d: %s", code, out)
+	}
+	waitFarRecords(t, ctx, eadm, "central.cmd", 40)
+	checkFar(t, readFar(t, ctx, edge, "central.cmd", 2, 40), centralID, "cmd", 2, 20)
+	if n := linkNames(edge); len(n) != 1 || n[0] != "central" {
+		t.Fatalf("links %v", n)
+	}
+}
