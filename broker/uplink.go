@@ -26,7 +26,7 @@ import (
 // images come. It comes after the kafka listener: a link reads the local
 // topics as a client of this node's server through its internal listener
 // (kafka.InternalListener: in-process connections, principal
-// User:wren-uplink, read only, no ACL asked, whatever the client
+// User:wren-uplink, read only but for the pull targets, no ACL asked, whatever the client
 // listeners' security), so it closes (its requests in flight answered)
 // before the server does.
 func (b *Broker) uplinksComponent(w *wiring) component {

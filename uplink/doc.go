@@ -81,8 +81,9 @@
 // kafka.InternalListener): an in-process Unix socket pair per
 // connection, with no network address, so the node needs no PLAINTEXT
 // listener. The link reads as User:wren-uplink, authenticated from the
-// start and allowed to describe and read topics only, whatever the ACLs
-// say (they are never asked about it), outside the connection limits,
+// start and allowed to describe and read topics only (and to write the
+// topics a link pulls into: "Pulling from the far side"), whatever the
+// ACLs say (they are never asked about it), outside the connection limits,
 // request budgets and quotas. The dialer connects every broker address
 // the local Metadata names to this node, so the link asks only about
 // the partitions this node leads (ListOffsets names them alone).
