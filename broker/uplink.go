@@ -43,6 +43,13 @@ func (b *Broker) uplinksComponent(w *wiring) component {
 			// not forward until the first image is applied.
 			paused := config.UplinksPaused(b.controller.Image().BrokerConfigs(""))
 			var links []*uplink.Link
+			var planned []config.Uplink
+			for _, u := range b.cfg.Uplinks {
+				if u.Enabled {
+					planned = append(planned, u)
+				}
+			}
+			b.uplinkPlanned.Store(&planned)
 			for _, u := range b.cfg.Uplinks {
 				rt.file[u.Name] = true
 				if !u.Enabled {
@@ -108,12 +115,21 @@ func (b *Broker) startUplink(u config.Uplink, paused bool) *uplink.Link {
 		CreateTopic: b.uplinkCreateTopic, Links: b.uplinkConfigs})
 }
 
-// uplinkConfigs are the configs of the links running on this node, for
-// the links' run-time loop checks.
+// uplinkConfigs are the configs of the links running on this node and
+// of those about to start, for the links' run-time loop checks.
 func (b *Broker) uplinkConfigs() []config.Uplink {
 	var out []config.Uplink
+	seen := map[string]bool{}
 	for _, l := range b.links() {
 		out = append(out, l.Config())
+		seen[l.Name()] = true
+	}
+	if p := b.uplinkPlanned.Load(); p != nil {
+		for _, u := range *p {
+			if !seen[u.Name] {
+				out = append(out, u)
+			}
+		}
 	}
 	return out
 }
@@ -271,6 +287,14 @@ func (b *Broker) applyUplinkConfigs(layer map[string]string) {
 		b.logger.Info("uplink: run-time link stopped", "uplink", l.Name())
 	}
 	paused := config.UplinksPaused(layer)
+	planned := make([]config.Uplink, 0, len(keep)+len(next))
+	for _, l := range keep {
+		planned = append(planned, l.Config())
+	}
+	for _, u := range next {
+		planned = append(planned, u)
+	}
+	b.uplinkPlanned.Store(&planned)
 	for _, name := range slices.Sorted(maps.Keys(next)) {
 		keep = append(keep, b.startUplink(next[name], paused[name]))
 		rt.keys[name] = settings[name]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -275,10 +276,14 @@ func (l *Link) Config() config.Uplink { return l.o.Config }
 // links are the configs of the links this node runs, for the loop
 // checks (Options.Links).
 func (l *Link) links() []config.Uplink {
-	if l.o.Links != nil {
-		return l.o.Links()
+	if l.o.Links == nil {
+		return []config.Uplink{l.o.Config}
 	}
-	return []config.Uplink{l.o.Config}
+	links := l.o.Links()
+	if !slices.ContainsFunc(links, func(u config.Uplink) bool { return u.Name == l.o.Config.Name }) {
+		links = append(links, l.o.Config) // not listed yet: starting
+	}
+	return links
 }
 
 // Close stops the link: it waits for the producer's requests in flight

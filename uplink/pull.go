@@ -11,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/wren-broker/wren/config"
 )
 
 // The pull side (pull.topics: central to edge): far topics written into
@@ -303,12 +301,7 @@ func (p *puller) refresh() error {
 	}
 	farCounts := map[string]int32{} // by local topic
 	var locals []string
-	var links []config.Uplink
-	if p.l.o.Links != nil {
-		links = p.l.o.Links()
-	} else {
-		links = []config.Uplink{cfg}
-	}
+	links := p.l.links()
 	for name, td := range farTopics {
 		if td.Err != nil || td.IsInternal || !cfg.PullMatches(name) {
 			continue
