@@ -372,11 +372,12 @@ tail.settle.ms = 200
 			time.Sleep(5 * time.Millisecond)
 		}
 		node.kill()
-		last = localHeld(ctx, ladm, localTopic) // 0 while the node is down
 		node.start(t, bin)
 		held := int64(0)
 		for held == 0 && ctx.Err() == nil {
-			held = localHeld(ctx, ladm, localTopic)
+			if held = localHeld(ctx, ladm, localTopic); held == 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
 		}
 		at = append(at, held)
 		last = held
