@@ -387,7 +387,10 @@ func mergeUplinks(answers []brokerAnswer, now time.Time) uplinkReport {
 		sort.Slice(l.Nodes, func(i, j int) bool { return l.Nodes[i].Node < l.Nodes[j].Node })
 		sort.Slice(l.Partitions, func(i, j int) bool {
 			a, b := &l.Partitions[i], &l.Partitions[j]
-			return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+			if a.Topic != b.Topic || a.Partition != b.Partition {
+				return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+			}
+			return a.Direction > b.Direction // push before pull
 		})
 		if l.Partitions == nil {
 			l.Partitions = []uplinkPartition{}
