@@ -475,7 +475,7 @@ func (b *Broker) uplinkFacts() []health.UplinkState {
 		}
 		room -= len(ps)
 		for _, p := range ps {
-			u.Partitions = append(u.Partitions, health.UplinkPartition{Topic: p.Topic, Partition: p.Partition, Direction: p.Direction, FarTopic: p.FarTopic, Active: p.Active,
+			u.Partitions = append(u.Partitions, health.UplinkPartition{Topic: p.Topic, Partition: p.Partition, Direction: p.Direction, Active: p.Active,
 				Leader: p.Leader, Next: p.Next, BacklogRecords: p.Backlog, BacklogBytes: p.BacklogBytes, BacklogSeconds: p.BacklogSeconds,
 				RecordsPerSec: p.RecordsPerSec, BytesPerSec: p.BytesPerSec, SentRecords: p.Sent, Error: cut(p.Err, 300)})
 		}

@@ -501,9 +501,9 @@ func printUplinks(w io.Writer, r uplinkReport) {
 		for _, p := range l.Partitions {
 			state, dir := "forwarding", "push"
 			if p.Direction == "pull" {
-				// Pulled from far topic p.FarTopic into local p.Topic;
-				// NEXT and BACKLOG are far offsets and records.
-				state, dir = "pulling", "pull<-"+p.FarTopic
+				// Pulled from the far side into local p.Topic; NEXT and
+				// BACKLOG are far offsets and records.
+				state, dir = "pulling", "pull"
 			}
 			switch {
 			case p.Error != "":

@@ -150,10 +150,10 @@ type UplinkPartition struct {
 	// Direction is "push" (the local partition forwarded to the far
 	// side) or "pull" (a far partition pulled into it; Next, the backlog
 	// and the rates then count far offsets and records); "" from a node
-	// before pull.topics existed, which pushes only. FarTopic is the far
-	// side's topic.
+	// before pull.topics existed, which pushes only. (The far topic is
+	// not carried: the facts a node sends are bounded, and the link's
+	// config names it.)
 	Direction string `json:"direction,omitempty"`
-	FarTopic  string `json:"far_topic,omitempty"`
 	// Active: forwarded now; Leader: the node leads it (of several
 	// nodes' rows, the leader's counts).
 	Active bool `json:"active"`
