@@ -56,6 +56,10 @@ type Broker struct {
 	// the run-time ones.
 	uplinks  uplinkList
 	uplinkRT *uplinkRuntime
+	// uplinkPlanned are the configs of the links about to run, stored
+	// before they start, so that a link's first loop check
+	// (uplinkConfigs) already sees the links starting beside it.
+	uplinkPlanned atomic.Pointer[[]config.Uplink]
 	// uplinkRefusing are the refuse-writes links past their budget, read
 	// by every produce (uplink_hold.go); uplinkHoldTask looks at the
 	// links' backlogs.

@@ -26,7 +26,7 @@ import (
 // images come. It comes after the kafka listener: a link reads the local
 // topics as a client of this node's server through its internal listener
 // (kafka.InternalListener: in-process connections, principal
-// User:wren-uplink, read only, no ACL asked, whatever the client
+// User:wren-uplink, read only but for the pull targets, no ACL asked, whatever the client
 // listeners' security), so it closes (its requests in flight answered)
 // before the server does.
 func (b *Broker) uplinksComponent(w *wiring) component {
@@ -43,6 +43,13 @@ func (b *Broker) uplinksComponent(w *wiring) component {
 			// not forward until the first image is applied.
 			paused := config.UplinksPaused(b.controller.Image().BrokerConfigs(""))
 			var links []*uplink.Link
+			var planned []config.Uplink
+			for _, u := range b.cfg.Uplinks {
+				if u.Enabled {
+					planned = append(planned, u)
+				}
+			}
+			b.uplinkPlanned.Store(&planned)
 			for _, u := range b.cfg.Uplinks {
 				rt.file[u.Name] = true
 				if !u.Enabled {
@@ -60,6 +67,9 @@ func (b *Broker) uplinksComponent(w *wiring) component {
 				links = append(links, b.startUplink(u, paused[u.Name]))
 			}
 			b.uplinks.Store(&links)
+			// The links' pull sides write their pull targets through the
+			// internal listener, and no other topic.
+			b.server.SetInternalWritable(b.uplinkPullTarget)
 			// The retention hold, now that the links are set: retention
 			// and the log cleaner keep what the links did not forward
 			// (uplink_hold.go). Set even with no link: a run-time link
@@ -101,7 +111,54 @@ func (b *Broker) links() []*uplink.Link {
 // startUplink starts link u on this node, paused or not.
 func (b *Broker) startUplink(u config.Uplink, paused bool) *uplink.Link {
 	return uplink.Start(uplink.Options{Config: u, NodeID: b.cfg.NodeID, Local: localSeed, LocalDial: b.internal.DialContext,
-		Logger: b.logger, Refresh: b.uplinkRT.refresh, Backlog: b.uplinkBacklog, Paused: paused})
+		Logger: b.logger, Refresh: b.uplinkRT.refresh, Backlog: b.uplinkBacklog, Paused: paused,
+		CreateTopic: b.uplinkCreateTopic, Links: b.uplinkConfigs})
+}
+
+// uplinkConfigs are the configs of the links running on this node and
+// of those about to start, for the links' run-time loop checks.
+func (b *Broker) uplinkConfigs() []config.Uplink {
+	var out []config.Uplink
+	seen := map[string]bool{}
+	for _, l := range b.links() {
+		out = append(out, l.Config())
+		seen[l.Name()] = true
+	}
+	if p := b.uplinkPlanned.Load(); p != nil {
+		for _, u := range *p {
+			if !seen[u.Name] {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// uplinkPullTarget says whether a running link pulls into local topic
+// topic: the internal listener's sessions may write it
+// (kafka.Server.SetInternalWritable), and no other topic.
+func (b *Broker) uplinkPullTarget(topic string) bool {
+	for _, l := range b.links() {
+		if c := l.Config(); c.PullTarget(topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// uplinkCreateTopic creates the local topic a link pulls a far topic
+// into, with the far partition count and the cluster's default
+// replication factor, through this node's controller: it answers
+// NOT_CONTROLLER unless this node is the acting controller, whose link
+// then creates it (every node runs the same links). In process rather
+// than as a CreateTopics request of the link's principal: that would be
+// forwarded to the controller and judged by the ACLs there.
+func (b *Broker) uplinkCreateTopic(ctx context.Context, topic string, partitions int32) error {
+	res, err := b.controller.CreateTopics(ctx, []cluster.CreateTopic{{Name: topic, NumPartitions: partitions, ReplicationFactor: -1}}, false)
+	if err != nil {
+		return err
+	}
+	return res[0].Err
 }
 
 func closeLinks(links []*uplink.Link) {
@@ -230,6 +287,14 @@ func (b *Broker) applyUplinkConfigs(layer map[string]string) {
 		b.logger.Info("uplink: run-time link stopped", "uplink", l.Name())
 	}
 	paused := config.UplinksPaused(layer)
+	planned := make([]config.Uplink, 0, len(keep)+len(next))
+	for _, l := range keep {
+		planned = append(planned, l.Config())
+	}
+	for _, u := range next {
+		planned = append(planned, u)
+	}
+	b.uplinkPlanned.Store(&planned)
 	for _, name := range slices.Sorted(maps.Keys(next)) {
 		keep = append(keep, b.startUplink(next[name], paused[name]))
 		rt.keys[name] = settings[name]
@@ -265,6 +330,9 @@ func (b *Broker) closeUplinks() {
 	}
 	b.uplinkRefusing.Store(nil)
 	closeLinks(b.links())
+	if b.server != nil {
+		b.server.SetInternalWritable(nil)
+	}
 }
 
 // localSeed is the seed address of the links' local clients: any
@@ -301,7 +369,7 @@ func (b *Broker) uplinkBacklog(topic string, partition int32, next int64) (uplin
 	leader, _, hwm, _ := p.LeaderState()
 	out := uplink.LocalBacklog{Leader: leader, HighWatermark: hwm}
 	log := p.Log()
-	if !leader || log == nil || next >= hwm {
+	if !leader || log == nil || next < 0 || next >= hwm {
 		return out, true
 	}
 	from, err := log.Read(next, 1, hwm, true)
@@ -407,7 +475,7 @@ func (b *Broker) uplinkFacts() []health.UplinkState {
 		}
 		room -= len(ps)
 		for _, p := range ps {
-			u.Partitions = append(u.Partitions, health.UplinkPartition{Topic: p.Topic, Partition: p.Partition, Active: p.Active,
+			u.Partitions = append(u.Partitions, health.UplinkPartition{Topic: p.Topic, Partition: p.Partition, Direction: p.Direction, Active: p.Active,
 				Leader: p.Leader, Next: p.Next, BacklogRecords: p.Backlog, BacklogBytes: p.BacklogBytes, BacklogSeconds: p.BacklogSeconds,
 				RecordsPerSec: p.RecordsPerSec, BytesPerSec: p.BytesPerSec, SentRecords: p.Sent, Error: cut(p.Err, 300)})
 		}

@@ -117,13 +117,13 @@ func TestUplinkStatusFigures(t *testing.T) {
 	// /metrics.
 	m := scrape(t, edge)
 	for series, ok := range map[string]func(float64) bool{
-		`wren_uplink_up{link="central"}`:                                              func(v float64) bool { return v == 0 },
-		`wren_uplink_down_seconds{link="central"}`:                                    func(v float64) bool { return v > 0.5 },
-		`wren_uplink_sent_bytes_total{link="central"}`:                                func(v float64) bool { return v >= 2000 },
-		`wren_uplink_backlog_records{link="central",topic="sensors.f",partition="1"}`: func(v float64) bool { return v == 300 },
-		`wren_uplink_backlog_bytes{link="central",topic="sensors.f",partition="1"}`:   func(v float64) bool { return v >= 3000 },
-		`wren_uplink_backlog_seconds{link="central",topic="sensors.f",partition="1"}`: func(v float64) bool { return v > 0 },
-		`wren_uplink_last_up_timestamp_seconds{link="central"}`:                       func(v float64) bool { return v > 0 },
+		`wren_uplink_up{link="central"}`:                                                               func(v float64) bool { return v == 0 },
+		`wren_uplink_down_seconds{link="central"}`:                                                     func(v float64) bool { return v > 0.5 },
+		`wren_uplink_sent_bytes_total{link="central"}`:                                                 func(v float64) bool { return v >= 2000 },
+		`wren_uplink_backlog_records{link="central",topic="sensors.f",partition="1",direction="push"}`: func(v float64) bool { return v == 300 },
+		`wren_uplink_backlog_bytes{link="central",topic="sensors.f",partition="1",direction="push"}`:   func(v float64) bool { return v >= 3000 },
+		`wren_uplink_backlog_seconds{link="central",topic="sensors.f",partition="1",direction="push"}`: func(v float64) bool { return v > 0 },
+		`wren_uplink_last_up_timestamp_seconds{link="central"}`:                                        func(v float64) bool { return v > 0 },
 	} {
 		if v, present := m[series]; !present || !ok(v) {
 			t.Errorf("/metrics %s = %v (present %v)", series, v, present)

@@ -338,12 +338,12 @@ func TestUplinkRefusesWhatItCannotResume(t *testing.T) {
 	// The same in /metrics.
 	m := scrape(t, edge)
 	for series, want := range map[string]float64{
-		`wren_uplink_sent_records_total{link="central"}`:                                10,
-		`wren_uplink_backlog_records{link="central",topic="sensors.y",partition="0"}`:   0,
-		`wren_uplink_partition_refused{link="central",topic="sensors.y",partition="0"}`: 0,
-		`wren_uplink_partition_refused{link="central",topic="sensors.x",partition="0"}`: 1,
-		`wren_uplink_partition_refused{link="central",topic="sensors.x",partition="1"}`: 1,
-		`wren_uplink_last_error_timestamp_seconds{link="central"}`:                      0,
+		`wren_uplink_sent_records_total{link="central"}`:                                                 10,
+		`wren_uplink_backlog_records{link="central",topic="sensors.y",partition="0",direction="push"}`:   0,
+		`wren_uplink_partition_refused{link="central",topic="sensors.y",partition="0",direction="push"}`: 0,
+		`wren_uplink_partition_refused{link="central",topic="sensors.x",partition="0",direction="push"}`: 1,
+		`wren_uplink_partition_refused{link="central",topic="sensors.x",partition="1",direction="push"}`: 1,
+		`wren_uplink_last_error_timestamp_seconds{link="central"}`:                                       0,
 	} {
 		if got, ok := m[series]; !ok || got != want {
 			t.Errorf("/metrics %s = %v (present %v), want %v", series, got, ok, want)

@@ -25,7 +25,7 @@ const uplinkWatchInterval = 2 * time.Second
 func uplinkCommand(env Env) *ucli.Command {
 	return &ucli.Command{
 		Name:  "uplink",
-		Usage: "inspect, pause and add at run time the links that forward local topics to a central Kafka cluster ([uplink.NAME], or uplink add)",
+		Usage: "inspect, pause and add at run time the links that forward local topics to a central Kafka cluster and pull its topics ([uplink.NAME], or uplink add)",
 		Subcommands: []*ucli.Command{
 			uplinkStatusCommand(env),
 			uplinkPauseCommand(env, true),
@@ -123,7 +123,9 @@ func uplinkAddCommand(env Env) *ucli.Command {
 		ArgsUsage: "NAME",
 		Flags: clientFlags(timeoutFlag(),
 			&ucli.StringSliceFlag{Name: "far", Required: true, Usage: "the far cluster's bootstrap servers, host:port (comma-separated or repeated): bootstrap.servers"},
-			&ucli.StringSliceFlag{Name: "topics", Required: true, Usage: "the local topics forwarded, names or regular expressions (comma-separated or repeated): topics"},
+			&ucli.StringSliceFlag{Name: "topics", Usage: "the local topics forwarded, names or regular expressions (comma-separated or repeated): topics; it or --pull-topics is required"},
+			&ucli.StringSliceFlag{Name: "pull-topics", Usage: "the far topics pulled into local ones (central to edge), names or regular expressions (comma-separated or repeated): pull.topics; " +
+				"the local name is pull.local.topic.prefix (--set) before the far one"},
 			&ucli.StringSliceFlag{Name: "set", Usage: "another key of the link, KEY=VALUE (repeat for more; a list is comma-separated), " +
 				"as remote.topic.prefix=site-7. or security.protocol=SASL_SSL; keys: " + strings.Join(config.UplinkKeys(), ", ")},
 		),
@@ -132,9 +134,15 @@ func uplinkAddCommand(env Env) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			values := map[string]string{
-				"bootstrap.servers": strings.Join(c.StringSlice("far"), ","),
-				"topics":            strings.Join(c.StringSlice("topics"), ","),
+			values := map[string]string{"bootstrap.servers": strings.Join(c.StringSlice("far"), ",")}
+			if ts := c.StringSlice("topics"); len(ts) > 0 {
+				values["topics"] = strings.Join(ts, ",")
+			}
+			if ts := c.StringSlice("pull-topics"); len(ts) > 0 {
+				values["pull.topics"] = strings.Join(ts, ",")
+			}
+			if len(values) == 1 {
+				return fmt.Errorf("%w: give the topics to forward (--topics), to pull (--pull-topics), or both", ErrUsage)
 			}
 			// The flag splits at commas: a piece without '=' goes on
 			// the value before it.
@@ -152,8 +160,8 @@ func uplinkAddCommand(env Env) *ucli.Command {
 				switch {
 				case !ok || k == "":
 					return fmt.Errorf("%w: --set %q: KEY=VALUE", ErrUsage, kv)
-				case k == "bootstrap.servers" || k == "topics":
-					return fmt.Errorf("%w: --set %s: give it with --far or --topics", ErrUsage, k)
+				case k == "bootstrap.servers" || k == "topics" || k == "pull.topics":
+					return fmt.Errorf("%w: --set %s: give it with --far, --topics or --pull-topics", ErrUsage, k)
 				}
 				if _, dup := values[k]; dup {
 					return fmt.Errorf("%w: --set %s given twice", ErrUsage, k)
@@ -334,8 +342,8 @@ func mergeUplinks(answers []brokerAnswer, now time.Time) uplinkReport {
 	r := uplinkReport{At: now, Links: []uplinkLink{}, UnreachableNodes: []int32{}}
 	byName := map[string]*uplinkLink{}
 	type key struct {
-		link, topic string
-		partition   int32
+		link, topic, direction string
+		partition              int32
 	}
 	rows := map[key]uplinkPartition{}
 	for _, a := range answers {
@@ -353,7 +361,7 @@ func mergeUplinks(answers []brokerAnswer, now time.Time) uplinkReport {
 				byName[u.Link] = l
 			}
 			for _, p := range u.Partitions {
-				k := key{u.Link, p.Topic, p.Partition}
+				k := key{u.Link, p.Topic, p.Direction, p.Partition}
 				old, ok := rows[k]
 				if !ok || better(p, old.UplinkPartition) {
 					rows[k] = uplinkPartition{Node: u.Node, UplinkPartition: p}
@@ -379,7 +387,10 @@ func mergeUplinks(answers []brokerAnswer, now time.Time) uplinkReport {
 		sort.Slice(l.Nodes, func(i, j int) bool { return l.Nodes[i].Node < l.Nodes[j].Node })
 		sort.Slice(l.Partitions, func(i, j int) bool {
 			a, b := &l.Partitions[i], &l.Partitions[j]
-			return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+			if a.Topic != b.Topic || a.Partition != b.Partition {
+				return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+			}
+			return a.Direction > b.Direction // push before pull
 		})
 		if l.Partitions == nil {
 			l.Partitions = []uplinkPartition{}
@@ -486,9 +497,14 @@ func printUplinks(w io.Writer, r uplinkReport) {
 			up[n.Node], paused[n.Node] = n.Up, n.Paused
 		}
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "  TOPIC\tPARTITION\tNODE\tSTATE\tNEXT\tBACKLOG\tBYTES\tAGE\tREC/S\tBYTES/S\tSENT\tERROR")
+		fmt.Fprintln(tw, "  TOPIC\tPARTITION\tDIRECTION\tNODE\tSTATE\tNEXT\tBACKLOG\tBYTES\tAGE\tREC/S\tBYTES/S\tSENT\tERROR")
 		for _, p := range l.Partitions {
-			state := "forwarding"
+			state, dir := "forwarding", "push"
+			if p.Direction == "pull" {
+				// Pulled from the far side into local p.Topic; NEXT and
+				// BACKLOG are far offsets and records.
+				state, dir = "pulling", "pull"
+			}
 			switch {
 			case p.Error != "":
 				state = "refused"
@@ -499,7 +515,7 @@ func printUplinks(w io.Writer, r uplinkReport) {
 			case !up[p.Node]:
 				state = "waiting" // for the far side
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%.1f\t%s\t%d\t%s\n", p.Topic, p.Partition, p.Node, state, p.Next,
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%.1f\t%s\t%d\t%s\n", p.Topic, p.Partition, dir, p.Node, state, p.Next,
 				p.BacklogRecords, sizeText(float64(p.BacklogBytes)), secondsText(p.BacklogSeconds), p.RecordsPerSec, sizeText(p.BytesPerSec), p.SentRecords, p.Error)
 		}
 		tw.Flush()

@@ -57,3 +57,25 @@ func TestUplinkMerge(t *testing.T) {
 		}
 	}
 }
+
+// TestUplinkMergeDirections: a link's pushed and pulled rows of one
+// local partition stay apart, each its leader's, and the text names the
+// direction.
+func TestUplinkMergeDirections(t *testing.T) {
+	answers := []brokerAnswer{{id: 1, full: true, health: health.ClusterHealth{Uplinks: []health.UplinkState{
+		{Node: 1, Link: "c", Up: true, Partitions: []health.UplinkPartition{
+			{Topic: "t", Partition: 0, Direction: "pull", Leader: true, Active: true, Next: 5},
+			{Topic: "t", Partition: 0, Direction: "push", Leader: true, Active: true, Next: 9}}},
+	}}}}
+	r := mergeUplinks(answers, time.Unix(1_700_000_000, 0))
+	if len(r.Links) != 1 || len(r.Links[0].Partitions) != 2 || r.Links[0].Partitions[0].Direction != "push" || r.Links[0].Partitions[1].Next != 5 {
+		t.Fatalf("merged %+v", r.Links)
+	}
+	var out bytes.Buffer
+	printUplinks(&out, r)
+	for _, want := range []string{"DIRECTION", "pull", "pulling", "forwarding"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, out.String())
+		}
+	}
+}

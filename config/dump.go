@@ -248,9 +248,22 @@ const uplinkExample = `
 #                                       # or regular expressions a whole name matches; topics
 #                                       # created later are picked up, internal ones never
 # remote.topic.prefix = "site-7."       # put before each topic's name on the far side
-# start.position = "earliest"           # where a far partition that never held a record
-#                                       # starts: earliest (all the local log holds), latest, or
-#                                       # an RFC 3339 time (the first record stamped at or after)
+# pull.topics = ["site-7\\.commands\\..*"]  # far topics pulled into local ones (central to
+#                                       # edge: commands, configuration), names or regular
+#                                       # expressions as topics; far topics created later are
+#                                       # picked up. topics or pull.topics is required. Far
+#                                       # partition p goes to local partition p, exactly once, in
+#                                       # order, written through its local leader with acks=all,
+#                                       # with the far wren-uplink-source header; the resume point
+#                                       # is read back from the local partition's last record. A
+#                                       # local topic missing is created with the far partition
+#                                       # count. A pulled topic is never forwarded by any link
+#                                       # (refused when the config says so, skipped at run time)
+# pull.local.topic.prefix = ""          # put before a far topic's name to name the local topic
+# start.position = "earliest"           # where a partition whose destination never held a
+#                                       # record starts: earliest (all the source log holds),
+#                                       # latest, or an RFC 3339 time (the first record stamped at
+#                                       # or after); for both directions
 # compression = "none"                  # none, gzip, snappy, lz4 or zstd
 # max.bytes.per.second = 0              # cap on what the link sends (keys, values, headers),
 #                                       # the backlog oldest first at the cap; 0 is no cap

@@ -22,6 +22,8 @@ import (
 //	bootstrap.servers = ["central:9092"]
 //	topics = ["alerts", "sensors\\..*"]
 //	remote.topic.prefix = "site-7."
+//	pull.topics = ["site-7\\.commands\\..*"]
+//	pull.local.topic.prefix = "central."
 //	start.position = "earliest"
 //	security.protocol = "SASL_SSL"
 //	ssl.truststore.location = "/etc/wren/central-ca.pem"
@@ -38,13 +40,24 @@ type Uplink struct {
 	Enabled bool
 	// BootstrapServers are the far cluster's host:port seeds (required).
 	BootstrapServers []string
-	// Topics are the local topics forwarded (required): an element that is
-	// a legal topic name ([a-zA-Z0-9._-]) names that topic only; any other
-	// element is a regular expression a whole topic name must match.
-	// Topics created later are picked up; internal topics (__*) never are.
+	// Topics are the local topics forwarded to the far side (required
+	// unless PullTopics is set): an element that is a legal topic name
+	// ([a-zA-Z0-9._-]) names that topic only; any other element is a
+	// regular expression a whole topic name must match. Topics created
+	// later are picked up; internal topics (__*) never are.
 	Topics []string
 	// RemoteTopicPrefix is put before a topic's name on the far side.
 	RemoteTopicPrefix string
+	// PullTopics are the far side's topics pulled into local topics
+	// (pull.topics: central to edge, for commands and configuration),
+	// names and regular expressions as Topics, matched against the far
+	// names; far topics created later are picked up.
+	PullTopics []string
+	// PullLocalTopicPrefix is put before a pulled far topic's name to
+	// name the local topic it is written to (pull.local.topic.prefix, ""
+	// by default: the same name), as MirrorMaker 2 names a replicated
+	// topic after its source.
+	PullLocalTopicPrefix string
 	// StartPosition is where a partition the far side holds nothing of
 	// starts: "earliest" (every record the local log still holds),
 	// "latest" (records written from now on), or an RFC 3339 time (the
@@ -104,6 +117,63 @@ type Uplink struct {
 
 	names    []string
 	patterns []*regexp.Regexp
+
+	pullNames    []string
+	pullPatterns []*regexp.Regexp
+}
+
+// PullMatches says whether the link pulls far topic far.
+func (u *Uplink) PullMatches(far string) bool {
+	if strings.HasPrefix(far, "__") {
+		return false
+	}
+	if slices.Contains(u.pullNames, far) {
+		return true
+	}
+	for _, p := range u.pullPatterns {
+		if p.MatchString(far) {
+			return true
+		}
+	}
+	return false
+}
+
+// PullLocal is the local topic far topic far is pulled into.
+func (u *Uplink) PullLocal(far string) string { return u.PullLocalTopicPrefix + far }
+
+// PullTarget says whether local topic local is one the link pulls into
+// (a far topic it pulls, named with pull.local.topic.prefix).
+func (u *Uplink) PullTarget(local string) bool {
+	far, ok := strings.CutPrefix(local, u.PullLocalTopicPrefix)
+	return ok && len(u.PullTopics) > 0 && u.PullMatches(far)
+}
+
+// PushTarget says whether far topic far is one the link forwards to
+// (remote.topic.prefix before a local topic it forwards).
+func (u *Uplink) PushTarget(far string) bool {
+	local, ok := strings.CutPrefix(far, u.RemoteTopicPrefix)
+	return ok && u.Matches(local)
+}
+
+// PullLoop says why the link's pull side would make a loop with links
+// (this one among them, as the running links of a node are), "" if it
+// would not: local topic local, pulled from far topic far, is forwarded
+// by a link's push side, or far is where this link's push side forwards
+// to (what it sends would come back). Checked at run time for every
+// topic; config time catches what names alone show (checkUplinkLoops).
+func (u *Uplink) PullLoop(far string, links []Uplink) string {
+	local := u.PullLocal(far)
+	for i := range links {
+		if links[i].Matches(local) {
+			return fmt.Sprintf("local topic %s (pulled from far topic %s by uplink.%s.pull.topics) is forwarded by uplink.%s.topics: "+
+				"a pulled record would be sent back out (no circular sending)", local, far, u.Name, links[i].Name)
+		}
+	}
+	if u.PushTarget(far) {
+		return fmt.Sprintf("far topic %s (uplink.%s.pull.topics) is where uplink.%s.topics forwards %s to: "+
+			"what the link sends would come back (no circular sending)", far, u.Name, u.Name, strings.TrimPrefix(far, u.RemoteTopicPrefix))
+	}
+	return ""
 }
 
 // Matches says whether the link forwards topic.
@@ -127,11 +197,13 @@ const DefaultUplinkTailSettle = 5 * time.Second
 
 // uplinkKeys are the keys of an [uplink.NAME] table, with their types.
 var uplinkKeys = map[string]*Entry{
-	"enabled":             {Name: "enabled", Type: TypeBoolean},
-	"bootstrap.servers":   {Name: "bootstrap.servers", Type: TypeList},
-	"topics":              {Name: "topics", Type: TypeList},
-	"remote.topic.prefix": {Name: "remote.topic.prefix", Type: TypeString},
-	"start.position":      {Name: "start.position", Type: TypeString},
+	"enabled":                 {Name: "enabled", Type: TypeBoolean},
+	"bootstrap.servers":       {Name: "bootstrap.servers", Type: TypeList},
+	"topics":                  {Name: "topics", Type: TypeList},
+	"remote.topic.prefix":     {Name: "remote.topic.prefix", Type: TypeString},
+	"pull.topics":             {Name: "pull.topics", Type: TypeList},
+	"pull.local.topic.prefix": {Name: "pull.local.topic.prefix", Type: TypeString},
+	"start.position":          {Name: "start.position", Type: TypeString},
 
 	"security.protocol":                     {Name: "security.protocol", Type: TypeString},
 	"ssl.truststore.location":               {Name: "ssl.truststore.location", Type: TypeString},
@@ -357,27 +429,28 @@ func (d *uplinkDraft) set(key string, v any) error {
 		d.BootstrapServers = servers
 	case "topics":
 		topics := v.([]string)
-		if len(topics) == 0 {
-			return fmt.Errorf("at least one topic name or regular expression is needed")
+		names, patterns, err := topicMatchers(topics)
+		if err != nil {
+			return err
 		}
-		for _, t := range topics {
-			if isTopicName(t) {
-				d.names = append(d.names, t)
-				continue
-			}
-			re, err := regexp.Compile("^(?:" + t + ")$")
-			if err != nil {
-				return fmt.Errorf("%s is neither a topic name nor a regular expression: %v", quoteTOML(truncate(t, 60)), err)
-			}
-			d.patterns = append(d.patterns, re)
+		d.Topics, d.names, d.patterns = topics, names, patterns
+	case "pull.topics":
+		topics := v.([]string)
+		names, patterns, err := topicMatchers(topics)
+		if err != nil {
+			return err
 		}
-		d.Topics = topics
-	case "remote.topic.prefix":
+		d.PullTopics, d.pullNames, d.pullPatterns = topics, names, patterns
+	case "remote.topic.prefix", "pull.local.topic.prefix":
 		p := v.(string)
 		if p != "" && !isTopicName(p) {
 			return fmt.Errorf("invalid value %s: a prefix uses a topic name's characters only ([a-zA-Z0-9._-])", quoteTOML(truncate(p, 60)))
 		}
-		d.RemoteTopicPrefix = p
+		if key == "remote.topic.prefix" {
+			d.RemoteTopicPrefix = p
+		} else {
+			d.PullLocalTopicPrefix = p
+		}
 	case "start.position":
 		p := v.(string)
 		if p != "earliest" && p != "latest" {
@@ -461,6 +534,26 @@ func (d *uplinkDraft) set(key string, v any) error {
 	return nil
 }
 
+// topicMatchers reads a list of topic names and regular expressions
+// (topics, pull.topics).
+func topicMatchers(topics []string) (names []string, patterns []*regexp.Regexp, err error) {
+	if len(topics) == 0 {
+		return nil, nil, fmt.Errorf("at least one topic name or regular expression is needed")
+	}
+	for _, t := range topics {
+		if isTopicName(t) {
+			names = append(names, t)
+			continue
+		}
+		re, err := regexp.Compile("^(?:" + t + ")$")
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s is neither a topic name nor a regular expression: %v", quoteTOML(truncate(t, 60)), err)
+		}
+		patterns = append(patterns, re)
+	}
+	return names, patterns, nil
+}
+
 // checkSecurity checks that the link's ssl.* and sasl.* keys go with its
 // security.protocol, and loads its TLS material, each problem reported at
 // the key to fix. loadTLS false leaves the files alone (the controller
@@ -529,11 +622,15 @@ func (l *loader) checkUplinks(loadTLS bool) []Uplink {
 	for _, d := range l.uplinks {
 		ok := true
 		for _, key := range []string{"bootstrap.servers", "topics"} {
-			if _, set := d.seen[key]; !set {
+			if _, set := d.seen[key]; !set && (key != "topics" || len(d.PullTopics) == 0) {
 				if l.runtime {
-					l.errorf(d.Pos, "uplink."+d.Name+"."+key, "uplink.%s.%s is not set: a link needs bootstrap.servers and topics", d.Name, key)
+					l.errorf(d.Pos, "uplink."+d.Name+"."+key, "uplink.%s.%s is not set: a link needs bootstrap.servers, and topics or pull.topics", d.Name, key)
 				} else {
-					l.errorf(d.Pos, "uplink."+d.Name+"."+key, "[uplink.%s] needs %s", d.Name, key)
+					if key == "topics" {
+						l.errorf(d.Pos, "uplink."+d.Name+"."+key, "[uplink.%s] needs topics (forwarded to the far side) or pull.topics (pulled from it)", d.Name)
+					} else {
+						l.errorf(d.Pos, "uplink."+d.Name+"."+key, "[uplink.%s] needs %s", d.Name, key)
+					}
 				}
 				ok = false
 			}
@@ -544,6 +641,57 @@ func (l *loader) checkUplinks(loadTLS bool) []Uplink {
 		if ok {
 			out = append(out, d.Uplink)
 		}
+	}
+	return l.checkUplinkLoops(out)
+}
+
+// checkUplinkLoops refuses the links whose pull side would make a loop
+// that the names alone show (PullLoop): a pull.topics name whose local
+// topic a link's topics forward, a topics name that a link's pull.topics
+// pulls into, a far topic a link both forwards to and pulls. Regular
+// expressions against regular expressions are checked at run time, topic
+// by topic (the pull side refuses the topic, the push side skips it).
+func (l *loader) checkUplinkLoops(links []Uplink) []Uplink {
+	var out []Uplink
+	for i := range links {
+		u := &links[i]
+		var msg string
+		// This link's pull names, as far topics.
+		for _, far := range u.pullNames {
+			if msg = u.PullLoop(far, links); msg != "" {
+				break
+			}
+		}
+		// Any link's forwarded names, as local topics this one pulls into.
+		for j := 0; msg == "" && j < len(links); j++ {
+			for _, local := range links[j].names {
+				if u.PullTarget(local) {
+					msg = fmt.Sprintf("uplink.%s.topics forwards %s, a local topic uplink.%s.pull.topics pulls into: "+
+						"a pulled record would be sent back out (no circular sending)", links[j].Name, local, u.Name)
+					break
+				}
+			}
+		}
+		// This link's forwarded names, as far topics it would pull back.
+		for _, local := range u.names {
+			if msg == "" && len(u.PullTopics) > 0 && u.PullMatches(u.RemoteTopicPrefix+local) {
+				msg = u.PullLoop(u.RemoteTopicPrefix+local, nil)
+			}
+		}
+		if msg != "" {
+			key := "uplink." + u.Name + ".pull.topics"
+			pos := u.Pos
+			for _, d := range l.uplinks {
+				if d.Name == u.Name {
+					if p, set := d.seen["pull.topics"]; set {
+						pos = p
+					}
+				}
+			}
+			l.errorf(pos, key, "%s: %s", key, msg)
+			continue
+		}
+		out = append(out, *u)
 	}
 	return out
 }

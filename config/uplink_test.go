@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,9 +79,9 @@ func TestUplinkErrors(t *testing.T) {
 		want     []string
 	}{
 		{"missing keys", "[uplink.a]\nremote.topic.prefix = \"p.\"\n",
-			[]string{"config.toml:1:2: [uplink.a] needs bootstrap.servers", "config.toml:1:2: [uplink.a] needs topics"}},
+			[]string{"config.toml:1:2: [uplink.a] needs bootstrap.servers", "config.toml:1:2: [uplink.a] needs topics (forwarded to the far side) or pull.topics (pulled from it)"}},
 		{"unknown key", "[uplink.a]\nbootstrap.servers = [\"h:1\"]\ntopics = [\"t\"]\nbootstrap.server = 1\n",
-			[]string{"config.toml:4:1: unknown key bootstrap.server in [uplink.a] (known: backlog.full.policy, bootstrap.servers, compression, enabled, max.backlog.bytes, max.bytes.per.second, remote.topic.prefix, sasl.mechanism, sasl.password.file, sasl.username, security.protocol, ssl.endpoint.identification.algorithm, ssl.keystore.certificate.chain, ssl.keystore.key, ssl.keystore.location, ssl.truststore.location, start.position, tail.settle.ms, topics)"}},
+			[]string{"config.toml:4:1: unknown key bootstrap.server in [uplink.a] (known: backlog.full.policy, bootstrap.servers, compression, enabled, max.backlog.bytes, max.bytes.per.second, pull.local.topic.prefix, pull.topics, remote.topic.prefix, sasl.mechanism, sasl.password.file, sasl.username, security.protocol, ssl.endpoint.identification.algorithm, ssl.keystore.certificate.chain, ssl.keystore.key, ssl.keystore.location, ssl.truststore.location, start.position, tail.settle.ms, topics)"}},
 		{"bad regex", "[uplink.a]\nbootstrap.servers = [\"h:1\"]\ntopics = [\"a(\"]\n",
 			[]string{"config.toml:3:1: uplink.a.topics: \"a(\" is neither a topic name nor a regular expression: error parsing regexp: missing closing ): `^(?:a()$`"}},
 		{"bad server", "[uplink.a]\nbootstrap.servers = [\"nohost\"]\ntopics = [\"t\"]\n",
@@ -91,7 +92,7 @@ func TestUplinkErrors(t *testing.T) {
 			[]string{"config.toml:4:11: uplink.a.enabled: expected true or false, got string \"yes\""}},
 		{"duplicate", "uplink.a.topics = [\"u\"]\n[uplink.a]\nbootstrap.servers = [\"h:1\"]\ntopics = [\"t\"]\n[uplink.a.x]\ny = 1\n",
 			[]string{"config.toml:4:1: duplicate key uplink.a.topics (first set at 1:1)",
-				"config.toml:6:1: unknown key x.y in [uplink.a] (known: backlog.full.policy, bootstrap.servers, compression, enabled, max.backlog.bytes, max.bytes.per.second, remote.topic.prefix, sasl.mechanism, sasl.password.file, sasl.username, security.protocol, ssl.endpoint.identification.algorithm, ssl.keystore.certificate.chain, ssl.keystore.key, ssl.keystore.location, ssl.truststore.location, start.position, tail.settle.ms, topics)"}},
+				"config.toml:6:1: unknown key x.y in [uplink.a] (known: backlog.full.policy, bootstrap.servers, compression, enabled, max.backlog.bytes, max.bytes.per.second, pull.local.topic.prefix, pull.topics, remote.topic.prefix, sasl.mechanism, sasl.password.file, sasl.username, security.protocol, ssl.endpoint.identification.algorithm, ssl.keystore.certificate.chain, ssl.keystore.key, ssl.keystore.location, ssl.truststore.location, start.position, tail.settle.ms, topics)"}},
 		{"bad name", "[uplink.\"A B\"]\nx = 1\n", []string{"config.toml:1:2: uplink name \"A B\": use lower-case letters, digits, '-' and '_' (at most 64)"}},
 		{"bare table", "[uplink]\nx = 1\n", []string{"config.toml:1:2: table [uplink]: a link's settings go in [uplink.NAME], as [uplink.central]"}},
 		{"bad prefix", "[uplink.a]\nbootstrap.servers = [\"h:1\"]\ntopics = [\"t\"]\nremote.topic.prefix = \"a/b\"\n",
@@ -310,5 +311,81 @@ func TestUplinkSecurityErrors(t *testing.T) {
 				t.Errorf("got\n%q\nwant\n%q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestUplinkPull: pull.topics and pull.local.topic.prefix are read as
+// topics and remote.topic.prefix are; a link may pull only; the far
+// names it pulls and the local ones it pulls into are matched whole.
+func TestUplinkPull(t *testing.T) {
+	c, err := Parse("config.toml", []byte(`[broker]
+node.id = 1
+
+[uplink.central]
+bootstrap.servers = ["central:9092"]
+topics = ["sensors\\..*"]
+remote.topic.prefix = "site-7."
+pull.topics = ["site-7\\.commands\\..*", "config"]
+pull.local.topic.prefix = "central."
+
+[uplink.only-pull]
+bootstrap.servers = ["central:9092"]
+pull.topics = ["x"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := c.Uplinks[0]
+	if u.PullLocalTopicPrefix != "central." || !slices.Equal(u.PullTopics, []string{"site-7\\.commands\\..*", "config"}) {
+		t.Fatalf("central: %+v", u)
+	}
+	for far, want := range map[string]bool{"site-7.commands.a": true, "config": true, "configs": false, "site-7.commandsX": false, "__config": false} {
+		if got := u.PullMatches(far); got != want {
+			t.Errorf("pulls %q: %v, want %v", far, got, want)
+		}
+	}
+	for local, want := range map[string]bool{"central.site-7.commands.a": true, "central.config": true, "config": false, "site-7.commands.a": false} {
+		if got := u.PullTarget(local); got != want {
+			t.Errorf("pull target %q: %v, want %v", local, got, want)
+		}
+	}
+	if u.PullLocal("config") != "central.config" || !u.PushTarget("site-7.sensors.a") || u.PushTarget("sensors.a") {
+		t.Error("PullLocal, PushTarget")
+	}
+	if p := c.Uplinks[1]; len(p.Topics) != 0 || p.Matches("x") || !p.PullTarget("x") {
+		t.Errorf("only-pull: %+v", p)
+	}
+}
+
+// TestUplinkPullLoops: a config whose names show a loop is refused at
+// pull.topics, saying which key forwards what: a pulled topic forwarded
+// by the same link or another, and a far topic a link both forwards to
+// and pulls. Regular expressions against regular expressions are left to
+// the run-time check.
+func TestUplinkPullLoops(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"pulled topic forwarded", "[uplink.a]\nbootstrap.servers = [\"h:1\"]\ntopics = [\"cmd.*\"]\npull.topics = [\"cmd\"]\n",
+			"config.toml:4:1: uplink.a.pull.topics: local topic cmd (pulled from far topic cmd by uplink.a.pull.topics) is forwarded by uplink.a.topics: a pulled record would be sent back out (no circular sending)"},
+		{"pulled topic forwarded by another link", "[uplink.a]\nbootstrap.servers = [\"h:1\"]\npull.topics = [\"cmd\\\\..*\"]\n" +
+			"pull.local.topic.prefix = \"in.\"\n[uplink.b]\nbootstrap.servers = [\"h:2\"]\ntopics = [\"in.cmd.x\"]\n",
+			"config.toml:3:1: uplink.a.pull.topics: uplink.b.topics forwards in.cmd.x, a local topic uplink.a.pull.topics pulls into: a pulled record would be sent back out (no circular sending)"},
+		{"far topic pushed and pulled", "[uplink.a]\nbootstrap.servers = [\"h:1\"]\ntopics = [\"s\"]\nremote.topic.prefix = \"e.\"\npull.topics = [\"e\\\\..*\"]\npull.local.topic.prefix = \"c.\"\n",
+			"config.toml:5:1: uplink.a.pull.topics: far topic e.s (uplink.a.pull.topics) is where uplink.a.topics forwards s to: what the link sends would come back (no circular sending)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := parseErrs(t, tc.in)
+			if !slices.Equal(got, []string{tc.want}) {
+				t.Errorf("got\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+	// The same at run time: the layer is refused at the key.
+	err := CheckUplinkLayer(map[string]string{"uplink.a.bootstrap.servers": "h:1", "uplink.a.topics": "cmd", "uplink.a.pull.topics": "cmd"})
+	if !errors.Is(err, ErrInvalidValue) || !strings.Contains(err.Error(), "uplink.a.pull.topics") || !strings.Contains(err.Error(), "no circular sending") {
+		t.Errorf("CheckUplinkLayer: %v", err)
+	}
+	// Patterns against patterns: not decided here.
+	if errs := parseErrs(t, "[uplink.a]\nbootstrap.servers = [\"h:1\"]\ntopics = [\"c\\\\..*\"]\npull.topics = [\"x.*\"]\npull.local.topic.prefix = \"c.\"\n"); len(errs) != 0 {
+		t.Errorf("patterns: %q", errs)
 	}
 }

@@ -73,7 +73,11 @@ func (s *Server) authz(req *Request) authz {
 	if internalSession(req) {
 		// Never Node.Authorizer: the internal principal may do what
 		// internalAuthorizer allows, whatever the ACLs say.
-		z.a, z.principal, z.host = internalAuthorizer{key: kmsg.Key(req.Header.ApiKey)}, InternalPrincipal, req.Session.Host()
+		ia := internalAuthorizer{key: kmsg.Key(req.Header.ApiKey)}
+		if w := s.internalWrite.Load(); w != nil {
+			ia.write = *w
+		}
+		z.a, z.principal, z.host = ia, InternalPrincipal, req.Session.Host()
 		return z
 	}
 	if n := s.broker; n != nil && n.Authorizer != nil {

@@ -129,7 +129,10 @@
 // no TLS), and judged by a built-in rule instead of Node.Authorizer,
 // which is never asked about them: on ApiVersions, Metadata, ListOffsets,
 // Fetch (as a consumer), OffsetForLeaderEpoch and DescribeCluster they
-// may READ and DESCRIBE topics and DESCRIBE the cluster; every other
+// may READ and DESCRIBE topics and DESCRIBE the cluster; on Produce and
+// InitProducerId (an idempotent producer) they may WRITE only the topics
+// Server.SetInternalWritable names (the uplink's pull targets) and
+// IDEMPOTENT_WRITE the cluster only while it names some; every other
 // request, and every other operation (auto-creating a topic, a replica's
 // fetch), is refused with its API's authorization error, whatever the
 // ACLs say. Their requests are never forwarded to the controller (which

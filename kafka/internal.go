@@ -27,6 +27,15 @@ var internalKeys = map[kmsg.Key]bool{
 	kmsg.DescribeCluster:      true,
 }
 
+// internalWriteKeys are the keys an internal session is served only for
+// the topics SetInternalWritable names (a link's pull side writing its
+// pull targets): an idempotent producer's, WRITE on those topics and
+// IDEMPOTENT_WRITE on the cluster, nothing else.
+var internalWriteKeys = map[kmsg.Key]bool{
+	kmsg.Produce:        true,
+	kmsg.InitProducerID: true,
+}
+
 // InternalListener serves connections made inside the process, with no
 // network address: each Dial makes a Unix socket pair, serves one end as
 // a client connection of the Server (the same reader, writer, handlers
@@ -34,7 +43,8 @@ var internalKeys = map[kmsg.Key]bool{
 // sessions are authenticated from the start as InternalPrincipal, with
 // no SASL exchange and no TLS; they may only describe and read topics
 // (internalKeys, and within them READ and DESCRIBE on topics and DESCRIBE
-// on the cluster), whatever the ACLs say: Node.Authorizer is never asked
+// on the cluster), and write the topics SetInternalWritable names (an
+// uplink's pull targets), whatever the ACLs say: Node.Authorizer is never asked
 // about them, and everything else is refused with the API's
 // authorization error code. Their requests are never forwarded to the
 // controller. They are outside the connection limits (MaxConnections,
@@ -131,12 +141,27 @@ func (s *Server) startInternalConn(nc net.Conn, l *Listener) bool {
 
 // internalAuthorizer judges internal sessions in place of Node.Authorizer:
 // READ and DESCRIBE on topics and DESCRIBE on the cluster, on the keys of
-// internalKeys only.
+// internalKeys only; WRITE on the topics write says yes to (an uplink's
+// pull targets, SetInternalWritable) and IDEMPOTENT_WRITE on the cluster
+// when write is set.
 type internalAuthorizer struct {
-	key kmsg.Key
+	key   kmsg.Key
+	write func(topic string) bool
 }
 
-func (a internalAuthorizer) Authorize(_, _ string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, _ string) bool {
+func (a internalAuthorizer) Authorize(_, _ string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	if internalWriteKeys[a.key] {
+		if a.write == nil {
+			return false
+		}
+		switch rt {
+		case kmsg.ACLResourceTypeTopic:
+			return op == kmsg.ACLOperationWrite && a.write(name)
+		case kmsg.ACLResourceTypeCluster:
+			return op == kmsg.ACLOperationIdempotentWrite
+		}
+		return false
+	}
 	if !internalKeys[a.key] {
 		return false
 	}
@@ -147,6 +172,17 @@ func (a internalAuthorizer) Authorize(_, _ string, op kmsg.ACLOperation, rt kmsg
 		return op == kmsg.ACLOperationDescribe
 	}
 	return false
+}
+
+// SetInternalWritable sets the topics internal sessions may write
+// (Produce, with an idempotent producer's InitProducerId): an uplink's
+// pull targets. Nil (the default) keeps internal sessions read only.
+func (s *Server) SetInternalWritable(write func(topic string) bool) {
+	if write == nil {
+		s.internalWrite.Store(nil)
+		return
+	}
+	s.internalWrite.Store(&write)
 }
 
 // internalSession reports whether req came on an internal connection.

@@ -99,6 +99,47 @@ func TestInternalListener(t *testing.T) {
 		}
 	})
 
+	t.Run("pull writes", func(t *testing.T) {
+		// With SetInternalWritable, Produce to the topics it names and an
+		// idempotent producer's InitProducerId are allowed; Produce to
+		// another topic is refused, and nothing else changes.
+		acls := &fakeAuthorizer{allow: allowAll}
+		f, _ := authFixture(t, acls)
+		t.Cleanup(func() { f.s.Close() })
+		il := f.s.InternalListener(Listener{Name: "PLAINTEXT", Host: "node1.test", Port: 9092})
+		c := dialInternal(t, il)
+		c.apiVersions(1)
+		corr := int32(2)
+		try := func(key kmsg.Key) []int16 {
+			e := f.s.apis.lookup(int16(key))
+			req := authRules[key].req()
+			req.SetVersion(e.Max)
+			c.send(requestFrame(req, corr, "wren-uplink-test"))
+			corr++
+			_, resp := c.readResponse(key, e.Max)
+			return authRules[key].codes(resp)
+		}
+		for _, w := range []struct {
+			topic   string
+			refused bool
+		}{{"other", true}, {"t", false}} {
+			f.s.SetInternalWritable(func(topic string) bool { return topic == w.topic })
+			codes := try(kmsg.Produce)
+			if refused := slices.Contains(codes, taf.Code); refused != w.refused {
+				t.Errorf("Produce to t, writable %q: codes %v", w.topic, codeNames(codes))
+			}
+			if codes := try(kmsg.InitProducerID); slices.Contains(codes, caf.Code) {
+				t.Errorf("InitProducerId, writable %q: codes %v", w.topic, codeNames(codes))
+			}
+			if codes := try(kmsg.DeleteRecords); !slices.Contains(codes, taf.Code) {
+				t.Errorf("DeleteRecords, writable %q: codes %v, want refused", w.topic, codeNames(codes))
+			}
+		}
+		if qs := acls.questions(); len(qs) > 0 {
+			t.Errorf("the ACL authorizer was asked %d times about the internal principal", len(qs))
+		}
+	})
+
 	t.Run("franz-go", func(t *testing.T) {
 		// A kgo client reads Metadata through the listener's dialer,
 		// whatever address it is given.

@@ -300,6 +300,9 @@ type Server struct {
 	// apart from conns, so that no connection bound counts them and no
 	// eviction picks them.
 	internal map[*conn]struct{}
+	// internalWrite says which topics internal sessions may write
+	// (SetInternalWritable); nil: none.
+	internalWrite atomic.Pointer[func(topic string) bool]
 	// perIP counts open connections by client address.
 	// Invariant: perIP[a] is the number of conns whose ip is a; no zero
 	// entries.

@@ -527,7 +527,8 @@ func writeUplinks(w io.Writer, links []uplink.Status) {
 		v          func(*uplink.PartitionStatus) float64
 	}{
 		{"wren_uplink_backlog_records",
-			"records of a local partition this node leads not yet acknowledged by the far cluster (high watermark less the next offset)",
+			"records of a local partition this node leads not yet acknowledged by the far cluster (high watermark less the next offset); " +
+				"direction=\"pull\": far records not yet written to the local partition (the far high watermark last fetched less the next far offset)",
 			func(p *uplink.PartitionStatus) float64 { return float64(p.Backlog) }},
 		{"wren_uplink_backlog_bytes", "local log bytes (as stored) from the link's cursor to the high watermark of a partition this node leads",
 			func(p *uplink.PartitionStatus) float64 { return float64(p.BacklogBytes) }},
@@ -538,15 +539,15 @@ func writeUplinks(w io.Writer, links []uplink.Status) {
 		{"wren_uplink_partition_send_rate_bytes", "bytes per second of the partition the far cluster acknowledged over the last 10 s",
 			func(p *uplink.PartitionStatus) float64 { return p.BytesPerSec }},
 		{"wren_uplink_partition_refused",
-			"1 for a local partition the link refuses to forward (its reason is in the log and the status: a far tail it cannot resume from, a far topic without the partition)",
+			"1 for a local partition the link refuses to forward, or (direction=\"pull\") to pull into (its reason is in the log and the status: a tail it cannot resume from, a topic without the partition, a loop)",
 			func(p *uplink.PartitionStatus) float64 { return one(p.Err != "") }},
 	} {
 		writeFamily(w, f.name, "gauge", f.help)
 		for i := range links {
 			for j := range links[i].Partitions {
 				p := &links[i].Partitions[j]
-				fmt.Fprintf(w, "%s{link=%s,topic=%s,partition=\"%d\"} %s\n", f.name, quote(links[i].Name), quote(p.Topic), p.Partition,
-					strconv.FormatFloat(f.v(p), 'f', -1, 64))
+				fmt.Fprintf(w, "%s{link=%s,topic=%s,partition=\"%d\",direction=%s} %s\n", f.name, quote(links[i].Name), quote(p.Topic), p.Partition,
+					quote(p.Direction), strconv.FormatFloat(f.v(p), 'f', -1, 64))
 			}
 		}
 	}

@@ -1,5 +1,6 @@
 // Package uplink forwards an edge node's topics to a central Kafka cluster
-// (Apache Kafka or another wren): the links of the config file's
+// (Apache Kafka or another wren), and pulls the central cluster's topics
+// the links name into local ones (pull.topics): the links of the config file's
 // [uplink.NAME] tables (config.Uplink), run by the broker after its kafka
 // listener and closed before it. docs/ARCHITECTURE.md ("The uplink") has
 // the summary; this file the reasons.
@@ -80,8 +81,9 @@
 // kafka.InternalListener): an in-process Unix socket pair per
 // connection, with no network address, so the node needs no PLAINTEXT
 // listener. The link reads as User:wren-uplink, authenticated from the
-// start and allowed to describe and read topics only, whatever the ACLs
-// say (they are never asked about it), outside the connection limits,
+// start and allowed to describe and read topics only (and to write the
+// topics a link pulls into: "Pulling from the far side"), whatever the
+// ACLs say (they are never asked about it), outside the connection limits,
 // request budgets and quotas. The dialer connects every broker address
 // the local Metadata names to this node, so the link asks only about
 // the partitions this node leads (ListOffsets names them alone).
@@ -253,6 +255,79 @@
 // uplink.NAME.paused (config.UplinkPausedKey) names, from every metadata
 // image, so a pause reaches every node and outlives restarts. A paused
 // link is neither up nor in error.
+//
+// # Pulling from the far side
+//
+// pull.topics (config.Uplink.PullTopics) is the other direction, central
+// to edge, for commands and configuration: far topics (names and regular
+// expressions, far topics created later picked up) written into local
+// topics named pull.local.topic.prefix + the far name (the prefix is ""
+// by default: a Kafka user mirroring a topic expects its name, or a
+// prefix naming the source as MirrorMaker 2's; stripping
+// remote.topic.prefix instead would tie the two directions' names
+// together and make a far topic named without it unpullable). Far
+// partition p goes to local partition p. pull.go is session.go with the
+// sides swapped, and runs in the same session with its own clients, so
+// an error of either side ends both, and pause covers both.
+//
+// Writing the local side: an idempotent kgo producer (acks=all, the
+// local cluster's ISR rules as any producer's) through the internal
+// listener, whose sessions may write only the topics a running link
+// pulls into (kafka.Server.SetInternalWritable: Produce and
+// InitProducerId, nothing else). Like the push side, each local
+// partition is pulled by the node that leads it, read from the local
+// Metadata every refresh, and every broker address dials this node, so a
+// write to a partition this node no longer leads is refused NOT_LEADER
+// and never lands elsewhere. A partition that leaves this node with
+// records in flight ends the session (its requests answered before the
+// next one): kgo would retry them for as long as it ran, and one could
+// land after leadership came back and the tail was read again. No
+// RecordDeliveryTimeout: kgo counts it from a record's timestamp, which
+// is the far record's.
+//
+// A local topic missing is created with the far topic's partition count
+// and the cluster's default replication factor by Options.CreateTopic,
+// in process through the controller (no ACL is asked; a CreateTopics of
+// the link's principal would be judged by the ACLs at the controller):
+// only the acting controller node can, so in a cluster the link on that
+// node creates it and the others find it at a later refresh. A local
+// topic with fewer partitions than the far one refuses the far
+// partitions it lacks (logged, in Status): add partitions locally.
+//
+// Exactly once, in order: the resume point is read from the local log,
+// never stored. When a local partition starts being pulled, its end
+// offset must first hold still for tail.settle.ms (a produce request of
+// an ended session or a former leader still landing), then its last
+// record is read: the newest HeaderSource names the far cluster, topic,
+// partition and offset it came from, and pulling resumes after that
+// offset. A local partition that never held a record starts at
+// start.position on the far side (earliest, latest, or the first far
+// record stamped at or after the time). Refused rather than guessed: a
+// last record not pulled by this link from that far partition (another
+// writer shares the local partition), a local partition retention
+// emptied, a cursor past the far end (the far partition lost records).
+// A cursor below the far start moves to it with a warning (far retention
+// deleted records never pulled). Against a local cluster the gap of
+// "Fencing" is the same and narrowed the same way; the local log's
+// acknowledged records (acks=all) are the truth a restarted node, or a
+// new leader, reads.
+//
+// No loops: a record whose provenance names this cluster is skipped; a
+// local topic some link pulls into is never forwarded by any link, and
+// a far topic this link forwards to is never pulled by it. The config
+// refuses what the names show (config.Uplink.PullLoop, at
+// uplink.NAME.pull.topics); at run time the pull side refuses such a far
+// topic (Status, an ERROR line) and the push side skips such a local
+// topic (an ERROR line), since two regular expressions' overlap is not
+// decided from the config alone (Options.Links gives every running
+// link's config).
+//
+// Status lists pulled partitions with Direction DirectionPull, keyed by
+// the local topic: Next is the next far offset, Backlog the far high
+// watermark last fetched less it; the backlog's bytes and age are not
+// measured (the local log does not hold it yet). The retention hold
+// knows pushed partitions only. max.bytes.per.second caps each
+// direction on its own.
 //
 // # Run-time links
 //

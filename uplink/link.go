@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +51,17 @@ type Options struct {
 	// Paused starts the link paused (SetPaused): no session starts until
 	// it is resumed.
 	Paused bool
+	// CreateTopic, if set, creates a local topic with partitions
+	// partitions (the cluster's default replication factor): the pull
+	// side's target of a far topic. The broker's answers NOT_CONTROLLER
+	// (kerr.NotController) on a node that is not the acting controller;
+	// the link on that node creates it. Nil: local topics are not
+	// created (the partitions of a missing one are refused).
+	CreateTopic func(ctx context.Context, topic string, partitions int32) error
+	// Links, if set, are the configs of every link this node runs (this
+	// one among them), for the run-time loop checks (config.Uplink's
+	// PullLoop and PullTarget); nil: this link alone.
+	Links func() []config.Uplink
 }
 
 // LocalBacklog is what the local log holds of a partition from a
@@ -79,8 +92,14 @@ type Link struct {
 	// one starts with no fresh allowance.
 	bucket *bucket
 
-	mu      sync.Mutex
-	parts   map[tp]*partState
+	// pullBucket is max.bytes.per.second's for the pull side: each
+	// direction is capped on its own.
+	pullBucket *bucket
+
+	mu    sync.Mutex
+	parts map[tp]*partState
+	// pulls are the pull side's partitions, by local topic (pull.go).
+	pulls   map[tp]*partState
 	lastErr string
 	errAt   time.Time
 	sent    int64
@@ -131,6 +150,16 @@ type partState struct {
 type PartitionStatus struct {
 	Topic     string
 	Partition int32
+	// Direction is DirectionPush (a local partition forwarded to the far
+	// side) or DirectionPull (a far partition pulled into local partition
+	// Topic[Partition]); FarTopic is the far side's topic. A pulled
+	// partition's Next, Backlog and rates count far offsets and records
+	// (Backlog up to the far high watermark last fetched); its
+	// BacklogBytes and BacklogSeconds are 0 (the local log does not hold
+	// them yet) and Leader says whether this node leads the local
+	// partition it writes.
+	Direction string
+	FarTopic  string
 	// Active: this node leads the partition and forwards it now.
 	Active bool
 	// Next is the next local offset to forward, -1 before the cursor is
@@ -160,6 +189,12 @@ type PartitionStatus struct {
 	// Err says why the partition is not forwarded, if it is refused.
 	Err string
 }
+
+// The directions of PartitionStatus.
+const (
+	DirectionPush = "push"
+	DirectionPull = "pull"
+)
 
 // Status is a link's state.
 type Status struct {
@@ -222,10 +257,11 @@ func Start(o Options) *Link {
 		o.TailTimeout = 15 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Link{o: o, log: o.Logger.With("uplink", o.Config.Name), cancel: cancel, done: make(chan struct{}), parts: map[tp]*partState{}, started: time.Now(),
-		wake: make(chan struct{}, 1), paused: o.Paused}
+	l := &Link{o: o, log: o.Logger.With("uplink", o.Config.Name), cancel: cancel, done: make(chan struct{}), parts: map[tp]*partState{},
+		pulls: map[tp]*partState{}, started: time.Now(), wake: make(chan struct{}, 1), paused: o.Paused}
 	if o.Config.MaxBytesPerSecond > 0 {
 		l.bucket = newBucket(o.Config.MaxBytesPerSecond, time.Now)
+		l.pullBucket = newBucket(o.Config.MaxBytesPerSecond, time.Now)
 	}
 	go l.run(ctx)
 	return l
@@ -233,6 +269,22 @@ func Start(o Options) *Link {
 
 // Name is the link's name, NAME of [uplink.NAME].
 func (l *Link) Name() string { return l.o.Config.Name }
+
+// Config is the link's config.
+func (l *Link) Config() config.Uplink { return l.o.Config }
+
+// links are the configs of the links this node runs, for the loop
+// checks (Options.Links).
+func (l *Link) links() []config.Uplink {
+	if l.o.Links == nil {
+		return []config.Uplink{l.o.Config}
+	}
+	links := l.o.Links()
+	if !slices.ContainsFunc(links, func(u config.Uplink) bool { return u.Name == l.o.Config.Name }) {
+		links = append(links, l.o.Config) // not listed yet: starting
+	}
+	return links
+}
 
 // Close stops the link: it waits for the producer's requests in flight
 // to be answered (bounded), so nothing it sent lands after Close returns
@@ -266,10 +318,18 @@ func (l *Link) Status() Status {
 	s.Up = !l.paused && l.inSession && !l.lastUp.IsZero() && now.Sub(l.lastUp) < l.downAfter()
 	s.RecordsPerSec, s.BytesPerSec = l.rate.perSecond(now)
 	l.holdStatus(&s)
-	hwms := make([]int64, 0, len(l.parts))
+	hwms := make([]int64, 0, len(l.parts)+len(l.pulls))
 	for k, p := range l.parts {
-		ps := PartitionStatus{Topic: k.topic, Partition: k.partition, Active: p.active, Next: p.next, Sent: p.sent, SentBytes: p.sentBytes,
-			Settling: p.settling, Err: p.err}
+		ps := PartitionStatus{Topic: k.topic, Partition: k.partition, Direction: DirectionPush, FarTopic: l.o.Config.RemoteTopicPrefix + k.topic,
+			Active: p.active, Next: p.next, Sent: p.sent, SentBytes: p.sentBytes, Settling: p.settling, Err: p.err}
+		ps.RecordsPerSec, ps.BytesPerSec = p.rate.perSecond(now)
+		s.Partitions = append(s.Partitions, ps)
+		hwms = append(hwms, p.hwm)
+	}
+	for k, p := range l.pulls {
+		ps := PartitionStatus{Topic: k.topic, Partition: k.partition, Direction: DirectionPull,
+			FarTopic: strings.TrimPrefix(k.topic, l.o.Config.PullLocalTopicPrefix),
+			Active:   p.active, Next: p.next, Sent: p.sent, SentBytes: p.sentBytes, Settling: p.settling, Err: p.err}
 		ps.RecordsPerSec, ps.BytesPerSec = p.rate.perSecond(now)
 		s.Partitions = append(s.Partitions, ps)
 		hwms = append(hwms, p.hwm)
@@ -278,6 +338,18 @@ func (l *Link) Status() Status {
 	for i := range s.Partitions {
 		ps := &s.Partitions[i]
 		hwm := hwms[i]
+		if ps.Direction == DirectionPull {
+			// Far offsets: the local log holds none of the backlog yet.
+			if l.o.Backlog != nil {
+				if b, ok := l.o.Backlog(ps.Topic, ps.Partition, -1); ok {
+					ps.Leader = b.Leader
+				}
+			}
+			if ps.Next >= 0 && hwm > ps.Next {
+				ps.Backlog = hwm - ps.Next
+			}
+			continue
+		}
 		if l.o.Backlog != nil && ps.Next >= 0 {
 			b, ok := l.o.Backlog(ps.Topic, ps.Partition, ps.Next)
 			if !ok || !b.Leader {
@@ -296,6 +368,9 @@ func (l *Link) Status() Status {
 	}
 	sort.Slice(s.Partitions, func(i, j int) bool {
 		a, b := s.Partitions[i], s.Partitions[j]
+		if a.Direction != b.Direction {
+			return a.Direction == DirectionPush
+		}
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 	})
 	return s
@@ -357,7 +432,7 @@ func (l *Link) waitUnpaused(ctx context.Context) bool {
 func (l *Link) run(ctx context.Context) {
 	defer close(l.done)
 	c := l.o.Config
-	l.log.Info("uplink started", "bootstrap.servers", c.BootstrapServers, "topics", c.Topics, "security.protocol", c.SecurityProtocol,
+	l.log.Info("uplink started", "bootstrap.servers", c.BootstrapServers, "topics", c.Topics, "pull.topics", c.PullTopics, "security.protocol", c.SecurityProtocol,
 		"compression", c.Compression, "max.bytes.per.second", c.MaxBytesPerSecond)
 	backoff := time.Second
 	for {
@@ -389,6 +464,9 @@ func (l *Link) run(ctx context.Context) {
 			l.lastErr, l.errAt = err.Error(), time.Now()
 		}
 		for _, p := range l.parts {
+			p.active, p.pending, p.settling = false, 0, false
+		}
+		for _, p := range l.pulls {
 			p.active, p.pending, p.settling = false, 0, false
 		}
 		l.mu.Unlock()
@@ -487,7 +565,7 @@ func (l *Link) session(ctx context.Context) (err error) {
 		remote.Close()
 	}()
 	s := &session{l: l, ctx: ctx, cancel: cancel, local: local, remote: remote, far: far,
-		localAdm: kadm.NewClient(local), remoteAdm: kadm.NewClient(remote), active: map[tp]bool{}, expect: map[tp]int64{}, produced: map[tp]bool{}, settled: map[tp]bool{}, settling: map[tp]*settling{}}
+		localAdm: kadm.NewClient(local), remoteAdm: kadm.NewClient(remote), active: map[tp]bool{}, expect: map[tp]int64{}, produced: map[tp]bool{}, settled: map[tp]bool{}, settling: map[tp]*settling{}, loops: map[string]bool{}}
 	if s.localCluster, err = clusterID(ctx, s.localAdm); err != nil {
 		return fmt.Errorf("local metadata: %w", err)
 	}
@@ -505,7 +583,21 @@ func (l *Link) session(ctx context.Context) (err error) {
 		defer pings.Done()
 		s.ping()
 	}()
+	if len(cfg.PullTopics) > 0 {
+		// The pull side runs beside the push side with its own clients;
+		// an error of either ends the session, and both stop (their
+		// requests in flight answered) before the next one starts.
+		pings.Add(1)
+		go func() {
+			defer pings.Done()
+			cancel(l.pull(ctx, cancel, s.localCluster, s.remoteCluster))
+		}()
+	}
 	defer func() { cancel(nil); pings.Wait() }()
+	if len(cfg.Topics) == 0 {
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
 	return s.run()
 }
 

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/config"
 )
 
 // session is one run of a link with its own clients.
@@ -49,6 +51,9 @@ type session struct {
 	// hold still (settle): each waits on its own, while the others are
 	// forwarded and other partitions start.
 	settling map[tp]*settling
+	// loops are the local topics not forwarded because a link pulls into
+	// them, each logged once a session.
+	loops map[string]bool
 }
 
 // settling is a partition's wait for its far end offset to settle: the
@@ -323,8 +328,20 @@ func (s *session) refresh() error {
 	}
 	want := map[tp]bool{}
 	counts := map[string]int32{}
+	links := s.l.links()
 	for name, td := range topics {
 		if td.Err != nil || td.IsInternal || !cfg.Matches(name) {
+			continue
+		}
+		if puller := pullerOf(name, links); puller != "" {
+			// A pull target is never forwarded (no circular sending):
+			// config time refuses what names show, this the rest.
+			if !s.loops[name] {
+				s.l.log.Error("uplink: local topic not forwarded: it is a pull target", "topic", name,
+					"err", fmt.Sprintf("local topic %s is pulled into by uplink.%s.pull.topics and matches uplink.%s.topics: a pulled record would be sent back out (no circular sending)",
+						name, puller, cfg.Name))
+				s.loops[name] = true
+			}
 			continue
 		}
 		counts[name] = int32(len(td.Partitions))
@@ -403,6 +420,17 @@ func (s *session) refresh() error {
 		now = append(now, k)
 	}
 	return s.start(now, refused, created, ends)
+}
+
+// pullerOf names the link of links that pulls into local topic topic,
+// "" if none does.
+func pullerOf(topic string, links []config.Uplink) string {
+	for i := range links {
+		if links[i].PullTarget(topic) {
+			return links[i].Name
+		}
+	}
+	return ""
 }
 
 // settleDue lists again the far end offsets of the partitions whose

@@ -147,6 +147,13 @@ type UplinkState struct {
 type UplinkPartition struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
+	// Direction is "push" (the local partition forwarded to the far
+	// side) or "pull" (a far partition pulled into it; Next, the backlog
+	// and the rates then count far offsets and records); "" from a node
+	// before pull.topics existed, which pushes only. (The far topic is
+	// not carried: the facts a node sends are bounded, and the link's
+	// config names it.)
+	Direction string `json:"direction,omitempty"`
 	// Active: forwarded now; Leader: the node leads it (of several
 	// nodes' rows, the leader's counts).
 	Active bool `json:"active"`
