@@ -238,8 +238,8 @@ const uplinkExample = `
 # point is read back from the far partition's last record, so the far side needs no
 # transactions. Local partition p goes to far partition p (a far topic missing is created with
 # the local partition count). Each partition is forwarded by the node that leads it, which reads
-# it through its own PLAINTEXT client listener. A record that came from the far cluster is never
-# sent back. Any number of links; NAME is lower-case letters, digits, '-' and '_'.
+# it through an internal connection inside the process (no client listener is needed, whatever
+# its security). A record that came from the far cluster is never sent back. Any number of links; NAME is lower-case letters, digits, '-' and '_'.
 #
 # [uplink.central]
 # enabled = true                        # false keeps the link configured but stopped
