@@ -328,6 +328,45 @@ func (f *farBroker) stop() {
 	f.b = nil
 }
 
+// produceUplinkBacklog creates topic on the broker at addr with the given
+// partitions and writes perPart records of about 1 KiB to each (so that a
+// link's catch-up takes a while), in requests of 1,000 records a
+// partition; it returns them as acknowledged, and the cluster's id.
+func produceUplinkBacklog(t *testing.T, ctx context.Context, addr, topic string, partitions, perPart int) (*uplinkAcked, string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	clusterID := clusterOf(t, ctx, adm)
+	acked := &uplinkAcked{}
+	pad := strings.Repeat("x", 1000)
+	for i := 0; i < perPart; i += 1000 {
+		var rs []*kgo.Record
+		for j := i; j < i+1000; j++ {
+			for p := range int32(partitions) {
+				r := uplinkRecord(topic, p, j)
+				r.Value = append(r.Value, pad...)
+				rs = append(rs, r)
+			}
+		}
+		res := cl.ProduceSync(ctx, rs...)
+		if err := res.FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			acked.add(r.Record)
+		}
+	}
+	return acked, clusterID
+}
+
 // uplinkAcked are the local records acknowledged to the test's producer,
 // by partition, in offset order, with their offsets.
 type uplinkAcked struct {

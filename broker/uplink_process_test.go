@@ -81,36 +81,7 @@ func uplinkKillRound(t *testing.T, delay, settle time.Duration, round int, measu
 	}()
 
 	// The backlog: values of 1 KiB so that the catch-up takes a while.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchMaxBytes(1<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
-	localID := clusterOf(t, ctx, adm)
-	acked := &uplinkAcked{}
-	pad := strings.Repeat("x", 1000)
-	for i := 0; i < perPart; i += 1000 {
-		var rs []*kgo.Record
-		for j := i; j < i+1000; j++ {
-			for p := range int32(partitions) {
-				r := uplinkRecord(topic, p, j)
-				r.Value = append(r.Value, pad...)
-				rs = append(rs, r)
-			}
-		}
-		res := cl.ProduceSync(ctx, rs...)
-		if err := res.FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			acked.add(r.Record)
-		}
-	}
-	cl.Close()
+	acked, localID := produceUplinkBacklog(t, ctx, node.addr, topic, partitions, perPart)
 
 	// The same node with a link: it starts forwarding the backlog.
 	node.kill()

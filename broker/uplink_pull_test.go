@@ -304,35 +304,7 @@ func TestUplinkPullSIGKILL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	far := startFarBroker(t)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(far.proxy.addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, farTopic); err != nil {
-		t.Fatal(err)
-	}
-	centralID := clusterOf(t, ctx, adm)
-	acked := &uplinkAcked{}
-	pad := strings.Repeat("x", 1000)
-	for i := 0; i < perPart; i += 1000 {
-		var rs []*kgo.Record
-		for j := i; j < i+1000; j++ {
-			for p := range int32(partitions) {
-				r := uplinkRecord(farTopic, p, j)
-				r.Value = append(r.Value, pad...)
-				rs = append(rs, r)
-			}
-		}
-		res := cl.ProduceSync(ctx, rs...)
-		if err := res.FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			acked.add(r.Record)
-		}
-	}
-	cl.Close()
+	acked, centralID := produceUplinkBacklog(t, ctx, far.proxy.addr(), farTopic, partitions, perPart)
 
 	dir := t.TempDir()
 	node := &clusterNode{id: 1, logf: filepath.Join(dir, "wren.log")}
