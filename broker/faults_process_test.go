@@ -789,6 +789,13 @@ func TestFaultScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three wren processes")
 	}
+	// Parallel with TestNetworkPartitions only (no other test in this
+	// package is): the two share no port, address or directory, mostly
+	// wait out their faults (about half a core together), and CI's long
+	// mode runs them at once as well. One after the other they took
+	// about three of the package's ten minutes, and the package ran
+	// into go test's default ten-minute timeout.
+	t.Parallel()
 	long := faultsLong(t)
 	if long {
 		t.Log(longModeLengths())

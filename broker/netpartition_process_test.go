@@ -264,6 +264,7 @@ func TestNetworkPartitions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three wren processes")
 	}
+	t.Parallel() // with TestFaultScenarios: see there
 	if os.Getenv(netnsInnerEnv) == "" {
 		runInOwnNetns(t)
 		return
