@@ -43,6 +43,17 @@ type LoadReport struct {
 	Duration time.Duration
 }
 
+// loaded counts tp, loaded with stats, into the report.
+func (rep *LoadReport) loaded(tp TopicPartition, stats *RecoveryStats) {
+	rep.Partitions++
+	if stats.FromSummary {
+		rep.FromSummary++
+	}
+	if stats.Changed() || stats.SegmentsScanned > 0 {
+		rep.Recovered = append(rep.Recovered, tp)
+	}
+}
+
 // loadWorkers bounds the partitions loaded at once: a load waits on the
 // disk (reads, and an fdatasync after a scan) far more than it computes, so
 // a few per core overlap those waits, and a bound keeps the descriptors
@@ -150,13 +161,7 @@ func (m *Manager) loadPartitions(jobs []loadJob) error {
 		case r.notDir:
 		case r.err == nil:
 			m.addLoaded(r.log, r.stats)
-			rep.Partitions++
-			if r.stats.FromSummary {
-				rep.FromSummary++
-			}
-			if r.stats.Changed() || r.stats.SegmentsScanned > 0 {
-				rep.Recovered = append(rep.Recovered, j.tp)
-			}
+			rep.loaded(j.tp, r.stats)
 		case isOutOfFiles(r.err):
 			// A retry runs later, when the directory may be gone (a
 			// deletion) or changed: it looks the directory up again.
@@ -218,13 +223,7 @@ func (m *Manager) LoadPending(first func(TopicPartition) bool) error {
 			if !m.adoptDeferred(j.tp, r.log, r.stats) {
 				continue
 			}
-			rep.Partitions++
-			if r.stats.FromSummary {
-				rep.FromSummary++
-			}
-			if r.stats.Changed() || r.stats.SegmentsScanned > 0 {
-				rep.Recovered = append(rep.Recovered, j.tp)
-			}
+			rep.loaded(j.tp, r.stats)
 		case isOutOfFiles(r.err):
 			rep.Deferred++
 			m.noteOutOfFiles("loading partitions", j.tp, r.err)
