@@ -756,19 +756,30 @@ func checkTxnsMatchModel(t *testing.T, fsys vfs.FS, l *Log, batches []modelBatch
 			wantAborted = append(wantAborted, a)
 		}
 	}
-	// A transaction whose batches retention deleted before its marker
-	// (or another one open then) is known to a replay that starts without
-	// a snapshot only from the marker on: the entry may then say the
-	// transaction started at its marker, and the last stable offset after
-	// it. Either way no offset below the log's first segment is served.
+	// A transaction whose first batches retention deleted before its
+	// marker (or another one open then) is known to a replay that starts
+	// without a snapshot only from its first batch in the log's first
+	// segment, or from its marker: the entry may then say the transaction
+	// started there, and the last stable offset after it. Either way no
+	// offset below the log's first segment is served, and the entry still
+	// covers every batch of the transaction that is.
+	first := segs[0].BaseOffset
+	firstInLog := func(w abortedTxn) int64 {
+		for _, b := range batches {
+			if b.marker == "" && b.txnPID == w.ProducerID && b.base >= first && b.base >= w.FirstOffset && b.base < w.LastOffset {
+				return b.base
+			}
+		}
+		return w.LastOffset
+	}
 	equalEntry := func(g, w abortedTxn) bool {
 		if g == w {
 			return true
 		}
-		first := segs[0].BaseOffset
 		return g.ProducerID == w.ProducerID && g.LastOffset == w.LastOffset &&
 			(w.FirstOffset < first || w.LastStableOffset < first) &&
-			(g.FirstOffset == w.FirstOffset || g.FirstOffset == g.LastOffset) && g.LastStableOffset >= w.LastStableOffset
+			(g.FirstOffset == w.FirstOffset || g.FirstOffset == firstInLog(w) || g.FirstOffset == g.LastOffset) &&
+			g.LastStableOffset >= w.LastStableOffset
 	}
 	if !slices.EqualFunc(gotAborted, wantAborted, equalEntry) {
 		t.Fatalf("aborted transactions indexed after recovery %+v, model %+v", gotAborted, wantAborted)
