@@ -23,6 +23,7 @@ import (
 	"github.com/wren-broker/wren/kafka"
 	"github.com/wren-broker/wren/peer"
 	"github.com/wren-broker/wren/replication"
+	txncoord "github.com/wren-broker/wren/txn/coordinator"
 )
 
 // metadataDirName held a one-voter metadata log inside the first log dir
@@ -40,7 +41,11 @@ type Broker struct {
 	controller *cluster.Controller
 	replicas   *replication.Manager
 	groups     *coordinator.Driver
-	server     *kafka.Server
+	// txn is the transaction coordinator, txnPeers its way to the other
+	// nodes (txn.go).
+	txn      *txncoord.Driver
+	txnPeers *txnPeers
+	server   *kafka.Server
 	// producerIDs hands out idempotent producers' ids from the blocks
 	// this node holds.
 	producerIDs *cluster.ProducerIDManager
@@ -219,6 +224,7 @@ func (b *Broker) componentList(w *wiring) []component {
 		b.replicasComponent(w),
 		b.offsetsTopicComponent(w),
 		b.groupsComponent(w),
+		b.txnComponent(),
 		b.kafkaListenerComponent(w),
 	)
 	// Always: a run-time link (`wren uplink add`) may come.
@@ -547,6 +553,7 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 				b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Metadata: b.controller, Controller: b.controller,
 					Partitions: kafkaPartitions{m: b.replicas, refuse: b.uplinkRefuse}, Host: host, Port: port,
 					ProducerIDs: b.producerIDs, Groups: kafkaGroupCoordinator(b.groups),
+					Txn: kafkaTxn{d: b.txn, peers: b.txnPeers}, GroupTxnMarkers: groupTxnMarkersPending{}, // MERGE: b.groups
 					Health: b.ops.health, Authorizer: b.kafkaAuthorizer(w.o.Authorizer)})
 			}
 			if err == nil {
@@ -560,6 +567,7 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 				closeAll()
 				return err
 			}
+			b.txnPeers.server.Store(b.server)
 			// The links read this node through it, advertising the first
 			// client listener in their Metadata.
 			b.internal = b.server.InternalListener(bound[0].spec)

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,63 +11,318 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/txn"
 )
 
-// TestTransactionalProducerFailsFast: wren has no transaction
-// coordinator, so a transactional producer must get a fatal error at
-// once, not retry FindCoordinator until its timeout. The client's own
-// retry limits are set far above the deadline here, so a client that
-// retries is caught by the deadline, not stopped by its limits.
-func TestTransactionalProducerFailsFast(t *testing.T) {
-	b := startBroker(t, testConfig(t, t.TempDir(), ""))
+// txnTestExtra is the [producers] settings of the transaction tests: few
+// __transaction_state partitions (quick to create) and a cleanup interval
+// short enough for a timeout test.
+const txnTestExtra = `
+[producers]
+transaction.state.log.num.partitions = 3
+transaction.abort.timed.out.transaction.cleanup.interval.ms = 50
+`
+
+// txnBroker is a one-node broker for the transaction tests, with topic
+// (partitions partitions).
+func txnBroker(t *testing.T, topic string, partitions int32) *Broker {
+	t.Helper()
+	b := startBroker(t, testConfig(t, t.TempDir(), txnTestExtra))
 	_, adm := newClient(t, b)
-	ctx := testContext(t)
-	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "txn"); err != nil {
+	if _, err := adm.CreateTopic(testContext(t), partitions, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-	fast, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	opts := []kgo.Opt{kgo.DefaultProduceTopic("txn"), kgo.RecordRetries(1000), kgo.RetryTimeout(5 * time.Minute)}
+	return b
+}
 
-	t.Run("BeginTransaction", func(t *testing.T) {
-		cl, _ := newClient(t, b, append(opts, kgo.TransactionalID("billing-1"))...)
-		err := cl.BeginTransaction()
-		if !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
-			t.Fatalf("BeginTransaction: got %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
+// readCommitted consumes topic from the start with a read_committed
+// consumer until it has want records or the deadline, and returns their
+// values in order of arrival.
+func readCommitted(t *testing.T, b *Broker, topic string, want int) []string {
+	t.Helper()
+	cl, _ := newClient(t, b, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	ctx, cancel := context.WithTimeout(testContext(t), 30*time.Second)
+	defer cancel()
+	var got []string
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read_committed: %d of %d records before the deadline: %v", len(got), want, got)
 		}
-	})
-	t.Run("produce", func(t *testing.T) {
-		cl, _ := newClient(t, b, append(opts, kgo.TransactionalID("billing-2"))...)
-		// Producing outside a transaction is refused by the client; the
-		// point is that it ends before the deadline with the error.
-		err := cl.ProduceSync(fast, kgo.StringRecord("v")).FirstErr()
-		if err == nil || fast.Err() != nil {
-			t.Fatalf("transactional produce: got %v (deadline: %v), want an immediate error", err, fast.Err())
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
+}
+
+// txnState is the coordinator's state of id on b, nil if it has none.
+func txnState(t *testing.T, b *Broker, id string) *txn.Metadata {
+	t.Helper()
+	var m *txn.Metadata
+	if _, err := b.txn.Inspect(testContext(t), func(c *txn.Coordinator) {
+		if got := c.Transaction(id); got != nil {
+			m = got
 		}
-	})
-	t.Run("InitProducerId", func(t *testing.T) {
-		// Straight to InitProducerId, as a client that skips
-		// FindCoordinator would: the same code.
-		cl, _ := newClient(t, b)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// waitTxnState polls until id is in state on b.
+func waitTxnState(t *testing.T, b *Broker, id string, state txn.State) *txn.Metadata {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m := txnState(t, b, id)
+		if m != nil && m.State == state {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transactional id %s: state %+v, want %v", id, m, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestTransactionsCommitAbort: franz-go's transactional producer commits
+// and aborts transactions over two partitions on one node; a
+// read_committed consumer sees exactly the committed records, in order.
+func TestTransactionsCommitAbort(t *testing.T) {
+	t.Parallel()
+	b := txnBroker(t, "txn", 2)
+	ctx := testContext(t)
+	p, _ := newClient(t, b, kgo.TransactionalID("commit-abort"), kgo.DefaultProduceTopic("txn"),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	var want []string
+	for i := range 6 {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		commit := i%2 == 0
+		for j := range 4 {
+			v := fmt.Sprintf("abort-%d-%d", i, j)
+			if commit {
+				v = fmt.Sprintf("commit-%d-%d", i, j)
+				want = append(want, v)
+			}
+			if err := p.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+				t.Fatalf("transaction %d: produce: %v", i, err)
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("transaction %d: end (commit %v): %v", i, commit, err)
+		}
+	}
+	// The last transaction is an abort: one more commit behind it, so a
+	// consumer that has every committed record has read past it.
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "last")
+	if err := p.ProduceSync(ctx, kgo.StringRecord("last")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	got := readCommitted(t, b, "txn", len(want))
+	checkSameRecords(t, got, want)
+	m := waitTxnState(t, b, "commit-abort", txn.CompleteCommit)
+	if m.ProducerEpoch != 0 || len(m.Partitions) != 0 {
+		t.Errorf("coordinator state %+v", m)
+	}
+}
+
+// checkSameRecords: got holds exactly want (in any interleaving of
+// partitions) and no aborted record.
+func checkSameRecords(t *testing.T, got, want []string) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, v := range got {
+		if strings.HasPrefix(v, "abort") || strings.HasPrefix(v, "zombie") || strings.HasPrefix(v, "timed-out") {
+			t.Errorf("read_committed consumer got %q, of an aborted transaction", v)
+		}
+		seen[v]++
+	}
+	for _, v := range want {
+		if seen[v] != 1 {
+			t.Errorf("committed record %q seen %d times", v, seen[v])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d records, want %d: %v", len(got), len(want), got)
+	}
+}
+
+// TestTransactionsZombieFenced: a second producer with the same
+// transactional id fences the first: its open transaction is aborted,
+// its commit refused, and a read_committed consumer sees only the new
+// producer's records.
+func TestTransactionsZombieFenced(t *testing.T) {
+	t.Parallel()
+	b := txnBroker(t, "zombie", 1)
+	ctx := testContext(t)
+	opts := []kgo.Opt{kgo.TransactionalID("zombie-id"), kgo.DefaultProduceTopic("zombie")}
+	old, _ := newClient(t, b, opts...)
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.ProduceSync(ctx, kgo.StringRecord("zombie-1")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	first := txnState(t, b, "zombie-id")
+	if first == nil || first.State != txn.Ongoing {
+		t.Fatalf("after the first produce: %+v", first)
+	}
+
+	fresh, _ := newClient(t, b, opts...)
+	if err := fresh.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.ProduceSync(ctx, kgo.StringRecord("fresh-1")).FirstErr(); err != nil {
+		t.Fatalf("new producer: %v", err)
+	}
+	m := txnState(t, b, "zombie-id")
+	if m.ProducerID != first.ProducerID || m.ProducerEpoch != first.ProducerEpoch+2 {
+		t.Errorf("new producer's id %d epoch %d, want %d epoch %d (one bump fenced the old, one for the new)",
+			m.ProducerID, m.ProducerEpoch, first.ProducerID, first.ProducerEpoch+2)
+	}
+
+	// The zombie: its produce and its commit are refused.
+	err := old.ProduceSync(ctx, kgo.StringRecord("zombie-2")).FirstErr()
+	if err == nil {
+		t.Fatal("the fenced producer's produce succeeded")
+	}
+	if err := old.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the fenced producer's commit succeeded")
+	} else if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) && !errors.Is(err, kerr.InvalidTxnState) {
+		t.Logf("fenced producer's commit: %v", err)
+	}
+	if err := fresh.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	checkSameRecords(t, readCommitted(t, b, "zombie", 1), []string{"fresh-1"})
+}
+
+// TestTransactionTimesOut: a transaction open past its
+// transaction.timeout.ms is aborted by the coordinator under a bumped
+// epoch: its records are never read_committed, its producer's commit is
+// refused, and the partition's last stable offset moves past it.
+func TestTransactionTimesOut(t *testing.T) {
+	t.Parallel()
+	b := txnBroker(t, "timeout", 1)
+	ctx := testContext(t)
+	p, _ := newClient(t, b, kgo.TransactionalID("timeout-id"), kgo.DefaultProduceTopic("timeout"),
+		kgo.TransactionTimeout(200*time.Millisecond))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, kgo.StringRecord("timed-out-1")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	before := txnState(t, b, "timeout-id")
+	m := waitTxnState(t, b, "timeout-id", txn.CompleteAbort)
+	if m.ProducerEpoch != before.ProducerEpoch+1 {
+		t.Errorf("aborted under epoch %d, want %d", m.ProducerEpoch, before.ProducerEpoch+1)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the commit of a timed-out transaction succeeded")
+	}
+	// Another producer's committed record behind it is read: the
+	// aborted one does not hold the consumer back.
+	q, _ := newClient(t, b, kgo.DefaultProduceTopic("timeout"))
+	if err := q.ProduceSync(ctx, kgo.StringRecord("plain")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	checkSameRecords(t, readCommitted(t, b, "timeout", 1), []string{"plain"})
+}
+
+// TestTransactionTimeoutBounded: transaction.timeout.ms above
+// transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT.
+func TestTransactionTimeoutBounded(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, testConfig(t, t.TempDir(), txnTestExtra+"transaction.max.timeout.ms = 1000\n"))
+	cl, _ := newClient(t, b)
+	id := "bounded"
+	var resp *kmsg.InitProducerIDResponse
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		req := kmsg.NewPtrInitProducerIDRequest()
-		id := "billing-3"
-		req.TransactionalID = &id
-		req.TransactionTimeoutMillis = 60000
-		resp := direct[*kmsg.InitProducerIDResponse](t, cl, req)
-		if !errors.Is(kerr.ErrorForCode(resp.ErrorCode), kerr.TransactionalIDAuthorizationFailed) || resp.ProducerID != -1 {
-			t.Fatalf("InitProducerId: code %d id %d", resp.ErrorCode, resp.ProducerID)
+		req.TransactionalID, req.TransactionTimeoutMillis = &id, 1001
+		resp = direct[*kmsg.InitProducerIDResponse](t, cl, req)
+		if resp.ErrorCode != kerr.CoordinatorNotAvailable.Code && resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code &&
+			resp.ErrorCode != kerr.NotCoordinator.Code || time.Now().After(deadline) {
+			break
 		}
-	})
-	t.Run("FindCoordinator", func(t *testing.T) {
-		cl, _ := newClient(t, b)
-		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.CoordinatorType = 1
-		req.CoordinatorKeys = []string{"billing-4"}
-		resp := direct[*kmsg.FindCoordinatorResponse](t, cl, req)
-		c := resp.Coordinators[0]
-		if c.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code || c.ErrorMessage == nil ||
-			!strings.Contains(*c.ErrorMessage, "transactions are not supported by wren") {
-			t.Fatalf("FindCoordinator: code %d message %v", c.ErrorCode, c.ErrorMessage)
-		}
-	})
+		// The topic is created on the first FindCoordinator.
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorType, fc.CoordinatorKeys = 1, []string{id}
+		direct[*kmsg.FindCoordinatorResponse](t, cl, fc)
+		time.Sleep(20 * time.Millisecond)
+	}
+	wantCode(t, "timeout above the max", resp.ErrorCode, kerr.InvalidTransactionTimeout)
+}
+
+// TestLateProduceAfterAbortRefused (KAFKA-17754, KIP-890 part 1): a
+// produce of a transaction's producer that arrives after the transaction
+// was aborted, with the next sequence and the same epoch, is refused
+// with INVALID_TXN_STATE: the partition leader asks the coordinator,
+// which knows the partition is in no ongoing transaction. Without the
+// verification the batch would open a transaction no coordinator knows,
+// holding the partition's last stable offset until it timed out, and
+// join the producer's next transaction there.
+func TestLateProduceAfterAbortRefused(t *testing.T) {
+	t.Parallel()
+	b := txnBroker(t, "late", 1)
+	ctx := testContext(t)
+	p, _ := newClient(t, b, kgo.TransactionalID("late-id"), kgo.DefaultProduceTopic("late"))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, kgo.StringRecord("abort-1")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	m := txnState(t, b, "late-id")
+	if err := p.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	waitTxnState(t, b, "late-id", txn.CompleteAbort)
+
+	// The late batch: sequence 1 follows the aborted one's 0.
+	bb := batch.NewBuilder(batch.CompressionNone)
+	bb.ProducerID, bb.ProducerEpoch, bb.BaseSequence, bb.IsTransactional = m.ProducerID, m.ProducerEpoch, 1, true
+	bb.Append(batch.Record{Timestamp: time.Now().UnixMilli(), Value: []byte("abort-late")})
+	raw, err := bb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := newClient(t, b)
+	req := kmsg.NewPtrProduceRequest()
+	id := "late-id"
+	req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "late"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = raw
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := direct[*kmsg.ProduceResponse](t, cl, req)
+	wantCode(t, "late produce", resp.Topics[0].Partitions[0].ErrorCode, kerr.InvalidTxnState)
+
+	// The same batch without a transactional id: refused as Kafka does.
+	req.TransactionID = nil
+	resp = direct[*kmsg.ProduceResponse](t, cl, req)
+	wantCode(t, "transactional batch without a transactional id", resp.Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+
+	// Nothing is open on the partition: the last stable offset is the
+	// high watermark, and a committed record behind is read.
+	q, _ := newClient(t, b, kgo.DefaultProduceTopic("late"))
+	if err := q.ProduceSync(ctx, kgo.StringRecord("plain")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	checkSameRecords(t, readCommitted(t, b, "late", 1), []string{"plain"})
 }

@@ -119,6 +119,11 @@ type Config struct {
 	ProducerIDExpirationMs              int32 `config:"producer.id.expiration.ms"`
 	ProducerIDExpirationCheckIntervalMs int32 `config:"producer.id.expiration.check.interval.ms"`
 	TransactionalIDExpirationMs         int32 `config:"transactional.id.expiration.ms"`
+	TransactionMaxTimeoutMs             int32 `config:"transaction.max.timeout.ms"`
+	TransactionAbortCleanupIntervalMs   int32 `config:"transaction.abort.timed.out.transaction.cleanup.interval.ms"`
+	TransactionStateLogNumPartitions    int32 `config:"transaction.state.log.num.partitions"`
+	TransactionStateLogReplication      int16 `config:"transaction.state.log.replication.factor"`
+	TransactionStateLogMinISR           int32 `config:"transaction.state.log.min.isr"`
 
 	// [security]: the shared values; ListenerSSL applies a listener's
 	// own listener.name.NAME.ssl.* over them.

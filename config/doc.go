@@ -67,8 +67,9 @@
 //   - min.insync.replicas 2 instead of 1, so an acknowledged write survives
 //     one node's loss. It is capped at default.replication.factor, which is
 //     derived from the voter count (at most 3) instead of Kafka's fixed 1; so
-//     is offsets.topic.replication.factor (Kafka: 3). A single node gets 1
-//     for all three; three voters get 3, 2 and 3.
+//     are offsets.topic.replication.factor and
+//     transaction.state.log.replication.factor (Kafka: 3). A single node
+//     gets 1 for all four; three voters get 3, 2, 3 and 3.
 //   - auto.create.topics.enable false instead of true: a typo in a topic name
 //     should fail, not fill a disk.
 //   - log.flush.policy "ack" (wren's own): a write is acknowledged only once

@@ -39,8 +39,6 @@ var notInEffect = map[string]string{
 	"group.consumer.max.session.timeout.ms":    "members cannot choose their session timeout yet",
 	"group.consumer.min.heartbeat.interval.ms": "members cannot choose their heartbeat interval yet",
 	"group.consumer.max.heartbeat.interval.ms": "members cannot choose their heartbeat interval yet",
-	// [producers]
-	"transactional.id.expiration.ms": "wren does not support transactions",
 }
 
 // offValues are values of ignored settings that ask for what wren does

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wren-broker/wren/engine"
+	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/txn"
 )
 
 // Produce: v3-11 (v0-2 advertised for librdkafka, answered with
@@ -67,9 +69,21 @@ import (
 //   cluster here). With acks=0 the connection closes after a refusal, as
 //   Kafka's, since no answer tells the producer.
 //
+// * Transactions: a request with transactional batches needs a
+//   transactional id and WRITE on it, else
+//   TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's
+//   rule). Before the first transactional batch of a transaction is
+//   appended to a partition, the leader asks the transaction coordinator
+//   whether the partition is in the producer's ongoing transaction
+//   (KIP-890 part 1, TxnCoordinator.Verify) and keeps the answer until a
+//   marker ends the transaction there (txnGuards, txn.go): a refusal is
+//   INVALID_TXN_STATE (INVALID_PRODUCER_EPOCH for a fenced producer), a
+//   coordinator that cannot answer NOT_ENOUGH_REPLICAS (retriable), so a
+//   late batch of an ended transaction never opens one the coordinator
+//   does not know (KAFKA-17754). The verification waits on the
+//   connection's reader, at most 10 s.
+//
 // Not implemented:
-// * Transactions: a request with a transactional id gets
-//   TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition.
 // * Throttling.
 
 // errProduceRefused closes the connection of an acks=0 producer the
@@ -84,7 +98,9 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 	switch {
 	case req.CompatOnly:
 		topLevel = kerr.UnsupportedVersion.Code
-	case r.TransactionID != nil:
+	case r.TransactionID == nil && hasTransactionalBatch(r):
+		topLevel = kerr.TransactionalIDAuthorizationFailed.Code
+	case r.TransactionID != nil && !s.authorized(req, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *r.TransactionID):
 		topLevel = kerr.TransactionalIDAuthorizationFailed.Code
 	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 		topLevel = kerr.InvalidRequiredAcks.Code
@@ -137,7 +153,20 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			info, wait, err := part.AppendAsLeaderTimeout(p.Records, r.Acks, ackTimeout(r.TimeoutMillis))
+			tp := engine.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			var info engine.AppendInfo
+			var wait func() error
+			var err error
+			appendOnce := func() { info, wait, err = part.AppendAsLeaderTimeout(p.Records, r.Acks, ackTimeout(r.TimeoutMillis)) }
+			if r.TransactionID != nil {
+				if code := s.verifiedAppend(req, *r.TransactionID, part, tp, p.Records, appendOnce); code != 0 {
+					rp.ErrorCode = code
+					rt.Partitions = append(rt.Partitions, rp)
+					continue
+				}
+			} else {
+				appendOnce()
+			}
 			if errors.Is(err, engine.ErrTooManyOpenFiles) && len(waits) > 0 {
 				// This request's own earlier appends hold descriptors
 				// until their fdatasyncs: run those waits now (their
@@ -147,7 +176,13 @@ func (s *Server) handleProduce(req *Request) (Pending, error) {
 					werr := w()
 					waits[k] = func() error { return werr }
 				}
-				info, wait, err = part.AppendAsLeaderTimeout(p.Records, r.Acks, ackTimeout(r.TimeoutMillis))
+				if r.TransactionID != nil {
+					if code := s.verifiedAppend(req, *r.TransactionID, part, tp, p.Records, appendOnce); code != 0 {
+						err = kerr.ErrorForCode(code)
+					}
+				} else {
+					appendOnce()
+				}
 			}
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
@@ -334,4 +369,85 @@ func (s *Server) currentLeaders(resp *kmsg.ProduceResponse, listener string) {
 // request's TimeoutMillis, within bounds a client cannot stretch.
 func ackTimeout(ms int32) time.Duration {
 	return min(max(time.Duration(ms)*time.Millisecond, 10*time.Millisecond), 5*time.Minute)
+}
+
+// hasTransactionalBatch reports whether some partition's records hold a
+// transactional batch.
+func hasTransactionalBatch(r *kmsg.ProduceRequest) bool {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			if _, _, ok := transactionalProducer(p.Records); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// transactionalProducer returns the producer of the first transactional
+// batch of records; ok false when none is (or the records do not parse:
+// the append refuses them).
+func transactionalProducer(records []byte) (pid int64, epoch int16, ok bool) {
+	for len(records) > 0 {
+		h, err := batch.ParseHeader(records)
+		if err != nil || h.Size() <= 0 || h.Size() > len(records) {
+			return 0, 0, false
+		}
+		if h.IsTransactional() {
+			return h.ProducerID, h.ProducerEpoch, true
+		}
+		records = records[h.Size():]
+	}
+	return 0, 0, false
+}
+
+// verifiedAppend runs appendOnce for a transactional producer's records
+// once the coordinator verified the partition is in its ongoing
+// transaction (txnGuards), and returns the error code when it did not.
+// Records of no transactional batch are appended as they are.
+func (s *Server) verifiedAppend(req *Request, id string, part Replica, tp engine.TopicPartition, records []byte, appendOnce func()) int16 {
+	pid, epoch, ok := transactionalProducer(records)
+	if !ok {
+		appendOnce()
+		return 0
+	}
+	_, leaderEpoch := part.Leader()
+	gd := s.txnGuards.get(tp, pid, epoch, leaderEpoch)
+	if !gd.verified {
+		code := s.verifyPartition(req, id, pid, epoch, tp)
+		if code != 0 {
+			s.txnGuards.drop(tp, pid, gd)
+			return code
+		}
+		s.txnGuards.setVerified(tp, pid, gd)
+	}
+	if !s.txnGuards.appendIfGuarded(tp, pid, gd, appendOnce) {
+		// A marker ended the transaction here since it was verified.
+		return kerr.InvalidTxnState.Code
+	}
+	return 0
+}
+
+// verifyPartition asks the coordinator whether tp is in the producer's
+// ongoing transaction; 0 when it is.
+func (s *Server) verifyPartition(req *Request, id string, pid int64, epoch int16, tp engine.TopicPartition) int16 {
+	t := s.node().Txn
+	if t == nil {
+		return kerr.NotEnoughReplicas.Code
+	}
+	ctx, cancel := context.WithTimeout(reqContext(req), verifyTimeout)
+	defer cancel()
+	ttp := txn.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+	out, err := t.Verify(ctx, txn.AddPartitionsRequest{TransactionalID: id, ProducerID: pid, ProducerEpoch: epoch,
+		Partitions: []txn.TopicPartition{ttp}, VerifyOnly: true})
+	if err != nil {
+		return kerr.NotEnoughReplicas.Code
+	}
+	code := out.ErrorCode
+	if c, ok := out.Partitions[ttp]; ok && code == 0 {
+		code = c
+	} else if !ok && code == 0 {
+		code = kerr.InvalidTxnState.Code
+	}
+	return verifyCode(code)
 }

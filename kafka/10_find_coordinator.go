@@ -9,6 +9,7 @@ import (
 
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups"
+	"github.com/wren-broker/wren/txn"
 )
 
 // FindCoordinator: v0-6
@@ -36,24 +37,18 @@ import (
 //   OffsetFetch (a sharded request) on it at once, which ends the session
 //   of a member that is starting one. So it is given only where Kafka
 //   gives it: while no live broker leads the group's partition.
-// * Transactional ids (type 1) are answered
-//   TRANSACTIONAL_ID_AUTHORIZATION_FAILED with the message "transactions
-//   are not supported by wren": wren has no transaction coordinator, and
-//   that code is fatal in franz-go, librdkafka and the Java client, so
-//   init_transactions fails at once. COORDINATOR_NOT_AVAILABLE (retriable)
-//   made them retry until their timeout. librdkafka shows the message;
-//   franz-go and the Java client show only the code's own text, so the
-//   broker also logs the refusal with the client's id.
+// * Transactional ids (type 1): the leader of the id's partition of
+//   __transaction_state (txn.PartitionFor, the same hash), by the same
+//   lookup as groups, from any node. While the topic does not exist the
+//   answer is COORDINATOR_NOT_AVAILABLE (retriable) and the topic is
+//   created in the background, as Kafka creates it on the first such
+//   request. Authorization: DESCRIBE on the transactional id, or
+//   TRANSACTIONAL_ID_AUTHORIZATION_FAILED. An empty id is INVALID_REQUEST.
 // * Share group keys (type 2) the same from v6; below v6, and for unknown
 //   types, INVALID_REQUEST.
 // * v4+: the batched form, one result per key, in request order, with no
 //   error message (as Kafka).
 // * Authorization: DESCRIBE on the group, or GROUP_AUTHORIZATION_FAILED.
-//
-// Not implemented:
-// * Transactions are later work; this handler then answers with the
-//   leader of the key's partition of __transaction_state, by the same
-//   lookup as groups (partitionLeader).
 
 // Coordinator types of FindCoordinator. Part of the wire protocol.
 const (
@@ -65,9 +60,6 @@ const (
 func (s *Server) handleFindCoordinator(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
 	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	if r.CoordinatorType == coordinatorTransaction {
-		s.logTransactionsRefused(req)
-	}
 	if r.Version < 4 {
 		c, err := s.findCoordinator(req, r.Version, r.CoordinatorType, r.CoordinatorKey)
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), kafkaMessage(err)
@@ -78,14 +70,9 @@ func (s *Server) handleFindCoordinator(req *Request) (Pending, error) {
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key = key
 		// No message per key, as Kafka: it would be most of the
-		// response, many times the size of the key that asked. The
-		// one exception is short and tells a user why their
-		// transactional producer stopped.
+		// response, many times the size of the key that asked.
 		c, err := s.findCoordinator(req, r.Version, r.CoordinatorType, key)
 		rc.ErrorCode = errorCode(err)
-		if err == errTransactionsUnsupported {
-			rc.ErrorMessage = kafkaMessage(err)
-		}
 		rc.NodeID, rc.Host, rc.Port = c.id, c.host, c.port
 		resp.Coordinators = append(resp.Coordinators, rc)
 	}
@@ -111,8 +98,15 @@ func (s *Server) findCoordinator(req *Request, version int16, coordinatorType in
 		return noCoordinator, kerr.GroupAuthorizationFailed
 	case coordinatorType == coordinatorGroup:
 		return s.partitionLeader(req.Session, groups.OffsetsTopic, key)
+	case coordinatorType == coordinatorTransaction && key == "":
+		return noCoordinator, fmt.Errorf("%w: empty transactional id", kerr.InvalidRequest)
+	case coordinatorType == coordinatorTransaction && !s.authorized(req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key):
+		return noCoordinator, kerr.TransactionalIDAuthorizationFailed
 	case coordinatorType == coordinatorTransaction:
-		return noCoordinator, errTransactionsUnsupported
+		if t := s.node().Txn; t == nil || !t.EnsureTopic() {
+			return noCoordinator, fmt.Errorf("%w: %s does not exist yet", kerr.CoordinatorNotAvailable, txn.StateTopic)
+		}
+		return s.partitionLeader(req.Session, txn.StateTopic, key)
 	case coordinatorType == coordinatorShare && version >= 6:
 		return noCoordinator, fmt.Errorf("%w: share groups are not served by this broker", kerr.CoordinatorNotAvailable)
 	}
@@ -155,20 +149,4 @@ func (s *Server) partitionLeader(sess *Session, topic, key string) (coordinatorA
 		return noCoordinator, fmt.Errorf("%w: broker %d, the leader of %s-%d, has no %s listener", kerr.CoordinatorNotAvailable, leader, topic, p, lname)
 	}
 	return coordinatorAddr{id: leader, host: host, port: port}, nil
-}
-
-// errTransactionsUnsupported answers every transactional request: see the
-// header.
-var errTransactionsUnsupported = fmt.Errorf("%w: transactions are not supported by wren", kerr.TransactionalIDAuthorizationFailed)
-
-// logTransactionsRefused tells the operator why a transactional producer
-// failed, since most clients do not show the broker's message. A refused
-// client stops (the error is fatal), so this is one line per producer.
-func (s *Server) logTransactionsRefused(req *Request) {
-	remote := ""
-	if req.Session != nil && req.Session.RemoteAddr != nil {
-		remote = req.Session.RemoteAddr.String()
-	}
-	s.log.Info("transactional producer refused: transactions are not supported by wren",
-		"client.id", req.Header.ClientID, "remote", remote)
 }

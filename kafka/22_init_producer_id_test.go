@@ -21,7 +21,9 @@ func initProducerIDRequest(transactionalID *string) *kmsg.InitProducerIDRequest 
 }
 
 // TestInitProducerID: each idempotent producer gets a new id at epoch 0;
-// transactions are refused; an id that cannot be had is the error's code.
+// a transactional id goes to the transaction coordinator (none here:
+// COORDINATOR_NOT_AVAILABLE, retriable); an id that cannot be had is the
+// error's code.
 func TestInitProducerID(t *testing.T) {
 	f := newSeamFixture(t)
 	for want := int64(1000); want < 1002; want++ {
@@ -34,7 +36,7 @@ func TestInitProducerID(t *testing.T) {
 
 	txn := "txn"
 	resp := f.do(t, initProducerIDRequest(&txn)).(*kmsg.InitProducerIDResponse)
-	wantCode(t, "transactional", resp.ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+	wantCode(t, "transactional", resp.ErrorCode, kerr.CoordinatorNotAvailable)
 	if resp.ProducerID != -1 {
 		t.Errorf("transactional: producer id %d, want -1", resp.ProducerID)
 	}

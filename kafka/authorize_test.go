@@ -671,6 +671,64 @@ var authRules = map[kmsg.Key]authRule{
 		},
 		refused: []*kerr.Error{taf},
 	},
+	kmsg.AddPartitionsToTxn: {
+		// The batched form (v4+, the partition leaders' verification)
+		// needs CLUSTER_ACTION; v0-3 WRITE on the transactional id and
+		// the topics (TestTxnAuthorization).
+		req: func() kmsg.Request {
+			r := kmsg.NewPtrAddPartitionsToTxnRequest()
+			rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
+			rt.TransactionalID, rt.ProducerID, rt.VerifyOnly = "tx", 1, true
+			tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			tt.Topic, tt.Partitions = "t", []int32{0}
+			rt.Topics = append(rt.Topics, tt)
+			r.Transactions = append(r.Transactions, rt)
+			return r
+		},
+		codes:   func(m kmsg.Response) []int16 { return []int16{m.(*kmsg.AddPartitionsToTxnResponse).ErrorCode} },
+		refused: []*kerr.Error{caf},
+	},
+	kmsg.AddOffsetsToTxn: {
+		req: func() kmsg.Request {
+			r := kmsg.NewPtrAddOffsetsToTxnRequest()
+			r.TransactionalID, r.ProducerID, r.Group = "tx", 1, "g"
+			return r
+		},
+		codes:   func(m kmsg.Response) []int16 { return []int16{m.(*kmsg.AddOffsetsToTxnResponse).ErrorCode} },
+		refused: []*kerr.Error{kerr.TransactionalIDAuthorizationFailed},
+	},
+	kmsg.EndTxn: {
+		req: func() kmsg.Request {
+			r := kmsg.NewPtrEndTxnRequest()
+			r.TransactionalID, r.ProducerID, r.Commit = "tx", 1, true
+			return r
+		},
+		codes:   func(m kmsg.Response) []int16 { return []int16{m.(*kmsg.EndTxnResponse).ErrorCode} },
+		refused: []*kerr.Error{kerr.TransactionalIDAuthorizationFailed},
+	},
+	kmsg.WriteTxnMarkers: {
+		req: func() kmsg.Request {
+			r := kmsg.NewPtrWriteTxnMarkersRequest()
+			m := kmsg.NewWriteTxnMarkersRequestMarker()
+			m.ProducerID, m.Committed = 1, true
+			mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			mt.Topic, mt.Partitions = "t", []int32{0}
+			m.Topics = append(m.Topics, mt)
+			r.Markers = append(r.Markers, m)
+			return r
+		},
+		codes: func(m kmsg.Response) (c []int16) {
+			for _, mk := range m.(*kmsg.WriteTxnMarkersResponse).Markers {
+				for _, t := range mk.Topics {
+					for _, p := range t.Partitions {
+						c = append(c, p.ErrorCode)
+					}
+				}
+			}
+			return c
+		},
+		refused: []*kerr.Error{caf},
+	},
 	kmsg.ConsumerGroupHeartbeat: {
 		req: func() kmsg.Request {
 			r := kmsg.NewPtrConsumerGroupHeartbeatRequest()

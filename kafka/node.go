@@ -25,6 +25,13 @@ type Node struct {
 	// answer COORDINATOR_NOT_AVAILABLE; FindCoordinator answers from the
 	// image all the same).
 	Groups GroupCoordinator
+	// Txn is the transaction coordinator; nil means none (transactional
+	// requests get COORDINATOR_NOT_AVAILABLE).
+	Txn TxnCoordinator
+	// GroupTxnMarkers writes WriteTxnMarkers' markers on
+	// __consumer_offsets partitions; nil answers them
+	// COORDINATOR_NOT_AVAILABLE (retriable).
+	GroupTxnMarkers GroupTxnMarkers
 	// Host and Port are what Metadata and FindCoordinator advertise for
 	// this node (the advertised listener, or the bound address).
 	Host string

@@ -10,6 +10,7 @@ import (
 	"github.com/wren-broker/wren/engine/producer"
 	"github.com/wren-broker/wren/groups"
 	"github.com/wren-broker/wren/security/acl"
+	"github.com/wren-broker/wren/txn"
 )
 
 // The seam between the wire protocol and the broker: the few verbs the
@@ -97,6 +98,11 @@ type Replica interface {
 	EndOffsetForEpoch(epoch int32) (int32, int64)
 	LeaderEpochs() []engine.EpochEntry
 	ProducerStates() []producer.Entry
+
+	// AppendTxnMarkerAsLeader appends a transaction marker as the leader
+	// and waits, at most timeout, until the in-sync replicas hold it
+	// (WriteTxnMarkers).
+	AppendTxnMarkerAsLeader(m engine.TxnMarker, timeout time.Duration) error
 }
 
 // Metadata is the read side of the control plane: the committed metadata
@@ -227,4 +233,50 @@ type GroupCall interface {
 type ProducerIDs interface {
 	// Next returns an id never handed out before, in this cluster.
 	Next(ctx context.Context) (int64, error)
+}
+
+// TxnInput feeds one request to a transactional id's coordinator core.
+type TxnInput = func(c TxnCore, requestID uint64, nowMs int64)
+
+// TxnCore is the transaction coordinator's core (a txn.Coordinator) as the
+// handlers' inputs see it: its request verbs.
+type TxnCore interface {
+	InitProducerID(req txn.InitRequest, nowMs int64)
+	AddPartitions(req txn.AddPartitionsRequest, nowMs int64)
+	EndTxn(req txn.EndRequest, nowMs int64)
+}
+
+// TxnCoordinator serves the transactional ids whose __transaction_state
+// partitions this node leads.
+type TxnCoordinator interface {
+	// Submit hands input to the coordinator of the transactional id at
+	// once, so one connection's requests reach it in order.
+	Submit(ctx context.Context, id string, input TxnInput) TxnCall
+	// Verify asks the coordinator of req's transactional id, on this
+	// node or another, whether req's partitions are in the producer's
+	// ongoing transaction (AddPartitionsToTxn with verifyOnly, KIP-890):
+	// what a partition leader asks before the first transactional batch
+	// of a transaction.
+	Verify(ctx context.Context, req txn.AddPartitionsRequest) (txn.Response, error)
+	// EnsureTopic reports whether __transaction_state exists, and when it
+	// does not, starts creating it in the background (Kafka creates it on
+	// the first FindCoordinator for a transactional id).
+	EnsureTopic() bool
+}
+
+// TxnCall is one submitted transaction coordinator request.
+type TxnCall interface {
+	// Wait returns the coordinator's response. An error wrapping a
+	// kerr.Error is answered with that code; any other error means ctx
+	// ended or the coordinator closed.
+	Wait(ctx context.Context) (txn.Response, error)
+}
+
+// GroupTxnMarkers writes transaction markers to __consumer_offsets
+// partitions, through the group coordinator's own ordered append path,
+// and applies the transaction's pending offsets (groups/coordinator's
+// Driver).
+type GroupTxnMarkers interface {
+	WriteTxnMarker(ctx context.Context, partition int32, producerID int64, producerEpoch int16,
+		coordinatorEpoch int32, commit bool) error
 }

@@ -41,6 +41,7 @@ type fakeReplica struct {
 	appendErr error
 	ackErr    error
 	appended  [][]byte
+	markers   []engine.TxnMarker
 	epochs    []engine.EpochEntry
 	producers []producer.Entry
 	hwChanged chan struct{}
@@ -84,6 +85,18 @@ func (r *fakeReplica) AppendAsLeaderTimeout(records []byte, acks int16, _ time.D
 	info := engine.AppendInfo{FirstOffset: r.logEnd, LogAppendTime: -1, LogStartOffset: r.logStart, RecordCount: 1, Bytes: int64(len(records))}
 	r.logEnd++
 	return info, func() error { return r.ackErr }, nil
+}
+
+func (r *fakeReplica) AppendTxnMarkerAsLeader(m engine.TxnMarker, _ time.Duration) error {
+	if !r.leader {
+		return fmt.Errorf("%w: not led by this node", kerr.NotLeaderForPartition)
+	}
+	if r.appendErr != nil {
+		return r.appendErr
+	}
+	r.markers = append(r.markers, m)
+	r.logEnd++
+	return nil
 }
 
 func (r *fakeReplica) ReadForConsumer(offset, maxBytes int64, minOne bool) (*engine.ReadResult, int64, int64, error) {

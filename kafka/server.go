@@ -303,6 +303,8 @@ type Server struct {
 	// internalWrite says which topics internal sessions may write
 	// (SetInternalWritable); nil: none.
 	internalWrite atomic.Pointer[func(topic string) bool]
+	// txnGuards are Produce's KIP-890 verifications (txn.go).
+	txnGuards txnGuards
 	// perIP counts open connections by client address.
 	// Invariant: perIP[a] is the number of conns whose ip is a; no zero
 	// entries.

@@ -565,3 +565,33 @@ func (p *Partition) ReadCommittedForConsumer(offset, maxBytes int64, minOneMessa
 
 // LastStableOffset is the last stable offset given the high watermark hw.
 func (p *Partition) LastStableOffset(hw int64) int64 { return p.log.LastStableOffset(hw) }
+
+// AppendTxnMarkerAsLeader appends a transaction marker (COMMIT or ABORT,
+// engine.Log.AppendTxnMarker) as the leader and waits, at most timeout,
+// until every in-sync replica holds it (acks=all): what the transaction
+// coordinator's WriteTxnMarkers asks of a partition leader. The marker is
+// refused as a produce with acks=all is (not the leader, fewer in-sync
+// replicas than min.insync.replicas), and by the engine for a fenced
+// producer or coordinator epoch.
+func (p *Partition) AppendTxnMarkerAsLeader(m engine.TxnMarker, timeout time.Duration) error {
+	p.mu.Lock()
+	leader, epoch := p.isLeader, p.leaderEpoch
+	isr, minISR, minSet := len(p.core.isr), p.core.effectiveMinISR(), p.core.minISR > 0
+	p.mu.Unlock()
+	if !leader {
+		return fmt.Errorf("%w: %s is not led by this node", kerr.NotLeaderForPartition, p.tp)
+	}
+	if minSet && isr < minISR {
+		return fmt.Errorf("%w: %s has %d in-sync replica(s), min.insync.replicas is %d", kerr.NotEnoughReplicas, p.tp, isr, minISR)
+	}
+	// AppendTxnMarker returns once the marker is as durable as the flush
+	// policy promises, and refuses it unless this replica still leads
+	// at epoch.
+	info, err := p.log.AppendTxnMarker(m, epoch)
+	if err != nil {
+		return err
+	}
+	p.notifyAppended()
+	p.maybeAdvanceHighWatermark()
+	return p.waitHighWatermark(info.LastOffset+1, timeout)
+}
