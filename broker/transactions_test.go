@@ -326,3 +326,158 @@ func TestLateProduceAfterAbortRefused(t *testing.T) {
 	}
 	checkSameRecords(t, readCommitted(t, b, "late", 1), []string{"plain"})
 }
+
+// txnThreeNodes is a three-node cluster for the transaction tests, with
+// topic (RF 3, partitions partitions).
+func txnThreeNodes(t *testing.T, topic string, partitions int32) ([]*Broker, []string) {
+	t.Helper()
+	brokers := startThreeNodes(t, func(_ int, text string) string { return text + txnTestExtra }, nil)
+	_, adm := threeNodeAdmin(t, brokers)
+	createReplicatedTopic(t, brokers, adm, topic, partitions)
+	var seeds []string
+	for _, b := range brokers {
+		seeds = append(seeds, b.Addr().String())
+	}
+	return brokers, seeds
+}
+
+// readCommittedFrom is readCommitted through the given seeds.
+func readCommittedFrom(t *testing.T, seeds []string, topic string, want int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond), kgo.RequestTimeoutOverhead(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(testContext(t), 45*time.Second)
+	defer cancel()
+	var got []string
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read_committed: %d of %d records before the deadline: %v", len(got), want, got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
+}
+
+// txnCoordinatorOf is the broker leading id's __transaction_state
+// partition, by the committed image.
+func txnCoordinatorOf(t *testing.T, brokers []*Broker, id string) *Broker {
+	t.Helper()
+	var leader int32 = -1
+	pollFor(t, "a leader of the transactional id's partition", 30*time.Second, func() bool {
+		tt := brokers[0].Controller().Image().Topic(txn.StateTopic)
+		if tt == nil {
+			return false
+		}
+		leader = tt.Partitions[txn.PartitionFor(id, int32(len(tt.Partitions)))].Leader
+		return leader > 0
+	})
+	for _, b := range brokers {
+		if b.cfg.NodeID == leader {
+			return b
+		}
+	}
+	t.Fatalf("no broker %d", leader)
+	return nil
+}
+
+// TestTransactionsThreeNodes: franz-go's transactional producer on three
+// nodes (RF 3): committed transactions over three partitions are read by
+// a read_committed consumer exactly, aborted ones never; markers go to
+// partition leaders on other nodes than the coordinator.
+func TestTransactionsThreeNodes(t *testing.T) {
+	t.Parallel()
+	_, seeds := txnThreeNodes(t, "txn3", 3)
+	ctx := testContext(t)
+	p, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("three"), kgo.DefaultProduceTopic("txn3"),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RequestTimeoutOverhead(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var want []string
+	for i := range 4 {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		commit := i%2 == 1
+		for j := range 3 {
+			v := fmt.Sprintf("abort-%d-%d", i, j)
+			if commit {
+				v = fmt.Sprintf("commit-%d-%d", i, j)
+				want = append(want, v)
+			}
+			if err := p.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+				t.Fatalf("transaction %d: produce: %v", i, err)
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("transaction %d: end (commit %v): %v", i, commit, err)
+		}
+	}
+	checkSameRecords(t, readCommittedFrom(t, seeds, "txn3", len(want)), want)
+}
+
+// TestTransactionCoordinatorFailover (F25): the coordinator decides a
+// commit (PrepareCommit durable, EndTxn answered) and stops before any
+// marker is written; the node is closed. The new leader of the
+// transactional id's __transaction_state partition loads it, finds the
+// transaction prepared, writes its markers and completes it: every
+// record of the transaction is read_committed.
+func TestTransactionCoordinatorFailover(t *testing.T) {
+	t.Parallel()
+	brokers, seeds := txnThreeNodes(t, "failover", 3)
+	ctx := testContext(t)
+	for _, b := range brokers {
+		b.txnPeers.held.Store(true)
+	}
+	p, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("failover-id"), kgo.DefaultProduceTopic("failover"),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RequestTimeoutOverhead(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for j := range 6 {
+		v := fmt.Sprintf("commit-%d", j)
+		want = append(want, v)
+		if err := p.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	coord := txnCoordinatorOf(t, brokers, "failover-id")
+	if m := txnState(t, coord, "failover-id"); m == nil || m.State != txn.PrepareCommit || len(m.Partitions) != 3 {
+		t.Fatalf("before the failover: %+v, want PrepareCommit over 3 partitions", m)
+	}
+	var rest []*Broker
+	var restSeeds []string
+	for _, b := range brokers {
+		if b != coord {
+			b.txnPeers.held.Store(false)
+			rest = append(rest, b)
+			restSeeds = append(restSeeds, b.Addr().String())
+		}
+	}
+	if err := coord.Close(); err != nil {
+		t.Logf("close the coordinator's node: %v", err)
+	}
+	pollFor(t, "the transaction completed by the new coordinator", 45*time.Second, func() bool {
+		for _, b := range rest {
+			if m := txnState(t, b, "failover-id"); m != nil && m.State == txn.CompleteCommit {
+				return true
+			}
+		}
+		return false
+	})
+	checkSameRecords(t, readCommittedFrom(t, restSeeds, "failover", len(want)), want)
+}

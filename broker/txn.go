@@ -78,6 +78,10 @@ type txnPeers struct {
 	closed bool
 
 	creating atomic.Bool
+	// held, set by tests, writes no marker (every partition is left for
+	// the next round): a coordinator stopped between its decision and
+	// its markers.
+	held atomic.Bool
 }
 
 // kgoClient is the client of the other nodes' client listeners, made on
@@ -114,6 +118,9 @@ func (p *txnPeers) close() {
 // WriteTxnMarkers that the client sends to each leader. A partition whose
 // topic no longer exists counts as written (Kafka drops its marker).
 func (p *txnPeers) WriteMarkers(ctx context.Context, m txn.Markers, coordinatorEpoch int32) []txn.TopicPartition {
+	if p.held.Load() {
+		return m.Partitions
+	}
 	im := p.b.controller.Image()
 	self := p.b.cfg.NodeID
 	srv := p.server.Load()
