@@ -481,3 +481,25 @@ func TestTransactionCoordinatorFailover(t *testing.T) {
 	})
 	checkSameRecords(t, readCommittedFrom(t, restSeeds, "failover", len(want)), want)
 }
+
+// TestTransactionsRefuseCompactedTopics: a compacted topic cannot join a
+// transaction (POLICY_VIOLATION): the cleaner does not yet drop aborted
+// records by Kafka's rules, and an aborted record's key would make it
+// remove a committed record's.
+func TestTransactionsRefuseCompactedTopics(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, testConfig(t, t.TempDir(), txnTestExtra))
+	_, adm := newClient(t, b)
+	compact := "compact"
+	if _, err := adm.CreateTopic(testContext(t), 1, 1, map[string]*string{"cleanup.policy": &compact}, "compacted"); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := newClient(t, b, kgo.TransactionalID("compacted-id"), kgo.DefaultProduceTopic("compacted"))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	err := p.ProduceSync(testContext(t), &kgo.Record{Key: []byte("k"), Value: []byte("v")}).FirstErr()
+	if !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("transactional produce to a compacted topic: %v, want POLICY_VIOLATION", err)
+	}
+}

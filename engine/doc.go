@@ -284,8 +284,9 @@
 // The cleaner keeps control batches and never merges a segment with a
 // .txnindex into an earlier run (cleanSeg.aborted), so each index stays
 // beside its markers. Not yet: Kafka's removal of aborted records and of
-// markers whose transaction is gone (harmless while Produce refuses
-// transactional producers, see kafka/produce_guard.go).
+// markers whose transaction is gone (harmless while no compacted topic
+// may join a transaction: AddPartitionsToTxn refuses one, see
+// kafka/24_add_partitions_to_txn.go).
 //
 // All file access goes through internal/vfs, so tests crash the engine at
 // any write and lose exactly what was not synced.

@@ -20,7 +20,7 @@ import (
 // them do the I/O (docs/ARCHITECTURE.md). pureCoreFiles are the ones that
 // share a package with their driver.
 var (
-	pureCores     = []string{"wren/election", "wren/cluster/metalog", "wren/groups", "wren/groups/assign"}
+	pureCores     = []string{"wren/election", "wren/cluster/metalog", "wren/groups", "wren/groups/assign", "wren/txn"}
 	pureCoreFiles = []string{"replication/core.go"}
 	// pureCoreImportsNot are what a pure core's own code never imports:
 	// no clock (time is ticks), no files, no sockets, no locks or
@@ -35,7 +35,7 @@ var rules = []Rule{
 	{
 		Name:  "kafka stays behind its seam",
 		From:  []string{"wren/kafka/..."},
-		Reach: []string{"wren/replication/...", "wren/groups/coordinator", "wren/ops", "wren/broker", "wren/cli"},
+		Reach: []string{"wren/replication/...", "wren/groups/coordinator", "wren/txn/coordinator", "wren/ops", "wren/broker", "wren/cli"},
 		Why: "the handlers act on the broker only through the interfaces of kafka/seam.go (broker/seam.go adapts " +
 			"the concrete types), so each API is tested beside its file with small fakes",
 	},
@@ -48,13 +48,13 @@ var rules = []Rule{
 	{
 		Name:  "cluster sits below replication, groups and the protocol",
 		From:  []string{"wren/cluster/..."},
-		Reach: []string{"wren/kafka", "wren/replication/...", "wren/groups/...", "wren/ops", "wren/broker", "wren/cli"},
+		Reach: []string{"wren/kafka", "wren/replication/...", "wren/groups/...", "wren/txn/...", "wren/ops", "wren/broker", "wren/cli"},
 		Why:   "they read the committed image and ask the controller for changes; the controller never calls up into them",
 	},
 	{
 		Name:  "replication sits below the group coordinator and beside the protocol",
 		From:  []string{"wren/replication/..."},
-		Reach: []string{"wren/kafka", "wren/groups/...", "wren/ops", "wren/broker", "wren/cli"},
+		Reach: []string{"wren/kafka", "wren/groups/...", "wren/txn/...", "wren/ops", "wren/broker", "wren/cli"},
 		Why: "followers speak Fetch through the wire leaf, not through the client protocol's server; " +
 			"the group coordinator's state lives on replicas of __consumer_offsets",
 	},
@@ -63,6 +63,13 @@ var rules = []Rule{
 		From:  []string{"wren/groups/coordinator"},
 		Reach: []string{"wren/kafka", "wren/ops", "wren/broker", "wren/cli"},
 		Why:   "kafka drives it through the GroupCoordinator interface of its seam",
+	},
+	{
+		Name:  "the transaction coordinator's driver sits below the protocol",
+		From:  []string{"wren/txn/coordinator"},
+		Reach: []string{"wren/kafka", "wren/groups/...", "wren/ops", "wren/broker", "wren/cli"},
+		Why: "kafka drives it through the TxnCoordinator interface of its seam, and the broker hands it the " +
+			"markers' transport; the group coordinator's markers go through the seam too",
 	},
 	{
 		Name:  "the engine never imports anything above it",

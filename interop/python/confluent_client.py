@@ -10,10 +10,10 @@ headers, compressed with CODEC (none, gzip, snappy, lz4, zstd: librdkafka's
 own codecs), and exits non-zero if any delivery failed. consume reads every
 partition of TOPIC from the start up to the high watermark it finds at
 start (so duplicates in the log show up too) and writes the dump format.
-transactions calls init_transactions, which wren must refuse at once with
-a fatal error that says transactions are not supported: it prints the
-error and how long it took, and exits non-zero if the call succeeded,
-timed out, or failed with anything else.
+transactions runs a transactional producer (init_transactions, a commit,
+an abort, a commit) on its own topic and reads it back with a
+read_committed consumer: it exits non-zero unless exactly the committed
+records come back.
 """
 
 import argparse
@@ -102,24 +102,63 @@ def consume(args):
 
 
 def transactions(args):
+    # A committed transaction, an aborted one, and a committed one after
+    # it, on a topic of its own; a read_committed consumer must read the
+    # committed records, each once, and none of the aborted.
+    topic = "wren-interop-txn"
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    fs = admin.create_topics([NewTopic(topic, num_partitions=2)])
+    for f in fs.values():
+        try:
+            f.result(args.timeout)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
     p = Producer({"bootstrap.servers": args.bootstrap, "transactional.id": "wren-interop-txn"})
     started = time.monotonic()
+    p.init_transactions(args.timeout)
+    want = []
+    for name, commit in (("commit-1", True), ("abort-1", False), ("commit-2", True)):
+        p.begin_transaction()
+        for i in range(10):
+            value = "%s-%d" % (name, i)
+            p.produce(topic, key=str(i).encode(), value=value.encode())
+            if commit:
+                want.append(value)
+        if commit:
+            p.commit_transaction(args.timeout)
+        else:
+            p.abort_transaction(args.timeout)
+    print("init_transactions, two commits and an abort took %.1f s" % (time.monotonic() - started))
+
+    c = Consumer({
+        "bootstrap.servers": args.bootstrap,
+        "group.id": "wren-interop-txn-never-joined",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+    })
     try:
-        p.init_transactions(args.timeout)
-    except KafkaException as e:
-        err = e.args[0]
-        took = time.monotonic() - started
-        print("init_transactions failed after %.1f s: %s" % (took, err.str()))
-        if err.code() != KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED or not err.fatal():
-            sys.exit("confluent transactions: want a fatal TRANSACTIONAL_ID_AUTHORIZATION_FAILED, got %s" % err)
-        if "transactions are not supported by wren" not in err.str():
-            sys.exit("confluent transactions: the error does not say transactions are not supported")
-        # Failing fast means well before any client timeout: librdkafka
-        # retries a retriable answer for the whole call's timeout.
-        if took > 10:
-            sys.exit("confluent transactions: took %.1f s, want an immediate error" % took)
-        return
-    sys.exit("confluent transactions: init_transactions succeeded against a broker without transactions")
+        c.assign([TopicPartition(topic, p_, 0) for p_ in range(2)])
+        got = []
+        deadline = time.monotonic() + args.timeout
+        while len(got) < len(want) and time.monotonic() < deadline:
+            m = c.poll(1.0)
+            if m is None:
+                continue
+            if m.error() is not None:
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                sys.exit("confluent transactions: consume: %s" % m.error())
+            got.append(m.value().decode())
+    finally:
+        c.close()
+    aborted = [v for v in got if v.startswith("abort")]
+    if aborted:
+        sys.exit("confluent transactions: read_committed read aborted records %s" % aborted[:5])
+    if sorted(got) != sorted(want):
+        sys.exit("confluent transactions: read_committed read %d records, want the %d committed: %s" % (len(got), len(want), got))
+    print("read_committed read the %d committed records, none of the aborted" % len(got))
 
 
 def main():
