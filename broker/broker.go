@@ -224,7 +224,7 @@ func (b *Broker) componentList(w *wiring) []component {
 		b.replicasComponent(w),
 		b.offsetsTopicComponent(w),
 		b.groupsComponent(w),
-		b.txnComponent(),
+		b.txnComponent(w),
 		b.kafkaListenerComponent(w),
 	)
 	// Always: a run-time link (`wren uplink add`) may come.

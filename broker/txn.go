@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,12 +32,12 @@ import (
 const txnTopicTimeout = 30 * time.Second
 
 // txnComponent is the transaction coordinator.
-func (b *Broker) txnComponent() component {
+func (b *Broker) txnComponent(w *wiring) component {
 	var run *task
 	return component{name: "transaction coordinator",
 		start: func() (err error) {
 			cfg := b.cfg
-			b.txnPeers = &txnPeers{b: b}
+			b.txnPeers = &txnPeers{b: b, listener: w.client.name}
 			b.txn, err = txncoord.New(txncoord.Config{
 				Txn:          txn.Config{MaxTimeoutMs: cfg.TransactionMaxTimeoutMs, IDExpirationMs: int64(cfg.TransactionalIDExpirationMs)},
 				Partitions:   b.txnPartitions,
@@ -73,9 +75,13 @@ type txnPeers struct {
 	// server is this node's Kafka server, set once it exists.
 	server atomic.Pointer[kafka.Server]
 
-	mu     sync.Mutex
-	client *kgo.Client
-	closed bool
+	// listener is the client listener whose addresses the other nodes
+	// are reached at.
+	listener string
+
+	mu      sync.Mutex
+	clients map[int32]peerClient
+	closed  bool
 
 	creating atomic.Bool
 	// held, set by tests, writes no marker (every partition is left for
@@ -84,32 +90,53 @@ type txnPeers struct {
 	held atomic.Bool
 }
 
-// kgoClient is the client of the other nodes' client listeners, made on
-// first use with this node as its seed: it finds partition leaders and
-// transaction coordinators from the cluster's metadata.
-func (p *txnPeers) kgoClient() (*kgo.Client, error) {
+// peerClient is a franz-go client of one other node's client listener.
+type peerClient struct {
+	addr string
+	cl   *kgo.Client
+}
+
+// request sends req to node over its client listener (the address it
+// registered for this node's first client listener), with a client kept
+// per node. Requests go to the node itself, never through the client's
+// routing: what answers is the node the image names.
+func (p *txnPeers) request(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
+	host, port, ok := p.b.controller.BrokerAddr(node, p.listener)
+	if !ok {
+		return nil, fmt.Errorf("%w: broker %d has no %s listener", kerr.NotCoordinator, node, p.listener)
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return nil, errors.New("broker: closed")
 	}
-	if p.client == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(p.b.Addr().String()), kgo.ClientID("wren-txn-"+fmt.Sprint(p.b.cfg.NodeID)),
-			kgo.RequestRetries(0), kgo.RetryTimeout(5*time.Second))
+	pc, ok := p.clients[node]
+	if !ok || pc.addr != addr {
+		if ok {
+			pc.cl.Close()
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("wren-txn-"+strconv.Itoa(int(p.b.cfg.NodeID))))
 		if err != nil {
+			p.mu.Unlock()
 			return nil, err
 		}
-		p.client = cl
+		pc = peerClient{addr: addr, cl: cl}
+		if p.clients == nil {
+			p.clients = map[int32]peerClient{}
+		}
+		p.clients[node] = pc
 	}
-	return p.client, nil
+	p.mu.Unlock()
+	return pc.cl.SeedBrokers()[0].Request(ctx, req)
 }
 
 func (p *txnPeers) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
-	if p.client != nil {
-		p.client.Close()
+	for _, pc := range p.clients {
+		pc.cl.Close()
 	}
 }
 
@@ -124,15 +151,16 @@ func (p *txnPeers) WriteMarkers(ctx context.Context, m txn.Markers, coordinatorE
 	im := p.b.controller.Image()
 	self := p.b.cfg.NodeID
 	srv := p.server.Load()
-	var left, remote []txn.TopicPartition
+	var left []txn.TopicPartition
+	remote := map[int32][]txn.TopicPartition{}
 	marker := engine.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit, CoordinatorEpoch: coordinatorEpoch}
 	for _, tp := range m.Partitions {
 		t := im.Topic(tp.Topic)
 		if t == nil || int(tp.Partition) >= len(t.Partitions) {
 			continue
 		}
-		if t.Partitions[tp.Partition].Leader != self {
-			remote = append(remote, tp)
+		if leader := t.Partitions[tp.Partition].Leader; leader != self {
+			remote[leader] = append(remote[leader], tp)
 			continue
 		}
 		if srv == nil {
@@ -144,17 +172,22 @@ func (p *txnPeers) WriteMarkers(ctx context.Context, m txn.Markers, coordinatorE
 			left = append(left, tp)
 		}
 	}
-	if len(remote) == 0 {
-		return left
+	for leader, tps := range remote {
+		left = append(left, p.writeRemote(ctx, leader, m, coordinatorEpoch, tps)...)
 	}
-	cl, err := p.kgoClient()
-	if err != nil {
-		return append(left, remote...)
+	return left
+}
+
+// writeRemote sends the markers of tps to their leader, another node, and
+// returns the partitions not written.
+func (p *txnPeers) writeRemote(ctx context.Context, leader int32, m txn.Markers, coordinatorEpoch int32, tps []txn.TopicPartition) []txn.TopicPartition {
+	if leader < 0 {
+		return tps
 	}
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	rm := kmsg.NewWriteTxnMarkersRequestMarker()
 	rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, coordinatorEpoch
-	for _, tp := range remote {
+	for _, tp := range tps {
 		if n := len(rm.Topics); n == 0 || rm.Topics[n-1].Topic != tp.Topic {
 			rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 			rt.Topic = tp.Topic
@@ -163,29 +196,26 @@ func (p *txnPeers) WriteMarkers(ctx context.Context, m txn.Markers, coordinatorE
 		rm.Topics[len(rm.Topics)-1].Partitions = append(rm.Topics[len(rm.Topics)-1].Partitions, tp.Partition)
 	}
 	req.Markers = append(req.Markers, rm)
+	kresp, err := p.request(ctx, leader, req)
+	if err != nil {
+		p.b.logger.Debug("transaction markers not sent; will retry", "leader", leader, "producer", m.ProducerID, "err", err)
+		return tps
+	}
 	done := map[txn.TopicPartition]bool{}
-	for _, sh := range cl.RequestSharded(ctx, req) {
-		if sh.Err != nil {
-			continue
-		}
-		resp := sh.Resp.(*kmsg.WriteTxnMarkersResponse)
-		for _, mk := range resp.Markers {
-			for _, t := range mk.Topics {
-				for _, pp := range t.Partitions {
-					tp := txn.TopicPartition{Topic: t.Topic, Partition: pp.Partition}
-					switch pp.ErrorCode {
-					case 0, kerr.UnknownTopicOrPartition.Code:
-						if pp.ErrorCode == 0 || im.Topic(t.Topic) == nil {
-							done[tp] = true
-						}
-					default:
-						p.b.logger.Debug("transaction marker not written; will retry", "partition", tp, "producer", m.ProducerID, "err", kerr.ErrorForCode(pp.ErrorCode))
-					}
+	for _, mk := range kresp.(*kmsg.WriteTxnMarkersResponse).Markers {
+		for _, t := range mk.Topics {
+			for _, pp := range t.Partitions {
+				tp := txn.TopicPartition{Topic: t.Topic, Partition: pp.Partition}
+				if pp.ErrorCode == 0 {
+					done[tp] = true
+					continue
 				}
+				p.b.logger.Debug("transaction marker not written; will retry", "partition", tp, "producer", m.ProducerID, "err", kerr.ErrorForCode(pp.ErrorCode))
 			}
 		}
 	}
-	for _, tp := range remote {
+	var left []txn.TopicPartition
+	for _, tp := range tps {
 		if !done[tp] {
 			left = append(left, tp)
 		}
@@ -193,11 +223,16 @@ func (p *txnPeers) WriteMarkers(ctx context.Context, m txn.Markers, coordinatorE
 	return left
 }
 
-// verify asks the coordinator of req's id on another node.
+// verify asks the coordinator of req's id, the leader of its
+// __transaction_state partition on another node.
 func (p *txnPeers) verify(ctx context.Context, r txn.AddPartitionsRequest) (txn.Response, error) {
-	cl, err := p.kgoClient()
-	if err != nil {
-		return txn.Response{}, err
+	t := p.b.controller.Image().Topic(txn.StateTopic)
+	if t == nil || len(t.Partitions) == 0 {
+		return txn.Response{}, txncoord.ErrNoTopic
+	}
+	leader := t.Partitions[txn.PartitionFor(r.TransactionalID, int32(len(t.Partitions)))].Leader
+	if leader < 0 {
+		return txn.Response{}, fmt.Errorf("%w: no leader", kerr.CoordinatorNotAvailable)
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
@@ -211,12 +246,16 @@ func (p *txnPeers) verify(ctx context.Context, r txn.AddPartitionsRequest) (txn.
 		rt.Topics[len(rt.Topics)-1].Partitions = append(rt.Topics[len(rt.Topics)-1].Partitions, tp.Partition)
 	}
 	req.Transactions = append(req.Transactions, rt)
-	kresp, err := cl.Request(ctx, req)
+	kresp, err := p.request(ctx, leader, req)
 	if err != nil {
 		return txn.Response{}, err
 	}
 	resp := kresp.(*kmsg.AddPartitionsToTxnResponse)
 	out := txn.Response{ErrorCode: resp.ErrorCode, Partitions: map[txn.TopicPartition]int16{}}
+	if resp.Version < 4 {
+		// The node answered an older version: not a verification.
+		return txn.Response{}, fmt.Errorf("%w: AddPartitionsToTxn v%d has no verification", kerr.CoordinatorNotAvailable, resp.Version)
+	}
 	for _, t := range resp.Transactions {
 		for _, tt := range t.Topics {
 			for _, pp := range tt.Partitions {

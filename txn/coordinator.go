@@ -3,7 +3,7 @@ package txn
 import (
 	"fmt"
 	"math"
-	"slices"
+	"sort"
 
 	"github.com/wren-broker/wren/internal/invariants"
 )
@@ -71,7 +71,7 @@ func (c *Coordinator) IDs() []string {
 	for id := range c.txns {
 		ids = append(ids, id)
 	}
-	slices.Sort(ids)
+	sort.Strings(ids)
 	return ids
 }
 
@@ -125,7 +125,7 @@ func (c *Coordinator) persist(m *Metadata) {
 
 func markersOf(m *Metadata) Markers {
 	return Markers{TransactionalID: m.TransactionalID, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-		Commit: m.State == PrepareCommit, Partitions: slices.Clone(m.Partitions)}
+		Commit: m.State == PrepareCommit, Partitions: clonePartitions(m.Partitions)}
 }
 
 // idStatus is the error a request for id gets before its metadata is

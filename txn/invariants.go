@@ -2,7 +2,7 @@ package txn
 
 import (
 	"fmt"
-	"slices"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -16,7 +16,7 @@ func (c *Coordinator) checkInvariants() {
 		if m.TransactionalID != id {
 			panic(fmt.Sprintf("txn: metadata of %q filed under %q", m.TransactionalID, id))
 		}
-		if !slices.IsSortedFunc(m.Partitions, compareTP) {
+		if !sort.SliceIsSorted(m.Partitions, func(i, j int) bool { return compareTP(m.Partitions[i], m.Partitions[j]) < 0 }) {
 			panic(fmt.Sprintf("txn: %q partitions not sorted: %v", id, m.Partitions))
 		}
 		switch m.State {

@@ -3,7 +3,6 @@ package txn
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -104,8 +103,7 @@ func DecodeRecord(key, value []byte) (Record, error) {
 			m.Partitions = append(m.Partitions, TopicPartition{Topic: t.Topic, Partition: p})
 		}
 	}
-	slices.SortFunc(m.Partitions, compareTP)
-	m.Partitions = slices.Compact(m.Partitions)
+	m.Partitions = sortPartitions(m.Partitions)
 	r.Metadata = m
 	return r, nil
 }

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"slices"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -88,20 +88,51 @@ type Metadata struct {
 
 func (m *Metadata) clone() *Metadata {
 	c := *m
-	c.Partitions = slices.Clone(m.Partitions)
+	c.Partitions = clonePartitions(m.Partitions)
 	return &c
 }
 
+// The partition lists use sort.Search and plain loops, not the generic
+// slices functions: each element type instantiates them anew, and the
+// binary has a size budget (docs/ARCHITECTURE.md, "Binary size").
+
+func clonePartitions(tps []TopicPartition) []TopicPartition {
+	if tps == nil {
+		return nil
+	}
+	return append(make([]TopicPartition, 0, len(tps)), tps...)
+}
+
+// search is the index of tp in the sorted partitions, or where it goes.
+func (m *Metadata) search(tp TopicPartition) (int, bool) {
+	i := sort.Search(len(m.Partitions), func(i int) bool { return compareTP(m.Partitions[i], tp) >= 0 })
+	return i, i < len(m.Partitions) && m.Partitions[i] == tp
+}
+
 func (m *Metadata) hasPartition(tp TopicPartition) bool {
-	_, ok := slices.BinarySearchFunc(m.Partitions, tp, compareTP)
+	_, ok := m.search(tp)
 	return ok
 }
 
 func (m *Metadata) addPartition(tp TopicPartition) {
-	i, ok := slices.BinarySearchFunc(m.Partitions, tp, compareTP)
+	i, ok := m.search(tp)
 	if !ok {
-		m.Partitions = slices.Insert(m.Partitions, i, tp)
+		m.Partitions = append(m.Partitions, TopicPartition{})
+		copy(m.Partitions[i+1:], m.Partitions[i:])
+		m.Partitions[i] = tp
 	}
+}
+
+// sortPartitions sorts tps and drops duplicates.
+func sortPartitions(tps []TopicPartition) []TopicPartition {
+	sort.Slice(tps, func(i, j int) bool { return compareTP(tps[i], tps[j]) < 0 })
+	out := tps[:0]
+	for i, tp := range tps {
+		if i == 0 || tp != tps[i-1] {
+			out = append(out, tp)
+		}
+	}
+	return out
 }
 
 // epochExhausted is Kafka's isEpochExhausted: the epoch cannot be bumped

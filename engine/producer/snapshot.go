@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"sort"
 )
 
 // Kafka's producer snapshot layout (ProducerStateManager, version 1).
@@ -137,7 +138,10 @@ func DecodeSnapshot(b []byte, offset int64, opts Options) (*State, error) {
 		}
 	}
 	// Open transactions, by first offset; two cannot start at one offset.
-	slices.SortFunc(s.ongoing, func(a, b ongoingTxn) int { return cmp.Compare(a.firstOffset, b.firstOffset) })
+	// sort.Slice, not slices.SortFunc: a snapshot load, and a generic sort
+	// of this struct instantiates pdqsort anew (docs/ARCHITECTURE.md,
+	// "Binary size").
+	sort.Slice(s.ongoing, func(i, j int) bool { return s.ongoing[i].firstOffset < s.ongoing[j].firstOffset })
 	for i, t := range s.ongoing {
 		if i > 0 && s.ongoing[i-1].firstOffset == t.firstOffset {
 			return nil, fmt.Errorf("%w: producers %d and %d: open transactions both at offset %d",
