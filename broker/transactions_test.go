@@ -217,17 +217,23 @@ func TestTransactionTimesOut(t *testing.T) {
 	b := txnBroker(t, "timeout", 1)
 	ctx := testContext(t)
 	p, _ := newClient(t, b, kgo.TransactionalID("timeout-id"), kgo.DefaultProduceTopic("timeout"),
-		kgo.TransactionTimeout(200*time.Millisecond))
+		kgo.TransactionTimeout(time.Second))
 	if err := p.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.ProduceSync(ctx, kgo.StringRecord("timed-out-1")).FirstErr(); err != nil {
-		t.Fatal(err)
+	// On a loaded machine the timeout may fire before the record is
+	// written: then the produce itself is refused, by the fence.
+	produceErr := p.ProduceSync(ctx, kgo.StringRecord("timed-out-1")).FirstErr()
+	if produceErr != nil {
+		t.Logf("produce within a 1 s transaction: %v", produceErr)
+		if !errors.Is(produceErr, kerr.InvalidProducerEpoch) && !errors.Is(produceErr, kerr.ProducerFenced) &&
+			!errors.Is(produceErr, kerr.InvalidTxnState) && !errors.Is(produceErr, kerr.ConcurrentTransactions) {
+			t.Fatal(produceErr)
+		}
 	}
-	before := txnState(t, b, "timeout-id")
 	m := waitTxnState(t, b, "timeout-id", txn.CompleteAbort)
-	if m.ProducerEpoch != before.ProducerEpoch+1 {
-		t.Errorf("aborted under epoch %d, want %d", m.ProducerEpoch, before.ProducerEpoch+1)
+	if m.ProducerEpoch != 1 {
+		t.Errorf("aborted under epoch %d, want 1 (the producer's 0, bumped by the abort)", m.ProducerEpoch)
 	}
 	if err := p.EndTransaction(ctx, kgo.TryCommit); err == nil {
 		t.Fatal("the commit of a timed-out transaction succeeded")

@@ -528,3 +528,65 @@ func (d *Driver) Inspect(ctx context.Context, fn func(c *txn.Coordinator)) (load
 		return false, ErrClosed
 	}
 }
+
+// List lists the transactions of every loaded coordinator; the code is
+// COORDINATOR_LOAD_IN_PROGRESS while a partition this node leads is still
+// to load.
+func (d *Driver) List(ctx context.Context) ([]txn.Listed, int16, error) {
+	var out []txn.Listed
+	loading, err := d.Inspect(ctx, func(c *txn.Coordinator) {
+		ls, _ := c.List()
+		out = append(out, ls...)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if loading {
+		return out, kerr.CoordinatorLoadInProgress.Code, nil
+	}
+	return out, 0, nil
+}
+
+// Describe returns id's metadata from its coordinator here, with the code
+// DescribeTransactions gives (NOT_COORDINATOR when this node does not
+// coordinate it, COORDINATOR_LOAD_IN_PROGRESS while it loads,
+// TRANSACTIONAL_ID_NOT_FOUND).
+func (d *Driver) Describe(ctx context.Context, id string) (*txn.Metadata, int16, error) {
+	type result struct {
+		m    *txn.Metadata
+		code int16
+	}
+	ch := make(chan result, 1)
+	err := d.submit(ctx, func() {
+		if n := d.cfg.Partitions(); n != d.count {
+			d.checkLeadership()
+		}
+		if d.count == 0 {
+			ch <- result{code: kerr.CoordinatorNotAvailable.Code}
+			return
+		}
+		i := txn.PartitionFor(id, d.count)
+		loading := d.checkPartition(i)
+		lp := d.loaded[i]
+		switch {
+		case lp == nil && loading:
+			ch <- result{code: kerr.CoordinatorLoadInProgress.Code}
+		case lp == nil:
+			ch <- result{code: kerr.NotCoordinator.Code}
+		default:
+			m, code := lp.c.Describe(id)
+			ch <- result{m, code}
+		}
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	select {
+	case r := <-ch:
+		return r.m, r.code, nil
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	case <-d.done:
+		return nil, 0, ErrClosed
+	}
+}
