@@ -363,12 +363,6 @@ func (t kafkaTxn) Verify(ctx context.Context, req txn.AddPartitionsRequest) (txn
 
 func (t kafkaTxn) EnsureTopic() bool { return t.peers.ensureTopic() }
 
-func (t kafkaTxn) List(ctx context.Context) ([]txn.Listed, int16, error) { return t.d.List(ctx) }
-
-func (t kafkaTxn) Describe(ctx context.Context, id string) (*txn.Metadata, int16, error) {
-	return t.d.Describe(ctx, id)
-}
-
 type txnCall struct{ c *txncoord.Call }
 
 func (c txnCall) Wait(ctx context.Context) (txn.Response, error) {

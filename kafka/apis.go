@@ -143,8 +143,6 @@ var apiTable = [...]apiEntry{
 	{Key: kmsg.AlterUserSCRAMCredentials, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleAlterUserScramCredentials},
 	{Key: kmsg.DescribeQuorum, Min: 0, Max: 2, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeQuorum},
 	{Key: kmsg.DescribeCluster, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeCluster},
-	{Key: kmsg.DescribeTransactions, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeTransactions},
-	{Key: kmsg.ListTransactions, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleListTransactions},
 	{Key: kmsg.DescribeProducers, Min: 0, Max: 0, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeProducers},
 	{Key: kmsg.ConsumerGroupHeartbeat, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleConsumerGroupHeartbeat},
 	{Key: kmsg.ConsumerGroupDescribe, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleConsumerGroupDescribe},

@@ -17,7 +17,6 @@ import (
 	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/groups"
-	"github.com/wren-broker/wren/txn"
 )
 
 // fakeAuthorizer answers with allow (nil allows nothing) and keeps every
@@ -730,34 +729,6 @@ var authRules = map[kmsg.Key]authRule{
 		},
 		refused: []*kerr.Error{caf},
 	},
-	kmsg.DescribeTransactions: {
-		req: func() kmsg.Request {
-			r := kmsg.NewPtrDescribeTransactionsRequest()
-			r.TransactionalIDs = []string{"tx"}
-			return r
-		},
-		codes: func(m kmsg.Response) (c []int16) {
-			for _, st := range m.(*kmsg.DescribeTransactionsResponse).TransactionStates {
-				c = append(c, st.ErrorCode)
-			}
-			return c
-		},
-		refused: []*kerr.Error{kerr.TransactionalIDAuthorizationFailed},
-	},
-	kmsg.ListTransactions: {
-		// Filtered as Kafka does: no error, and no transactional id the
-		// principal may not DESCRIBE (the fixture's coordinator knows one).
-		req: func() kmsg.Request { return kmsg.NewPtrListTransactionsRequest() },
-		codes: func(m kmsg.Response) []int16 {
-			r := m.(*kmsg.ListTransactionsResponse)
-			c := []int16{r.ErrorCode}
-			for range r.TransactionStates {
-				c = append(c, -1)
-			}
-			return c
-		},
-		refused: []*kerr.Error{nil},
-	},
 	kmsg.ConsumerGroupHeartbeat: {
 		req: func() kmsg.Request {
 			r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
@@ -809,12 +780,6 @@ func authFixture(t *testing.T, a *fakeAuthorizer) (*seamFixture, *fakeCoordinato
 	f, g := groupFixture(t)
 	f.partitions.logDir = &fakeLogDir{dir: t.TempDir()}
 	g.listed = []groups.ListedGroup{{Group: "g", ProtocolType: "consumer", State: "Stable", Type: "classic"}}
-	// A transaction coordinator that knows one transactional id.
-	x := newFakeTxn(t)
-	x.c.InitProducerID(txn.InitRequest{RequestID: 1, TransactionalID: "tx", TimeoutMs: 60000,
-		ExpectedProducerID: -1, ExpectedEpoch: -1, FreshProducerID: 5}, 0)
-	x.c.Ready()
-	f.node.Txn = x
 	if a != nil {
 		f.use(a)
 	}

@@ -258,12 +258,6 @@ type TxnCoordinator interface {
 	// what a partition leader asks before the first transactional batch
 	// of a transaction.
 	Verify(ctx context.Context, req txn.AddPartitionsRequest) (txn.Response, error)
-	// List lists the transactions of the coordinators on this node, with
-	// COORDINATOR_LOAD_IN_PROGRESS while one is still loading.
-	List(ctx context.Context) ([]txn.Listed, int16, error)
-	// Describe returns a transactional id's state from its coordinator
-	// on this node, or the code DescribeTransactions answers.
-	Describe(ctx context.Context, id string) (*txn.Metadata, int16, error)
 	// EnsureTopic reports whether __transaction_state exists, and when it
 	// does not, starts creating it in the background (Kafka creates it on
 	// the first FindCoordinator for a transactional id).

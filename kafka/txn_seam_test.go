@@ -60,20 +60,6 @@ func (f *fakeTxn) Verify(ctx context.Context, req txn.AddPartitionsRequest) (txn
 	}).Wait(ctx)
 }
 
-func (f *fakeTxn) List(context.Context) ([]txn.Listed, int16, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ls, code := f.c.List()
-	return ls, code, nil
-}
-
-func (f *fakeTxn) Describe(_ context.Context, id string) (*txn.Metadata, int16, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m, code := f.c.Describe(id)
-	return m, code, nil
-}
-
 func (f *fakeTxn) EnsureTopic() bool { return !f.noTopic }
 
 // completeMarkers completes every transaction whose markers were asked
@@ -121,8 +107,7 @@ func addPartitions(t *testing.T, f *seamFixture, id string, pid int64, epoch int
 
 // TestTxnHandlers: InitProducerId with a transactional id takes a fresh
 // producer id to the coordinator; AddPartitionsToTxn checks topics before
-// the coordinator; EndTxn decides; DescribeTransactions and
-// ListTransactions show the state.
+// the coordinator; EndTxn decides.
 func TestTxnHandlers(t *testing.T) {
 	f, x := txnFixture(t)
 	pid, epoch := initTxn(t, f, "tx")
@@ -151,24 +136,8 @@ func TestTxnHandlers(t *testing.T) {
 		t.Fatalf("markers asked for: %+v", x.markers)
 	}
 
-	dreq := kmsg.NewPtrDescribeTransactionsRequest()
-	dreq.TransactionalIDs = []string{"tx", "other"}
-	d := f.do(t, dreq).(*kmsg.DescribeTransactionsResponse)
-	st := d.TransactionStates[0]
-	if st.ErrorCode != 0 || st.State != "PrepareCommit" || st.ProducerID != pid || len(st.Topics) != 1 || len(st.Topics[0].Partitions) != 2 {
-		t.Errorf("describe tx: %+v", st)
-	}
-	wantCode(t, "describe other", d.TransactionStates[1].ErrorCode, kerr.TransactionalIDNotFound)
-
-	lreq := kmsg.NewPtrListTransactionsRequest()
-	lreq.StateFilters = []string{"PrepareCommit", "Bogus"}
-	l := f.do(t, lreq).(*kmsg.ListTransactionsResponse)
-	if len(l.TransactionStates) != 1 || l.TransactionStates[0].TransactionalID != "tx" || len(l.UnknownStateFilters) != 1 {
-		t.Errorf("list: %+v", l)
-	}
-	lreq.StateFilters = []string{"Ongoing"}
-	if l := f.do(t, lreq).(*kmsg.ListTransactionsResponse); len(l.TransactionStates) != 0 {
-		t.Errorf("list Ongoing: %+v", l.TransactionStates)
+	if m := x.c.Transaction("tx"); m == nil || m.State != txn.PrepareCommit || len(m.Partitions) != 2 {
+		t.Errorf("coordinator state %+v", m)
 	}
 }
 
