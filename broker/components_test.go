@@ -178,7 +178,7 @@ func TestBrokerClosesComponentsInReverse(t *testing.T) {
 			}
 			started := l.take()
 			want := []string{"start ops", "start log dir", "start controller", "start replicas", "start offsets topic",
-				"start group coordinator", "start kafka listener", "start uplinks", "start disk space watcher", "start scrubber", "start ready"}
+				"start group coordinator", "start transaction coordinator", "start kafka listener", "start uplinks", "start disk space watcher", "start scrubber", "start ready"}
 			if name == "quorum" {
 				want = slices.Insert(want, 2, "start controller listener")
 			}

@@ -1,7 +1,8 @@
 // Package broker assembles one running wren node from the other packages:
 // the data directory (engine), the metadata log and controller (cluster),
 // this node's replicas (replication), the group coordinator
-// (groups/coordinator), the Kafka listener (kafka) and the operations HTTP
+// (groups/coordinator), the transaction coordinator (txn/coordinator,
+// txn.go), the Kafka listener (kafka) and the operations HTTP
 // server (ops). `wren serve` is ServeFile; tests and embedders call Start
 // and Close.
 //
@@ -65,20 +66,26 @@
 //  7. group coordinator: reads and writes __consumer_offsets through the
 //     replicas; its close lets every queued write finish while the
 //     replicas still run.
-//  8. kafka listener: binds the client listener (after everything its
+//  8. transaction coordinator (txn.go): reads and writes
+//     __transaction_state through the replicas, created at the first
+//     transactional client; its markers reach this node's server (set once
+//     the listener starts) or other nodes' client listeners. Its close
+//     stops the markers in flight (the next coordinator resumes them from
+//     the log) and lets queued writes finish while the replicas run.
+//  9. kafka listener: binds the client listener (after everything its
 //     handlers call), registers it with the controller on a quorum, and
 //     serves. Its close is the first real step of Close: it closes every
 //     client connection and waits for their goroutines, so no handler
 //     runs when the parts below it close.
-//  9. uplinks (uplink.go): each [uplink.NAME] link, and each run-time
+//  10. uplinks (uplink.go): each [uplink.NAME] link, and each run-time
 //     link the metadata images bring (uplink.NAME.KEY), reads the local
 //     topics through the server's internal listener (in-process, as
 //     User:wren-uplink), so it starts after the server and closes before
 //     it, its requests in flight answered first. Always started: a run-time link may come.
-//  10. disk space watcher, then scrubber (when log.scrubber.enable): only
+//  11. disk space watcher, then scrubber (when log.scrubber.enable): only
 //     read the log dir; started after the listener so their work does not
 //     delay the start.
-//  11. ready: /readyz passes from here on; its close, the first of Close,
+//  12. ready: /readyz passes from here on; its close, the first of Close,
 //     makes /readyz fail before anything stops.
 //
 // Work that slots in later (an election or a metadata replicator of its
