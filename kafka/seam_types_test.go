@@ -19,7 +19,7 @@ import (
 // fake.
 func TestHandlersStayBehindTheSeam(t *testing.T) {
 	// The concrete types behind Metadata, ControllerAPI, ProducerIDs,
-	// Replica, LogDir and GroupCore.
+	// Replica, LogDir, GroupCore and TxnCore.
 	forbiddenTypes := map[string]bool{
 		"cluster.Controller":        true,
 		"cluster.ProducerIDManager": true,
@@ -27,6 +27,7 @@ func TestHandlersStayBehindTheSeam(t *testing.T) {
 		"engine.Manager":            true,
 		"groups.Coordinator":        true,
 		"groups.Group":              true,
+		"txn.Coordinator":           true,
 	}
 	files, err := filepath.Glob("*.go")
 	if err != nil {

@@ -280,6 +280,11 @@ func (c *Coordinator) AddPartitions(req AddPartitionsRequest, nowMs int64) {
 		c.respond(out)
 		return
 	}
+	if len(req.Partitions) == 0 {
+		// Nothing to add: no transaction starts without a partition.
+		c.respond(out)
+		return
+	}
 	changed := m.State != Ongoing
 	for _, tp := range req.Partitions {
 		out.Partitions[tp] = errNone
