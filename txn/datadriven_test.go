@@ -150,7 +150,7 @@ func (e *env) output(name string) string {
 	}
 	for _, r := range rd.Responses {
 		s := fmt.Sprintf("r%d %s: code=%d pid=%d epoch=%d", r.RequestID, name, r.ErrorCode, r.ProducerID, r.ProducerEpoch)
-		if r.Partitions != nil {
+		if len(r.Partitions) > 0 {
 			var ps []string
 			for tp, code := range r.Partitions {
 				ps = append(ps, fmt.Sprintf("%v:%d", tp, code))
