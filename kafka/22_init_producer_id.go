@@ -83,6 +83,9 @@ func (s *Server) initTransactionalProducerID(req *Request, r *kmsg.InitProducerI
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return Respond(resp), nil
 	}
+	if t := s.node().Txn; t != nil {
+		t.EnsureTopic() // as FindCoordinator: a client that skipped it
+	}
 	ids := s.node().ProducerIDs
 	version := r.Version
 	return func(ctx context.Context) (Response, error) {

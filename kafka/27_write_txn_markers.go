@@ -31,8 +31,8 @@ import (
 //   (GroupTxnMarkers), which appends the marker through its own ordered
 //   path and applies the transaction's offsets; without one,
 //   COORDINATOR_NOT_AVAILABLE (retriable).
-// * Partitions are written concurrently, each within the request's
-//   bound of 30 s.
+// * Partitions are written concurrently (at most 32 at once), each
+//   within 30 s.
 // * Authorization: CLUSTER_ACTION on the cluster, or
 //   CLUSTER_AUTHORIZATION_FAILED on every partition.
 //
@@ -41,6 +41,9 @@ import (
 
 // markerTimeout bounds one partition's marker and its replication.
 const markerTimeout = 30 * time.Second
+
+// maxConcurrentMarkers bounds the partitions one request writes at once.
+const maxConcurrentMarkers = 32
 
 func (s *Server) handleWriteTxnMarkers(req *Request) (Pending, error) {
 	r := req.Body.(*kmsg.WriteTxnMarkersRequest)
@@ -88,10 +91,12 @@ func (s *Server) handleWriteTxnMarkers(req *Request) (Pending, error) {
 	n := s.node()
 	return func(ctx context.Context) (Response, error) {
 		var wg sync.WaitGroup
+		sem := make(chan struct{}, maxConcurrentMarkers)
 		for _, j := range jobs {
 			wg.Add(1)
+			sem <- struct{}{}
 			go func() {
-				defer wg.Done()
+				defer func() { <-sem; wg.Done() }()
 				j.rp.ErrorCode = s.writeTxnMarker(ctx, n, j.tp, j.marker)
 			}()
 		}
