@@ -397,7 +397,7 @@ func txnCoordinatorOf(t *testing.T, brokers []*Broker, id string) *Broker {
 // partition leaders on other nodes than the coordinator.
 func TestTransactionsThreeNodes(t *testing.T) {
 	t.Parallel()
-	_, seeds := txnThreeNodes(t, "txn3", 3)
+	brokers, seeds := txnThreeNodes(t, "txn3", 3)
 	ctx := testContext(t)
 	p, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("three"), kgo.DefaultProduceTopic("txn3"),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RequestTimeoutOverhead(10*time.Second))
@@ -426,6 +426,64 @@ func TestTransactionsThreeNodes(t *testing.T) {
 		}
 	}
 	checkSameRecords(t, readCommittedFrom(t, seeds, "txn3", len(want)), want)
+
+	// A late batch of the last (committed) transaction, sent to the
+	// leader of a partition on another node than the coordinator: the
+	// leader asks the coordinator there (AddPartitionsToTxn v4+,
+	// verifyOnly), which refuses it.
+	coord := txnCoordinatorOf(t, brokers, "three")
+	m := txnState(t, coord, "three")
+	im := coord.Controller().Image()
+	var leader *Broker
+	var partition int32
+	for i, p := range im.Topic("txn3").Partitions {
+		if p.Leader != coord.cfg.NodeID {
+			for _, b := range brokers {
+				if b.cfg.NodeID == p.Leader {
+					leader, partition = b, int32(i)
+				}
+			}
+			break
+		}
+	}
+	if leader == nil {
+		t.Fatal("every partition is led by the coordinator's node")
+	}
+	wantCode(t, "late batch, verified across nodes", lateProduce(t, leader, "three", "txn3", partition, m.ProducerID, m.ProducerEpoch, 100),
+		kerr.InvalidTxnState)
+}
+
+// lateProduce sends one transactional batch of the producer straight to
+// b, the partition's leader, and returns the partition's error code.
+func lateProduce(t *testing.T, b *Broker, id, topic string, partition int32, pid int64, epoch int16, seq int32) int16 {
+	t.Helper()
+	bb := batch.NewBuilder(batch.CompressionNone)
+	bb.ProducerID, bb.ProducerEpoch, bb.BaseSequence, bb.IsTransactional = pid, epoch, seq, true
+	bb.Append(batch.Record{Timestamp: time.Now().UnixMilli(), Value: []byte("abort-late")})
+	raw, err := bb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := newClient(t, b)
+	req := kmsg.NewPtrProduceRequest()
+	req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, raw
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.Broker(int(b.cfg.NodeID)).Request(testContext(t), req)
+	if err != nil {
+		// The client knows the node once it fetched metadata.
+		if _, merr := cl.Request(testContext(t), kmsg.NewPtrMetadataRequest()); merr != nil {
+			t.Fatal(merr)
+		}
+		if resp, err = cl.Broker(int(b.cfg.NodeID)).Request(testContext(t), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 }
 
 // TestTransactionCoordinatorFailover (F25): the coordinator decides a
