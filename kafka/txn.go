@@ -80,15 +80,19 @@ func fencedCode(code int16, v, fencedSince int16) int16 {
 // next transaction is verified again; a marker taken between the
 // verification and the append drops the guard, and the append is
 // refused. A late produce of an ended transaction thus never opens a
-// transaction the coordinator does not know (KAFKA-17754).
+// transaction the coordinator does not know (KAFKA-17754). Each
+// partition has its own lock, held across a guarded append, so
+// transactional appends to different partitions do not wait on each
+// other.
 type txnGuards struct {
 	mu sync.Mutex
-	m  map[guardKey]*txnGuard
+	m  map[engine.TopicPartition]*partitionGuards
 }
 
-type guardKey struct {
-	tp         engine.TopicPartition
-	producerID int64
+// partitionGuards are one partition's guards, by producer id.
+type partitionGuards struct {
+	mu sync.Mutex
+	m  map[int64]*txnGuard
 }
 
 // txnGuard is one verification; verified once the coordinator agreed.
@@ -98,56 +102,71 @@ type txnGuard struct {
 	verified    bool
 }
 
-// get returns the guard for the producer at epoch on tp under
-// leaderEpoch, creating a fresh one when none matches.
-func (g *txnGuards) get(tp engine.TopicPartition, pid int64, epoch int16, leaderEpoch int32) *txnGuard {
+func (g *txnGuards) partition(tp engine.TopicPartition) *partitionGuards {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.m == nil {
-		g.m = map[guardKey]*txnGuard{}
+		g.m = map[engine.TopicPartition]*partitionGuards{}
 	}
-	k := guardKey{tp, pid}
-	if cur := g.m[k]; cur != nil && cur.epoch == epoch && cur.leaderEpoch == leaderEpoch {
+	pg := g.m[tp]
+	if pg == nil {
+		pg = &partitionGuards{m: map[int64]*txnGuard{}}
+		g.m[tp] = pg
+	}
+	return pg
+}
+
+// get returns the guard for the producer at epoch on tp under
+// leaderEpoch, creating a fresh one when none matches.
+func (g *txnGuards) get(tp engine.TopicPartition, pid int64, epoch int16, leaderEpoch int32) *txnGuard {
+	pg := g.partition(tp)
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if cur := pg.m[pid]; cur != nil && cur.epoch == epoch && cur.leaderEpoch == leaderEpoch {
 		return cur
 	}
 	ng := &txnGuard{epoch: epoch, leaderEpoch: leaderEpoch}
-	g.m[k] = ng
+	pg.m[pid] = ng
 	return ng
 }
 
-// verified marks gd verified if it is still the guard in force.
+// setVerified marks gd verified if it is still the guard in force.
 func (g *txnGuards) setVerified(tp engine.TopicPartition, pid int64, gd *txnGuard) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.m[guardKey{tp, pid}] == gd {
+	pg := g.partition(tp)
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.m[pid] == gd {
 		gd.verified = true
 	}
 }
 
 // drop removes gd if it is still in force (a failed verification).
 func (g *txnGuards) drop(tp engine.TopicPartition, pid int64, gd *txnGuard) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.m[guardKey{tp, pid}] == gd {
-		delete(g.m, guardKey{tp, pid})
+	pg := g.partition(tp)
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.m[pid] == gd {
+		delete(pg.m, pid)
 	}
 }
 
 // clear drops the producer's guard on tp: a marker ends its transaction
 // there.
 func (g *txnGuards) clear(tp engine.TopicPartition, pid int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.m, guardKey{tp, pid})
+	pg := g.partition(tp)
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	delete(pg.m, pid)
 }
 
-// appendIfGuarded runs appendFn under the guards' lock when gd is still
-// the verified guard in force, so a marker cannot slip between the check
-// and the append; ok false when it is not.
+// appendIfGuarded runs appendFn under the partition's lock when gd is
+// still the verified guard in force, so a marker cannot slip between the
+// check and the append; ok false when it is not.
 func (g *txnGuards) appendIfGuarded(tp engine.TopicPartition, pid int64, gd *txnGuard, appendFn func()) (ok bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.m[guardKey{tp, pid}] != gd || !gd.verified {
+	pg := g.partition(tp)
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.m[pid] != gd || !gd.verified {
 		return false
 	}
 	appendFn()
