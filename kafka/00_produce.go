@@ -413,7 +413,7 @@ func (s *Server) verifiedAppend(req *Request, id string, part Replica, tp engine
 	}
 	_, leaderEpoch := part.Leader()
 	gd := s.txnGuards.get(tp, pid, epoch, leaderEpoch)
-	if !gd.verified {
+	if !gd.verified.Load() {
 		code := s.verifyPartition(req, id, pid, epoch, tp)
 		if code != 0 {
 			s.txnGuards.drop(tp, pid, gd)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -99,7 +100,9 @@ type partitionGuards struct {
 type txnGuard struct {
 	epoch       int16
 	leaderEpoch int32
-	verified    bool
+	// verified is read without the lock (whether to ask), set and read
+	// under it (the append).
+	verified atomic.Bool
 }
 
 func (g *txnGuards) partition(tp engine.TopicPartition) *partitionGuards {
@@ -136,7 +139,7 @@ func (g *txnGuards) setVerified(tp engine.TopicPartition, pid int64, gd *txnGuar
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	if pg.m[pid] == gd {
-		gd.verified = true
+		gd.verified.Store(true)
 	}
 }
 
@@ -166,7 +169,7 @@ func (g *txnGuards) appendIfGuarded(tp engine.TopicPartition, pid int64, gd *txn
 	pg := g.partition(tp)
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.m[pid] != gd || !gd.verified {
+	if pg.m[pid] != gd || !gd.verified.Load() {
 		return false
 	}
 	appendFn()
