@@ -76,7 +76,14 @@ func (c *kafkaProxyConn) close() {
 // (setTarget) when the far broker's port is known.
 func newKafkaProxy(t *testing.T, target string) *kafkaProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return newKafkaProxyAt(t, "127.0.0.1:0", target)
+}
+
+// newKafkaProxyAt is newKafkaProxy listening on listen: a far broker that
+// another program started already advertises that address.
+func newKafkaProxyAt(t *testing.T, listen, target string) *kafkaProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatal(err)
 	}
