@@ -113,7 +113,7 @@ func TestUplinkPullFaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), uplinkOutage()+3*time.Minute)
 	defer cancel()
 	began := time.Now()
-	tears, drops := 2, 1
+	tears, drops := 1, 1
 	if uplinkLong() {
 		tears, drops = 5, 3
 	}
