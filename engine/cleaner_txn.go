@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/wren-broker/wren/engine/batch"
+)
+
+// The cleaner's transaction rules (Kafka's LogCleaner with
+// CleanedTransactionMetadata, KIP-98 and KIP-534). The cleaner only ever
+// sees completed transactions: nothing at or past the first unstable
+// offset is cleanable. Walking the batches in offset order with the
+// aborted transactions of the transaction indexes:
+//
+//   - A transactional batch of a producer whose aborted transaction has
+//     begun (its first offset is at or below the batch) and whose ABORT
+//     marker has not been passed yet belongs to that aborted transaction:
+//     its records go (the batch stays empty when it is the producer's
+//     last, for the sequence). The offset map never maps its keys, so an
+//     aborted record never shadows a committed one.
+//   - Any other transactional batch belongs to a committed transaction.
+//   - A COMMIT marker may go once no batch of its transaction was seen in
+//     the pass; an ABORT marker once none of its aborted transaction's
+//     batches was seen (they were all removed). A marker that may go first
+//     gets a delete horizon (now + delete.retention.ms, in its
+//     baseTimestamp with the delete-horizon bit, as a tombstone does) and
+//     goes in a pass after the horizon, so a read_committed consumer that
+//     read the transaction's records before they went still meets its
+//     marker. A marker whose batches remain stays: without it a replay
+//     would find the transaction open.
+//   - The producer's last marker when nothing of it follows (it carries
+//     the producer's epoch and coordinator epoch), and the last batch of a
+//     run, stay.
+//   - The rewritten segment's transaction index keeps the entries of the
+//     ABORT markers that stay because their batches remain.
+
+// txnScan is one walk's transaction state (Kafka's
+// CleanedTransactionMetadata).
+type txnScan struct {
+	// aborted are the aborted transactions of the walk's range, by first
+	// offset; next is the first not yet begun.
+	aborted []abortedTxn
+	next    int
+	// ongoingAborted: producers inside an aborted transaction, with
+	// whether a batch of it was seen.
+	ongoingAborted map[int64]*scanAborted
+	// ongoingCommitted: producers with a batch of a committed transaction
+	// seen and its marker not yet.
+	ongoingCommitted map[int64]bool
+}
+
+type scanAborted struct {
+	entry    abortedTxn
+	observed bool
+}
+
+func newTxnScan(aborted []abortedTxn) *txnScan {
+	a := slices.Clone(aborted)
+	slices.SortStableFunc(a, func(x, y abortedTxn) int {
+		switch {
+		case x.FirstOffset < y.FirstOffset:
+			return -1
+		case x.FirstOffset > y.FirstOffset:
+			return 1
+		}
+		return 0
+	})
+	return &txnScan{aborted: a, ongoingAborted: map[int64]*scanAborted{}, ongoingCommitted: map[int64]bool{}}
+}
+
+// begin starts the aborted transactions whose first offset is at or below
+// offset.
+func (s *txnScan) begin(offset int64) {
+	for s.next < len(s.aborted) && s.aborted[s.next].FirstOffset <= offset {
+		a := s.aborted[s.next]
+		s.next++
+		if _, ok := s.ongoingAborted[a.ProducerID]; !ok {
+			s.ongoingAborted[a.ProducerID] = &scanAborted{entry: a}
+		}
+	}
+}
+
+// onBatch walks a data batch and reports whether it belongs to an aborted
+// transaction.
+func (s *txnScan) onBatch(h batch.Header) bool {
+	s.begin(h.LastOffset())
+	if !h.IsTransactional() || !h.HasProducerID() {
+		return false
+	}
+	if a := s.ongoingAborted[h.ProducerID]; a != nil {
+		a.observed = true
+		return true
+	}
+	s.ongoingCommitted[h.ProducerID] = true
+	return false
+}
+
+// onMarker walks a control batch holding marker m (nil: no transaction
+// marker, such as a control batch compaction emptied). It reports whether
+// the marker may go (after its delete horizon), and for an ABORT marker
+// that stays, its transaction index entry.
+func (s *txnScan) onMarker(h batch.Header, m *batch.EndTxnMarker) (discardable bool, entry *abortedTxn) {
+	s.begin(h.LastOffset())
+	if m == nil {
+		return true, nil
+	}
+	pid := h.ProducerID
+	if m.Commit {
+		seen := s.ongoingCommitted[pid]
+		delete(s.ongoingCommitted, pid)
+		return !seen, nil
+	}
+	a := s.ongoingAborted[pid]
+	delete(s.ongoingAborted, pid)
+	if a != nil && a.observed {
+		e := a.entry
+		return false, &e
+	}
+	return true, nil
+}
+
+// collectAbortedEntriesLocked returns the transaction index entries of
+// the aborted transactions whose first offset is below upper and whose
+// marker is at or after from, in marker order. Under l.mu.
+func (l *Log) collectAbortedEntriesLocked(from, upper int64) ([]abortedTxn, error) {
+	if !l.mayHaveAborted {
+		return nil, nil
+	}
+	var out []abortedTxn
+	for i := l.segmentFor(from); i < len(l.segments); i++ {
+		entries, err := l.segments[i].abortedTxnsLocked(l.fileDir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if e.LastOffset >= from && e.FirstOffset < upper {
+				out = append(out, e)
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/internal/vfs"
+)
+
+// txnBatch builds a transactional batch of producer pid.
+func txnBatch(t *testing.T, pid int64, seq int32, ts int64, recs ...kv) []byte {
+	t.Helper()
+	b := batch.NewBuilder(batch.CompressionNone)
+	b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.IsTransactional = pid, 0, seq, true
+	for _, r := range recs {
+		b.Append(batch.Record{Timestamp: ts, Key: r.key, Value: r.value})
+	}
+	raw, err := b.Build()
+	mustNotErr(t, err)
+	return raw
+}
+
+// logView lists a log's batches: data records as offset:key=value,
+// markers as offset:COMMIT or offset:ABORT (+h when they carry a delete
+// horizon).
+func logView(t *testing.T, l *Log) string {
+	t.Helper()
+	var out []string
+	for _, b := range batchesOf(t, readAll(t, l)) {
+		h, err := batch.ParseHeader(b)
+		mustNotErr(t, err)
+		if h.IsControl() {
+			m, err := markerOf(b)
+			mustNotErr(t, err)
+			s := fmt.Sprintf("%d:?", h.BaseOffset)
+			if m != nil {
+				s = fmt.Sprintf("%d:%s", h.BaseOffset, map[bool]string{true: "COMMIT", false: "ABORT"}[m.Commit])
+			}
+			if h.HasDeleteHorizonMs() {
+				s += "+h"
+			}
+			out = append(out, s)
+			continue
+		}
+		err = batch.Records(b, batch.Limits{Origin: batch.AppendOriginReplication}, func(r batch.Record) error {
+			out = append(out, fmt.Sprintf("%d:%s=%s", r.Offset, r.Key, r.Value))
+			return nil
+		})
+		mustNotErr(t, err)
+	}
+	return strings.Join(out, " ")
+}
+
+// TestCleanTransactions: Kafka's cleaner rules for transactions. An
+// aborted transaction's records go and never shadow a committed record of
+// the same key (the old cleaner mapped them: the committed a=1 went and
+// the aborted a=2 stayed, so read_committed readers lost a). A marker
+// stays while its transaction has batches, then gets a delete horizon and
+// goes after delete.retention.ms; a producer's last marker stays. The
+// transaction index keeps only the entries of markers whose aborted
+// batches remain.
+func TestCleanTransactions(t *testing.T) {
+	clock := &testClock{ms: 1_000_000}
+	opts := compactOptions(clock)
+	opts.DeleteRetentionMs = 60_000
+	l := openTestLog(t, vfs.NewMem(), opts, OpenOptions{})
+	defer l.Close()
+	app := func(b []byte) {
+		t.Helper()
+		_, err := l.Append(b, 0)
+		mustNotErr(t, err)
+	}
+	marker := func(pid int64, commit bool) {
+		t.Helper()
+		_, err := l.AppendTxnMarker(TxnMarker{ProducerID: pid, ProducerEpoch: 0, Commit: commit}, 0)
+		mustNotErr(t, err)
+	}
+	app(keyedBatch(t, batch.CompressionNone, []kv{{[]byte("a"), []byte("1")}}, clock.ms))          // 0
+	app(txnBatch(t, 500, 0, clock.ms, kv{[]byte("a"), []byte("2")}, kv{[]byte("b"), []byte("2")})) // 1-2
+	marker(500, false)                                                                             // 3
+	app(txnBatch(t, 600, 0, clock.ms, kv{[]byte("c"), []byte("3")}))                               // 4
+	marker(600, true)                                                                              // 5
+	app(txnBatch(t, 600, 1, clock.ms, kv{[]byte("c"), []byte("4")}))                               // 6
+	marker(600, true)                                                                              // 7
+	app(txnBatch(t, 500, 2, clock.ms, kv{[]byte("d"), []byte("5")}))                               // 8
+	marker(500, true)                                                                              // 9
+	mustNotErr(t, l.Roll())
+	app(keyedBatch(t, batch.CompressionNone, []kv{{[]byte("z"), []byte("1")}}, clock.ms)) // 10
+
+	clean := func() CleanResult {
+		t.Helper()
+		res, err := l.Clean(context.Background(), CleanConfig{UpperBound: l.LogEndOffset(), DedupeBufferBytes: 1 << 16})
+		mustNotErr(t, err)
+		checkIndexesAgree(t, l)
+		checkProducerStateMatchesReplay(t, l)
+		if lso := l.LastStableOffset(l.LogEndOffset()); lso != l.LogEndOffset() {
+			t.Fatalf("last stable offset %d, log end %d", lso, l.LogEndOffset())
+		}
+		return res
+	}
+	aborted := func() string {
+		t.Helper()
+		a, err := l.AbortedTxns(0, l.LogEndOffset())
+		mustNotErr(t, err)
+		return fmt.Sprint(a)
+	}
+	if got := aborted(); got != "[{500 1}]" {
+		t.Fatalf("aborted transactions before cleaning: %s", got)
+	}
+
+	// Pass 1: the aborted records and the overwritten committed c=3 go;
+	// their markers stay (their batches were there when the pass began).
+	clean()
+	if got, want := logView(t, l), "0:a=1 3:ABORT 5:COMMIT 6:c=4 7:COMMIT 8:d=5 9:COMMIT 10:z=1"; got != want {
+		t.Fatalf("after the first pass:\n got %s\nwant %s", got, want)
+	}
+	if got := aborted(); got != "[{500 1}]" {
+		t.Fatalf("aborted transactions after the first pass: %s", got)
+	}
+
+	// Pass 2: the markers at 3 and 5 have no batches left: they get a
+	// delete horizon, and the ABORT's index entry goes.
+	first := clock.ms
+	res := clean()
+	if got, want := logView(t, l), "0:a=1 3:ABORT+h 5:COMMIT+h 6:c=4 7:COMMIT 8:d=5 9:COMMIT 10:z=1"; got != want {
+		t.Fatalf("after the second pass:\n got %s\nwant %s", got, want)
+	}
+	if res.NextDeleteHorizonMs != first+opts.DeleteRetentionMs {
+		t.Fatalf("next delete horizon %d, want %d", res.NextDeleteHorizonMs, first+opts.DeleteRetentionMs)
+	}
+	if got := aborted(); got != "[]" {
+		t.Fatalf("aborted transactions after the second pass: %s", got)
+	}
+
+	// Before the horizon they stay; at it they go. The producers' last
+	// markers (7, 9) stay for good.
+	clock.ms = first + opts.DeleteRetentionMs - 1
+	clean()
+	if got, want := logView(t, l), "0:a=1 3:ABORT+h 5:COMMIT+h 6:c=4 7:COMMIT 8:d=5 9:COMMIT 10:z=1"; got != want {
+		t.Fatalf("before the horizon:\n got %s\nwant %s", got, want)
+	}
+	clock.ms = first + opts.DeleteRetentionMs
+	clean()
+	if got, want := logView(t, l), "0:a=1 6:c=4 7:COMMIT 8:d=5 9:COMMIT 10:z=1"; got != want {
+		t.Fatalf("at the horizon:\n got %s\nwant %s", got, want)
+	}
+	// A read_committed reader sees the committed values.
+	rr, _, ab, err := l.ReadCommitted(0, 1<<20, l.LogEndOffset(), true)
+	mustNotErr(t, err)
+	rr.Release()
+	if len(ab) != 0 {
+		t.Fatalf("read_committed lists aborted transactions %v", ab)
+	}
+}
