@@ -55,16 +55,15 @@ type scanAborted struct {
 }
 
 func newTxnScan(aborted []abortedTxn) *txnScan {
+	// By first offset, stably (an insertion sort: the entries come in
+	// marker order, nearly sorted, and a generic sort's code would grow
+	// the binary for this alone).
 	a := slices.Clone(aborted)
-	slices.SortStableFunc(a, func(x, y abortedTxn) int {
-		switch {
-		case x.FirstOffset < y.FirstOffset:
-			return -1
-		case x.FirstOffset > y.FirstOffset:
-			return 1
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j].FirstOffset < a[j-1].FirstOffset; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
 		}
-		return 0
-	})
+	}
 	return &txnScan{aborted: a, ongoingAborted: map[int64]*scanAborted{}, ongoingCommitted: map[int64]bool{}}
 }
 

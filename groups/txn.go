@@ -189,7 +189,7 @@ func (t *txnOffsets) complete(pid int64, epoch int16, commit bool, apply func(gr
 		for tp := range offs {
 			tps = append(tps, tp)
 		}
-		slices.SortFunc(tps, compareTopicPartitions)
+		sortTopicPartitions(tps)
 		for _, tp := range tps {
 			po := offs[tp]
 			if po.superseded {
@@ -200,16 +200,6 @@ func (t *txnOffsets) complete(pid int64, epoch int16, commit bool, apply func(gr
 		}
 	}
 	return groupIDs
-}
-
-func compareTopicPartitions(a, b TopicPartition) int {
-	if a.Topic != b.Topic {
-		if a.Topic < b.Topic {
-			return -1
-		}
-		return 1
-	}
-	return int(a.Partition) - int(b.Partition)
 }
 
 // TxnCommitOffsets handles a TxnOffsetCommit request: the offsets are
