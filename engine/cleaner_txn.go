@@ -103,19 +103,22 @@ func (s *txnScan) onMarker(h batch.Header, m *batch.EndTxnMarker) (discardable b
 	if m == nil {
 		return true, nil
 	}
+	// A marker whose producer has any batch since its last marker
+	// stays, whatever the index says the batches were: a transaction
+	// left without its marker would look open to a replay.
 	pid := h.ProducerID
+	a := s.ongoingAborted[pid]
+	seen := s.ongoingCommitted[pid] || a != nil && a.observed
+	delete(s.ongoingCommitted, pid)
 	if m.Commit {
-		seen := s.ongoingCommitted[pid]
-		delete(s.ongoingCommitted, pid)
 		return !seen, nil
 	}
-	a := s.ongoingAborted[pid]
 	delete(s.ongoingAborted, pid)
 	if a != nil && a.observed {
 		e := a.entry
 		return false, &e
 	}
-	return true, nil
+	return !seen, nil
 }
 
 // collectAbortedEntriesLocked returns the transaction index entries of

@@ -155,3 +155,51 @@ func TestCleanTransactions(t *testing.T) {
 		t.Fatalf("read_committed lists aborted transactions %v", ab)
 	}
 }
+
+// TestTxnScanKeepsMarkersOfBatches: the walk's rules in isolation. A
+// marker stays while a batch of its producer since the producer's last
+// marker was seen, even one the transaction indexes do not name (an
+// ABORT marker without its entry would otherwise go and leave its
+// transaction looking open); an ABORT marker whose aborted batches were
+// seen keeps its index entry; a marker with no batch before it may go.
+func TestTxnScanKeepsMarkersOfBatches(t *testing.T) {
+	hdr := func(base int64, pid int64, txn bool) batch.Header {
+		b := batch.NewBuilder(batch.CompressionNone)
+		b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.IsTransactional = pid, 0, 0, txn
+		b.Append(batch.Record{Key: []byte("k"), Value: []byte("v")})
+		raw, err := b.Build()
+		mustNotErr(t, err)
+		h, err := batch.ParseHeader(raw)
+		mustNotErr(t, err)
+		h.BaseOffset = base
+		return h
+	}
+	abort, commit := &batch.EndTxnMarker{}, &batch.EndTxnMarker{Commit: true}
+	entry := abortedTxn{ProducerID: 2, FirstOffset: 2, LastOffset: 3, LastStableOffset: 2}
+	s := newTxnScan([]abortedTxn{entry})
+	if s.onBatch(hdr(0, 1, true)) {
+		t.Fatal("producer 1's batch at 0 is not aborted")
+	}
+	// Producer 1 aborted, but no index entry says so.
+	if d, e := s.onMarker(hdr(1, 1, true), abort); d || e != nil {
+		t.Fatalf("ABORT of producer 1 after its batch: discardable %v, entry %v", d, e)
+	}
+	if !s.onBatch(hdr(2, 2, true)) {
+		t.Fatal("producer 2's batch at 2 is aborted")
+	}
+	if d, e := s.onMarker(hdr(3, 2, true), abort); d || e == nil || *e != entry {
+		t.Fatalf("ABORT of producer 2 after its batch: discardable %v, entry %v", d, e)
+	}
+	if d, _ := s.onMarker(hdr(4, 2, true), commit); !d {
+		t.Fatal("a COMMIT with no batch before it must be discardable")
+	}
+	if d, _ := s.onMarker(hdr(5, 3, true), abort); !d {
+		t.Fatal("an ABORT with no batch before it must be discardable")
+	}
+	if s.onBatch(hdr(6, 2, true)) {
+		t.Fatal("producer 2's batch at 6 starts a new transaction, not aborted")
+	}
+	if d, _ := s.onMarker(hdr(7, 2, true), commit); d {
+		t.Fatal("a COMMIT after its batch must stay")
+	}
+}
