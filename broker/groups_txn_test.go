@@ -70,6 +70,25 @@ func TestTxnOffsetCommitAndMarkers(t *testing.T) {
 		}
 	}
 
+	waitLoaded := func(cl *kgo.Client) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		poll := time.NewTicker(20 * time.Millisecond)
+		defer poll.Stop()
+		for {
+			req := kmsg.NewPtrOffsetFetchRequest()
+			req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}}
+			if direct[*kmsg.OffsetFetchResponse](t, cl, req).Groups[0].ErrorCode == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the group coordinator did not load")
+			}
+			<-poll.C // polling with a deadline: loading is a timer's work
+		}
+	}
+
+	waitLoaded(cl)
 	commit(5)
 	// Producer 1000 commits 10 in its transaction: pending.
 	txnCommit(cl, 1000, 0, 10)
@@ -112,20 +131,7 @@ func TestTxnOffsetCommitAndMarkers(t *testing.T) {
 	}
 	b2 := startBroker(t, cfg)
 	cl2, _ := newClient(t, b2)
-	deadline := time.Now().Add(20 * time.Second)
-	poll := time.NewTicker(20 * time.Millisecond)
-	defer poll.Stop()
-	for {
-		req := kmsg.NewPtrOffsetFetchRequest()
-		req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}}
-		if direct[*kmsg.OffsetFetchResponse](t, cl2, req).Groups[0].ErrorCode == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the coordinator did not load after the restart")
-		}
-		<-poll.C // polling with a deadline: loading is a timer's work
-	}
+	waitLoaded(cl2)
 	want("after restart", cl2, false, 30, nil)
 	want("after restart, RequireStable", cl2, true, 0, kerr.UnstableOffsetCommit)
 	if err := b2.groups.WriteTxnMarker(ctx, partition, 2000, 0, 0, true); err != nil {
