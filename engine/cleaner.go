@@ -677,10 +677,12 @@ func (c *cleaner) filterBatch(w *cleanedWriter, h batch.Header, b []byte, isLast
 	}
 	switch {
 	case kept == int(h.RecordCount) && !setHorizon:
+		c.txn.retained(h)
 		return false, w.append(b, h)
 	case kept == 0:
 		last, isProducers := c.plan.producerLastOffsets[h.ProducerID]
 		if (h.HasProducerID() && isProducers && last == h.LastOffset()) || isLast {
+			c.txn.retained(h)
 			eb := appendEmptyBatch(c.batchBuf[:0], h)
 			c.batchBuf = eb
 			eh, _ := batch.ParseHeader(eb)
@@ -688,6 +690,7 @@ func (c *cleaner) filterBatch(w *cleanedWriter, h batch.Header, b []byte, isLast
 		}
 		return true, nil
 	}
+	c.txn.retained(h)
 	out, nh, err := c.rewriter.appendRetained(c.batchBuf[:0], b, h, c.keep, horizon, c.lim)
 	if err != nil {
 		return false, err

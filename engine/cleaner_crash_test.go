@@ -149,6 +149,15 @@ func buildCleanCrash(t *testing.T, seed int64) *cleanCrashSetup {
 			t.Fatal(err)
 		}
 		clock.advance(time.Duration(rng.Intn(1000)) * time.Millisecond)
+		if rng.Intn(4) > 0 {
+			// A second one: markers whose transactions' batches the
+			// first removed get delete horizons, which the pass below
+			// may find expired.
+			if _, err := s.m.RunCleaner(context.Background(), s.cleaner, func(l *Log) int64 { return l.LogEndOffset() }); err != nil {
+				t.Fatal(err)
+			}
+			clock.advance(time.Duration(300+rng.Intn(1000)) * time.Millisecond)
+		}
 	}
 	appendSome(20 + rng.Intn(60))
 	return s

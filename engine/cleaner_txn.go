@@ -19,10 +19,9 @@ import (
 //     last, for the sequence). The offset map never maps its keys, so an
 //     aborted record never shadows a committed one.
 //   - Any other transactional batch belongs to a committed transaction.
-//   - A COMMIT marker may go once no batch of its transaction was seen in
-//     the pass; an ABORT marker once none of its aborted transaction's
-//     batches was seen (they were all removed). A marker that may go first
-//     gets a delete horizon (now + delete.retention.ms, in its
+//   - A marker (COMMIT or ABORT) may go once no batch of its transaction
+//     is left: none was seen in the pass, or the pass removed every one it
+//     saw. A marker that may go first gets a delete horizon (now + delete.retention.ms, in its
 //     baseTimestamp with the delete-horizon bit, as a tombstone does) and
 //     goes in a pass after the horizon, so a read_committed consumer that
 //     read the transaction's records before they went still meets its
@@ -33,6 +32,12 @@ import (
 //     run, stay.
 //   - The rewritten segment's transaction index keeps the entries of the
 //     ABORT markers that stay because their batches remain.
+//
+// Kafka keeps a marker one pass longer (until a pass sees none of its
+// batches); both keep it for delete.retention.ms after its last record
+// went, and a marker's batches are always before it, so a crash between
+// the runs of a pass never leaves a marker with a horizon and its batches
+// still there without a later pass seeing them.
 
 // txnScan is one walk's transaction state (Kafka's
 // CleanedTransactionMetadata).
@@ -42,16 +47,16 @@ type txnScan struct {
 	aborted []abortedTxn
 	next    int
 	// ongoingAborted: producers inside an aborted transaction, with
-	// whether a batch of it was seen.
+	// whether a batch of it stays.
 	ongoingAborted map[int64]*scanAborted
 	// ongoingCommitted: producers with a batch of a committed transaction
-	// seen and its marker not yet.
+	// that stays, and its marker not passed yet.
 	ongoingCommitted map[int64]bool
 }
 
 type scanAborted struct {
 	entry    abortedTxn
-	observed bool
+	retained bool
 }
 
 func newTxnScan(aborted []abortedTxn) *txnScan {
@@ -86,12 +91,20 @@ func (s *txnScan) onBatch(h batch.Header) bool {
 	if !h.IsTransactional() || !h.HasProducerID() {
 		return false
 	}
+	return s.ongoingAborted[h.ProducerID] != nil
+}
+
+// retained records that the data batch h, walked last, stays (whole,
+// in part, or empty): its transaction's marker must stay too.
+func (s *txnScan) retained(h batch.Header) {
+	if !h.IsTransactional() || !h.HasProducerID() {
+		return
+	}
 	if a := s.ongoingAborted[h.ProducerID]; a != nil {
-		a.observed = true
-		return true
+		a.retained = true
+		return
 	}
 	s.ongoingCommitted[h.ProducerID] = true
-	return false
 }
 
 // onMarker walks a control batch holding marker m (nil: no transaction
@@ -103,18 +116,18 @@ func (s *txnScan) onMarker(h batch.Header, m *batch.EndTxnMarker) (discardable b
 	if m == nil {
 		return true, nil
 	}
-	// A marker whose producer has any batch since its last marker
+	// A marker whose producer has any batch left since its last marker
 	// stays, whatever the index says the batches were: a transaction
 	// left without its marker would look open to a replay.
 	pid := h.ProducerID
 	a := s.ongoingAborted[pid]
-	seen := s.ongoingCommitted[pid] || a != nil && a.observed
+	seen := s.ongoingCommitted[pid] || a != nil && a.retained
 	delete(s.ongoingCommitted, pid)
 	if m.Commit {
 		return !seen, nil
 	}
 	delete(s.ongoingAborted, pid)
-	if a != nil && a.observed {
+	if a != nil && a.retained {
 		e := a.entry
 		return false, &e
 	}
