@@ -108,13 +108,14 @@ func (s *txnScan) retained(h batch.Header) {
 }
 
 // onMarker walks a control batch holding marker m (nil: no transaction
-// marker, such as a control batch compaction emptied). It reports whether
-// the marker may go (after its delete horizon), and for an ABORT marker
-// that stays, its transaction index entry.
+// marker). It reports whether the marker may go (after its delete
+// horizon), and for an ABORT marker that stays, its transaction index
+// entry. A control batch without records may go; one of another control
+// type stays, as in Kafka.
 func (s *txnScan) onMarker(h batch.Header, m *batch.EndTxnMarker) (discardable bool, entry *abortedTxn) {
 	s.begin(h.LastOffset())
 	if m == nil {
-		return true, nil
+		return h.RecordCount == 0, nil
 	}
 	// A marker whose producer has any batch left since its last marker
 	// stays, whatever the index says the batches were: a transaction
