@@ -111,6 +111,7 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		kmsg.DeleteGroups: {0, 2}, kmsg.OffsetDelete: {0, 0}, kmsg.ElectLeaders: {0, 2},
 		kmsg.AlterPartitionAssignments: {0, 1}, kmsg.ListPartitionReassignments: {0, 0},
 		kmsg.ConsumerGroupHeartbeat: {0, 1}, kmsg.ConsumerGroupDescribe: {0, 1},
+		kmsg.TxnOffsetCommit: {0, 4},
 		// Advertised on every listener, as Kafka does; a listener without
 		// SASL answers them ILLEGAL_SASL_STATE.
 		kmsg.SASLHandshake: {0, 1}, kmsg.SASLAuthenticate: {0, 2},
@@ -121,7 +122,7 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		}
 	}
 	// Unimplemented keys stay unadvertised, so clients do not send them.
-	for _, k := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.TxnOffsetCommit, kmsg.AddPartitionsToTxn, kmsg.EndTxn} {
+	for _, k := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.AddOffsetsToTxn, kmsg.AddPartitionsToTxn, kmsg.EndTxn} {
 		if _, ok := keys[int16(k)]; ok {
 			t.Errorf("%s is advertised but not implemented", k.Name())
 		}

@@ -118,6 +118,7 @@ var apiTable = [...]apiEntry{
 	{Key: kmsg.DeleteRecords, Min: 0, Max: 2, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDeleteRecords},
 	{Key: kmsg.InitProducerID, Min: 0, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleInitProducerID},
 	{Key: kmsg.OffsetForLeaderEpoch, Min: 2, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleOffsetForLeaderEpoch},
+	{Key: kmsg.TxnOffsetCommit, Min: 0, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleTxnOffsetCommit},
 	{Key: kmsg.DescribeACLs, Min: 1, Max: 3, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeACLs},
 	{Key: kmsg.CreateACLs, Min: 1, Max: 3, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleCreateACLs},
 	{Key: kmsg.DeleteACLs, Min: 1, Max: 3, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDeleteACLs},

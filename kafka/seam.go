@@ -188,6 +188,7 @@ type ClassicGroups interface {
 // GroupOffsets are the committed offsets' verbs.
 type GroupOffsets interface {
 	CommitOffsets(req groups.CommitRequest, nowMs int64)
+	TxnCommitOffsets(req groups.TxnCommitRequest, nowMs int64)
 	FetchOffsets(req groups.FetchOffsetsRequest)
 	DeleteOffsets(req groups.OffsetDeleteRequest, nowMs int64)
 }

@@ -399,6 +399,25 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (engine.AppendInf
 // policy ack), within timeout (REQUEST_TIMED_OUT after: the write may
 // still commit). acks=0 callers need not wait.
 func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout time.Duration) (engine.AppendInfo, func() error, error) {
+	return p.appendAsLeader(acks, timeout, func(epoch int32) (engine.AppendInfo, func() error, error) {
+		return p.log.AppendAsync(records, epoch)
+	})
+}
+
+// AppendTxnMarkerAsLeader appends a transaction marker (a COMMIT or ABORT
+// control batch, engine.Log.AppendTxnMarkerAsync: producer and
+// coordinator epochs fenced) as this partition's leader, and returns a
+// wait function as AppendAsLeader does: with acks -1 it completes once
+// the high watermark passes the marker (every ISR member holds it).
+func (p *Partition) AppendTxnMarkerAsLeader(m engine.TxnMarker, acks int16) (engine.AppendInfo, func() error, error) {
+	return p.appendAsLeader(acks, DefaultAckTimeout, func(epoch int32) (engine.AppendInfo, func() error, error) {
+		return p.log.AppendTxnMarkerAsync(m, epoch)
+	})
+}
+
+// appendAsLeader is AppendAsLeaderTimeout's body for any append:
+// appendAsync writes at the leader epoch it is given.
+func (p *Partition) appendAsLeader(acks int16, timeout time.Duration, appendAsync func(epoch int32) (engine.AppendInfo, func() error, error)) (engine.AppendInfo, func() error, error) {
 	p.mu.Lock()
 	leader, epoch := p.isLeader, p.leaderEpoch
 	isr, minISR, minSet := len(p.core.isr), p.core.effectiveMinISR(), p.core.minISR > 0
@@ -418,7 +437,7 @@ func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout ti
 	// still leads at epoch (FenceLeaderAppends), so a leadership change
 	// between the check above and the write cannot land it as a deposed
 	// leader.
-	info, wait, err := p.log.AppendAsync(records, epoch)
+	info, wait, err := appendAsync(epoch)
 	if err != nil {
 		return engine.AppendInfo{}, nil, err
 	}
