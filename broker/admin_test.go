@@ -113,6 +113,7 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		kmsg.AlterPartitionAssignments: {0, 1}, kmsg.ListPartitionReassignments: {0, 0},
 		kmsg.ConsumerGroupHeartbeat: {0, 1}, kmsg.ConsumerGroupDescribe: {0, 1},
 		kmsg.AddPartitionsToTxn: {0, 5}, kmsg.AddOffsetsToTxn: {0, 3}, kmsg.EndTxn: {0, 4}, kmsg.WriteTxnMarkers: {0, 1},
+		kmsg.TxnOffsetCommit: {0, 4},
 		// Advertised on every listener, as Kafka does; a listener without
 		// SASL answers them ILLEGAL_SASL_STATE.
 		kmsg.SASLHandshake: {0, 1}, kmsg.SASLAuthenticate: {0, 2},
@@ -123,7 +124,7 @@ func TestAdminApiVersionsAdvertised(t *testing.T) {
 		}
 	}
 	// Unimplemented keys stay unadvertised, so clients do not send them.
-	for _, k := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.TxnOffsetCommit, kmsg.DescribeTransactions, kmsg.ListTransactions} {
+	for _, k := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.DescribeTransactions, kmsg.ListTransactions} {
 		if _, ok := keys[int16(k)]; ok {
 			t.Errorf("%s is advertised but not implemented", k.Name())
 		}

@@ -553,7 +553,7 @@ func (b *Broker) kafkaListenerComponent(w *wiring) component {
 				b.server, err = kafka.NewServer(serverCfg, &kafka.Node{Config: cfg, Metadata: b.controller, Controller: b.controller,
 					Partitions: kafkaPartitions{m: b.replicas, refuse: b.uplinkRefuse}, Host: host, Port: port,
 					ProducerIDs: b.producerIDs, Groups: kafkaGroupCoordinator(b.groups),
-					Txn: kafkaTxn{d: b.txn, peers: b.txnPeers}, GroupTxnMarkers: groupTxnMarkersPending{}, // MERGE: b.groups
+					Txn: kafkaTxn{d: b.txn, peers: b.txnPeers}, GroupTxnMarkers: b.groups,
 					Health: b.ops.health, Authorizer: b.kafkaAuthorizer(w.o.Authorizer)})
 			}
 			if err == nil {

@@ -33,6 +33,13 @@ func startProcessCluster(t *testing.T) *processCluster {
 // dir.
 func startProcessClusterIn(t *testing.T, dir string) *processCluster {
 	t.Helper()
+	return startProcessClusterWith(t, dir, "")
+}
+
+// startProcessClusterWith is startProcessClusterIn with extra (further
+// tables, such as [topics] or [uplink.NAME]) in every node's config.
+func startProcessClusterWith(t *testing.T, dir, extra string) *processCluster {
+	t.Helper()
 	pc := &processCluster{t: t, bin: wrenBinary(t)}
 	ports := freePorts(t, 6) // three client, three controller
 	var voters []string
@@ -56,7 +63,7 @@ broker.heartbeat.interval.ms = 500
 broker.session.timeout.ms = 3000
 [logging]
 level = "info"
-`, id, filepath.Join(dir, fmt.Sprintf("data%d", id)), n.addr, ports[3+i], strings.Join(voters, ", "))), 0o644)
+%s`, id, filepath.Join(dir, fmt.Sprintf("data%d", id)), n.addr, ports[3+i], strings.Join(voters, ", "), extra)), 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -240,6 +240,7 @@ func (ha *healthAgreement) check(ctx context.Context, live []int32, want func(*h
 			"wren_cluster_log_dirs_below_free_space_floor": float64(len(h.LogDirsBelowFloor)),
 			"wren_cluster_damaged_partitions":              float64(len(h.DamagedPartitions)),
 			"wren_cluster_request_budget_starved_nodes":    float64(len(h.StarvedNodes)),
+			"wren_cluster_nodes_loading_partitions":        float64(len(h.LoadingNodes)),
 		} {
 			if got, ok := m[name]; !ok || got != v {
 				return cli, fmt.Sprintf("node %d metric %s = %v (present %v), /v1/cluster/health says %v", id, name, got, ok, v)

@@ -260,6 +260,11 @@ func TestStartServesLeadersBeforeFollowerLoads(t *testing.T) {
 		t.Fatalf("fetch of follow-0 from node 1 while it loads: error code %d, want NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE", code)
 	}
 
+	// The node's health facts say it is still loading partitions.
+	if f := b1.nodeFacts(); f.PartitionsLoading == 0 {
+		t.Fatalf("node 1's facts while %d follower partitions load: %+v, want partitions loading", followers, f)
+	}
+
 	// The high watermark checkpoint written meanwhile keeps what it said
 	// of the partitions still loading (follow-0 holds one record).
 	hwFile := filepath.Join(cfgs[0].LogDirs[0], engine.ReplicationCheckpointFile)
@@ -279,6 +284,9 @@ func TestStartServesLeadersBeforeFollowerLoads(t *testing.T) {
 	// its ISR.
 	gate.release()
 	pollFor(t, "node 1 hosts every follower partition again, in their ISR", 60*time.Second, func() bool { return allFollowing(b1) })
+	if f := b1.nodeFacts(); f.PartitionsLoading != 0 {
+		t.Fatalf("node 1's facts once every partition loaded: %d partitions loading", f.PartitionsLoading)
+	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := cl.ProduceSync(cctx, &kgo.Record{Topic: "follow", Partition: 0, Value: []byte("after")}).FirstErr(); err != nil {

@@ -173,7 +173,7 @@ func clusterHealthOf(c *cluster.Controller, self int32) health.ClusterHealth {
 // recovery, the scrubber or a read), its request budget starved, and
 // its uplinks' states.
 func (b *Broker) nodeFacts() health.NodeFacts {
-	f := health.NodeFacts{Node: b.cfg.NodeID, Uplinks: b.uplinkFacts()}
+	f := health.NodeFacts{Node: b.cfg.NodeID, Uplinks: b.uplinkFacts(), PartitionsLoading: b.logs.PendingCount()}
 	if st := b.server.BudgetStats(); st.Starved {
 		f.RequestBudgetStarved = &health.StarvedNode{Node: b.cfg.NodeID, Waiting: st.Waiting, OldestWaitMs: st.OldestWait.Milliseconds()}
 	}

@@ -546,24 +546,34 @@ func TestTransactionCoordinatorFailover(t *testing.T) {
 	checkSameRecords(t, readCommittedFrom(t, restSeeds, "failover", len(want)), want)
 }
 
-// TestTransactionsRefuseCompactedTopics: a compacted topic cannot join a
-// transaction (POLICY_VIOLATION): the cleaner does not yet drop aborted
-// records by Kafka's rules, and an aborted record's key would make it
-// remove a committed record's.
-func TestTransactionsRefuseCompactedTopics(t *testing.T) {
+// TestTransactionsCompactedTopic: a compacted topic takes part in
+// transactions (the cleaner follows Kafka's rules for them): a committed
+// value of a key is read_committed, a later aborted one of the same key
+// never.
+func TestTransactionsCompactedTopic(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, testConfig(t, t.TempDir(), txnTestExtra))
 	_, adm := newClient(t, b)
+	ctx := testContext(t)
 	compact := "compact"
-	if _, err := adm.CreateTopic(testContext(t), 1, 1, map[string]*string{"cleanup.policy": &compact}, "compacted"); err != nil {
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &compact}, "compacted"); err != nil {
 		t.Fatal(err)
 	}
 	p, _ := newClient(t, b, kgo.TransactionalID("compacted-id"), kgo.DefaultProduceTopic("compacted"))
-	if err := p.BeginTransaction(); err != nil {
+	for _, v := range []string{"commit-1", "abort-1"} {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte("k"), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(strings.HasPrefix(v, "commit"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, _ := newClient(t, b, kgo.DefaultProduceTopic("compacted"))
+	if err := q.ProduceSync(ctx, &kgo.Record{Key: []byte("j"), Value: []byte("plain")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	err := p.ProduceSync(testContext(t), &kgo.Record{Key: []byte("k"), Value: []byte("v")}).FirstErr()
-	if !errors.Is(err, kerr.PolicyViolation) {
-		t.Fatalf("transactional produce to a compacted topic: %v, want POLICY_VIOLATION", err)
-	}
+	checkSameRecords(t, readCommitted(t, b, "compacted", 2), []string{"commit-1", "plain"})
 }

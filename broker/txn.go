@@ -16,7 +16,7 @@ import (
 
 	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/engine"
-	"github.com/wren-broker/wren/groups"
+	"github.com/wren-broker/wren/groups/coordinator"
 	"github.com/wren-broker/wren/kafka"
 	"github.com/wren-broker/wren/txn"
 	txncoord "github.com/wren-broker/wren/txn/coordinator"
@@ -373,21 +373,8 @@ func (c txnCall) Wait(ctx context.Context) (txn.Response, error) {
 	return r, err
 }
 
-// groupTxnMarkersPending stands for the group coordinator's
-// WriteTxnMarker until it exists: every marker on a __consumer_offsets
-// partition is refused with a retriable error, so a transaction that
-// added a group's offsets (AddOffsetsToTxn) stays in PrepareCommit or
-// PrepareAbort, retried, and is never half written.
-// MERGE: replace with the groups/coordinator Driver (b.groups), whose
-// WriteTxnMarker has exactly this signature, once both branches merge.
-type groupTxnMarkersPending struct{}
-
-func (groupTxnMarkersPending) WriteTxnMarker(context.Context, int32, int64, int16, int32, bool) error {
-	return fmt.Errorf("%w: transaction markers on %s are not written by this build", kerr.CoordinatorNotAvailable, groups.OffsetsTopic)
-}
-
 var (
 	_ kafka.TxnCoordinator  = kafkaTxn{}
 	_ kafka.TxnCore         = (*txn.Coordinator)(nil)
-	_ kafka.GroupTxnMarkers = groupTxnMarkersPending{}
+	_ kafka.GroupTxnMarkers = (*coordinator.Driver)(nil)
 )

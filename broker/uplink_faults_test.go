@@ -28,8 +28,10 @@ func uplinkLong() bool { return os.Getenv("WREN_UPLINK_LONG") == "1" }
 // the proxy's address so that every client it tells where to go comes
 // back through it. It reads the Kafka frames both ways, so a test can cut
 // every connection and refuse new ones (cut), close a connection in the
-// middle of a Produce request (cutMidProduce), or forward requests while
-// swallowing the Produce answers (dropProduceAnswers).
+// middle of a request (midProduce), or of an answer (midAnswer), or
+// forward requests while swallowing the answers (dropAnswers). The
+// faulted requests are Produce (the link pushing) unless faultKey names
+// another API, such as Fetch (the link pulling).
 type kafkaProxy struct {
 	ln     net.Listener
 	target string
@@ -40,11 +42,18 @@ type kafkaProxy struct {
 	// down: connections close and new ones are refused.
 	down   bool
 	closed bool
-	// midProduce are the Produce requests still to cut in the middle:
-	// each sends part of its bytes then closes its connection.
+	// faultKey is the API key of the requests midProduce, midAnswer
+	// and dropAnswers act on: 0 (Produce) unless set.
+	faultKey int16
+	// midProduce are the requests of faultKey still to cut in the
+	// middle: each sends part of its bytes then closes its connection.
 	midProduce int
 	midCut     int
-	// dropAnswers: Produce answers are read and not delivered.
+	// midAnswer are the answers of faultKey still to cut in the middle:
+	// part of each reaches the client, then its connection closes.
+	midAnswer    int
+	midAnswerCut int
+	// dropAnswers: answers of faultKey are read and not delivered.
 	dropAnswers bool
 	dropped     int
 	// delay holds each Produce request that long before it goes on (and
@@ -67,7 +76,14 @@ func (c *kafkaProxyConn) close() {
 // (setTarget) when the far broker's port is known.
 func newKafkaProxy(t *testing.T, target string) *kafkaProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return newKafkaProxyAt(t, "127.0.0.1:0", target)
+}
+
+// newKafkaProxyAt is newKafkaProxy listening on listen: a far broker that
+// another program started already advertises that address.
+func newKafkaProxyAt(t *testing.T, listen, target string) *kafkaProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +187,7 @@ func (p *kafkaProxy) requests(c *kafkaProxyConn) {
 			c.apiKeys[corr] = key
 			c.mu.Unlock()
 			p.mu.Lock()
-			tear := key == 0 && p.midProduce > 0 && len(frame) > 64
+			tear := key == p.faultKey && p.midProduce > 0 && len(frame) > 32
 			if tear {
 				p.midProduce--
 				p.midCut++
@@ -222,13 +238,23 @@ func (p *kafkaProxy) answers(c *kafkaProxyConn) {
 		delete(c.apiKeys, corr)
 		c.mu.Unlock()
 		p.mu.Lock()
-		drop := ok && key == 0 && p.dropAnswers
+		drop := ok && key == p.faultKey && p.dropAnswers
 		if drop {
 			p.dropped++
+		}
+		tear := ok && !drop && !gone && key == p.faultKey && p.midAnswer > 0 && len(frame) > 32
+		if tear {
+			p.midAnswer--
+			p.midAnswerCut++
 		}
 		p.mu.Unlock()
 		if drop || gone {
 			continue
+		}
+		if tear {
+			c.client.Write(frame[:len(frame)/2])
+			c.close()
+			return
 		}
 		if _, err := c.client.Write(frame); err != nil {
 			gone = true
@@ -490,17 +516,20 @@ func example(ex []string, format string, args ...any) []string {
 	return ex
 }
 
-// readFarTopic reads every record of a far topic from the start, until
-// each partition holds the last acknowledged record's provenance and then
-// its end as listed once that is so. It fails the test at the deadline.
-func readFarTopic(t *testing.T, ctx context.Context, seeds []string, farTopic string, last map[int32]int64, timeout time.Duration) map[int32][]*kgo.Record {
+// readFarTopic reads every record of a far topic from the start
+// (read_committed, as a consumer downstream would; opts are added to the
+// client's), until each partition holds the last acknowledged record's
+// provenance and then its end as listed once that is so. It fails the
+// test at the deadline.
+func readFarTopic(t *testing.T, ctx context.Context, seeds []string, farTopic string, last map[int32]int64, timeout time.Duration, opts ...kgo.Opt) map[int32][]*kgo.Record {
 	t.Helper()
 	ps := map[int32]kgo.Offset{}
 	for p := range last {
 		ps[p] = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{farTopic: ps}),
-		kgo.MetadataMinAge(50*time.Millisecond), kgo.FetchMaxWait(200*time.Millisecond))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{farTopic: ps}),
+		kgo.MetadataMinAge(50 * time.Millisecond), kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

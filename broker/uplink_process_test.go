@@ -184,3 +184,160 @@ func uplinkStalled(t *testing.T, ctx context.Context, node *clusterNode, farTopi
 	st, err := adm.ListStartOffsets(ctx, "sensors.k")
 	t.Logf("local start offsets %v, %v", st, err)
 }
+
+// TestUplinkPullClusterSIGKILL: a three-node edge cluster pulls a backlog
+// from a far broker into a local topic with three replicas, each node
+// pulling the partitions it leads; in the middle of it the node leading
+// the most pulled partitions is SIGKILLed. The pulling of its partitions
+// moves to their new leaders, which resume from their own local tails:
+// the local topic ends with every far record exactly once, in order, with
+// key, value, headers, timestamp and the far provenance. About 25 s
+// (the cluster's elections, the failover's session timeout, the cap), so
+// it runs only with WREN_UPLINK_CLUSTER=1: CI sets it in its fault step,
+// beside the long fault scenarios.
+func TestUplinkPullClusterSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the wren binary")
+	}
+	if os.Getenv("WREN_UPLINK_CLUSTER") != "1" {
+		t.Skip("about 25 s: WREN_UPLINK_CLUSTER=1 runs it")
+	}
+	const (
+		farTopic   = "site-7.commands.q"
+		localTopic = "central.site-7.commands.q"
+		partitions = 3
+		perPart    = 3000
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	began := time.Now()
+	far := startFarBroker(t)
+	acked, centralID := produceUplinkBacklog(t, ctx, far.proxy.addr(), farTopic, partitions, perPart)
+	pc := startProcessClusterWith(t, t.TempDir(), fmt.Sprintf(`
+[topics]
+default.replication.factor = 3
+
+[uplink.central]
+bootstrap.servers = [%q]
+pull.topics = ["site-7\\.commands\\..*"]
+pull.local.topic.prefix = "central."
+max.bytes.per.second = 1000000
+tail.settle.ms = 1000
+`, far.proxy.addr()))
+	defer func() {
+		if t.Failed() {
+			for _, n := range pc.nodes {
+				uplinkLogTail(t, n.logf)
+			}
+		}
+	}()
+	var seeds []string
+	for _, n := range pc.nodes {
+		seeds = append(seeds, n.addr)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	total := int64(partitions * perPart)
+	partHeld := func() map[int32]int64 {
+		c, cc := context.WithTimeout(ctx, 5*time.Second)
+		defer cc()
+		out := map[int32]int64{}
+		ends, err := adm.ListEndOffsets(c, localTopic)
+		if err == nil {
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Err == nil {
+					out[o.Partition] = o.Offset
+				}
+			})
+		}
+		return out
+	}
+
+	// The node leading the most pulled partitions (by the metadata of a
+	// node that answers), once the link made the local topic.
+	t.Logf("%.1fs: the cluster started", time.Since(began).Seconds())
+	var victim *clusterNode
+	var leads map[int32]int32
+	pollFor(t, "the pulled partitions' leaders", time.Minute, func() bool {
+		for _, n := range pc.nodes {
+			c, cc := context.WithTimeout(ctx, 2*time.Second)
+			md, err := pc.metadata(c, n)
+			cc()
+			if err != nil {
+				continue
+			}
+			for _, tp := range md.Topics {
+				if tp.Topic == nil || *tp.Topic != localTopic || len(tp.Partitions) != partitions {
+					continue
+				}
+				leads = map[int32]int32{}
+				count := map[int32]int{}
+				for _, p := range tp.Partitions {
+					if p.Leader < 0 {
+						return false
+					}
+					leads[p.Partition] = p.Leader
+					count[p.Leader]++
+				}
+				best := leads[0]
+				for id, c := range count {
+					if c > count[best] {
+						best = id
+					}
+				}
+				for _, cand := range pc.nodes {
+					if int32(cand.id) == best {
+						victim = cand
+					}
+				}
+				return victim != nil
+			}
+		}
+		return false
+	})
+	t.Logf("%.1fs: the local topic made", time.Since(began).Seconds())
+	// Killed once each of its partitions holds a quarter of its far
+	// records: the cap (1 MB/s a node) leaves seconds before it holds
+	// them all.
+	var at map[int32]int64
+	pollFor(t, fmt.Sprintf("node %d's partitions a quarter pulled", victim.id), 2*time.Minute, func() bool {
+		at = partHeld()
+		for p, l := range leads {
+			if l == int32(victim.id) && at[p] < perPart/4 {
+				return false
+			}
+		}
+		return true
+	})
+	victim.kill()
+	t.Logf("%.1fs: node %d (leaders by partition %v) SIGKILLed with its partitions holding %v of %d records each", time.Since(began).Seconds(), victim.id, leads, at, perPart)
+	for p, l := range leads {
+		if l == int32(victim.id) && at[p] >= perPart {
+			t.Fatalf("partition %d was pulled whole before the kill landed (%v): the test kills no pull in the middle", p, at)
+		}
+	}
+	pollFor(t, "the whole backlog pulled by the surviving nodes", 2*time.Minute, func() bool {
+		c, cc := context.WithTimeout(ctx, 5*time.Second)
+		defer cc()
+		return localHeld(c, adm, localTopic) >= total
+	})
+
+	t.Logf("%.1fs: everything pulled", time.Since(began).Seconds())
+	var alive []string
+	for _, n := range pc.nodes {
+		if n != victim {
+			alive = append(alive, n.addr)
+		}
+	}
+	snap := acked.snapshot()
+	got := readFarTopic(t, ctx, alive, localTopic, lastOffsets(snap), 2*time.Minute)
+	rep := checkUplinkFar(got, snap, centralID, farTopic)
+	t.Logf("%v", rep)
+	if rep.losses+rep.reorders+rep.damaged+rep.duplicates+rep.extra > 0 {
+		t.Fatalf("%v", rep)
+	}
+}

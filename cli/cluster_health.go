@@ -190,6 +190,7 @@ func fromAnswers(answers []brokerAnswer) (h health.ClusterHealth, ok bool) {
 	h.LogDirsBelowFloor = slices.Clone(h.LogDirsBelowFloor)
 	h.StarvedNodes = slices.Clone(h.StarvedNodes)
 	h.Uplinks = slices.Clone(h.Uplinks)
+	h.LoadingNodes = slices.Clone(h.LoadingNodes)
 	for _, f := range own {
 		h.AddNodeFacts(f)
 	}
@@ -296,6 +297,11 @@ func factsOf(h health.ClusterHealth, id int32) health.NodeFacts {
 			f.RequestBudgetStarved = &d
 		}
 	}
+	for _, d := range h.LoadingNodes {
+		if d.Node == id {
+			f.PartitionsLoading = d.Partitions
+		}
+	}
 	for _, u := range h.Uplinks {
 		if u.Node == id {
 			f.Uplinks = append(f.Uplinks, u)
@@ -372,6 +378,11 @@ func printHealth(w io.Writer, h health.ClusterHealth) {
 		starved = append(starved, fmt.Sprintf("node %d: %d waiting, the first for %d ms", d.Node, d.Waiting, d.OldestWaitMs))
 	}
 	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Request budget starved (%d):", len(h.StarvedNodes)), starved)
+	var loading []string
+	for _, d := range h.LoadingNodes {
+		loading = append(loading, fmt.Sprintf("node %d: %d partitions", d.Node, d.Partitions))
+	}
+	fmt.Fprintf(w, "%-36s%v\n", fmt.Sprintf("Nodes loading partitions (%d):", len(h.LoadingNodes)), loading)
 	fmt.Fprintf(w, "%-36s%v\n", "Degraded reasons:", h.DegradedReasons)
 	var links []string
 	for _, u := range h.Uplinks {

@@ -38,11 +38,15 @@ package engine
 //     attribute bit 6 (KIP-534), to now + delete.retention.ms by the first
 //     pass that keeps the tombstone, so a consumer that started before
 //     that pass has at least delete.retention.ms to see the delete.
-//   - Control batches (transaction markers) stay as they are. Records of
-//     aborted transactions are not yet removed by Kafka's rules; nothing
-//     at or past the first unstable offset is cleaned, and a segment with
-//     a transaction index only starts a run (cleanSeg.aborted), so its
-//     index stays with it.
+//   - Transactions (cleaner_txn.go, Kafka's rules): records of aborted
+//     transactions go (and are never mapped); a COMMIT or ABORT marker
+//     stays while a batch of its transaction does, then gets a delete
+//     horizon and goes after it (a producer's last marker, and a run's
+//     last batch, stay). Nothing at or past the first unstable offset is
+//     cleaned. A segment with a transaction index only starts a run
+//     (cleanSeg.aborted), so its index stays with it; the rewritten index
+//     keeps the entries of the ABORT markers that stayed for their
+//     batches.
 //   - A batch left with no records still stays, as an empty batch (header
 //     only), when it is its producer's last batch: it carries the
 //     sequence and epoch that idempotence needs. It stays too when it is
@@ -185,6 +189,12 @@ type cleanPlan struct {
 	// producerLastOffsets maps each producer the log tracks to the last
 	// offset of its last batch: that batch always stays.
 	producerLastOffsets map[int64]int64
+	// producerEpochs is each tracked producer's epoch: its last marker,
+	// when nothing of the producer follows it, stays (cleaner_txn.go).
+	producerEpochs map[int64]int16
+	// aborted are the transaction index entries of the aborted
+	// transactions with batches in the planned segments.
+	aborted []abortedTxn
 }
 
 func (p *cleanPlan) release() {
@@ -248,12 +258,22 @@ func (l *Log) planClean(cfg CleanConfig) (*cleanPlan, error) {
 	n, firstUncleanable, firstDirty := l.cleanableRangeLocked(cfg.FirstDirtyOffset, cfg.UpperBound, now)
 	p := &cleanPlan{
 		firstDirty: firstDirty, firstUncleanable: firstUncleanable, nowMs: now, opts: *l.opts,
-		producerLastOffsets: map[int64]int64{},
+		producerLastOffsets: map[int64]int64{}, producerEpochs: map[int64]int16{},
 	}
 	for _, e := range l.producers.Entries() {
 		if b, ok := e.LastBatch(); ok {
 			p.producerLastOffsets[e.ProducerID] = b.LastOffset
 		}
+		p.producerEpochs[e.ProducerID] = e.ProducerEpoch
+	}
+	if n > 0 {
+		aborted, err := l.collectAbortedEntriesLocked(l.segments[0].baseOffset, firstUncleanable)
+		if err != nil {
+			// The aborted transactions decide what goes: without them
+			// nothing is cleaned.
+			return nil, err
+		}
+		p.aborted = aborted
 	}
 	for _, s := range l.segments[:n] {
 		aborted := false
@@ -320,6 +340,7 @@ func (l *Log) Clean(ctx context.Context, cfg CleanConfig) (CleanResult, error) {
 	}
 	c.endOffset = end
 	res.EndOffset = max(end, p.firstDirty)
+	c.txn = newTxnScan(p.aborted)
 	for _, g := range c.groupSegments() {
 		if err := c.cleanGroup(g); err != nil {
 			return res, c.aborted(err)
@@ -339,6 +360,11 @@ type cleaner struct {
 	res       *CleanResult
 	lim       batch.Limits
 	endOffset int64
+	// txn walks the transactions over the runs, in order
+	// (cleaner_txn.go); index collects the entries the run being
+	// rewritten keeps in its transaction index.
+	txn   *txnScan
+	index []abortedTxn
 
 	// done counts the planned segments already cleaned (swapped out or
 	// left as they were): plan.segs[done:] must still be in the log.
@@ -402,6 +428,15 @@ func (c *cleaner) buildOffsetMap() (int64, error) {
 		return p.firstUncleanable, nil
 	}
 	mapped := false
+	// The aborted transactions the walk from firstDirty meets: their
+	// batches are not mapped.
+	var aborted []abortedTxn
+	for _, a := range p.aborted {
+		if a.LastOffset >= p.firstDirty {
+			aborted = append(aborted, a)
+		}
+	}
+	scan := newTxnScan(aborted)
 	for _, s := range p.segs {
 		if s.next <= p.firstDirty {
 			continue
@@ -423,7 +458,20 @@ func (c *cleaner) buildOffsetMap() (int64, error) {
 			if err != nil {
 				return 0, c.readError(s.seg, err)
 			}
-			if h.LastOffset() < p.firstDirty || h.IsControl() {
+			if h.LastOffset() < p.firstDirty {
+				continue
+			}
+			if h.IsControl() {
+				m, err := markerOf(b)
+				if err != nil {
+					return 0, c.readError(s.seg, err)
+				}
+				scan.onMarker(h, m)
+				continue
+			}
+			if scan.onBatch(h) {
+				// An aborted transaction's: never maps a key, so it
+				// never shadows a committed record.
 				continue
 			}
 			if !c.offsets.room(int(h.RecordCount)) {
@@ -505,6 +553,7 @@ func (c *cleaner) cleanGroup(g []cleanSeg) error {
 	if last < 0 {
 		return nil
 	}
+	c.index = c.index[:0]
 	out, err := createCleanedSegment(l.fs, l.dir, base, &c.plan.opts)
 	if err != nil {
 		removeCleanedFiles(l.fs, l.dir, base)
@@ -596,14 +645,15 @@ func (c *cleaner) throttle(n int64) error {
 func (c *cleaner) filterBatch(w *cleanedWriter, h batch.Header, b []byte, isLast bool) (changed bool, err error) {
 	c.res.RecordsRead += int64(h.RecordCount)
 	if h.IsControl() {
-		c.res.RecordsRetained += int64(h.RecordCount)
-		return false, w.append(b, h)
+		return c.filterMarker(w, h, b, isLast)
 	}
 	now := c.plan.nowMs
+	// Records of an aborted transaction all go.
+	abortedTxn := c.txn.onBatch(h)
 	c.keep = c.keep[:0]
 	kept, tombstones := 0, 0
 	err = batch.Records(b, c.lim, func(r batch.Record) error {
-		k := c.shouldRetain(h, &r, now)
+		k := !abortedTxn && c.shouldRetain(h, &r, now)
 		c.keep = append(c.keep, k)
 		if k {
 			kept++
@@ -627,10 +677,12 @@ func (c *cleaner) filterBatch(w *cleanedWriter, h batch.Header, b []byte, isLast
 	}
 	switch {
 	case kept == int(h.RecordCount) && !setHorizon:
+		c.txn.retained(h)
 		return false, w.append(b, h)
 	case kept == 0:
 		last, isProducers := c.plan.producerLastOffsets[h.ProducerID]
 		if (h.HasProducerID() && isProducers && last == h.LastOffset()) || isLast {
+			c.txn.retained(h)
 			eb := appendEmptyBatch(c.batchBuf[:0], h)
 			c.batchBuf = eb
 			eh, _ := batch.ParseHeader(eb)
@@ -638,12 +690,81 @@ func (c *cleaner) filterBatch(w *cleanedWriter, h batch.Header, b []byte, isLast
 		}
 		return true, nil
 	}
+	c.txn.retained(h)
 	out, nh, err := c.rewriter.appendRetained(c.batchBuf[:0], b, h, c.keep, horizon, c.lim)
 	if err != nil {
 		return false, err
 	}
 	c.batchBuf = out
 	return true, w.append(out, nh)
+}
+
+// filterMarker writes what stays of a control batch (cleaner_txn.go): a
+// marker whose transaction still has batches stays as it is; one that may
+// go first gets a delete horizon, and goes in a pass after it, unless it
+// is the run's last batch or its producer's last marker.
+func (c *cleaner) filterMarker(w *cleanedWriter, h batch.Header, b []byte, isLast bool) (changed bool, err error) {
+	m, err := markerOf(b)
+	if err != nil {
+		return false, err
+	}
+	discardable, entry := c.txn.onMarker(h, m)
+	if entry != nil {
+		c.index = append(c.index, *entry)
+	}
+	keepAsIs := func() (bool, error) {
+		c.res.RecordsRetained += int64(h.RecordCount)
+		return false, w.append(b, h)
+	}
+	if !discardable || isLast || c.producersLastMarker(h) {
+		return keepAsIs()
+	}
+	now := c.plan.nowMs
+	switch {
+	case h.RecordCount == 0:
+		// Nothing left to see in it.
+		return true, nil
+	case h.HasDeleteHorizonMs() && now >= h.DeleteHorizonMs():
+		return true, nil
+	case h.HasDeleteHorizonMs():
+		c.noteHorizon(h.DeleteHorizonMs())
+		return keepAsIs()
+	}
+	horizon := satAdd(now, c.plan.opts.DeleteRetentionMs)
+	c.noteHorizon(horizon)
+	c.keep = c.keep[:0]
+	for range h.RecordCount {
+		c.keep = append(c.keep, true)
+	}
+	out, nh, err := c.rewriter.appendRetained(c.batchBuf[:0], b, h, c.keep, horizon, c.lim)
+	if err != nil {
+		return false, err
+	}
+	c.batchBuf = out
+	c.res.RecordsRetained += int64(h.RecordCount)
+	return true, w.append(out, nh)
+}
+
+// noteHorizon keeps the earliest delete horizon of the pass.
+func (c *cleaner) noteHorizon(horizon int64) {
+	if c.res.NextDeleteHorizonMs < 0 || horizon < c.res.NextDeleteHorizonMs {
+		c.res.NextDeleteHorizonMs = horizon
+	}
+}
+
+// producersLastMarker reports whether the control batch h is its
+// producer's last write: the producer's epoch, and no data batch of it
+// after (Kafka keeps it: it carries the epoch that fences zombies).
+func (c *cleaner) producersLastMarker(h batch.Header) bool {
+	if !h.HasProducerID() {
+		return false
+	}
+	epoch, ok := c.plan.producerEpochs[h.ProducerID]
+	if !ok || epoch != h.ProducerEpoch {
+		return false
+	}
+	last, hasData := c.plan.producerLastOffsets[h.ProducerID]
+	return !hasData || last < h.BaseOffset
 }
 
 // shouldRetain is Kafka's Cleaner.shouldRetainRecord.
@@ -814,6 +935,19 @@ func (c *cleaner) swap(g []cleanSeg, base, next int64) error {
 			return errCleaningAborted
 		}
 		return err
+	}
+	if g[0].aborted {
+		// The run's transaction index (only its first segment may have
+		// one) keeps the entries of the ABORT markers that stayed because
+		// their transactions' batches did. Written once the new segment
+		// is in place: an entry left over by a crash before this names
+		// records that are gone, which a read_committed reader skips
+		// anyway; one missing would show aborted records.
+		seg.abortedLoaded = false
+		if err := setTxnIndex(l.fs, l.dir, base, c.index); err != nil {
+			l.fail(fmt.Errorf("engine: log cleaner writing the transaction index of segment %d: %w", base, err))
+			return l.health.check()
+		}
 	}
 	return nil
 }

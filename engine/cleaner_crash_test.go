@@ -20,7 +20,13 @@ import (
 // run of segments the cleaner replaces reads back as before the pass or
 // as after it, record for record, never a mix; that indexes and producer
 // state agree with the log; and that cleaning again reaches the same log
-// as a pass that was never interrupted.
+// as a pass that was never interrupted. The workload holds transactions
+// too (transactional batches, COMMIT and ABORT markers, some left open):
+// a read_committed view of the log (records of aborted transactions
+// dropped by the transaction indexes, nothing past the last stable
+// offset) keeps every key's latest committed value through the pass, the
+// crash and the recovery, and never shows a record of an aborted
+// transaction.
 //
 // WREN_CRASH_ITERATIONS sets the number of crash points (default 300);
 // WREN_SEED replays one run.
@@ -57,6 +63,8 @@ type cleanCrashSetup struct {
 	cfg     ManagerConfig
 	cleaner CleanerConfig
 	clock   *testClock
+	// abortedValues are the values of the aborted transactions' records.
+	abortedValues map[string]bool
 }
 
 var crashTP = TopicPartition{"compacted", 0}
@@ -74,10 +82,11 @@ func buildCleanCrash(t *testing.T, seed int64) *cleanCrashSetup {
 	opts.DeleteRetentionMs = 500
 	opts.MinCleanableDirtyRatio = 0
 	s := &cleanCrashSetup{
-		fsys:  vfs.NewMem(),
-		eager: eager,
-		cfg:   ManagerConfig{ClusterID: "crash", NodeID: 1, Defaults: opts},
-		clock: clock,
+		fsys:          vfs.NewMem(),
+		eager:         eager,
+		cfg:           ManagerConfig{ClusterID: "crash", NodeID: 1, Defaults: opts},
+		clock:         clock,
+		abortedValues: map[string]bool{},
 		cleaner: CleanerConfig{
 			DedupeBufferBytes: 1 << 20,
 			IOBufferBytes:     256 + rng.Intn(8192),
@@ -96,9 +105,32 @@ func buildCleanCrash(t *testing.T, seed int64) *cleanCrashSetup {
 	}
 	model := newCompactModel()
 	keys := 5 + rng.Intn(40)
+	// Transactional producers 300-302: open[pid] holds the values of the
+	// producer's open transaction.
+	open := map[int64][]string{}
+	txnValue := 0
 	appendSome := func(n int) {
 		for i := 0; i < n; i++ {
-			if rng.Intn(4) == 0 {
+			if x := rng.Intn(8); x < 2 {
+				pid := 300 + int64(rng.Intn(3))
+				if len(open[pid]) > 0 && rng.Intn(3) == 0 {
+					commit := rng.Intn(2) == 0
+					if _, err := s.l.AppendTxnMarker(TxnMarker{ProducerID: pid, Commit: commit}, 0); err != nil {
+						t.Fatal(err)
+					}
+					if !commit {
+						for _, v := range open[pid] {
+							s.abortedValues[v] = true
+						}
+					}
+					delete(open, pid)
+				} else {
+					txnValue++
+					v := fmt.Sprintf("tx%d-%d", pid, txnValue)
+					appendKeyedTxnBatch(t, s.l, pid, rng, keys, clock.ms, v)
+					open[pid] = append(open[pid], v)
+				}
+			} else if x < 4 {
 				appendKeyedProducerBatch(t, s.l, 100+int64(rng.Intn(3)), rng, keys, clock.ms)
 			} else {
 				model.appendKeyed(t, s.l, rng, keys, clock.ms)
@@ -117,9 +149,114 @@ func buildCleanCrash(t *testing.T, seed int64) *cleanCrashSetup {
 			t.Fatal(err)
 		}
 		clock.advance(time.Duration(rng.Intn(1000)) * time.Millisecond)
+		if rng.Intn(4) > 0 {
+			// A second one: markers whose transactions' batches the
+			// first removed get delete horizons, which the pass below
+			// may find expired.
+			if _, err := s.m.RunCleaner(context.Background(), s.cleaner, func(l *Log) int64 { return l.LogEndOffset() }); err != nil {
+				t.Fatal(err)
+			}
+			clock.advance(time.Duration(300+rng.Intn(1000)) * time.Millisecond)
+		}
 	}
 	appendSome(20 + rng.Intn(60))
 	return s
+}
+
+// appendKeyedTxnBatch appends a transactional producer's next batch: one
+// to three keyed records, all of value v.
+func appendKeyedTxnBatch(t *testing.T, l *Log, pid int64, rng *rand.Rand, keys int, ts int64, v string) {
+	t.Helper()
+	seq := int32(0)
+	l.mu.Lock()
+	if e, ok := l.producers.LastEntry(pid); ok && e.LastSequence() >= 0 {
+		seq = e.LastSequence() + 1
+	}
+	l.mu.Unlock()
+	b := batch.NewBuilder(batch.CompressionType(rng.Intn(5)))
+	b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.IsTransactional = pid, 0, seq, true
+	for i := 0; i < 1+rng.Intn(3); i++ {
+		b.Append(batch.Record{Timestamp: ts, Key: []byte(fmt.Sprintf("key-%d", rng.Intn(keys))), Value: []byte(v)})
+	}
+	raw, err := b.Build()
+	mustNotErr(t, err)
+	_, err = l.Append(raw, 0)
+	mustNotErr(t, err)
+}
+
+// committedView is what a read_committed consumer of the whole log sees:
+// every record below the last stable offset except those of aborted
+// transactions (by the transaction indexes, as Fetch lists them), as the
+// latest value of each key ("<tombstone>" for a null one). It fails on a
+// record of an aborted transaction that the indexes do not drop.
+func committedView(t *testing.T, l *Log, abortedValues map[string]bool) map[string]string {
+	t.Helper()
+	lso := l.LastStableOffset(l.LogEndOffset())
+	aborted, err := l.AbortedTxns(l.LogStartOffset(), lso)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortStableFunc(aborted, func(a, b AbortedTxn) int { return int(a.FirstOffset - b.FirstOffset) })
+	ongoing := map[int64]bool{}
+	next := 0
+	view := map[string]string{}
+	for _, b := range batchesOf(t, readUpTo(t, l, lso)) {
+		h, err := batch.ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for next < len(aborted) && aborted[next].FirstOffset <= h.LastOffset() {
+			ongoing[aborted[next].ProducerID] = true
+			next++
+		}
+		if h.IsControl() {
+			if m, _ := markerOf(b); m != nil && !m.Commit {
+				delete(ongoing, h.ProducerID)
+			}
+			continue
+		}
+		if h.IsTransactional() && ongoing[h.ProducerID] {
+			continue
+		}
+		err = batch.Records(b, batch.Limits{Origin: batch.AppendOriginReplication}, func(r batch.Record) error {
+			if r.Key == nil {
+				return nil
+			}
+			v := "<tombstone>"
+			if r.Value != nil {
+				v = string(r.Value)
+			}
+			if abortedValues[v] {
+				t.Fatalf("offset %d: a read_committed reader sees %s=%s of an aborted transaction", r.Offset, r.Key, v)
+			}
+			view[string(r.Key)] = v
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return view
+}
+
+// checkCommittedKept: every key's latest committed value before cleaning
+// is its latest after (a tombstone may have gone past its horizon).
+func checkCommittedKept(t *testing.T, what string, before, after map[string]string) {
+	t.Helper()
+	for k, v := range before {
+		got, ok := after[k]
+		if v == "<tombstone>" && (!ok || got == v) {
+			continue
+		}
+		if got != v {
+			t.Fatalf("%s: key %s reads %q (present %v), before cleaning %q", what, k, got, ok, v)
+		}
+	}
+	for k, v := range after {
+		if _, ok := before[k]; !ok {
+			t.Fatalf("%s: key %s=%s appeared", what, k, v)
+		}
+	}
 }
 
 // appendKeyedProducerBatch appends an idempotent producer's next batch of
@@ -181,6 +318,7 @@ func runCleanCrashIteration(t *testing.T, seed int64) string {
 	// mutating operations the pass makes.
 	dry := buildCleanCrash(t, seed)
 	pre, _ := logRecords(t, dry.l)
+	preView := committedView(t, dry.l, dry.abortedValues)
 	ops0 := dry.fsys.MutatingOps()
 	stats, err := dry.runCleaner()
 	if err != nil {
@@ -188,6 +326,7 @@ func runCleanCrashIteration(t *testing.T, seed int64) string {
 	}
 	ops := dry.fsys.MutatingOps() - ops0
 	post, _ := logRecords(t, dry.l)
+	checkCommittedKept(t, "after an uninterrupted pass", preView, committedView(t, dry.l, dry.abortedValues))
 	var bounds []int64
 	for _, sg := range dry.l.Segments() {
 		bounds = append(bounds, sg.BaseOffset)
@@ -252,6 +391,7 @@ func runCleanCrashIteration(t *testing.T, seed int64) string {
 	}
 	checkIndexesAgree(t, l)
 	checkProducerStateMatchesReplay(t, l)
+	checkCommittedKept(t, "after the crash", preView, committedView(t, l, run.abortedValues))
 	names, _ := after.List(l.dir)
 	for _, n := range names {
 		if len(n) > 8 && (n[len(n)-8:] == ".cleaned" || n[len(n)-5:] == ".swap") {
@@ -270,6 +410,7 @@ func runCleanCrashIteration(t *testing.T, seed int64) string {
 	if fmt.Sprint(again) != fmt.Sprint(post) {
 		t.Fatalf("cleaning after recovery gives\n%v\nan uninterrupted pass\n%v", again, post)
 	}
+	checkCommittedKept(t, "cleaning after the crash", preView, committedView(t, l, run.abortedValues))
 	switch {
 	case !slices.Contains([]byte(outcome), 'A'):
 		return "before-clean"

@@ -281,12 +281,17 @@
 // snapshot only from the marker on; its entry may then start at the
 // marker, which serves no offset below the log.
 //
-// The cleaner keeps control batches and never merges a segment with a
-// .txnindex into an earlier run (cleanSeg.aborted), so each index stays
-// beside its markers. Not yet: Kafka's removal of aborted records and of
-// markers whose transaction is gone (harmless while no compacted topic
-// may join a transaction: AddPartitionsToTxn refuses one, see
-// kafka/24_add_partitions_to_txn.go).
+// The cleaner applies Kafka's transaction rules (cleaner_txn.go): the
+// records of aborted transactions go and are never mapped (an aborted
+// record never shadows a committed one); a COMMIT or ABORT marker stays
+// while a batch of its transaction does, then gets a delete horizon
+// (KIP-534, as a tombstone) and goes in a pass after delete.retention.ms;
+// a producer's last marker, and a run's last batch, stay. It never merges
+// a segment with a .txnindex into an earlier run (cleanSeg.aborted), so
+// each index stays beside its markers, and the rewritten index keeps only
+// the entries of ABORT markers that stayed for their batches (written
+// after the swap: an entry left over by a crash names records that are
+// gone).
 //
 // All file access goes through internal/vfs, so tests crash the engine at
 // any write and lose exactly what was not synced.

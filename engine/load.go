@@ -290,6 +290,13 @@ func (m *Manager) Pending() []TopicPartition {
 	return out
 }
 
+// PendingCount is len(Pending()) without the list.
+func (m *Manager) PendingCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.deferred)
+}
+
 // loadFDReserve is how many file descriptors a load leaves to the rest of
 // the broker when descriptors run short (the metadata log, listeners,
 // connections): the load holds that many open while it runs and gives

@@ -434,6 +434,14 @@ func (l *Log) ProducerStates() []producer.Entry {
 	return l.producers.Entries()
 }
 
+// ProducerState returns a copy of one producer's state in this
+// partition, ok false when the partition does not track it.
+func (l *Log) ProducerState(producerID int64) (producer.Entry, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.LastEntry(producerID)
+}
+
 // RemoveExpiredProducers forgets producers idle for expirationMs
 // (producer.id.expiration.ms).
 func (l *Log) RemoveExpiredProducers(expirationMs int64) int {

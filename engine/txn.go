@@ -37,21 +37,35 @@ type TxnMarker struct {
 // transaction here is written (the coordinator writes markers to every
 // partition of a transaction), as Kafka does.
 func (l *Log) AppendTxnMarker(m TxnMarker, leaderEpoch int32) (AppendInfo, error) {
+	info, wait, err := l.AppendTxnMarkerAsync(m, leaderEpoch)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	if err := wait(); err != nil {
+		return AppendInfo{}, err
+	}
+	return info, nil
+}
+
+// AppendTxnMarkerAsync is AppendTxnMarker returning once the marker is
+// written, with a function that waits until it is as durable as the flush
+// policy promises (as AppendAsync). The caller must call it once.
+func (l *Log) AppendTxnMarkerAsync(m TxnMarker, leaderEpoch int32) (AppendInfo, func() error, error) {
 	if m.ProducerID < 0 || m.ProducerEpoch < 0 {
-		return AppendInfo{}, fmt.Errorf("%w: transaction marker for producer %d epoch %d", producer.ErrInvalidProducerEpoch, m.ProducerID, m.ProducerEpoch)
+		return AppendInfo{}, nil, fmt.Errorf("%w: transaction marker for producer %d epoch %d", producer.ErrInvalidProducerEpoch, m.ProducerID, m.ProducerEpoch)
 	}
 	records, err := batch.BuildEndTxnMarker(m.ProducerID, m.ProducerEpoch,
 		batch.EndTxnMarker{Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}, l.nowMs())
 	if err != nil {
-		return AppendInfo{}, err
+		return AppendInfo{}, nil, err
 	}
 	// Control batches are the broker's own: validated by the rules of
 	// batches already in a log, which allow them.
 	ss, err := l.splitBatches(records, batch.AppendOriginReplication)
 	if err != nil {
-		return AppendInfo{}, err
+		return AppendInfo{}, nil, err
 	}
-	return l.append(records, ss, leaderEpoch, true)
+	return l.appendNoWait(records, ss, leaderEpoch, true)
 }
 
 // LastStableOffset is the partition's last stable offset given its high

@@ -184,6 +184,39 @@ type FetchOffsetsRequest struct {
 	RequestID  uint64
 	Group      string
 	Partitions []TopicPartition
+	// RequireStable is OffsetFetch v7+'s require_stable (KIP-447): a
+	// partition with pending transactional offsets answers
+	// UNSTABLE_OFFSET_COMMIT instead of its committed offset.
+	RequireStable bool
+}
+
+// TxnCommitRequest is a TxnOffsetCommit request: offsets a transactional
+// producer commits for a group, pending until its transaction's marker.
+// Generation is -1 and MemberID and InstanceID are empty when the request
+// carries none (v0-2).
+type TxnCommitRequest struct {
+	RequestID     uint64
+	Group         string
+	ProducerID    int64
+	ProducerEpoch int16
+	Generation    int32
+	MemberID      string
+	InstanceID    string
+	Offsets       []OffsetCommit
+}
+
+// TxnMarkerRequest is a transaction marker the driver appended to the
+// coordinator's partition for a producer: COMMIT (Commit) or ABORT.
+type TxnMarkerRequest struct {
+	RequestID     uint64
+	ProducerID    int64
+	ProducerEpoch int16
+	Commit        bool
+}
+
+// TxnMarkerResponse answers a TxnMarkerRequest.
+type TxnMarkerResponse struct {
+	ErrorCode int16
 }
 
 // FetchedOffset is one partition of a FetchOffsetsResponse; Offset -1 when
@@ -282,6 +315,8 @@ type Response struct {
 	Fetch     *FetchOffsetsResponse
 	Describe  *DescribeGroupResponse
 	Delete    *DeleteGroupResponse
+	TxnCommit *CommitResponse
+	TxnMarker *TxnMarkerResponse
 
 	OffsetDelete     *OffsetDeleteResponse
 	ConsumerHB       *ConsumerHeartbeatResponse
@@ -307,6 +342,14 @@ func (r Response) WithError(code int16) Response {
 			ps[i] = PartitionResult{Topic: p.Topic, Partition: p.Partition, ErrorCode: code}
 		}
 		out.Commit = &CommitResponse{Partitions: ps}
+	case r.TxnCommit != nil:
+		ps := make([]PartitionResult, len(r.TxnCommit.Partitions))
+		for i, p := range r.TxnCommit.Partitions {
+			ps[i] = PartitionResult{Topic: p.Topic, Partition: p.Partition, ErrorCode: code}
+		}
+		out.TxnCommit = &CommitResponse{Partitions: ps}
+	case r.TxnMarker != nil:
+		out.TxnMarker = &TxnMarkerResponse{ErrorCode: code}
 	case r.Fetch != nil:
 		out.Fetch = &FetchOffsetsResponse{ErrorCode: code}
 	case r.Describe != nil:

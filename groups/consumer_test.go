@@ -97,7 +97,7 @@ func (e *cgEnv) drain() Ready {
 		if err != nil || !back.Equal(rec) {
 			e.t.Fatalf("record does not survive its encoding: %v\n%+v\n%+v", err, rec, back)
 		}
-		e.log = append(e.log, logEntry{key, value})
+		e.log = append(e.log, logEntry{key: key, value: value, producer: rec.Producer})
 	}
 	e.records = rd.Records
 	return rd

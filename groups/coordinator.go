@@ -59,6 +59,8 @@ type Coordinator struct {
 	groupIDs []string
 	loader   *loader
 	ready    Ready
+	// txn holds the pending transactional offsets (txn.go).
+	txn *txnOffsets
 	// topics are the cluster's topics (UpdateTopics): KIP-848 groups are
 	// assigned from them. nil until the first UpdateTopics.
 	topics    map[string]TopicMeta
@@ -90,6 +92,7 @@ func NewCoordinator(cfg Config, partition, partitionCount int32, newMemberID fun
 		status:         loading,
 		groups:         map[string]*Group{},
 		loader:         newLoader(),
+		txn:            newTxnOffsets(),
 	}, nil
 }
 
@@ -193,7 +196,7 @@ func (c *Coordinator) createGroup(id string, nowMs int64) *Group {
 // leave a husk behind and the live groups equal a replay of the log.
 func (c *Coordinator) maybeForget(g *Group, nowMs int64) {
 	if g.state == Empty && g.generation == 0 && len(g.members) == 0 && len(g.pendingMembers) == 0 &&
-		len(g.offsets) == 0 && c.groups[g.id] == g && (g.consumer == nil || g.consumer.epoch == 0) {
+		len(g.offsets) == 0 && c.groups[g.id] == g && (g.consumer == nil || g.consumer.epoch == 0) && !c.txn.open(g.id) {
 		g.transitionTo(Dead, nowMs)
 		c.dropGroup(g)
 	}
@@ -313,5 +316,6 @@ func (c *Coordinator) Unload() {
 	c.groups = map[string]*Group{}
 	c.groupIDs = nil
 	c.loader = nil
+	c.txn = newTxnOffsets()
 	c.status = unloaded
 }

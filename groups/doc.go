@@ -34,9 +34,10 @@
 // # Inputs and the Ready contract
 //
 // Inputs: Join, Sync, Heartbeat, Leave, ConsumerHeartbeat,
-// ConsumerDescribe, CommitOffsets, FetchOffsets, DeleteOffsets,
-// DescribeGroup, DeleteGroup (each with the driver's opaque RequestID),
-// and Tick, UpdateTopics, PartitionCountChanged, ExpireOffsets, Unload.
+// ConsumerDescribe, CommitOffsets, TxnCommitOffsets, FetchOffsets,
+// DeleteOffsets, DescribeGroup, DeleteGroup, CompleteTxn (each with the
+// driver's opaque RequestID), and Tick, UpdateTopics,
+// PartitionCountChanged, ExpireOffsets, Unload.
 // None of them returns anything: their effects collect in the coordinator
 // until the driver calls Ready, which returns and forgets them:
 //
@@ -48,7 +49,9 @@
 //  1. rd := c.Ready()
 //  2. appends rd.Records to the coordinator's __consumer_offsets partition
 //     (EncodeKey, EncodeValue; nil value = tombstone) as one batch, so a
-//     commit of many partitions is all or nothing;
+//     commit of many partitions is all or nothing; records that carry a
+//     Producer (a TxnOffsetCommit's) go in a transactional batch of that
+//     producer's id and epoch, one batch per run of records of one kind;
 //  3. delivers rd.Responses once those records, and those of every
 //     earlier Ready, are durable (acks=all and flushed, as any produce).
 //
@@ -92,6 +95,28 @@
 // subscribed-topic metadata (v4) is recognised and not read: Kafka 4.1
 // replaced it with the metadata hash, and it is never written.
 //
+// # Transactional offset commits
+//
+// TxnCommitOffsets (TxnOffsetCommit, KIP-98 and KIP-447; txn.go) checks
+// the member, generation and instance as OffsetCommit does when the
+// request names any (v3+), and keeps the offsets pending per producer,
+// as Kafka's pendingTransactionalOffsetCommits: OffsetFetch does not show
+// them, and with RequireStable their partitions answer
+// UNSTABLE_OFFSET_COMMIT. The transaction coordinator's marker reaches
+// the partition through the driver, which appends the control batch and
+// then calls CompleteTxn: COMMIT makes the producer's pending offsets
+// committed, ABORT drops them. The latest record of a partition wins: a
+// regular commit, or another producer's offset, written after a pending
+// offset overtakes it. A newer producer epoch replaces an older epoch's
+// pending offsets, and a request from an epoch older than one seen is
+// refused with INVALID_PRODUCER_EPOCH (the log would refuse its batch).
+// Replay sees the records with their batch's producer (Record.Producer)
+// and the markers (ReplayTxnMarker) in log order; a transaction without
+// its marker in the log stays pending after CompleteLoad. Partitions with
+// pending offsets do not expire, and a group with an open transaction is
+// kept and is not empty for DeleteGroups (NON_EMPTY_GROUP); OffsetDelete's
+// tombstone deletes a partition's pending offsets too, as in Kafka.
+//
 // # Invariants
 //
 //   - A group has a leader if and only if it has members, and the leader is
@@ -117,7 +142,7 @@
 //
 // # Not implemented
 //
-//   - Share groups, transactional offset commits (TxnOffsetCommit).
+//   - Share groups.
 //   - KIP-848: classic members inside a consumer group (Kafka's
 //     mixed-protocol upgrade path), rack-aware assignment, and Kafka
 //     4.1's subscription metadata hash (a coordinator that loads a group

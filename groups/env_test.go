@@ -27,7 +27,18 @@ type testEnv struct {
 	nextReq    uint64
 }
 
-type logEntry struct{ key, value []byte }
+// logEntry is one record of the simulated partition, or (marker set) one
+// transaction marker; producer is the transactional batch's.
+type logEntry struct {
+	key, value []byte
+	producer   *TxnProducer
+	marker     *markerEntry
+}
+
+type markerEntry struct {
+	producer TxnProducer
+	commit   bool
+}
 
 func testConfig() Config {
 	cfg := DefaultConfig()
@@ -163,9 +174,55 @@ func (e *testEnv) handle(d *ddCmd) string {
 		}
 		e.c.CommitOffsets(req, e.nowMs)
 		return e.drainFor(r)
+	case "txn-commit":
+		r := e.request()
+		req := TxnCommitRequest{
+			RequestID:     r,
+			Group:         d.str("g", "g"),
+			ProducerID:    d.int(t, "pid", 1),
+			ProducerEpoch: int16(d.int(t, "pepoch", 0)),
+			Generation:    int32(d.int(t, "gen", -1)),
+			MemberID:      d.str("member", ""),
+			InstanceID:    d.str("instance", ""),
+		}
+		for _, one := range strings.Split(d.str("offsets", ""), ",") {
+			tpStr, off, _ := strings.Cut(one, "@")
+			tp := parseTopicPartition(t, tpStr)
+			n, err := strconv.ParseInt(off, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: offset %q: %v", d.pos, one, err)
+			}
+			req.Offsets = append(req.Offsets, OffsetCommit{Topic: tp.Topic, Partition: tp.Partition, Offset: n, LeaderEpoch: -1})
+		}
+		e.c.TxnCommitOffsets(req, e.nowMs)
+		return e.drainFor(r)
+	case "marker":
+		// The driver appends the marker, then tells the core.
+		r := e.request()
+		m := markerEntry{producer: TxnProducer{ID: d.int(t, "pid", 1), Epoch: int16(d.int(t, "pepoch", 0))}, commit: d.has("commit")}
+		if !m.commit && !d.has("abort") {
+			t.Fatalf("%s: marker needs commit or abort", d.pos)
+		}
+		e.log = append(e.log, logEntry{marker: &m})
+		e.c.CompleteTxn(TxnMarkerRequest{RequestID: r, ProducerID: m.producer.ID, ProducerEpoch: m.producer.Epoch, Commit: m.commit}, e.nowMs)
+		return e.drainFor(r)
+	case "offset-delete":
+		r := e.request()
+		req := OffsetDeleteRequest{RequestID: r, Group: d.str("g", "g")}
+		for _, one := range strings.Split(d.str("partitions", ""), ",") {
+			req.Partitions = append(req.Partitions, parseTopicPartition(t, one))
+		}
+		e.c.DeleteOffsets(req, e.nowMs)
+		return e.drainFor(r)
+	case "pending":
+		out := e.c.PendingTxnOffsets(d.str("g", "g"))
+		if len(out) == 0 {
+			return "none"
+		}
+		return strings.Join(out, "\n")
 	case "fetch":
 		r := e.request()
-		req := FetchOffsetsRequest{RequestID: r, Group: d.str("g", "g")}
+		req := FetchOffsetsRequest{RequestID: r, Group: d.str("g", "g"), RequireStable: d.has("stable")}
 		if ps := d.str("partitions", ""); ps != "" {
 			for _, one := range strings.Split(ps, ",") {
 				req.Partitions = append(req.Partitions, parseTopicPartition(t, one))
@@ -261,8 +318,12 @@ func (e *testEnv) format(rd Ready) []string {
 		if err != nil || !back.Equal(rec) {
 			e.t.Fatalf("record does not survive its encoding: %v\n%+v\n%+v", err, rec, back)
 		}
-		e.log = append(e.log, logEntry{key, value})
-		out = append(out, "persist "+fmtRecord(rec))
+		e.log = append(e.log, logEntry{key: key, value: value, producer: rec.Producer})
+		line := "persist " + fmtRecord(rec)
+		if rec.Producer != nil {
+			line = fmt.Sprintf("persist txn(pid=%d,epoch=%d) %s", rec.Producer.ID, rec.Producer.Epoch, fmtRecord(rec))
+		}
+		out = append(out, line)
 	}
 	for _, resp := range rd.Responses {
 		out = append(out, fmtResponse(resp))
@@ -272,10 +333,17 @@ func (e *testEnv) format(rd Ready) []string {
 
 func (e *testEnv) replayInto(c *Coordinator) error {
 	for _, le := range e.log {
+		if m := le.marker; m != nil {
+			if err := c.ReplayTxnMarker(m.producer.ID, m.producer.Epoch, m.commit); err != nil {
+				return err
+			}
+			continue
+		}
 		rec, err := DecodeRecord(le.key, le.value)
 		if err != nil {
 			return err
 		}
+		rec.Producer = le.producer
 		if err := c.Replay(rec); err != nil {
 			return err
 		}
@@ -311,7 +379,7 @@ func replayDiffs(live, replica *Coordinator) []string {
 		if g.state != Stable && g.state != Empty {
 			continue
 		}
-		if g.state == Empty && g.generation == 0 && len(g.offsets) == 0 {
+		if g.state == Empty && g.generation == 0 && len(g.offsets) == 0 && !live.txn.open(id) {
 			continue // holds only members waiting with MEMBER_ID_REQUIRED
 		}
 		r := replica.groups[id]
@@ -319,7 +387,7 @@ func replayDiffs(live, replica *Coordinator) []string {
 			diffs = append(diffs, fmt.Sprintf("group %s: live %s, missing after replay", id, g.state))
 			continue
 		}
-		if a, b := persistedView(g), persistedView(r); a != b {
+		if a, b := persistedView(g)+pendingView(live, id), persistedView(r)+pendingView(replica, id); a != b {
 			diffs = append(diffs, fmt.Sprintf("group %s:\nlive:\n%s\nreplay:\n%s", id, a, b))
 		}
 	}
@@ -329,6 +397,15 @@ func replayDiffs(live, replica *Coordinator) []string {
 		}
 	}
 	return diffs
+}
+
+// pendingView prints a group's pending transactional offsets.
+func pendingView(c *Coordinator, id string) string {
+	var b strings.Builder
+	for _, p := range c.PendingTxnOffsets(id) {
+		fmt.Fprintf(&b, "\n pending %s", p)
+	}
+	return b.String()
 }
 
 // persistedView prints what the log must preserve of a group at rest.
@@ -387,6 +464,9 @@ func (e *testEnv) state() string {
 		}
 		for _, o := range g.Offsets() {
 			out = append(out, " offset "+fmtOffset(o.TopicPartition, o.OffsetAndMetadata))
+		}
+		for _, p := range e.c.PendingTxnOffsets(id) {
+			out = append(out, " pending "+p)
 		}
 	}
 	if len(out) == 0 {
@@ -541,6 +621,20 @@ func fmtResponse(r Response) string {
 		return s
 	case r.Delete != nil:
 		return p + "delete: " + errName(r.Delete.ErrorCode)
+	case r.TxnCommit != nil:
+		s := p + "txn-commit:"
+		for _, pr := range r.TxnCommit.Partitions {
+			s += fmt.Sprintf(" %s/%d:%s", pr.Topic, pr.Partition, errName(pr.ErrorCode))
+		}
+		return s
+	case r.OffsetDelete != nil:
+		s := p + "offset-delete: " + errName(r.OffsetDelete.ErrorCode)
+		for _, pr := range r.OffsetDelete.Partitions {
+			s += fmt.Sprintf(" %s/%d:%s", pr.Topic, pr.Partition, errName(pr.ErrorCode))
+		}
+		return s
+	case r.TxnMarker != nil:
+		return p + "marker: " + errName(r.TxnMarker.ErrorCode)
 	}
 	return p + "empty response"
 }

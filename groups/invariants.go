@@ -23,6 +23,45 @@ func (c *Coordinator) checkInvariants() {
 			g.checkInvariants()
 		}
 	}
+	if c.status == active {
+		c.txn.checkInvariants(c.groups)
+	}
+}
+
+// checkInvariants: the producers of a group's open transactions are
+// exactly those with pending offsets in it (byGroup indexes byProducer),
+// and a group with an open transaction exists (it is kept until the
+// marker).
+func (t *txnOffsets) checkInvariants(groups map[string]*Group) {
+	n := 0
+	for pid, pt := range t.byProducer {
+		if len(pt.groups) == 0 {
+			panic(fmt.Sprintf("groups: producer %d has an open transaction in no group", pid))
+		}
+		for g := range pt.groups {
+			n++
+			if _, ok := t.byGroup[g][pid]; !ok {
+				panic(fmt.Sprintf("groups: producer %d's pending offsets of group %q are not indexed", pid, g))
+			}
+			if groups[g] == nil {
+				panic(fmt.Sprintf("groups: group %q has an open transaction of producer %d but is gone", g, pid))
+			}
+		}
+		if e, ok := t.epochs[pid]; !ok || e < pt.epoch {
+			panic(fmt.Sprintf("groups: producer %d pending at epoch %d, highest epoch seen %d (%v)", pid, pt.epoch, e, ok))
+		}
+	}
+	for g, pids := range t.byGroup {
+		for pid := range pids {
+			n--
+			if t.byProducer[pid] == nil || t.byProducer[pid].groups[g] == nil {
+				panic(fmt.Sprintf("groups: group %q indexes producer %d, which has nothing pending in it", g, pid))
+			}
+		}
+	}
+	if n != 0 {
+		panic(fmt.Sprintf("groups: the open transactions' index is off by %d", n))
+	}
 }
 
 func (g *Group) checkInvariants() {

@@ -11,6 +11,8 @@ type loader struct {
 	metadata map[string]*GroupMetadataValue
 	offsets  map[string]map[TopicPartition]OffsetAndMetadata
 	consumer map[string]*consumerLoad
+	// txn is the pending transactional offsets as replayed so far.
+	txn *txnOffsets
 }
 
 // consumerLoad is a KIP-848 group's records as replayed so far.
@@ -25,7 +27,7 @@ type consumerLoad struct {
 
 func newLoader() *loader {
 	return &loader{metadata: map[string]*GroupMetadataValue{}, offsets: map[string]map[TopicPartition]OffsetAndMetadata{},
-		consumer: map[string]*consumerLoad{}}
+		consumer: map[string]*consumerLoad{}, txn: newTxnOffsets()}
 }
 
 func (l *loader) consumerGroup(id string) *consumerLoad {
@@ -51,15 +53,22 @@ func (c *Coordinator) Replay(rec Record) error {
 		tp := rec.TopicPartition
 		if rec.Offset == nil {
 			delete(l.offsets[rec.Group], tp)
+			l.txn.remove(rec.Group, tp)
 			return nil
 		}
 		if tp.Topic == "" || tp.Partition < 0 {
 			return fmt.Errorf("%w: group %q offset for %q/%d", ErrCorruptRecord, rec.Group, tp.Topic, tp.Partition)
 		}
-		if l.offsets[rec.Group] == nil {
-			l.offsets[rec.Group] = map[TopicPartition]OffsetAndMetadata{}
+		if rec.Producer != nil {
+			// A TxnOffsetCommit's: pending until its marker.
+			if rec.Producer.ID < 0 || rec.Producer.Epoch < 0 {
+				return fmt.Errorf("%w: group %q transactional offset of producer %d epoch %d", ErrCorruptRecord, rec.Group, rec.Producer.ID, rec.Producer.Epoch)
+			}
+			l.txn.add(*rec.Producer, rec.Group, tp, *rec.Offset)
+			return nil
 		}
-		l.offsets[rec.Group][tp] = *rec.Offset
+		l.setOffset(rec.Group, tp, *rec.Offset)
+		l.txn.supersede(rec.Group, tp, -1)
 	case GroupMetadataRecord:
 		if rec.Metadata == nil {
 			delete(l.metadata, rec.Group)
@@ -114,6 +123,28 @@ func (c *Coordinator) Replay(rec Record) error {
 	default:
 		return fmt.Errorf("%w: kind %d", ErrUnknownRecordType, rec.Kind)
 	}
+	return nil
+}
+
+func (l *loader) setOffset(group string, tp TopicPartition, o OffsetAndMetadata) {
+	if l.offsets[group] == nil {
+		l.offsets[group] = map[TopicPartition]OffsetAndMetadata{}
+	}
+	l.offsets[group][tp] = o
+}
+
+// ReplayTxnMarker applies a transaction marker of the partition (a
+// COMMIT or ABORT control batch of producerID at producerEpoch), in log
+// order with Replay, while loading: the producer's pending offsets
+// replayed before it become committed offsets or are dropped. Pending
+// offsets whose marker is not in the log stay pending after CompleteLoad:
+// the transaction coordinator's marker will come.
+func (c *Coordinator) ReplayTxnMarker(producerID int64, producerEpoch int16, commit bool) error {
+	if c.status != loading {
+		return ErrNotLoading
+	}
+	l := c.loader
+	l.txn.complete(producerID, producerEpoch, commit, l.setOffset)
 	return nil
 }
 
@@ -173,6 +204,14 @@ func (c *Coordinator) CompleteLoad(nowMs int64) error {
 			ids = append(ids, id)
 		}
 	}
+	for id := range l.txn.byGroup {
+		// A group whose only state is an open transaction's offsets.
+		_, classic := l.metadata[id]
+		cl := l.consumer[id]
+		if !classic && (cl == nil || !cl.hasMetadata) && len(l.offsets[id]) == 0 {
+			ids = append(ids, id)
+		}
+	}
 	slices.Sort(ids)
 	for _, id := range ids {
 		g := newGroup(id, nowMs)
@@ -194,6 +233,7 @@ func (c *Coordinator) CompleteLoad(nowMs int64) error {
 			c.misplaced = append(c.misplaced, id)
 		}
 	}
+	c.txn = l.txn
 	c.loader = nil
 	c.status = active
 	for _, id := range ids {

@@ -97,6 +97,9 @@ func (c *Coordinator) CommitOffsets(req CommitRequest, nowMs int64) {
 		tp := TopicPartition{Topic: o.Topic, Partition: o.Partition}
 		c.persist(Record{Kind: OffsetCommitRecord, Group: g.id, TopicPartition: tp, Offset: &v})
 		g.offsets[tp] = v
+		// A pending transactional offset of tp written before this
+		// commit must not overwrite it when its transaction commits.
+		c.txn.supersede(g.id, tp, -1)
 	}
 }
 
@@ -135,6 +138,12 @@ func (c *Coordinator) FetchOffsets(req FetchOffsetsRequest) {
 		if g == nil {
 			return f
 		}
+		if req.RequireStable && c.txn.pending(g.id, tp) {
+			// KIP-447: a transaction's offsets for tp are pending; the
+			// client retries until its marker.
+			f.ErrorCode = errUnstableOffsetCommit
+			return f
+		}
 		if o, ok := g.offsets[tp]; ok {
 			f.Offset, f.LeaderEpoch, f.Metadata = o.Offset, o.LeaderEpoch, o.Metadata
 		}
@@ -169,10 +178,15 @@ func (c *Coordinator) ExpireOffsets(nowMs int64) {
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
 		for _, tp := range g.expiredOffsets(nowMs, c.cfg.OffsetsRetentionMs) {
+			if c.txn.pending(g.id, tp) {
+				// A transaction's offset for tp is pending: the partition
+				// is in use (Kafka's new coordinator keeps it too).
+				continue
+			}
 			delete(g.offsets, tp)
 			c.persist(Record{Kind: OffsetCommitRecord, Group: g.id, TopicPartition: tp})
 		}
-		if g.state == Empty && len(g.offsets) == 0 {
+		if g.state == Empty && len(g.offsets) == 0 && !c.txn.open(g.id) {
 			c.removeGroup(g, nowMs)
 		}
 	}
@@ -263,6 +277,10 @@ func (c *Coordinator) DeleteGroup(req DeleteGroupRequest, nowMs int64) {
 		resp.ErrorCode = errGroupIDNotFound
 	case g.state != Empty || g.isConsumer() && len(g.consumer.members) > 0:
 		resp.ErrorCode = errNonEmptyGroup
+	case c.txn.open(g.id):
+		// An open transaction holds offsets of the group: it is not
+		// empty until the transaction's marker.
+		resp.ErrorCode = errNonEmptyGroup
 	default:
 		for _, tp := range g.sortedTopicPartitions() {
 			c.persist(Record{Kind: OffsetCommitRecord, Group: g.id, TopicPartition: tp})
@@ -307,12 +325,15 @@ func (c *Coordinator) DeleteOffsets(req OffsetDeleteRequest, nowMs int64) {
 			resp.Partitions[i].ErrorCode = errGroupSubscribed
 			continue
 		}
-		if _, ok := g.offsets[tp]; ok {
+		if _, ok := g.offsets[tp]; ok || c.txn.pending(g.id, tp) {
+			// The tombstone deletes a pending transactional offset of tp
+			// too (it is later in the log), as in Kafka.
 			delete(g.offsets, tp)
+			c.txn.remove(g.id, tp)
 			c.persist(Record{Kind: OffsetCommitRecord, Group: g.id, TopicPartition: tp})
 		}
 	}
-	if g.state == Empty && len(g.offsets) == 0 && !g.isConsumer() && g.generation == 0 {
+	if g.state == Empty && len(g.offsets) == 0 && !g.isConsumer() && g.generation == 0 && !c.txn.open(g.id) {
 		// A group that only held offsets is gone with them.
 		c.removeGroup(g, nowMs)
 	}

@@ -284,7 +284,7 @@ func (e *propEnv) drain(request uint64, mayWait bool) *Response {
 		if err != nil || !back.Equal(rec) {
 			t.Fatalf("record does not survive its encoding: %v: %+v", err, rec)
 		}
-		e.log = append(e.log, logEntry{key, value})
+		e.log = append(e.log, logEntry{key: key, value: value, producer: rec.Producer})
 		if rec.Kind == GroupMetadataRecord && rec.Metadata != nil {
 			m := rec.Metadata
 			if e.stored[m.Generation] == nil {

@@ -124,6 +124,12 @@ type Record struct {
 	TargetMember      *ConsumerGroupTargetAssignmentMemberValue   // ConsumerGroupTargetAssignmentMemberRecord
 	CurrentAssignment *ConsumerGroupCurrentMemberAssignmentValue  // ConsumerGroupCurrentMemberAssignmentRecord
 
+	// Producer is set on the offset commits of a TxnOffsetCommit: they are
+	// appended as a transactional batch of that producer, and replayed as
+	// pending until its marker. It is the batch's, not the record's: the
+	// key and value do not carry it.
+	Producer *TxnProducer
+
 	// partitionMetadata is set when a ConsumerGroupPartitionMetadataRecord
 	// was decoded with a value: it is not a tombstone, though its value is
 	// not kept.

@@ -19,8 +19,10 @@ import (
 //   each partition.
 // * v8+: several groups per request (KIP-709), each asked of its own
 //   coordinator.
-// * RequireStable (v7+) needs nothing: there are no transactional
-//   offset commits yet.
+// * RequireStable (v7+, KIP-447): a partition with transactional offsets
+//   pending (TxnOffsetCommit, before its transaction's marker) answers
+//   UNSTABLE_OFFSET_COMMIT, which the client retries; without it the
+//   committed offset is answered (pending offsets are never shown).
 // * Authorization: READ on the group, or GROUP_AUTHORIZATION_FAILED (per
 //   partition before v2); partitions of a topic the principal may not READ
 //   get TOPIC_AUTHORIZATION_FAILED when named, and are left out of a fetch
@@ -36,7 +38,7 @@ func (s *Server) handleOffsetFetch(req *Request) (Pending, error) {
 	version := r.Version
 	az := s.authz(req)
 	if version < 8 {
-		fr := groups.FetchOffsetsRequest{Group: r.Group}
+		fr := groups.FetchOffsetsRequest{Group: r.Group, RequireStable: version >= 7 && r.RequireStable}
 		if r.Topics != nil {
 			fr.Partitions = []groups.TopicPartition{}
 			for _, t := range r.Topics {
@@ -94,7 +96,7 @@ func (s *Server) handleOffsetFetch(req *Request) (Pending, error) {
 	refused := make([][]groups.FetchedOffset, len(r.Groups))
 	groupDenied := make([]bool, len(r.Groups))
 	for i, g := range r.Groups {
-		reqs[i] = groups.FetchOffsetsRequest{Group: g.Group}
+		reqs[i] = groups.FetchOffsetsRequest{Group: g.Group, RequireStable: r.RequireStable}
 		if g.Topics != nil {
 			reqs[i].Partitions = []groups.TopicPartition{}
 			for _, t := range g.Topics {

@@ -2,12 +2,10 @@ package kafka
 
 import (
 	"context"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wren-broker/wren/cluster"
 	"github.com/wren-broker/wren/txn"
 )
 
@@ -20,12 +18,6 @@ import (
 //   not exist gets UNKNOWN_TOPIC_OR_PARTITION and the others
 //   OPERATION_NOT_ATTEMPTED, as Kafka. PRODUCER_FENCED is
 //   INVALID_PRODUCER_EPOCH below v2.
-// * A compacted topic (cleanup.policy with compact) is refused with
-//   POLICY_VIOLATION: the log cleaner does not yet follow Kafka's rules for
-//   transactional data (an aborted record's key would make it remove an
-//   earlier committed record of the same key), so no transactional batch
-//   may reach one. __consumer_offsets is the group coordinator's
-//   (AddOffsetsToTxn), not refused here.
 // * v4+ (brokers): many transactions, each with VerifyOnly (KIP-890 part
 //   1): a partition leader asks whether partitions are in a producer's
 //   ongoing transaction before it appends the transaction's first batch
@@ -102,8 +94,6 @@ func (s *Server) precheckAddPartitions(req *Request, id string, tps []txn.TopicP
 			code = kerr.TopicAuthorizationFailed.Code
 		} else if t := im.Topic(tp.Topic); t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 			code = kerr.UnknownTopicOrPartition.Code
-		} else if compacted(s.node(), im, tp.Topic) {
-			code = kerr.PolicyViolation.Code
 		}
 		if code != 0 {
 			if bad == nil {
@@ -190,16 +180,4 @@ func (s *Server) addPartitionsBatched(req *Request, r *kmsg.AddPartitionsToTxnRe
 		}
 		return Response{Msg: resp}, nil
 	}, nil
-}
-
-// compacted reports whether topic's effective cleanup.policy compacts
-// it (an override that no longer resolves runs with the broker defaults,
-// as deletePolicy reads it).
-func compacted(n *Node, im *cluster.Image, topic string) bool {
-	t := im.Topic(topic)
-	if t == nil || n.Config == nil {
-		return false
-	}
-	tc, err := n.Config.Topic(t.Configs, dynamicConfigs(n, im))
-	return err == nil && slices.Contains(tc.CleanupPolicy, "compact")
 }

@@ -17,8 +17,8 @@ import (
 // Behavior:
 // * The partition leader's side of a commit or abort: for each marker and
 //   partition, a control batch (COMMIT or ABORT) appended by the leader
-//   (Replica.AppendTxnMarkerAsLeader, engine.Log.AppendTxnMarker) and
-//   answered once every in-sync replica holds it (acks=all). The engine
+//   (Replica.AppendTxnMarkerAsLeader) and answered once every in-sync
+//   replica holds it (acks=all, within replication's 30 s). The engine
 //   refuses a producer epoch below the partition's
 //   (INVALID_PRODUCER_EPOCH) and a coordinator epoch below the last
 //   marker's (TRANSACTION_COORDINATOR_FENCED). NOT_LEADER_OR_FOLLOWER on a
@@ -31,15 +31,14 @@ import (
 //   (GroupTxnMarkers), which appends the marker through its own ordered
 //   path and applies the transaction's offsets; without one,
 //   COORDINATOR_NOT_AVAILABLE (retriable).
-// * Partitions are written concurrently (at most 32 at once), each
-//   within 30 s.
+// * Partitions are written concurrently (at most 32 at once).
 // * Authorization: CLUSTER_ACTION on the cluster, or
 //   CLUSTER_AUTHORIZATION_FAILED on every partition.
 //
 // Not implemented:
 // * v2 (transaction version 2).
 
-// markerTimeout bounds one partition's marker and its replication.
+// markerTimeout bounds a marker the group coordinator writes.
 const markerTimeout = 30 * time.Second
 
 // maxConcurrentMarkers bounds the partitions one request writes at once.
@@ -132,10 +131,11 @@ func (s *Server) writeTxnMarker(ctx context.Context, n *Node, tp engine.TopicPar
 		return kerr.NotLeaderForPartition.Code
 	}
 	s.txnGuards.clear(tp, m.ProducerID)
-	if err := part.AppendTxnMarkerAsLeader(m, markerTimeout); err != nil {
-		return errorCode(err)
+	_, wait, err := part.AppendTxnMarkerAsLeader(m, -1)
+	if err == nil {
+		err = wait()
 	}
-	return 0
+	return errorCode(err)
 }
 
 // WriteTxnMarker writes one marker on this node, as WriteTxnMarkers does

@@ -122,6 +122,7 @@ var apiTable = [...]apiEntry{
 	{Key: kmsg.EndTxn, Min: 0, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleEndTxn},
 	{Key: kmsg.WriteTxnMarkers, Min: 0, Max: 1, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleWriteTxnMarkers},
 	{Key: kmsg.OffsetForLeaderEpoch, Min: 2, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleOffsetForLeaderEpoch},
+	{Key: kmsg.TxnOffsetCommit, Min: 0, Max: 4, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleTxnOffsetCommit},
 	{Key: kmsg.DescribeACLs, Min: 1, Max: 3, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDescribeACLs},
 	{Key: kmsg.CreateACLs, Min: 1, Max: 3, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleCreateACLs},
 	{Key: kmsg.DeleteACLs, Min: 1, Max: 3, MaxRequestBytes: smallRequestBytes, Handle: (*Server).handleDeleteACLs},

@@ -193,6 +193,28 @@ var authRules = map[kmsg.Key]authRule{
 		},
 		refused: []*kerr.Error{gaf},
 	},
+	kmsg.TxnOffsetCommit: {
+		req: func() kmsg.Request {
+			r := kmsg.NewPtrTxnOffsetCommitRequest()
+			r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch = "tx", "g", 7, 0
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Offset = 3
+			rt.Partitions = append(rt.Partitions, rp)
+			r.Topics = append(r.Topics, rt)
+			return r
+		},
+		codes: func(m kmsg.Response) []int16 {
+			return topicPartitionCodes(m.(*kmsg.TxnOffsetCommitResponse).Topics, func(t kmsg.TxnOffsetCommitResponseTopic) (c []int16) {
+				for _, p := range t.Partitions {
+					c = append(c, p.ErrorCode)
+				}
+				return c
+			})
+		},
+		refused: []*kerr.Error{kerr.TransactionalIDAuthorizationFailed},
+	},
 	kmsg.OffsetFetch: {
 		req: func() kmsg.Request {
 			r := kmsg.NewPtrOffsetFetchRequest()

@@ -71,6 +71,9 @@ func (c *recordingCore) Leave(req groups.LeaveRequest, _ int64)         { c.got 
 func (c *recordingCore) CommitOffsets(req groups.CommitRequest, _ int64) {
 	c.got = append(c.got, &req)
 }
+func (c *recordingCore) TxnCommitOffsets(req groups.TxnCommitRequest, _ int64) {
+	c.got = append(c.got, &req)
+}
 func (c *recordingCore) FetchOffsets(req groups.FetchOffsetsRequest) { c.got = append(c.got, &req) }
 func (c *recordingCore) DeleteOffsets(req groups.OffsetDeleteRequest, _ int64) {
 	c.got = append(c.got, &req)
@@ -107,6 +110,12 @@ func emptyGroupResponse(req any) (groups.Response, error) {
 			cr.Partitions = append(cr.Partitions, groups.PartitionResult{Topic: o.Topic, Partition: o.Partition})
 		}
 		return groups.Response{RequestID: r.RequestID, Commit: cr}, nil
+	case *groups.TxnCommitRequest:
+		cr := &groups.CommitResponse{}
+		for _, o := range r.Offsets {
+			cr.Partitions = append(cr.Partitions, groups.PartitionResult{Topic: o.Topic, Partition: o.Partition})
+		}
+		return groups.Response{RequestID: r.RequestID, TxnCommit: cr}, nil
 	case *groups.FetchOffsetsRequest:
 		fr := &groups.FetchOffsetsResponse{}
 		for _, tp := range r.Partitions {

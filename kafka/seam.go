@@ -100,9 +100,9 @@ type Replica interface {
 	ProducerStates() []producer.Entry
 
 	// AppendTxnMarkerAsLeader appends a transaction marker as the leader
-	// and waits, at most timeout, until the in-sync replicas hold it
-	// (WriteTxnMarkers).
-	AppendTxnMarkerAsLeader(m engine.TxnMarker, timeout time.Duration) error
+	// and returns the wait for its acknowledgement under acks, as
+	// AppendAsLeaderTimeout does (WriteTxnMarkers).
+	AppendTxnMarkerAsLeader(m engine.TxnMarker, acks int16) (engine.AppendInfo, func() error, error)
 }
 
 // Metadata is the read side of the control plane: the committed metadata
@@ -194,6 +194,7 @@ type ClassicGroups interface {
 // GroupOffsets are the committed offsets' verbs.
 type GroupOffsets interface {
 	CommitOffsets(req groups.CommitRequest, nowMs int64)
+	TxnCommitOffsets(req groups.TxnCommitRequest, nowMs int64)
 	FetchOffsets(req groups.FetchOffsetsRequest)
 	DeleteOffsets(req groups.OffsetDeleteRequest, nowMs int64)
 }

@@ -87,16 +87,17 @@ func (r *fakeReplica) AppendAsLeaderTimeout(records []byte, acks int16, _ time.D
 	return info, func() error { return r.ackErr }, nil
 }
 
-func (r *fakeReplica) AppendTxnMarkerAsLeader(m engine.TxnMarker, _ time.Duration) error {
+func (r *fakeReplica) AppendTxnMarkerAsLeader(m engine.TxnMarker, _ int16) (engine.AppendInfo, func() error, error) {
 	if !r.leader {
-		return fmt.Errorf("%w: not led by this node", kerr.NotLeaderForPartition)
+		return engine.AppendInfo{}, nil, fmt.Errorf("%w: not led by this node", kerr.NotLeaderForPartition)
 	}
 	if r.appendErr != nil {
-		return r.appendErr
+		return engine.AppendInfo{}, nil, r.appendErr
 	}
 	r.markers = append(r.markers, m)
+	info := engine.AppendInfo{FirstOffset: r.logEnd, LastOffset: r.logEnd, LogAppendTime: -1, LogStartOffset: r.logStart}
 	r.logEnd++
-	return nil
+	return info, func() error { return r.ackErr }, nil
 }
 
 func (r *fakeReplica) ReadForConsumer(offset, maxBytes int64, minOne bool) (*engine.ReadResult, int64, int64, error) {

@@ -412,6 +412,7 @@ func writeClusterHealth(w io.Writer, h health.ClusterHealth) {
 		{"wren_cluster_offline_log_dirs", "log dirs that failed, on every node", len(h.OfflineLogDirs)},
 		{"wren_cluster_damaged_partitions", "replicas holding damaged data on disk, on every node", len(h.DamagedPartitions)},
 		{"wren_cluster_log_dirs_below_free_space_floor", "log dirs below their free-space floor, on every node", len(h.LogDirsBelowFloor)},
+		{"wren_cluster_nodes_loading_partitions", "nodes with partitions on disk not loaded yet (loading after the start, or waiting for file descriptors)", len(h.LoadingNodes)},
 		{"wren_cluster_request_budget_starved_nodes", "nodes whose request budget has had requests waiting and admitted none for a while", len(h.StarvedNodes)},
 		{"wren_kafka_under_replicated_replicas", "partitions whose ISR is smaller than their replica set (during a reassignment, than the original replicas)", len(h.UnderReplicatedPartitions)},
 	} {

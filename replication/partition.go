@@ -399,6 +399,25 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (engine.AppendInf
 // policy ack), within timeout (REQUEST_TIMED_OUT after: the write may
 // still commit). acks=0 callers need not wait.
 func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout time.Duration) (engine.AppendInfo, func() error, error) {
+	return p.appendAsLeader(acks, timeout, func(epoch int32) (engine.AppendInfo, func() error, error) {
+		return p.log.AppendAsync(records, epoch)
+	})
+}
+
+// AppendTxnMarkerAsLeader appends a transaction marker (a COMMIT or ABORT
+// control batch, engine.Log.AppendTxnMarkerAsync: producer and
+// coordinator epochs fenced) as this partition's leader, and returns a
+// wait function as AppendAsLeader does: with acks -1 it completes once
+// the high watermark passes the marker (every ISR member holds it).
+func (p *Partition) AppendTxnMarkerAsLeader(m engine.TxnMarker, acks int16) (engine.AppendInfo, func() error, error) {
+	return p.appendAsLeader(acks, DefaultAckTimeout, func(epoch int32) (engine.AppendInfo, func() error, error) {
+		return p.log.AppendTxnMarkerAsync(m, epoch)
+	})
+}
+
+// appendAsLeader is AppendAsLeaderTimeout's body for any append:
+// appendAsync writes at the leader epoch it is given.
+func (p *Partition) appendAsLeader(acks int16, timeout time.Duration, appendAsync func(epoch int32) (engine.AppendInfo, func() error, error)) (engine.AppendInfo, func() error, error) {
 	p.mu.Lock()
 	leader, epoch := p.isLeader, p.leaderEpoch
 	isr, minISR, minSet := len(p.core.isr), p.core.effectiveMinISR(), p.core.minISR > 0
@@ -418,7 +437,7 @@ func (p *Partition) AppendAsLeaderTimeout(records []byte, acks int16, timeout ti
 	// still leads at epoch (FenceLeaderAppends), so a leadership change
 	// between the check above and the write cannot land it as a deposed
 	// leader.
-	info, wait, err := p.log.AppendAsync(records, epoch)
+	info, wait, err := appendAsync(epoch)
 	if err != nil {
 		return engine.AppendInfo{}, nil, err
 	}
@@ -565,33 +584,3 @@ func (p *Partition) ReadCommittedForConsumer(offset, maxBytes int64, minOneMessa
 
 // LastStableOffset is the last stable offset given the high watermark hw.
 func (p *Partition) LastStableOffset(hw int64) int64 { return p.log.LastStableOffset(hw) }
-
-// AppendTxnMarkerAsLeader appends a transaction marker (COMMIT or ABORT,
-// engine.Log.AppendTxnMarker) as the leader and waits, at most timeout,
-// until every in-sync replica holds it (acks=all): what the transaction
-// coordinator's WriteTxnMarkers asks of a partition leader. The marker is
-// refused as a produce with acks=all is (not the leader, fewer in-sync
-// replicas than min.insync.replicas), and by the engine for a fenced
-// producer or coordinator epoch.
-func (p *Partition) AppendTxnMarkerAsLeader(m engine.TxnMarker, timeout time.Duration) error {
-	p.mu.Lock()
-	leader, epoch := p.isLeader, p.leaderEpoch
-	isr, minISR, minSet := len(p.core.isr), p.core.effectiveMinISR(), p.core.minISR > 0
-	p.mu.Unlock()
-	if !leader {
-		return fmt.Errorf("%w: %s is not led by this node", kerr.NotLeaderForPartition, p.tp)
-	}
-	if minSet && isr < minISR {
-		return fmt.Errorf("%w: %s has %d in-sync replica(s), min.insync.replicas is %d", kerr.NotEnoughReplicas, p.tp, isr, minISR)
-	}
-	// AppendTxnMarker returns once the marker is as durable as the flush
-	// policy promises, and refuses it unless this replica still leads
-	// at epoch.
-	info, err := p.log.AppendTxnMarker(m, epoch)
-	if err != nil {
-		return err
-	}
-	p.notifyAppended()
-	p.maybeAdvanceHighWatermark()
-	return p.waitHighWatermark(info.LastOffset+1, timeout)
-}

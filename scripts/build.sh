@@ -28,19 +28,22 @@ pkg=github.com/wren-broker/wren/internal/buildinfo
 # regular-expression, formatting and logging code (run per TLS handshake,
 # config load, metadata record or heartbeat, error, checkpoint or log line,
 # never per produce, fetch or replica fetch), are compiled without
-# inlining: about 650 KiB less on amd64. So are the cores and drivers run
-# per coordinator or controller request, metadata record, probe or
-# authentication (txn, groups, cluster, election, health, wal, the SCRAM
-# and principal code) and the uplink (whose client, kgo, already is). See
-# docs/ARCHITECTURE.md, "Binary size".
+# inlining: about 650 KiB less on amd64. So are the control plane's
+# packages (the broker's assembly, the metadata log and controller, the
+# group coordinator, health, SASL and ACLs, the uplink's own code: run per
+# metadata record, group request, authentication or link batch, never per
+# record): about 100 KiB more. So are the transaction coordinator (txn/...,
+# per transaction request), the election and the metadata log's wal, and
+# crypto/tls (handshakes; per TLS record only the framing around the AEAD).
+# See docs/ARCHITECTURE.md, "Binary size".
 noinline=""
 for p in github.com/twmb/franz-go/pkg/kgo/... github.com/twmb/franz-go/pkg/kadm \
 	github.com/wren-broker/wren/cli github.com/urfave/cli/v2 \
 	github.com/wren-broker/wren/config github.com/pelletier/go-toml/v2/... \
-	github.com/wren-broker/wren/ops github.com/wren-broker/wren/txn/... github.com/wren-broker/wren/groups/... \
-	github.com/wren-broker/wren/cluster/... github.com/wren-broker/wren/election github.com/wren-broker/wren/internal/health \
-	github.com/wren-broker/wren/wal github.com/wren-broker/wren/security/scram github.com/wren-broker/wren/security/principal \
-	github.com/wren-broker/wren/uplink \
+	github.com/wren-broker/wren/ops github.com/wren-broker/wren/broker github.com/wren-broker/wren/cluster/... \
+	github.com/wren-broker/wren/groups/... github.com/wren-broker/wren/internal/health \
+	github.com/wren-broker/wren/security/... github.com/wren-broker/wren/uplink github.com/wren-broker/wren/txn/... \
+	github.com/wren-broker/wren/election github.com/wren-broker/wren/wal crypto/tls \
 	crypto/x509 crypto/ecdsa vendor/golang.org/x/crypto/cryptobyte encoding/asn1 \
 	encoding/json math/big regexp regexp/syntax fmt log/slog; do
 	noinline="$noinline -gcflags=$p=-l"

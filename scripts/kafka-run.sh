@@ -6,6 +6,9 @@
 #   scripts/kafka-run.sh start WORKDIR [key=value ...]   format (first time) and start; prints the
 #                                                        bootstrap address host:port on stdout
 #   scripts/kafka-run.sh stop WORKDIR                    clean shutdown (SIGTERM, wait for exit)
+#   scripts/kafka-run.sh restart WORKDIR                 stop, then start with the key=value
+#                                                        arguments of the last start (kept in
+#                                                        WORKDIR/extra.args); prints the bootstrap
 #   scripts/kafka-run.sh bootstrap WORKDIR               print the bootstrap address
 #   scripts/kafka-run.sh status WORKDIR                  exit 0 if running
 #
@@ -127,6 +130,8 @@ PROPS
 		fi
 		echo "$kv" >>"$work/server.properties"
 	done
+	# restart starts again with these.
+	if (($# > 0)); then printf '%s\n' "$@"; fi >"$work/extra.args"
 
 	if [[ ! -f "$work/metadata/meta.properties" ]]; then
 		local cluster_id="${WREN_KAFKA_CLUSTER_ID:-}"
@@ -198,6 +203,12 @@ stop() {
 case "$cmd" in
 start) start "$@" ;;
 stop) stop ;;
+restart)
+	stop
+	extra=()
+	[[ ! -f "$work/extra.args" ]] || mapfile -t extra <"$work/extra.args"
+	start "${extra[@]}"
+	;;
 bootstrap) cat "$work/bootstrap" ;;
 status) running ;;
 *) usage ;;

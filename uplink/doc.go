@@ -156,7 +156,11 @@
 // last record that cannot be read in time. So the far side never holds a
 // record twice nor out of order, and this works against any far side
 // (transactions are neither needed nor used), after a crash of either
-// side: the far side's acknowledged records are its own truth.
+// side: the far side's acknowledged records are its own truth. Against
+// Apache Kafka, both ways at once, TestUplinkKafkaFarSide (package broker,
+// run by scripts/interop-uplink.sh) holds it through the link cut,
+// requests and answers cut in the middle, answers swallowed, the edge
+// SIGKILLed in a catch-up and Kafka restarted.
 //
 // Any error the producer gives up with ends the session: every client is
 // closed, and the next session (after a backoff of 1 s doubling to 30 s)
@@ -310,7 +314,11 @@
 // deleted records never pulled). Against a local cluster the gap of
 // "Fencing" is the same and narrowed the same way; the local log's
 // acknowledged records (acks=all) are the truth a restarted node, or a
-// new leader, reads.
+// new leader, reads. Tested through the fault proxy (TestUplinkPullFaults:
+// the link cut, Fetch requests and answers cut in the middle, answers
+// swallowed), SIGKILLs of one node (TestUplinkPullSIGKILL) and of the
+// leader of the pulled partitions in a three-node cluster
+// (TestUplinkPullClusterSIGKILL).
 //
 // No loops: a record whose provenance names this cluster is skipped; a
 // local topic some link pulls into is never forwarded by any link, and

@@ -30,6 +30,30 @@
 // otherwise) and the coordinator is unloaded; the next leadership check
 // rebuilds it from the log if this node still leads.
 //
+// # Transactions
+//
+// A Ready's records that carry a producer (TxnOffsetCommit's) are
+// appended as a transactional batch of that producer's id and epoch, at
+// the producer's next sequence in the partition (the log checks it as
+// any producer's batch; only this driver writes them). The transaction
+// coordinator's markers come through WriteTxnMarker(ctx, partition,
+// producerID, producerEpoch, coordinatorEpoch, commit): on the owner
+// goroutine it appends the COMMIT or ABORT control batch as the
+// partition's leader (replication.Partition.AppendTxnMarkerAsLeader,
+// acks=all; the log fences older producer and coordinator epochs), so the
+// marker is ordered with the coordinator's own records; it then hands the
+// marker to the core (CompleteTxn), which commits or drops the producer's
+// pending offsets, and returns once the marker is durable, behind the
+// Readies before it on the partition's FIFO. Its errors wrap the Kafka
+// error to answer: NOT_LEADER_OR_FOLLOWER when the partition is not led
+// here, COORDINATOR_LOAD_IN_PROGRESS (retriable) while it loads,
+// INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED or
+// NOT_ENOUGH_REPLICAS when the log refused it (nothing written),
+// REQUEST_TIMED_OUT when it was written but did not become durable in
+// time (the coordinator is then rebuilt from the log; a retry is
+// harmless). A load replays transactional batches as pending offsets and
+// markers as their ends; control batches that hold no marker are skipped.
+//
 // # Invariants
 //
 //   - Only the owner goroutine touches a groups.Coordinator.

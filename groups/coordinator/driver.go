@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/wren-broker/wren/engine"
 	"github.com/wren-broker/wren/engine/batch"
+	"github.com/wren-broker/wren/engine/producer"
 	"github.com/wren-broker/wren/groups"
 	"github.com/wren-broker/wren/replication"
 )
@@ -98,10 +100,10 @@ type loadedPartition struct {
 	fifoDone chan struct{}
 }
 
-// delivery is one Ready's responses behind its append's wait (nil when
-// the Ready had no records).
+// delivery is one Ready's responses behind its appends' waits (none when
+// the Ready had no records), waited in order.
 type delivery struct {
-	wait      func() error
+	waits     []func() error
 	responses []groups.Response
 }
 
@@ -301,7 +303,27 @@ func replay(c *groups.Coordinator, l *engine.Log, end int64) error {
 			b = b[h.Size():]
 			offset = h.NextOffset()
 			if h.IsControl() {
+				// A transaction marker ends the producer's pending
+				// offsets; other control records (none are written
+				// here) and a marker's batch emptied by compaction
+				// say nothing.
+				m, err := batch.ReadEndTxnMarker(one, batch.Limits{})
+				if errors.Is(err, batch.ErrNotEndTxnMarker) || !h.HasProducerID() {
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("coordinator: control batch at %d: %w", h.BaseOffset, err)
+				}
+				if err := c.ReplayTxnMarker(h.ProducerID, h.ProducerEpoch, m.Commit); err != nil {
+					return fmt.Errorf("coordinator: marker at %d: %w", h.BaseOffset, err)
+				}
 				continue
+			}
+			var producer *groups.TxnProducer
+			if h.IsTransactional() && h.HasProducerID() {
+				// A TxnOffsetCommit's records: pending until the
+				// producer's marker.
+				producer = &groups.TxnProducer{ID: h.ProducerID, Epoch: h.ProducerEpoch}
 			}
 			err = batch.Records(one, batch.Limits{Origin: batch.AppendOriginReplication}, func(r batch.Record) error {
 				rec, err := groups.DecodeRecord(bytes.Clone(r.Key), bytes.Clone(r.Value))
@@ -311,6 +333,10 @@ func replay(c *groups.Coordinator, l *engine.Log, end int64) error {
 				if err != nil {
 					return fmt.Errorf("record at %d: %w", r.Offset, err)
 				}
+				if producer != nil && rec.Kind != groups.OffsetCommitRecord {
+					return fmt.Errorf("record at %d: a transactional batch of producer %d holds a record of kind %d", r.Offset, producer.ID, rec.Kind)
+				}
+				rec.Producer = producer
 				return c.Replay(rec)
 			})
 			if err != nil {
@@ -353,9 +379,55 @@ func (d *Driver) drain(i int32) {
 		lp.fifo <- delivery{responses: rd.Responses}
 		return
 	}
-	b := batch.NewBuilder(batch.CompressionNone)
+	// One batch per run of records of one kind: a TxnOffsetCommit's
+	// records are a transactional batch of their producer, the others
+	// plain ones. Each input's records are one run (all or nothing).
+	var waits []func() error
 	now := d.nowMs()
-	for _, r := range rd.Records {
+	for rs := rd.Records; len(rs) > 0; {
+		n := 1
+		for n < len(rs) && sameProducer(rs[n].Producer, rs[0].Producer) {
+			n++
+		}
+		wait, err := d.appendRecords(lp, rs[:n], now)
+		if err != nil {
+			d.cfg.Logger.Warn("group coordinator append failed; unloading", "partition", i, "err", err)
+			code := appendErrorCode(lp.p)
+			if errors.Is(err, producer.ErrInvalidProducerEpoch) {
+				// The log knows a newer epoch of the producer than the
+				// coordinator did (its records were compacted away):
+				// the coordinator's state is rebuilt from the log.
+				code = kerr.InvalidProducerEpoch.Code
+			}
+			lp.fifo <- delivery{waits: waits, responses: withError(rd.Responses, code)}
+			d.unload(i)
+			return
+		}
+		waits = append(waits, wait)
+		rs = rs[n:]
+	}
+	lp.fifo <- delivery{waits: waits, responses: rd.Responses}
+}
+
+func sameProducer(a, b *groups.TxnProducer) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+// appendRecords appends rs as one uncompressed batch, acks=all: a
+// transactional batch when they carry a producer (a TxnOffsetCommit's),
+// with the next sequence of that producer in this partition (Kafka's
+// coordinator writes them unchecked; here the log checks them as a
+// producer's, and only this driver writes them).
+func (d *Driver) appendRecords(lp *loadedPartition, rs []groups.Record, now int64) (func() error, error) {
+	b := batch.NewBuilder(batch.CompressionNone)
+	if p := rs[0].Producer; p != nil {
+		b.ProducerID, b.ProducerEpoch, b.IsTransactional = p.ID, p.Epoch, true
+		b.BaseSequence = 0
+		if e, ok := lp.p.Log().ProducerState(p.ID); ok && e.ProducerEpoch == p.Epoch && e.LastSequence() >= 0 {
+			b.BaseSequence = nextSequence(e.LastSequence())
+		}
+	}
+	for _, r := range rs {
 		var value []byte
 		if !r.Tombstone() {
 			value = r.EncodeValue()
@@ -363,17 +435,20 @@ func (d *Driver) drain(i int32) {
 		b.Append(batch.Record{Timestamp: now, Key: r.EncodeKey(), Value: value})
 	}
 	raw, err := b.Build()
-	var wait func() error
-	if err == nil {
-		_, wait, err = lp.p.AppendAsLeader(raw, -1)
-	}
 	if err != nil {
-		d.cfg.Logger.Warn("group coordinator append failed; unloading", "partition", i, "err", err)
-		lp.fifo <- delivery{responses: withError(rd.Responses, appendErrorCode(lp.p))}
-		d.unload(i)
-		return
+		return nil, err
 	}
-	lp.fifo <- delivery{wait: wait, responses: rd.Responses}
+	_, wait, err := lp.p.AppendAsLeader(raw, -1)
+	return wait, err
+}
+
+// nextSequence is the sequence after last, wrapping at math.MaxInt32 as
+// Kafka's producers do.
+func nextSequence(last int32) int32 {
+	if last == math.MaxInt32 {
+		return 0
+	}
+	return last + 1
 }
 
 func appendErrorCode(p *replication.Partition) int16 {
@@ -403,8 +478,14 @@ func (d *Driver) deliverLoop(i int32, lp *loadedPartition) {
 			// Ready built on its state must not be answered as if it
 			// held.
 			rs = withError(rs, kerr.NotCoordinator.Code)
-		} else if dl.wait != nil {
-			if err := dl.wait(); err != nil {
+		} else {
+			var err error
+			for _, wait := range dl.waits {
+				if err = wait(); err != nil {
+					break
+				}
+			}
+			if err != nil {
 				failed = true
 				d.cfg.Logger.Warn("group coordinator append not durable; unloading", "partition", i, "err", err)
 				rs = withError(rs, appendErrorCode(lp.p))
@@ -602,5 +683,92 @@ func (d *Driver) warnMisplaced(partition int32, misplaced map[string][]string) {
 		"partition", partition, "groups", len(ids))
 	for _, id := range ids[:min(len(ids), maxMisplacedLogged)] {
 		d.cfg.Logger.Warn("misplaced group", "partition", partition, "group", id, "offsets", misplaced[id])
+	}
+}
+
+// WriteTxnMarker writes a transaction marker (COMMIT when commit, else
+// ABORT) of producerID at producerEpoch, from the transaction coordinator
+// at coordinatorEpoch, to __consumer_offsets partition partition: the
+// partition-leader side of WriteTxnMarkers for the offsets a
+// TxnOffsetCommit left pending there. The control batch is appended as
+// the partition's leader (replicated, acks=all) on the owner goroutine,
+// so it is ordered with the coordinator's own records; the producer's
+// pending offsets on the partition then become committed offsets (commit)
+// or are dropped (abort), and WriteTxnMarker returns once the marker is
+// durable (an OffsetFetch submitted after it is answered behind it).
+//
+// Errors wrap the Kafka error to answer: NOT_LEADER_OR_FOLLOWER when this
+// node does not lead the partition (or lost it while writing),
+// COORDINATOR_LOAD_IN_PROGRESS (retriable) while it leads it but has not
+// loaded it yet, INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED
+// when the log refuses the marker (nothing was written), REQUEST_TIMED_OUT
+// when the marker was written but could not be made durable in time (it
+// may still commit: a retry writes it again, which is harmless);
+// UNKNOWN_TOPIC_OR_PARTITION for a partition out of range; ErrClosed or
+// ctx's error when the driver or the caller ends first.
+func (d *Driver) WriteTxnMarker(ctx context.Context, partition int32, producerID int64, producerEpoch int16,
+	coordinatorEpoch int32, commit bool) error {
+	if partition < 0 || partition >= d.cfg.Partitions {
+		return fmt.Errorf("%w: %s partition %d of %d", kerr.UnknownTopicOrPartition, OffsetsTopic, partition, d.cfg.Partitions)
+	}
+	d.mu.Lock()
+	d.nextID++
+	call := &Call{d: d, id: d.nextID, ch: make(chan groups.Response, 1)}
+	d.waiters[call.id] = call.ch
+	d.mu.Unlock()
+	marker := engine.TxnMarker{ProducerID: producerID, ProducerEpoch: producerEpoch, Commit: commit, CoordinatorEpoch: coordinatorEpoch}
+	err := d.submit(ctx, func() {
+		loading := d.checkPartition(partition)
+		lp := d.loaded[partition]
+		switch {
+		case lp == nil && loading:
+			call.fail(fmt.Errorf("%w: %s partition %d is loading", kerr.CoordinatorLoadInProgress, OffsetsTopic, partition))
+			return
+		case lp == nil:
+			call.fail(fmt.Errorf("%w: %s partition %d is not led here", kerr.NotLeaderForPartition, OffsetsTopic, partition))
+			return
+		}
+		_, wait, err := lp.p.AppendTxnMarkerAsLeader(marker, -1)
+		if err != nil {
+			if errors.Is(err, producer.ErrInvalidProducerEpoch) || errors.Is(err, producer.ErrCoordinatorFenced) ||
+				errors.Is(err, kerr.NotEnoughReplicas) {
+				// Refused before anything was written.
+				call.fail(err)
+				return
+			}
+			d.cfg.Logger.Warn("group coordinator marker append failed; unloading", "partition", partition, "err", err)
+			if leader, _ := lp.p.Leader(); !leader {
+				err = fmt.Errorf("%w: %v", kerr.NotLeaderForPartition, err)
+			}
+			call.fail(err)
+			d.unload(partition)
+			return
+		}
+		lp.c.CompleteTxn(groups.TxnMarkerRequest{RequestID: call.id, ProducerID: producerID, ProducerEpoch: producerEpoch, Commit: commit}, d.nowMs())
+		rd := lp.c.Ready()
+		if len(rd.Records) > 0 {
+			panic(fmt.Sprintf("coordinator: partition %d emitted %d records for a marker", partition, len(rd.Records)))
+		}
+		lp.fifo <- delivery{waits: []func() error{wait}, responses: rd.Responses}
+	})
+	if err != nil {
+		call.fail(err)
+	}
+	r, err := call.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	if r.TxnMarker == nil {
+		return fmt.Errorf("coordinator: marker on %s partition %d answered with another kind of response", OffsetsTopic, partition)
+	}
+	switch code := r.TxnMarker.ErrorCode; code {
+	case 0:
+		return nil
+	case kerr.NotCoordinator.Code:
+		return fmt.Errorf("%w: %s partition %d is not led here any more", kerr.NotLeaderForPartition, OffsetsTopic, partition)
+	case kerr.CoordinatorNotAvailable.Code:
+		return fmt.Errorf("%w: the marker on %s partition %d was written but is not durable", kerr.RequestTimedOut, OffsetsTopic, partition)
+	default:
+		return fmt.Errorf("coordinator: marker on %s partition %d: %w", OffsetsTopic, partition, kerr.ErrorForCode(code))
 	}
 }

@@ -22,6 +22,11 @@
 // Degraded is judged apart from healthy and never changes it: a node's
 // uplinks (UplinkState, in its NodeFacts) down longer than its threshold,
 // or refusing a partition, make the cluster degraded (DegradedReasons).
+// Nodes still loading partitions after a start (LoadingNodes: the follower
+// replicas a node loads behind its open listener, or loads waiting for
+// file descriptors) are listed and judged neither way: those replicas
+// are out of their ISRs meanwhile, and the under-replicated partitions
+// say so.
 // An edge cut off from its central cluster serves its clients all along
 // and keeps what it must forward in its log; calling it unhealthy would
 // take it out of rollouts and alerts meant for a cluster that fails its

@@ -93,7 +93,20 @@ type ClusterHealth struct {
 	// Uplinks are the links each node runs (its own facts), by link then
 	// node.
 	Uplinks []UplinkState `json:"uplinks"`
+	// LoadingNodes are the nodes still loading partitions after a start:
+	// a node opens its client listener once the partitions it leads are
+	// loaded and loads the rest (its follower replicas) behind it, or
+	// retries loads that ran out of file descriptors. Listed only: those
+	// replicas are out of their ISRs meanwhile, which the
+	// under-replicated partitions show.
+	LoadingNodes []LoadingNode `json:"nodes_loading"`
 	ControlPlane
+}
+
+// LoadingNode is a node with partitions on disk not loaded yet.
+type LoadingNode struct {
+	Node       int32 `json:"node"`
+	Partitions int   `json:"partitions"`
 }
 
 // UplinkState is one link ([uplink.NAME]) as one node runs it: that
@@ -216,6 +229,8 @@ type NodeFacts struct {
 	RequestBudgetStarved *StarvedNode `json:"request_budget_starved,omitempty"`
 	// Uplinks are the links the node runs.
 	Uplinks []UplinkState `json:"uplinks,omitempty"`
+	// PartitionsLoading counts its partitions on disk not loaded yet.
+	PartitionsLoading int `json:"partitions_loading,omitempty"`
 }
 
 // MaxDamagedListed bounds the damaged replicas one node reports: past it
@@ -231,6 +246,10 @@ func (h *ClusterHealth) AddNodeFacts(f NodeFacts) {
 	h.LogDirsBelowFloor = slices.DeleteFunc(h.LogDirsBelowFloor, func(d LogDirBelowFloor) bool { return d.Node == f.Node })
 	h.StarvedNodes = slices.DeleteFunc(h.StarvedNodes, func(d StarvedNode) bool { return d.Node == f.Node })
 	h.Uplinks = slices.DeleteFunc(h.Uplinks, func(u UplinkState) bool { return u.Node == f.Node })
+	h.LoadingNodes = slices.DeleteFunc(h.LoadingNodes, func(d LoadingNode) bool { return d.Node == f.Node })
+	if f.PartitionsLoading > 0 {
+		h.LoadingNodes = append(h.LoadingNodes, LoadingNode{Node: f.Node, Partitions: f.PartitionsLoading})
+	}
 	for _, u := range f.Uplinks {
 		u.Node = f.Node
 		h.Uplinks = append(h.Uplinks, u)
@@ -361,6 +380,12 @@ func (h *ClusterHealth) Evaluate() {
 	}
 	sort.Slice(h.StarvedNodes, func(i, j int) bool { return h.StarvedNodes[i].Node < h.StarvedNodes[j].Node })
 	h.StarvedNodes = slices.CompactFunc(h.StarvedNodes, func(a, b StarvedNode) bool { return a.Node == b.Node })
+
+	if h.LoadingNodes == nil {
+		h.LoadingNodes = []LoadingNode{}
+	}
+	sort.Slice(h.LoadingNodes, func(i, j int) bool { return h.LoadingNodes[i].Node < h.LoadingNodes[j].Node })
+	h.LoadingNodes = slices.CompactFunc(h.LoadingNodes, func(a, b LoadingNode) bool { return a.Node == b.Node })
 
 	if h.Uplinks == nil {
 		h.Uplinks = []UplinkState{}

@@ -172,10 +172,19 @@ func TestAddNodeFacts(t *testing.T) {
 	h := ClusterHealth{OfflineLogDirs: []string{OfflineLogDir(1, "/a", "EIO"), OfflineLogDir(2, "/b", "EIO")},
 		DamagedPartitions: []DamagedPartition{{Node: 2, Partition: "t/0"}, {Node: 1, Partition: "t/1"}},
 		LogDirsBelowFloor: []LogDirBelowFloor{{Node: 2, Dir: "/b"}},
-		StarvedNodes:      []StarvedNode{{Node: 2, Waiting: 1}}}
-	h.AddNodeFacts(NodeFacts{Node: 3, RequestBudgetStarved: &StarvedNode{Waiting: 5}})
+		StarvedNodes:      []StarvedNode{{Node: 2, Waiting: 1}},
+		LoadingNodes:      []LoadingNode{{Node: 2, Partitions: 40}}}
+	h.AddNodeFacts(NodeFacts{Node: 3, RequestBudgetStarved: &StarvedNode{Waiting: 5}, PartitionsLoading: 7})
 	h.AddNodeFacts(NodeFacts{Node: 2, DamagedPartitions: []DamagedPartition{{Partition: "u/3"}}})
 	h.Evaluate()
+	if !reflect.DeepEqual(h.LoadingNodes, []LoadingNode{{Node: 3, Partitions: 7}}) {
+		t.Fatalf("loading after node 3's and node 2's facts: %+v", h.LoadingNodes)
+	}
+	for _, r := range append(h.UnhealthyReasons, h.DegradedReasons...) {
+		if strings.Contains(r, "load") {
+			t.Fatalf("a node loading partitions judged: %v, degraded %v", h.UnhealthyReasons, h.DegradedReasons)
+		}
+	}
 	if !reflect.DeepEqual(h.StarvedNodes, []StarvedNode{{Node: 3, Waiting: 5}}) {
 		t.Fatalf("starved after node 3's and node 2's facts: %+v", h.StarvedNodes)
 	}
