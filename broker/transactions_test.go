@@ -577,3 +577,70 @@ func TestTransactionsCompactedTopic(t *testing.T) {
 	}
 	checkSameRecords(t, readCommitted(t, b, "compacted", 2), []string{"commit-1", "plain"})
 }
+
+// TestTransactionsConsumeTransformProduce: franz-go's GroupTransactSession
+// reads a topic in a group, writes each record to another topic and
+// commits the group's offsets in the same transaction (AddOffsetsToTxn,
+// TxnOffsetCommit, the markers on __consumer_offsets through the group
+// coordinator): the output is read_committed exactly once and the offsets
+// are committed with it.
+func TestTransactionsConsumeTransformProduce(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, testConfig(t, t.TempDir(), txnTestExtra+"[groups]\ngroup.initial.rebalance.delay.ms = 0\n"))
+	_, adm := newClient(t, b)
+	ctx := testContext(t)
+	for _, topic := range []string{"src", "dst"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, _ := newClient(t, b, kgo.DefaultProduceTopic("src"))
+	var want []string
+	for i := range 10 {
+		if err := in.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("r%d", i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprintf("out-r%d", i))
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(b.Addr().String()), kgo.TransactionalID("ctp"),
+		kgo.ConsumerGroup("ctp-group"), kgo.ConsumeTopics("src"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic("dst"), kgo.RequireStableFetchOffsets())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	done := 0
+	for done < 10 {
+		fs := sess.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%d of 10 records consumed", done)
+		}
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			sess.Produce(ctx, kgo.StringRecord("out-"+string(r.Value)), func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+			})
+			done++
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil || !committed {
+			t.Fatalf("End: committed %v, %v", committed, err)
+		}
+	}
+	checkSameRecords(t, readCommitted(t, b, "dst", len(want)), want)
+	pollFor(t, "the group's offset committed with the transaction", 30*time.Second, func() bool {
+		os, err := adm.FetchOffsets(ctx, "ctp-group")
+		if err != nil {
+			return false
+		}
+		o, ok := os.Lookup("src", 0)
+		return ok && o.Err == nil && o.At == 10
+	})
+}
