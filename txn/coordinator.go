@@ -331,7 +331,18 @@ func (c *Coordinator) EndTxn(req EndRequest, nowMs int64) {
 		c.respond(ok)
 	case m.State == CompleteCommit && req.Commit, m.State == CompleteAbort && !req.Commit:
 		c.respond(ok) // a retry of a completed request
-	case m.State == PrepareCommit && req.Commit, m.State == PrepareAbort && !req.Commit:
+	case !req.Commit && (m.State == Empty || m.State == CompleteCommit):
+		// The abort of an empty transaction, as transaction version 2
+		// allows: nothing of this producer's can be in a partition since
+		// its last marker, as Produce has every partition verified with
+		// this coordinator first. A client that aborts while its
+		// AddPartitionsToTxn was refused (the previous commit's markers
+		// still in flight) sends exactly this; librdkafka then takes
+		// INVALID_TXN_STATE as fatal.
+		c.respond(ok)
+	case m.State == PrepareCommit || m.State == PrepareAbort:
+		// Markers in flight: Kafka's "pending transition" answer, whatever
+		// the result asked; the client retries once they are written.
 		c.respond(fail(req.RequestID, errConcurrentTransactions))
 	default:
 		c.respond(fail(req.RequestID, errInvalidTxnState))

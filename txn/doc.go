@@ -37,8 +37,15 @@
 //     transactional batch of a transaction.
 //   - EndTxn: Ongoing goes to PrepareCommit or PrepareAbort, answered
 //     once that record is durable; the markers follow, then the
-//     CompleteCommit or CompleteAbort record (MarkersWritten). A retry
-//     after completion gets NONE, the other decision INVALID_TXN_STATE.
+//     CompleteCommit or CompleteAbort record (MarkersWritten). While the
+//     markers are written, either decision gets CONCURRENT_TRANSACTIONS
+//     (Kafka's pending transition). A retry after completion gets NONE;
+//     an abort with no transaction ongoing (Empty, CompleteCommit) gets
+//     NONE too, the abort of an empty transaction as transaction version
+//     2 allows (librdkafka sends it when it aborts while its
+//     AddPartitionsToTxn met the previous commit's markers, and takes
+//     INVALID_TXN_STATE as fatal); a commit after an abort is
+//     INVALID_TXN_STATE.
 //   - Tick: an Ongoing transaction older than its timeout is aborted under
 //     a bumped epoch; an id idle (Empty, Complete*) for
 //     transactional.id.expiration.ms is removed with a tombstone.
