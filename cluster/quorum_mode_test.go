@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,7 +70,9 @@ func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]str
 		ids = append(ids, id)
 		voterIDs = append(voterIDs, int32(id))
 	}
-	var ctrl *Controller
+	// Set once the controller is open: a peer's app message may arrive
+	// before (the broker guards it the same way).
+	var ctrlRef atomic.Pointer[Controller]
 	session := n.sessionTimeout
 	if session == 0 {
 		// Outlasts a stall of a live broker on a loaded machine.
@@ -81,12 +84,16 @@ func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]str
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := quorum.NewTCPTransport(peers, func(from election.NodeID, b []byte) { ctrl.HandleApp(from, b) })
+	tr := quorum.NewTCPTransport(peers, func(from election.NodeID, b []byte) {
+		if c := ctrlRef.Load(); c != nil {
+			c.HandleApp(from, b)
+		}
+	})
 	if err := peers.Start(); err != nil {
 		t.Fatal(err)
 	}
 	n.tr = tr
-	ctrl, err = OpenController(n.fs, "/data/__cluster_metadata", ControllerConfig{
+	ctrl, err := OpenController(n.fs, "/data/__cluster_metadata", ControllerConfig{
 		NodeID: n.id, Voters: voterIDs, DefaultPartitions: 1, DefaultReplicationFactor: 1,
 		Quorum: &QuorumConfig{Dir: "/data/__cluster_quorum", Transport: tr, SendApp: tr.SendApp,
 			// A 1.5 s lease (the shipped default) and a 2 s election
@@ -104,6 +111,7 @@ func startQuorumNode(t *testing.T, n *quorumNode, voters map[election.NodeID]str
 		t.Fatal(err)
 	}
 	n.c = ctrl
+	ctrlRef.Store(ctrl)
 	if err := ctrl.SetRegistration(context.Background(), "", []BrokerListener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9000 + n.id}}); err != nil {
 		t.Fatal(err)
 	}
