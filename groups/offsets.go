@@ -3,22 +3,28 @@ package groups
 // This file is committed offsets and group administration: OffsetCommit,
 // OffsetFetch, offset expiry, DescribeGroups and DeleteGroups.
 
+// newCommitResponse is the answer to a commit of offsets, one partition
+// result each, and fail, which gives every partition the same error.
+func newCommitResponse(offsets []OffsetCommit) (resp *CommitResponse, fail func(code int16)) {
+	resp = &CommitResponse{Partitions: make([]PartitionResult, len(offsets))}
+	for i, o := range offsets {
+		resp.Partitions[i] = PartitionResult{Topic: o.Topic, Partition: o.Partition}
+	}
+	return resp, func(code int16) {
+		for i := range resp.Partitions {
+			resp.Partitions[i].ErrorCode = code
+		}
+	}
+}
+
 // CommitOffsets handles an OffsetCommit request at nowMs. A member of an
 // active group may commit only for the current generation: a zombie (a
 // member that was removed, or that missed a rebalance) gets
 // UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION and cannot overwrite the
 // progress of the partition's new owner.
 func (c *Coordinator) CommitOffsets(req CommitRequest, nowMs int64) {
-	resp := &CommitResponse{Partitions: make([]PartitionResult, len(req.Offsets))}
-	for i, o := range req.Offsets {
-		resp.Partitions[i] = PartitionResult{Topic: o.Topic, Partition: o.Partition}
-	}
+	resp, fail := newCommitResponse(req.Offsets)
 	defer c.respond(Response{RequestID: req.RequestID, Commit: resp})
-	fail := func(code int16) {
-		for i := range resp.Partitions {
-			resp.Partitions[i].ErrorCode = code
-		}
-	}
 	if code := c.groupStatus(req.Group, true); code != 0 {
 		fail(code)
 		return

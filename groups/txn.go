@@ -212,16 +212,8 @@ func (t *txnOffsets) complete(pid int64, epoch int16, commit bool, apply func(gr
 // producer epoch older than one this coordinator has seen gets
 // INVALID_PRODUCER_EPOCH.
 func (c *Coordinator) TxnCommitOffsets(req TxnCommitRequest, nowMs int64) {
-	resp := &CommitResponse{Partitions: make([]PartitionResult, len(req.Offsets))}
-	for i, o := range req.Offsets {
-		resp.Partitions[i] = PartitionResult{Topic: o.Topic, Partition: o.Partition}
-	}
+	resp, fail := newCommitResponse(req.Offsets)
 	defer c.respond(Response{RequestID: req.RequestID, TxnCommit: resp})
-	fail := func(code int16) {
-		for i := range resp.Partitions {
-			resp.Partitions[i].ErrorCode = code
-		}
-	}
 	if code := c.groupStatus(req.Group, false); code != 0 {
 		fail(code)
 		return
